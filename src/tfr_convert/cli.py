@@ -1,0 +1,204 @@
+"""The `tfr-convert` and `tfr-inspect` commands: parse, validate, call the library.
+
+Exit codes: 0 success, 1 a data or I/O error (the library's TfrConvertError, or
+an OSError, translated once in `_Translating`), 2 a usage error (click's own).
+Results go to stdout, progress and errors to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from typing import Any
+
+import click
+
+from . import __version__
+from .errors import TfrConvertError
+
+_SIZE_UNITS = {
+    "": 1, "b": 1,
+    "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+    "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40,
+    "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
+}  # fmt: skip
+
+
+class ByteSize(click.ParamType):
+    """`128MB` (SI), `64MiB` / `64M` (binary) or plain bytes."""
+
+    name = "size"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", str(value))
+        if not m or m[2].lower() not in _SIZE_UNITS:
+            self.fail(f"{value!r} is not a size like 128MB, 64MiB or 1000000", param, ctx)
+        size = int(float(m[1]) * _SIZE_UNITS[m[2].lower()])
+        if size < 1:
+            self.fail(f"{value!r} must be at least one byte", param, ctx)
+        return size
+
+
+class DatasetName(click.ParamType):
+    """A name usable in shard file names and by TFDS: letters, digits, underscores."""
+
+    name = "name"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", str(value)):
+            self.fail(f"{value!r}: use letters, digits and underscores, starting with a letter", param, ctx)
+        return str(value)
+
+
+class _Translating:
+    """Turns the library's errors into one line on stderr and exit code 1."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)  # type: ignore[misc]
+        except TfrConvertError as e:
+            message = str(e)
+        except OSError as e:
+            message = f"{e.filename}: {e.strerror}" if e.filename else str(e)
+        except KeyboardInterrupt:
+            message = "interrupted"
+        click.echo(f"error: {message}", err=True)
+        ctx.exit(1)
+
+
+class _Group(_Translating, click.Group):
+    pass
+
+
+class _Command(_Translating, click.Command):
+    pass
+
+
+def _progress_bar(quiet: bool):
+    """A `progress(n, total)` callback drawing a tqdm bar on stderr, or None."""
+    if quiet or not sys.stderr.isatty():
+        return None, lambda: None
+    from tqdm import tqdm
+
+    bar = tqdm(total=0, unit="ex", file=sys.stderr, dynamic_ncols=True, leave=False)
+
+    def update(n: int, total: int) -> None:
+        if bar.total != total:
+            bar.total = total
+            bar.refresh()
+        bar.update(n)
+
+    return update, bar.close
+
+
+# ---------------------------------------------------------------- tfr-convert
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="tfr-convert")
+def convert() -> None:
+    """Convert MNIST, CIFAR and image folders to sharded TFRecord datasets."""
+
+
+def common_options(f):
+    """Options every converter shares (design section 2)."""
+    options = [
+        click.option("--out", "out", required=True, type=click.Path(file_okay=False, writable=True), help="Output directory."),
+        click.option("--name", type=DatasetName(), help="Dataset name used in shard file names [default: the variant]."),
+        click.option("--num-shards", type=click.IntRange(min=1), help="Shards per split."),
+        click.option("--examples-per-shard", type=click.IntRange(min=1), help="Examples per shard."),
+        click.option("--shard-size", type=ByteSize(), help="Shards of at least this size, e.g. 128MB [default: 64MiB]."),
+        click.option("--compression", type=click.Choice(["none", "gzip", "zlib"]), default="none", show_default=True),
+        click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of every shuffle and split."),
+        click.option("--shuffle/--no-shuffle", default=True, show_default=True, help="Shuffle examples within each split."),
+        click.option("--workers", type=click.IntRange(min=1), help="Encoding processes [default: all cores]."),
+        click.option("--overwrite", is_flag=True, help="Replace an existing non-empty output directory."),
+        click.option("--quiet", is_flag=True, help="No progress bar."),
+        click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON document."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def _run(converter, *, out, name, num_shards, examples_per_shard, shard_size, compression, seed, shuffle,
+         workers, overwrite, quiet, as_json, validation_size=0) -> None:  # fmt: skip
+    from .inspect import human_bytes
+    from .pipeline import RunOptions, default_workers, run
+    from .shards import ShardPolicy
+
+    if sum(x is not None for x in (num_shards, examples_per_shard, shard_size)) > 1:
+        raise click.UsageError("give at most one of --num-shards, --examples-per-shard, --shard-size")
+    options = RunOptions(
+        out=out,
+        name=name,
+        policy=ShardPolicy(num_shards, examples_per_shard, shard_size),
+        compression=compression,
+        seed=seed,
+        shuffle=shuffle,
+        validation_size=validation_size,
+        workers=workers or default_workers(),
+        overwrite=overwrite,
+    )
+    progress, close_bar = _progress_bar(quiet)
+    try:
+        summary = run(converter, options, progress)
+    finally:
+        close_bar()
+    if as_json:
+        click.echo(json.dumps(summary.to_dict(), indent=2))
+        return
+    per_split = ", ".join(f"{split} {s['examples']}" for split, s in summary.splits.items())
+    shards = sum(s["shards"] for s in summary.splits.values())
+    size = human_bytes(sum(s["bytes"] for s in summary.splits.values()))
+    click.echo(f"{summary.name}: {per_split} examples in {shards} shards, {size}, {summary.seconds:.1f} s -> {summary.out}")
+
+
+@convert.command()
+@click.argument("src", required=False, type=click.Path(file_okay=False))
+@click.option("--download", is_flag=True, help="Fetch the published files (checked against known checksums) first.")
+@click.option("--variant", type=click.Choice(["mnist", "fashion_mnist", "kmnist"]), help="[default: detected from checksums, else mnist]")
+@click.option("--image-format", type=click.Choice(["raw", "png"]), default="raw", show_default=True)
+@click.option("--validation-size", type=click.IntRange(min=0), default=0, help="Carve N seeded examples out of train.")
+@click.option("--mirror", metavar="URL", help="Download from this base URL instead (or TFR_CONVERT_MIRROR).")
+@click.option("--cache-dir", type=click.Path(file_okay=False), help="Where --download puts files [default: ~/.cache/tfr-convert].")
+@common_options
+def mnist(src, download, variant, image_format, mirror, cache_dir, **common) -> None:
+    """MNIST-family idx files (MNIST, Fashion-MNIST, KMNIST) in SRC."""
+    import os
+
+    from .converters.mnist import MnistConverter
+
+    if download:
+        from .download import default_cache_dir, fetch
+
+        src = src or os.path.join(cache_dir or default_cache_dir(), variant or "mnist")
+        fetch(variant or "mnist", src, mirror)
+    elif src is None:
+        raise click.UsageError("give SRC, the directory with the idx files, or --download")
+    elif not os.path.isdir(src):
+        raise click.BadParameter(f"directory {src!r} does not exist", param_hint="SRC")
+    _run(MnistConverter(src, variant, image_format), **common)
+
+
+# ---------------------------------------------------------------- tfr-inspect
+
+
+@click.command(cls=_Command, context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@click.option("--count", is_flag=True, help="Only count records (still checks every CRC).")
+@click.option("--head", type=click.IntRange(min=0), default=1, show_default=True, help="Examples to show.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON document.")
+@click.version_option(__version__, prog_name="tfr-inspect")
+def inspect(paths, count, head, as_json) -> None:
+    """Summarize TFRecord files: records, bytes, compression, schema, first examples.
+
+    PATH is a file, a dataset directory or a glob. Every record's CRCs are checked.
+    """
+    from .inspect import format_report, summarize
+
+    report = summarize(list(paths), head=head, count_only=count)
+    click.echo(json.dumps(report, indent=2, ensure_ascii=False) if as_json else format_report(report))

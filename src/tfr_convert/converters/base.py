@@ -1,0 +1,58 @@
+"""What every converter provides to the pipeline.
+
+A converter finds and validates its sources up front (before anything is
+written), lists its items per source split, and turns one item into a
+features dict with `encode`. Items are small (an index, a path, a row) and
+`encode` is a pure function of the item, so the pipeline may call it in any
+process and still write byte-identical output.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Hashable
+from typing import Any
+
+from ..metadata import FeatureSpec
+
+
+class Converter(ABC):
+    #: registry name, the `tfr-convert` subcommand
+    command: str = ""
+    #: default dataset name (--name), used in shard file names
+    dataset_name: str = ""
+    description: str = ""
+    #: feature name -> how readers should see it
+    features: dict[str, FeatureSpec]
+    #: feature name -> class names, written to {feature}.labels.txt
+    labels: dict[str, list[str]]
+
+    @abstractmethod
+    def source_splits(self) -> dict[str, list[Hashable]]:
+        """Items of each split the dataset itself defines, in source order."""
+
+    @abstractmethod
+    def key(self, item: Hashable) -> str:
+        """A stable, unique name of the item; seeds its split and shuffle rank."""
+
+    @abstractmethod
+    def describe(self, item: Hashable) -> str:
+        """Where the item comes from, for error messages (file and position)."""
+
+    @abstractmethod
+    def encode(self, item: Hashable) -> dict[str, Any]:
+        """The item's features dict (serialized by example.serialize)."""
+
+    @abstractmethod
+    def sources(self) -> list[dict[str, Any]]:
+        """Fingerprints of the input files for the manifest."""
+
+    def options(self) -> dict[str, Any]:
+        """Converter-specific options recorded in the manifest."""
+        return {}
+
+
+def fingerprint(path: str, data: bytes) -> dict[str, Any]:
+    return {"file": os.path.basename(path), "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}

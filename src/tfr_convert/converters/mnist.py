@@ -1,0 +1,211 @@
+"""MNIST-family idx files (MNIST, Fashion-MNIST, KMNIST) -> examples.
+
+The idx format: a big-endian header `0 0 <dtype> <rank>` then one uint32 per
+dimension, then the data, row-major. Images are magic 2051 (uint8, rank 3),
+labels 2049 (uint8, rank 1). Every header is checked against the file's real
+size instead of trusting it, and a gzip is never inflated past the size its idx
+header implies (a gzip bomb fails fast, a truncated one fails clearly).
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import struct
+import zlib
+from collections.abc import Hashable
+from typing import Any
+
+import numpy as np
+
+from ..errors import SourceError
+from ..metadata import FeatureSpec
+from .base import Converter, fingerprint
+
+IMAGES_MAGIC, LABELS_MAGIC = 2051, 2049
+NUM_CLASSES = 10
+VARIANTS = ("mnist", "fashion_mnist", "kmnist")
+CLASS_NAMES = {
+    "mnist": [str(i) for i in range(10)],
+    "fashion_mnist": [
+        "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+        "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot",
+    ],
+    "kmnist": ["o", "ki", "su", "tsu", "na", "ha", "ma", "ya", "re", "wo"],
+}  # fmt: skip
+# (split, what) -> the file stem every variant uses
+FILES = {
+    ("train", "images"): "train-images-idx3-ubyte",
+    ("train", "labels"): "train-labels-idx1-ubyte",
+    ("test", "images"): "t10k-images-idx3-ubyte",
+    ("test", "labels"): "t10k-labels-idx1-ubyte",
+}
+IMAGE_FORMATS = ("raw", "png")
+_PIECE = 1 << 20
+
+
+def find_source(src_dir: str, stem: str) -> str:
+    """The file for a stem: plain or gzipped, `-idx` or `.idx` spelling."""
+    dotted = stem.replace("-idx", ".idx")
+    for name in (stem, stem + ".gz", dotted, dotted + ".gz"):
+        path = os.path.join(src_dir, name)
+        if os.path.isfile(path):
+            return path
+    raise SourceError(f"{src_dir}: missing {stem} (or {stem}.gz)")
+
+
+def _read_capped(stream: io.BufferedIOBase, n: int) -> bytes:
+    """Read up to n bytes in pieces, so a lying header cannot make us allocate n."""
+    parts, got = [], 0
+    while got < n:
+        piece = stream.read(min(_PIECE, n - got))
+        if not piece:
+            break
+        parts.append(piece)
+        got += len(piece)
+    return b"".join(parts)
+
+
+def parse_idx(path: str, raw: bytes, magic: int, rank: int) -> np.ndarray:
+    """Validate and decode one idx file's bytes (gzipped or not) into an array."""
+    gzipped = raw[:2] == b"\x1f\x8b"
+    stream: io.BufferedIOBase = gzip.GzipFile(fileobj=io.BytesIO(raw)) if gzipped else io.BytesIO(raw)
+    what = "decompressed data" if gzipped else "file"
+    try:
+        head = stream.read(4)
+        if len(head) < 4:
+            raise SourceError(f"{path}: {what} is {len(head)} bytes long, too short for an idx header")
+        (found,) = struct.unpack(">I", head)
+        if found != magic:
+            raise SourceError(f"{path}: byte 0: magic number {found}, expected {magic}")
+        dims_raw = stream.read(4 * rank)
+        if len(dims_raw) < 4 * rank:
+            raise SourceError(f"{path}: idx header is truncated (needs {4 + 4 * rank} bytes)")
+        dims = struct.unpack(f">{rank}I", dims_raw)
+        if rank > 1 and 0 in dims[1:]:
+            raise SourceError(f"{path}: byte 8: image dimensions {dims[1:]} contain a zero")
+        header = 4 + 4 * rank
+        expected = int(np.prod(dims, dtype=np.uint64))
+        data = _read_capped(stream, expected)
+        if len(data) < expected:
+            raise SourceError(
+                f"{path}: truncated at byte {header + len(data)}: the header declares "
+                f"{'x'.join(map(str, dims))} = {expected} data bytes, only {len(data)} present"
+            )
+        extra = stream.read(1)
+        if extra:
+            where = "expands past" if gzipped else "is longer than"
+            raise SourceError(
+                f"{path}: {what} {where} the {header + expected} bytes its idx header implies "
+                f"(trailing data at byte {header + expected})"
+            )
+    except EOFError:
+        raise SourceError(f"{path}: truncated gzip stream (it ends before its end-of-stream marker)") from None
+    except (OSError, zlib.error) as e:  # gzip.BadGzipFile is an OSError
+        raise SourceError(f"{path}: corrupt gzip data: {e}") from None
+    return np.frombuffer(data, dtype=np.uint8).reshape(dims)
+
+
+def idx_bytes(array: np.ndarray) -> bytes:
+    """The idx encoding of a uint8 array (magic 0x08 << 8 | rank, e.g. 2051 for images)."""
+    array = np.ascontiguousarray(array, dtype=np.uint8)
+    header = struct.pack(f">I{array.ndim}I", 0x0800 | array.ndim, *array.shape)
+    return header + array.tobytes()
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+class MnistConverter(Converter):
+    command = "mnist"
+    description = "MNIST-format idx images (28x28 grayscale) with class labels."
+
+    def __init__(self, src_dir: str, variant: str | None = None, image_format: str = "raw") -> None:
+        if image_format not in IMAGE_FORMATS:
+            raise ValueError(f"image_format must be one of {IMAGE_FORMATS}")
+        self.src_dir = src_dir
+        self.image_format = image_format
+        self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._paths: dict[tuple[str, str], str] = {}
+        self._sources: list[dict[str, Any]] = []
+        for split in ("train", "test"):
+            images_path = self._paths[split, "images"] = find_source(src_dir, FILES[split, "images"])
+            labels_path = self._paths[split, "labels"] = find_source(src_dir, FILES[split, "labels"])
+            images_raw, labels_raw = _read(images_path), _read(labels_path)
+            self._sources += [fingerprint(images_path, images_raw), fingerprint(labels_path, labels_raw)]
+            images = parse_idx(images_path, images_raw, IMAGES_MAGIC, 3)
+            labels = parse_idx(labels_path, labels_raw, LABELS_MAGIC, 1)
+            if len(images) != len(labels):
+                raise SourceError(
+                    f"{images_path}: holds {len(images)} images but {labels_path} holds {len(labels)} labels"
+                )
+            bad = np.flatnonzero(labels >= NUM_CLASSES)
+            if bad.size:
+                i = int(bad[0])
+                raise SourceError(
+                    f"{labels_path}: label {labels[i]} at index {i} (byte {8 + i}) is outside 0..{NUM_CLASSES - 1}"
+                )
+            self._arrays[split] = (images, labels)
+        shapes = {self._arrays[s][0].shape[1:] for s in self._arrays}
+        if len(shapes) != 1:
+            raise SourceError(f"{src_dir}: train and test images differ in size: {sorted(shapes)}")
+        self.height, self.width = shapes.pop()
+        self.variant = variant or self._detect_variant()
+        self.dataset_name = self.variant
+        size = {"height": FeatureSpec.tensor("int64"), "width": FeatureSpec.tensor("int64"), "depth": FeatureSpec.tensor("int64")}
+        image = (
+            {"image_raw": FeatureSpec.tensor("string")}
+            if image_format == "raw"
+            else {"image": FeatureSpec.image((self.height, self.width, 1), "png")}
+        )
+        self.features = {**image, "label": FeatureSpec.class_label(NUM_CLASSES), **size}
+        self.labels = {"label": CLASS_NAMES[self.variant]}
+
+    def _detect_variant(self) -> str:
+        """A known variant when every source file matches its published checksum, else mnist."""
+        from ..download import files_of
+
+        ours = {s["file"]: s["sha256"] for s in self._sources}
+        for variant in VARIANTS:
+            published = {os.path.basename(f.file): f.digest for f in files_of(variant) if f.algorithm == "sha256"}
+            if published and published == ours:
+                return variant
+        return "mnist"
+
+    def source_splits(self) -> dict[str, list[Hashable]]:
+        return {split: [(split, i) for i in range(len(self._arrays[split][1]))] for split in ("train", "test")}
+
+    def key(self, item: Hashable) -> str:
+        split, i = item  # type: ignore[misc]
+        return f"{split}/{i}"
+
+    def describe(self, item: Hashable) -> str:
+        split, i = item  # type: ignore[misc]
+        return f"{self._paths[split, 'images']}: image {i}"
+
+    def encode(self, item: Hashable) -> dict[str, Any]:
+        split, i = item  # type: ignore[misc]
+        images, labels = self._arrays[split]
+        pixels = images[i]
+        if self.image_format == "raw":
+            image = {"image_raw": pixels.tobytes()}
+        else:
+            image = {"image": encode_png(pixels)}
+        return {**image, "label": int(labels[i]), "height": self.height, "width": self.width, "depth": 1}
+
+    def sources(self) -> list[dict[str, Any]]:
+        return self._sources
+
+    def options(self) -> dict[str, Any]:
+        return {"variant": self.variant, "image_format": self.image_format}
+
+
+def encode_png(pixels: np.ndarray) -> bytes:
+    from PIL import Image  # heavy import, only when PNG output is asked for
+
+    buf = io.BytesIO()
+    Image.fromarray(pixels).save(buf, format="PNG", optimize=False, compress_level=6)
+    return buf.getvalue()

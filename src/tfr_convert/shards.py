@@ -1,0 +1,252 @@
+"""Shards: their names, how records are cut into them, and atomic output.
+
+- `ShardName` is the only place that formats or parses
+  `{name}-{split}.tfrecord-{index:05d}-of-{count:05d}` (TFDS's default template).
+- `ShardPolicy` decides where one shard ends and the next begins.
+- `SplitWriter` writes one split's records to temporary files; the final
+  names (which need the shard count) are given only at commit.
+- `OutputDir` owns the output directory: refuses a non-empty one without
+  overwrite, renames temporaries to final names, writes metadata last, and on
+  failure removes everything it wrote.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+from dataclasses import dataclass, field
+
+from .errors import OutputError
+from .tfrecord import RecordWriter
+
+DEFAULT_SHARD_SIZE = 64 << 20  # bytes: TFDS's lower bound for a shard
+_TMP_PREFIX = ".tfr-convert-tmp-"
+
+
+@dataclass(frozen=True)
+class ShardName:
+    name: str
+    split: str
+    index: int
+    count: int
+
+    _PATTERN = re.compile(r"^(?P<name>.+)-(?P<split>[^-/]+)\.tfrecord-(?P<index>\d{5,})-of-(?P<count>\d{5,})$")
+    TFDS_TEMPLATE = "{DATASET}-{SPLIT}.{FILEFORMAT}-{SHARD_X_OF_Y}"
+
+    @property
+    def filename(self) -> str:
+        return f"{self.name}-{self.split}.tfrecord-{self.index:05d}-of-{self.count:05d}"
+
+    @classmethod
+    def parse(cls, filename: str) -> ShardName | None:
+        m = cls._PATTERN.match(os.path.basename(filename))
+        if not m:
+            return None
+        return cls(m["name"], m["split"], int(m["index"]), int(m["count"]))
+
+
+# ---------------------------------------------------------------- policy
+
+
+@dataclass(frozen=True)
+class ShardPolicy:
+    """Exactly one of the three is used; none given means shard_size=64 MiB.
+
+    - num_shards: that many shards per split (fewer if the split is smaller),
+      with counts differing by at most one.
+    - examples_per_shard: every shard but the last holds exactly that many.
+    - shard_size: shards of at least this many (framed, uncompressed) bytes:
+      a shard closes once it holds that much, unless what remains of the split
+      (estimated from the mean record so far) would be smaller, in which case
+      the rest joins it. Small data therefore gives one shard.
+    """
+
+    num_shards: int | None = None
+    examples_per_shard: int | None = None
+    shard_size: int | None = None
+
+    def __post_init__(self) -> None:
+        given = [v for v in (self.num_shards, self.examples_per_shard, self.shard_size) if v is not None]
+        if len(given) > 1:
+            raise ValueError("give at most one of num_shards, examples_per_shard, shard_size")
+        if any(v < 1 for v in given):
+            raise ValueError("shard policy values must be positive")
+
+    def describe(self) -> dict[str, int]:
+        if self.num_shards is not None:
+            return {"num_shards": self.num_shards}
+        if self.examples_per_shard is not None:
+            return {"examples_per_shard": self.examples_per_shard}
+        return {"shard_size": self.shard_size or DEFAULT_SHARD_SIZE}
+
+    def closes_after(self, written: int, total: int, shard_records: int, shard_bytes: int, split_bytes: int) -> bool:
+        """Whether the current shard ends after `written` records of `total`."""
+        if written >= total:
+            return True
+        if self.num_shards is not None:
+            n = min(self.num_shards, total)
+            # shard k holds records [k*total//n, (k+1)*total//n)
+            k = (written - 1) * n // total
+            return written == (k + 1) * total // n
+        if self.examples_per_shard is not None:
+            return shard_records >= self.examples_per_shard
+        target = self.shard_size or DEFAULT_SHARD_SIZE
+        remaining_estimate = (total - written) * split_bytes / written
+        return shard_bytes >= target and remaining_estimate >= target
+
+
+# ---------------------------------------------------------------- output directory
+
+
+@dataclass
+class ShardFile:
+    tmp_path: str
+    records: int
+    bytes: int
+    sha256: str
+    final_name: str = ""
+
+
+@dataclass
+class SplitResult:
+    split: str
+    shards: list[ShardFile] = field(default_factory=list)
+
+    @property
+    def records(self) -> int:
+        return sum(s.records for s in self.shards)
+
+    @property
+    def bytes(self) -> int:
+        return sum(s.bytes for s in self.shards)
+
+
+def _is_ours(filename: str) -> bool:
+    """Files a previous run of this tool may have left (replaced by --overwrite)."""
+    return (
+        ShardName.parse(filename) is not None
+        or filename.endswith(".labels.txt")
+        or filename in ("dataset_info.json", "features.json", "manifest.json")
+        or filename.startswith(_TMP_PREFIX)
+    )
+
+
+class OutputDir:
+    """A dataset directory written atomically; use as a context manager.
+
+    Everything is first written under hidden temporary names. `commit()` renames
+    the shards to their final names and writes the metadata files last, so a
+    directory with a `dataset_info.json` is always complete. On an exception
+    every temporary is deleted, and the directory too if this run created it.
+    """
+
+    def __init__(self, path: str, overwrite: bool = False) -> None:
+        self.path = path
+        self.overwrite = overwrite
+        self._created = False
+        self._temps: list[str] = []
+        if os.path.exists(path) and not os.path.isdir(path):
+            raise OutputError(f"{path}: exists and is not a directory")
+        if os.path.isdir(path):
+            if os.listdir(path) and not overwrite:
+                raise OutputError(f"{path}: output directory is not empty (use --overwrite to replace it)")
+        else:
+            try:
+                os.makedirs(path)
+            except OSError as e:
+                raise OutputError(f"{path}: cannot create output directory: {e.strerror}") from None
+            self._created = True
+
+    def temp_path(self, label: str) -> str:
+        p = os.path.join(self.path, f"{_TMP_PREFIX}{len(self._temps):05d}-{label}")
+        self._temps.append(p)
+        return p
+
+    def _write_file(self, name: str, data: bytes) -> None:
+        tmp = self.temp_path(name)
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, os.path.join(self.path, name))
+
+    @staticmethod
+    def name_shards(results: list[SplitResult], dataset_name: str) -> None:
+        """Fix each shard's final name, now that every split's shard count is known."""
+        for result in results:
+            count = len(result.shards)
+            for i, shard in enumerate(result.shards):
+                shard.final_name = ShardName(dataset_name, result.split, i, count).filename
+
+    def commit(self, results: list[SplitResult], metadata: dict[str, bytes]) -> None:
+        """Rename named shards into place, then write `metadata` in order (last one last)."""
+        if self.overwrite:
+            for entry in os.listdir(self.path):
+                full = os.path.join(self.path, entry)
+                if _is_ours(entry) and full not in self._temps and os.path.isfile(full):
+                    os.remove(full)
+        for result in results:
+            for shard in result.shards:
+                os.replace(shard.tmp_path, os.path.join(self.path, shard.final_name))
+        for name, data in metadata.items():
+            self._write_file(name, data)
+        self._temps.clear()
+
+    def abort(self) -> None:
+        for p in self._temps:
+            if os.path.exists(p):
+                os.remove(p)
+        self._temps.clear()
+        if self._created and os.path.isdir(self.path) and not os.listdir(self.path):
+            shutil.rmtree(self.path, ignore_errors=True)
+
+    def __enter__(self) -> OutputDir:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is not None:
+            self.abort()
+
+
+class SplitWriter:
+    """Writes one split's framed records into shards under temporary names."""
+
+    def __init__(self, out: OutputDir, split: str, total: int, policy: ShardPolicy, compression: str) -> None:
+        self.out, self.split, self.total = out, split, total
+        self.policy, self.compression = policy, compression
+        self.result = SplitResult(split)
+        self._writer: RecordWriter | None = None
+        self._written = 0
+        self._split_bytes = 0
+
+    def write(self, framed: bytes) -> None:
+        if self._writer is None:  # opened lazily: an empty split writes no file
+            self._writer = RecordWriter(self.out.temp_path(f"{self.split}-{len(self.result.shards):05d}"), self.compression)
+        self._writer.write_framed(framed, 1)
+        self._written += 1
+        self._split_bytes += len(framed)
+        w = self._writer
+        if self.policy.closes_after(self._written, self.total, w.records, w.bytes_written, self._split_bytes):
+            self._close_shard()
+
+    def _close_shard(self) -> None:
+        w = self._writer
+        assert w is not None
+        w.close()
+        self.result.shards.append(ShardFile(w.path, w.records, os.path.getsize(w.path), w.sha256()))
+        self._writer = None
+
+    def close(self) -> SplitResult:
+        if self._writer is not None:
+            self._close_shard()
+        if self._written != self.total:
+            raise OutputError(f"split {self.split}: wrote {self._written} examples, expected {self.total}")
+        return self.result
+
+
+def sha256_file(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()

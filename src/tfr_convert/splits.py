@@ -1,0 +1,75 @@
+"""Split specs and assignment: which item goes to which split, in which order.
+
+Every choice is a function of (seed, purpose, item key) through a keyed hash,
+never of a random generator's state, a clock or a pid: the same items and seed
+give the same splits on any machine, for any worker count, and a future
+distributed engine can compute the same assignment item by item.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from .errors import SourceError
+
+T = TypeVar("T")
+
+# Output order of the well-known splits; any other split follows, sorted.
+SPLIT_ORDER = ("train", "validation", "test")
+
+
+def rank(seed: int, purpose: str, key: str) -> bytes:
+    """A stable pseudo-random rank of one item for one purpose."""
+    return hashlib.blake2b(f"{seed}\x00{purpose}\x00{key}".encode(), digest_size=8).digest()
+
+
+def _ranked_indices(items: Sequence[T], key: Callable[[T], str], seed: int, purpose: str) -> list[int]:
+    return sorted(range(len(items)), key=lambda i: (rank(seed, purpose, key(items[i])), i))
+
+
+def seeded_order(items: Sequence[T], key: Callable[[T], str], seed: int, purpose: str) -> list[T]:
+    """The items sorted by their rank: a shuffle fixed by the seed."""
+    return [items[i] for i in _ranked_indices(items, key, seed, purpose)]
+
+
+def carve(items: Sequence[T], n: int, key: Callable[[T], str], seed: int, purpose: str) -> tuple[list[T], list[T]]:
+    """(n items chosen by the seed, the rest); both keep the source order."""
+    if not 0 <= n <= len(items):
+        raise SourceError(f"cannot take {n} examples for {purpose}: the source split has only {len(items)}")
+    chosen = set(_ranked_indices(items, key, seed, purpose)[:n]) if n else set()
+    picked = [x for i, x in enumerate(items) if i in chosen]
+    rest = [x for i, x in enumerate(items) if i not in chosen]
+    return picked, rest
+
+
+def ordered_splits(splits: dict[str, T]) -> list[tuple[str, T]]:
+    known = [(s, splits[s]) for s in SPLIT_ORDER if s in splits]
+    return known + sorted((s, v) for s, v in splits.items() if s not in SPLIT_ORDER)
+
+
+def assign(
+    source_splits: dict[str, Sequence[T]],
+    key: Callable[[T], str],
+    *,
+    seed: int,
+    shuffle: bool,
+    validation_size: int = 0,
+) -> dict[str, list[T]]:
+    """Final splits from a dataset's own splits.
+
+    `validation_size` examples are carved out of train (chosen by the seed);
+    with `shuffle` each split is then put in seeded order, otherwise it keeps
+    the source order.
+    """
+    splits = {name: list(items) for name, items in source_splits.items()}
+    if validation_size:
+        if "train" not in splits:
+            raise SourceError("--validation-size needs a train split to carve from")
+        if "validation" in splits:
+            raise SourceError("the source already has a validation split; --validation-size would replace it")
+        splits["validation"], splits["train"] = carve(splits["train"], validation_size, key, seed, "validation")
+    if shuffle:
+        splits = {name: seeded_order(items, key, seed, f"shuffle:{name}") for name, items in splits.items()}
+    return dict(ordered_splits(splits))
