@@ -34,7 +34,14 @@ class SourceFile:
 
 
 def source_table() -> list[SourceFile]:
-    text = resources.files(__package__).joinpath("sources.tsv").read_text("utf-8")
+    """The packaged table, or the file named by TFR_CONVERT_SOURCES (same columns):
+    for mirrors that serve re-packed files with checksums of their own."""
+    override = os.environ.get("TFR_CONVERT_SOURCES")
+    if override:
+        with open(override, encoding="utf-8") as f:
+            text = f.read()
+    else:
+        text = resources.files(__package__).joinpath("sources.tsv").read_text("utf-8")
     rows = []
     for row in csv.DictReader(io.StringIO(text), delimiter="\t"):
         algorithm, _, digest = row["checksum"].partition(":")

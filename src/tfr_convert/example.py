@@ -3,7 +3,7 @@
 Written against the protobuf wire format directly so that the conversion path
 never imports TensorFlow (2 s and 0.5 GB). The bytes equal
 `tf.train.Example(...).SerializeToString(deterministic=True)`: map entries are
-sorted by key, int64 and float lists are packed, every map entry carries both
+sorted by key (see `serialize` for upb's order), int64 and float lists are packed, every map entry carries both
 its key and its value. tests/test_example.py holds this to TensorFlow's own
 output, byte for byte.
 
@@ -134,7 +134,9 @@ def _list_message(kind: str, values: list[Any] | np.ndarray) -> bytes:
     if len(values) == 0:  # proto3 omits an empty packed field
         return b""
     if kind == FLOAT:
-        packed = np.asarray(values, dtype=np.float64).astype("<f4").tobytes()
+        # Out-of-range values become +-inf, as protobuf's float fields do.
+        with np.errstate(over="ignore"):
+            packed = np.asarray(values, dtype=np.float64).astype("<f4").tobytes()
     else:
         packed = b"".join([_varint(v if v >= 0 else v + (1 << 64)) for v in map(int, values)])
     return _delimited(b"\x0a", packed)
@@ -155,8 +157,12 @@ def serialize(features: Mapping[str, Any]) -> bytes:
         key = name.encode("utf-8")
         entry = _delimited(b"\x0a", key) + _delimited(b"\x12", feature_bytes(name, value))
         entries.append((key, entry))
-    # Deterministic protobuf serialization orders string map keys bytewise.
-    entries.sort(key=lambda e: e[0])
+    # The order of `SerializeToString(deterministic=True)` under protobuf's
+    # default Python backend (upb): bytewise, except that a key sorts *after*
+    # every longer key it is a prefix of ("image_raw" before "image"). UTF-8
+    # never contains 0xFF, so appending it gives exactly that order.
+    # (The C++ and pure-Python backends put the prefix first; all are valid.)
+    entries.sort(key=lambda e: e[0] + b"\xff")
     return _delimited(b"\x0a", b"".join([_delimited(b"\x0a", entry) for _, entry in entries]))
 
 
@@ -190,6 +196,7 @@ def _read_varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
 def _fields(buf: bytes, pos: int, end: int):
     """Yield (field number, wire type, value or (start, stop)) of one message."""
     while pos < end:
+        field_at = pos
         key, pos = _read_varint(buf, pos, end)
         number, wire = key >> 3, key & 7
         if wire == 0:
@@ -198,17 +205,17 @@ def _fields(buf: bytes, pos: int, end: int):
         elif wire == 2:
             length, pos = _read_varint(buf, pos, end)
             if pos + length > end:
-                raise ExampleDecodeError(pos, f"field {number} declares {length} bytes, only {end - pos} remain")
+                raise ExampleDecodeError(field_at, f"field {number} declares {length} bytes, only {end - pos} remain")
             yield number, wire, (pos, pos + length)
             pos += length
         elif wire in (1, 5):
             width = 8 if wire == 1 else 4
             if pos + width > end:
-                raise ExampleDecodeError(pos, f"field {number} is truncated")
+                raise ExampleDecodeError(field_at, f"field {number} is truncated")
             yield number, wire, (pos, pos + width)
             pos += width
         else:
-            raise ExampleDecodeError(pos, f"unsupported wire type {wire} for field {number}")
+            raise ExampleDecodeError(field_at, f"unsupported wire type {wire} for field {number}")
 
 
 def _signed(n: int) -> int:

@@ -93,7 +93,12 @@ def parse_idx(path: str, raw: bytes, magic: int, rank: int) -> np.ndarray:
                 f"{path}: truncated at byte {header + len(data)}: the header declares "
                 f"{'x'.join(map(str, dims))} = {expected} data bytes, only {len(data)} present"
             )
-        extra = stream.read(1)
+        try:
+            extra = stream.read(1)
+        except EOFError:
+            raise SourceError(f"{path}: truncated gzip stream (its end-of-stream marker is missing)") from None
+        except (OSError, zlib.error) as e:
+            raise SourceError(f"{path}: unexpected data after the end of the gzip stream ({e})") from None
         if extra:
             where = "expands past" if gzipped else "is longer than"
             raise SourceError(

@@ -1,0 +1,165 @@
+"""The serializer's bytes equal TensorFlow's, and the parser reads them back."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tfr_convert.errors import FeatureError
+from tfr_convert.example import ExampleDecodeError, parse, serialize
+
+INT64 = st.integers(-(2**63), 2**63 - 1)
+FLOAT32 = st.floats(width=32, allow_nan=False)
+TEXT = st.text(max_size=20)
+BINARY = st.binary(max_size=40)
+
+
+def tf_example(features: dict[str, tf.train.Feature]) -> bytes:
+    return tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString(deterministic=True)
+
+
+def int64_feature(values):
+    return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
+
+
+def float_feature(values):
+    return tf.train.Feature(float_list=tf.train.FloatList(value=values))
+
+
+def bytes_feature(values):
+    return tf.train.Feature(bytes_list=tf.train.BytesList(value=values))
+
+
+# (python value we serialize, the tf.train.Feature TensorFlow is given for it)
+VALUE_AND_FEATURE = st.one_of(
+    INT64.map(lambda v: (v, int64_feature([v]))),
+    st.booleans().map(lambda v: (v, int64_feature([int(v)]))),
+    FLOAT32.map(lambda v: (v, float_feature([v]))),
+    TEXT.map(lambda v: (v, bytes_feature([v.encode()]))),
+    BINARY.map(lambda v: (v, bytes_feature([v]))),
+    st.lists(INT64, min_size=1, max_size=8).map(lambda v: (v, int64_feature(v))),
+    st.lists(FLOAT32, min_size=1, max_size=8).map(lambda v: (v, float_feature(v))),
+    st.lists(TEXT, min_size=1, max_size=5).map(lambda v: (v, bytes_feature([s.encode() for s in v]))),
+    st.lists(BINARY, min_size=1, max_size=5).map(lambda v: (tuple(v), bytes_feature(v))),
+    st.lists(INT64, max_size=8).map(lambda v: (np.array(v, dtype=np.int64), int64_feature(v))),
+    st.lists(st.integers(0, 2**32 - 1), max_size=8).map(lambda v: (np.array(v, dtype=np.uint32), int64_feature(v))),
+    st.lists(FLOAT32, max_size=8).map(lambda v: (np.array(v, dtype=np.float32), float_feature(v))),
+    st.lists(FLOAT32, max_size=8).map(lambda v: (np.array(v, dtype=np.float64), float_feature(v))),
+    BINARY.map(lambda v: (np.frombuffer(v, np.uint8).reshape(1, -1), bytes_feature([v]))),
+    INT64.map(lambda v: (np.int64(v), int64_feature([v]))),
+    FLOAT32.map(lambda v: (np.float32(v), float_feature([v]))),
+    st.booleans().map(lambda v: (np.bool_(v), int64_feature([int(v)]))),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.text(min_size=1, max_size=12), VALUE_AND_FEATURE, max_size=6))
+def test_bytes_equal_tensorflow_deterministic_serialization(pairs):
+    ours = serialize({name: value for name, (value, _) in pairs.items()})
+    theirs = tf_example({name: feature for name, (_, feature) in pairs.items()})
+    assert ours == theirs
+    # and the parser reads back what TensorFlow would
+    parsed = parse(ours)
+    for name, (_, feature) in pairs.items():
+        kind = feature.WhichOneof("kind")
+        assert parsed[name][0] == kind
+        expected = list(getattr(feature, kind).value)
+        got = parsed[name][1]
+        if kind == "float_list":
+            assert np.array_equal(np.array(got, np.float32), np.array(expected, np.float32))
+        else:
+            assert got == expected
+
+
+def test_exact_bytes_of_a_single_int():
+    # Example{features{feature{key:"a" value{int64_list{value:1}}}}}, assembled by hand:
+    int64_list = bytes.fromhex("0a0101")  # packed: tag 1/len, 1 byte, varint 1
+    feature = b"\x1a" + bytes([len(int64_list)]) + int64_list  # Feature.int64_list = 3
+    entry = b"\x0a\x01a" + b"\x12" + bytes([len(feature)]) + feature  # map entry key=1, value=2
+    features = b"\x0a" + bytes([len(entry)]) + entry  # Features.feature = 1
+    example = b"\x0a" + bytes([len(features)]) + features  # Example.features = 1
+    assert serialize({"a": 1}) == example == bytes.fromhex("0a0c0a0a0a0161120 51a030a0101".replace(" ", ""))
+
+
+def test_exact_bytes_of_negative_int_float_and_bytes():
+    assert serialize({"n": -1}) == bytes.fromhex("0a150a130a016e120e1a0c0a0aff" + "ff" * 8 + "01")
+    assert serialize({"f": 1.5}) == bytes.fromhex("0a0f0a0d0a01661208120 60a040000c03f".replace(" ", ""))
+    assert serialize({"b": b"xy"}) == bytes.fromhex("0a0d0a0b0a016212060a040a027879")
+
+
+def test_keys_are_sorted_bytewise_and_empty_example():
+    assert serialize({"b": 1, "a": 2}) == serialize({"a": 2, "b": 1})
+    assert serialize({}) == tf_example({}) == b"\x0a\x00"
+
+
+def test_uint8_array_is_one_bytes_value_in_row_major_order():
+    image = np.arange(12, dtype=np.uint8).reshape(3, 4)
+    assert serialize({"image_raw": image}) == tf_example({"image_raw": bytes_feature([image.tobytes()])})
+    # a non-contiguous view is serialized as its values, not its memory
+    assert serialize({"image_raw": image.T}) == tf_example({"image_raw": bytes_feature([image.T.copy().tobytes()])})
+
+
+def test_empty_typed_arrays_give_empty_lists():
+    assert serialize({"x": np.zeros(0, np.int64)}) == tf_example({"x": int64_feature([])})
+    assert serialize({"x": np.zeros(0, np.float32)}) == tf_example({"x": float_feature([])})
+
+
+@pytest.mark.parametrize(
+    ("features", "message"),
+    [
+        ({"v": None}, "feature 'v': unsupported value of type NoneType"),
+        ({"v": {"a": 1}}, "feature 'v': unsupported value of type dict"),
+        ({"v": [1, 2.0]}, "feature 'v': mixed list of float_list, int64_list values"),
+        ({"v": [b"a", 1]}, "feature 'v': mixed list"),
+        ({"v": 2**63}, "feature 'v': integer 9223372036854775808 does not fit in int64"),
+        ({"v": -(2**63) - 1}, "does not fit in int64"),
+        ({"v": [1, [2]]}, "feature 'v': lists must hold scalars"),
+        ({"v": []}, "feature 'v': an empty list has no type"),
+        ({"v": np.array([2**64 - 1], np.uint64)}, "feature 'v': integer 18446744073709551615 does not fit"),
+        ({"v": np.array([1 + 2j])}, "feature 'v': unsupported array dtype complex128"),
+        ({"v": object()}, "feature 'v': unsupported value of type object"),
+        ({"v": "\ud800"}, "feature 'v': string is not valid Unicode"),
+        ({"": 1}, "feature name '': must be a non-empty string"),
+    ],
+)
+def test_unsupported_values_name_the_feature(features, message):
+    with pytest.raises(FeatureError, match=None) as info:
+        serialize(features)
+    assert message in str(info.value)
+
+
+def test_parse_accepts_unpacked_lists_from_other_writers():
+    # int64 value 5 unpacked (wire type 0) and float 2.0 unpacked (wire type 5)
+    int_feature = b"\x1a\x02\x08\x05"
+    float_feature_ = b"\x12\x05\x0d" + np.float32(2.0).tobytes()
+    entry_i = b"\x0a\x01i\x12" + bytes([len(int_feature)]) + int_feature
+    entry_f = b"\x0a\x01f\x12" + bytes([len(float_feature_)]) + float_feature_
+    features = b"\x0a" + bytes([len(entry_i)]) + entry_i + b"\x0a" + bytes([len(entry_f)]) + entry_f
+    parsed = parse(b"\x0a" + bytes([len(features)]) + features)
+    assert parsed == {"i": ("int64_list", [5]), "f": ("float_list", [2.0])}
+    reference = tf.train.Example.FromString(b"\x0a" + bytes([len(features)]) + features)
+    assert list(reference.features.feature["i"].int64_list.value) == [5]
+
+
+def test_parse_rejects_garbage_with_an_offset():
+    with pytest.raises(ExampleDecodeError, match="byte 0 of the example: field 1 declares 127 bytes"):
+        parse(b"\x0a\x7f")  # declares 127 bytes, none follow
+    with pytest.raises(ExampleDecodeError, match="wire type 7"):
+        parse(b"\x0f")
+
+
+def test_float_rounding_and_overflow_follow_protobuf():
+    for v in (0.1, 1e40, -1e40, 1e-50, math.pi):
+        assert serialize({"f": v}) == tf_example({"f": float_feature([v])})
+
+
+def test_prefix_keys_follow_tensorflows_order():
+    keys = ["a", "ab", "b", "abc", "aa", "image", "image_raw"]
+    ours = serialize({k: 1 for k in keys})
+    assert ours == tf_example({k: int64_feature([1]) for k in keys})
+    assert list(parse(ours)) == ["aa", "abc", "ab", "a", "b", "image_raw", "image"]

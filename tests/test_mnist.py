@@ -1,0 +1,226 @@
+"""`tfr-convert mnist` end to end, read back by TensorFlow and TFDS."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tensorflow_datasets as tfds
+
+from tfr_convert.converters.mnist import FILES, idx_bytes
+from tfr_convert.shards import ShardName
+from tfr_convert.tfrecord import read_records
+
+from helpers import final_files, write_mnist
+
+
+def tutorial_reader(files: list[str]) -> list[tuple[bytes, int]]:
+    """The MNIST tutorial's parse function, verbatim in spirit."""
+    spec = {
+        "image_raw": tf.io.FixedLenFeature([], tf.string),
+        "label": tf.io.FixedLenFeature([], tf.int64),
+    }
+
+    def parse(record):
+        example = tf.io.parse_single_example(record, spec)
+        image = tf.reshape(tf.io.decode_raw(example["image_raw"], tf.uint8), [28, 28])
+        return image, example["label"]
+
+    return [(img.numpy().tobytes(), int(lbl)) for img, lbl in tf.data.TFRecordDataset(files).map(parse)]
+
+
+def pairs(images: np.ndarray, labels: np.ndarray) -> list[tuple[bytes, int]]:
+    return sorted((img.tobytes(), int(lbl)) for img, lbl in zip(images, labels))
+
+
+def shards_of(out: Path, split: str) -> list[str]:
+    return sorted(str(p) for p in out.iterdir() if (s := ShardName.parse(p.name)) and s.split == split)
+
+
+def test_tutorial_reader_gets_exact_pixels_and_labels_for_every_split(cli, mnist_src, tmp_path):
+    src, arrays = mnist_src
+    out = tmp_path / "out"
+    result = cli.convert("mnist", src, "--out", out, "--validation-size", 10, "--quiet")
+    assert result.exit_code == 0, result.stderr
+    train = tutorial_reader(shards_of(out, "train"))
+    validation = tutorial_reader(shards_of(out, "validation"))
+    test = tutorial_reader(shards_of(out, "test"))
+    assert len(validation) == 10 and len(train) == 30
+    assert sorted(train + validation) == pairs(*arrays["train"])
+    assert sorted(test) == pairs(*arrays["test"])
+
+
+def test_tfds_builder_from_directory_yields_every_example(cli, mnist_src, tmp_path):
+    src, arrays = mnist_src
+    out = tmp_path / "out"
+    assert cli.convert("mnist", src, "--out", out, "--validation-size", 5, "--num-shards", 2).exit_code == 0
+    builder = tfds.builder_from_directory(str(out))
+    assert builder.info.features["label"].names == [str(i) for i in range(10)]
+    assert builder.info.splits["train"].num_examples == 35
+    assert builder.info.splits["train"].num_shards == 2
+    got = {}
+    for split in ("train", "validation", "test"):
+        got[split] = [
+            (ex["image_raw"], int(ex["label"]), int(ex["height"]), int(ex["width"]), int(ex["depth"]))
+            for ex in tfds.as_numpy(builder.as_dataset(split=split))
+        ]
+        assert {(h, w, d) for _, _, h, w, d in got[split]} == {(28, 28, 1)}
+    assert sorted((i, lbl) for i, lbl, *_ in got["train"] + got["validation"]) == pairs(*arrays["train"])
+    assert sorted((i, lbl) for i, lbl, *_ in got["test"]) == pairs(*arrays["test"])
+
+
+def test_png_layout_decodes_to_the_source_pixels_in_tfds(cli, mnist_src, tmp_path):
+    src, arrays = mnist_src
+    out = tmp_path / "out"
+    assert cli.convert("mnist", src, "--out", out, "--image-format", "png", "--no-shuffle").exit_code == 0
+    builder = tfds.builder_from_directory(str(out))
+    images = [(ex["image"], ex["label"]) for ex in tfds.as_numpy(builder.as_dataset(split="test"))]
+    source_images, source_labels = arrays["test"]
+    assert len(images) == len(source_images)
+    for (image, label), src_image, src_label in zip(images, source_images, source_labels):  # --no-shuffle keeps order
+        assert image.shape == (28, 28, 1) and np.array_equal(image[..., 0], src_image) and label == src_label
+
+
+def test_same_inputs_and_seed_give_byte_identical_output_for_any_worker_count(cli, mnist_src, tmp_path):
+    src, _ = mnist_src
+    outputs = []
+    for i, workers in enumerate((1, 2, 1)):
+        out = tmp_path / f"out{i}"
+        args = ("mnist", src, "--out", out, "--seed", 7, "--validation-size", 6, "--num-shards", 3, "--workers", workers)
+        assert cli.convert(*args).exit_code == 0
+        outputs.append({p.name: p.read_bytes() for p in sorted(out.iterdir())})
+    assert outputs[0] == outputs[1] == outputs[2]
+    other = tmp_path / "other-seed"
+    assert cli.convert("mnist", src, "--out", other, "--seed", 8, "--validation-size", 6, "--num-shards", 3).exit_code == 0
+    assert (other / "mnist-train.tfrecord-00000-of-00003").read_bytes() != outputs[0]["mnist-train.tfrecord-00000-of-00003"]
+
+
+def test_metadata_counts_match_the_shards(cli, tmp_path):
+    src = tmp_path / "src"
+    write_mnist(src, n_train=95, n_test=20, gz=False)
+    out = tmp_path / "out"
+    assert cli.convert("mnist", src, "--out", out, "--examples-per-shard", 30, "--variant", "fashion_mnist").exit_code == 0
+    info = json.loads((out / "dataset_info.json").read_text())
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert info["name"] == "fashion_mnist"
+    for split in info["splits"]:
+        shards = shards_of(out, split["name"])
+        counts = [sum(1 for _ in read_records(s)) for s in shards]
+        assert [int(n) for n in split["shardLengths"]] == counts
+        assert int(split["numBytes"]) == sum(Path(s).stat().st_size for s in shards)
+        assert [s["records"] for s in manifest["splits"][split["name"]]["shards"]] == counts
+    assert [int(n) for n in info["splits"][0]["shardLengths"]] == [30, 30, 30, 5]
+    assert (out / "label.labels.txt").read_text().splitlines()[0] == "T-shirt/top"
+    assert {s["file"] for s in manifest["sources"]} == {v for v in FILES.values()}
+
+
+@pytest.mark.parametrize("compression", ["gzip", "zlib"])
+def test_compressed_output_reads_in_tensorflow(cli, mnist_src, tmp_path, compression):
+    src, arrays = mnist_src
+    out = tmp_path / "out"
+    assert cli.convert("mnist", src, "--out", out, "--compression", compression).exit_code == 0
+    dataset = tf.data.TFRecordDataset(shards_of(out, "test"), compression_type=compression.upper())
+    assert sum(1 for _ in dataset) == len(arrays["test"][1])
+
+
+def test_existing_output_needs_overwrite_and_overwrite_replaces_old_shards(cli, mnist_src, tmp_path):
+    src, _ = mnist_src
+    out = tmp_path / "out"
+    assert cli.convert("mnist", src, "--out", out, "--num-shards", 3).exit_code == 0
+    refused = cli.convert("mnist", src, "--out", out)
+    assert refused.exit_code == 1 and "not empty (use --overwrite" in refused.stderr
+    assert cli.convert("mnist", src, "--out", out, "--overwrite").exit_code == 0
+    assert final_files(out) == [
+        "dataset_info.json", "features.json", "label.labels.txt", "manifest.json",
+        "mnist-test.tfrecord-00000-of-00001", "mnist-train.tfrecord-00000-of-00001",
+    ]  # fmt: skip
+
+
+# ---------------------------------------------------------------- bad input
+
+
+def _rewrite(src: Path, stem: str, data: bytes, gz: bool = True) -> Path:
+    path = src / (stem + (".gz" if gz else ""))
+    for old in src.glob(stem + "*"):
+        old.unlink()
+    path.write_bytes(gzip.compress(data, mtime=0) if gz else data)
+    return path
+
+
+def _images(n=40):
+    return idx_bytes(np.zeros((n, 28, 28), np.uint8))
+
+
+BAD_INPUTS = {
+    "wrong magic": (FILES["train", "images"], lambda: idx_bytes(np.zeros(40, np.uint8)), True,
+                    "byte 0: magic number 2049, expected 2051"),
+    "wrong rank": (FILES["train", "images"], lambda: idx_bytes(np.zeros((40, 784), np.uint8)), True,
+                   "byte 0: magic number 2050, expected 2051"),
+    "zero dimension": (FILES["train", "images"], lambda: idx_bytes(np.zeros((40, 28, 0), np.uint8)), True,
+                       "image dimensions (28, 0) contain a zero"),
+    "short file": (FILES["train", "images"], lambda: _images()[:-100], False,
+                   "truncated at byte 31276: the header declares 40x28x28 = 31360 data bytes, only 31260 present"),
+    "long file": (FILES["train", "images"], lambda: _images() + b"junk", False,
+                  "file is longer than the 31376 bytes its idx header implies"),
+    "gzip expands too far": (FILES["train", "images"], lambda: _images() + b"junk", True,
+                             "decompressed data expands past the 31376 bytes its idx header implies"),
+    "count mismatch": (FILES["train", "labels"], lambda: idx_bytes(np.zeros(39, np.uint8)), True,
+                       "holds 40 images but"),
+    "label out of range": (FILES["train", "labels"], lambda: idx_bytes(np.array([1] * 7 + [10] + [2] * 32, np.uint8)),
+                           True, "label 10 at index 7 (byte 15) is outside 0..9"),
+    "header only": (FILES["test", "labels"], lambda: b"\x00\x00\x08", False, "too short for an idx header"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", BAD_INPUTS)
+def test_bad_input_exits_1_naming_the_file_and_leaves_nothing(cli, mnist_src, tmp_path, case):
+    src, _ = mnist_src
+    stem, make, gz, message = BAD_INPUTS[case]
+    path = _rewrite(src, stem, make(), gz)
+    out = tmp_path / "out"
+    result = cli.convert("mnist", src, "--out", out)
+    assert result.exit_code == 1
+    assert message in result.stderr
+    named = path if case != "count mismatch" else src / (FILES["train", "images"] + ".gz")
+    assert result.stderr.startswith(f"error: {named}:")
+    assert result.stdout == "" and "Traceback" not in result.stderr
+    assert final_files(out) == []
+
+
+def test_truncated_gzip(cli, mnist_src, tmp_path):
+    src, _ = mnist_src
+    path = src / (FILES["train", "images"] + ".gz")
+    path.write_bytes(path.read_bytes()[:-20])
+    result = cli.convert("mnist", src, "--out", tmp_path / "out")
+    assert result.exit_code == 1 and f"error: {path}: truncated gzip stream" in result.stderr
+    assert final_files(tmp_path / "out") == []
+
+
+def test_garbage_after_the_gzip_stream(cli, mnist_src, tmp_path):
+    src, _ = mnist_src
+    path = src / (FILES["test", "labels"] + ".gz")
+    path.write_bytes(path.read_bytes() + b"garbage!")
+    result = cli.convert("mnist", src, "--out", tmp_path / "out")
+    assert result.exit_code == 1 and f"error: {path}: unexpected data after the end of the gzip stream" in result.stderr
+    assert final_files(tmp_path / "out") == []
+
+
+def test_missing_file(cli, mnist_src, tmp_path):
+    src, _ = mnist_src
+    (src / (FILES["test", "images"] + ".gz")).unlink()
+    result = cli.convert("mnist", src, "--out", tmp_path / "out")
+    assert result.exit_code == 1 and f"error: {src}: missing t10k-images-idx3-ubyte" in result.stderr
+    assert final_files(tmp_path / "out") == []
+
+
+def test_failure_while_writing_leaves_no_final_named_file(cli, mnist_src, tmp_path):
+    # --validation-size larger than train fails after the sources were read.
+    src, _ = mnist_src
+    out = tmp_path / "out"
+    result = cli.convert("mnist", src, "--out", out, "--validation-size", 41)
+    assert result.exit_code == 1 and "cannot take 41 examples for validation: the source split has only 40" in result.stderr
+    assert final_files(out) == []

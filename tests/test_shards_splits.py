@@ -1,0 +1,105 @@
+"""Shard naming and policies, atomic output, seeded splits."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tfr_convert.errors import OutputError, SourceError
+from tfr_convert.shards import OutputDir, ShardName, ShardPolicy, SplitWriter
+from tfr_convert.splits import assign, carve, seeded_order
+from tfr_convert.tfrecord import frame
+
+
+def test_shard_name_formats_and_parses():
+    s = ShardName("mnist", "train", 3, 12)
+    assert s.filename == "mnist-train.tfrecord-00003-of-00012"
+    assert ShardName.parse("/x/y/" + s.filename) == s
+    assert ShardName.parse("fashion_mnist-validation.tfrecord-00000-of-00001") == ShardName(
+        "fashion_mnist", "validation", 0, 1
+    )
+    assert ShardName.parse("mnist-train.tfrecord") is None
+    assert ShardName.parse("dataset_info.json") is None
+
+
+def _cut(policy: ShardPolicy, sizes: list[int]) -> list[int]:
+    """Records per shard when records of these framed sizes are written."""
+    counts, current, split_bytes, shard_bytes = [], 0, 0, 0
+    for i, size in enumerate(sizes, 1):
+        current += 1
+        shard_bytes += size
+        split_bytes += size
+        if policy.closes_after(i, len(sizes), current, shard_bytes, split_bytes):
+            counts.append(current)
+            current = shard_bytes = 0
+    return counts
+
+
+def test_num_shards_balances_counts():
+    assert _cut(ShardPolicy(num_shards=3), [1] * 10) == [3, 3, 4]
+    assert _cut(ShardPolicy(num_shards=4), [1] * 4) == [1, 1, 1, 1]
+    assert _cut(ShardPolicy(num_shards=10), [1] * 4) == [1, 1, 1, 1]  # never an empty shard
+
+
+def test_examples_per_shard_is_exact():
+    assert _cut(ShardPolicy(examples_per_shard=4), [1] * 10) == [4, 4, 2]
+
+
+def test_shard_size_gives_shards_of_at_least_the_size():
+    assert _cut(ShardPolicy(shard_size=100), [10] * 9) == [9]  # small data: one shard
+    counts = _cut(ShardPolicy(shard_size=100), [10] * 35)
+    assert counts == [10, 10, 15]  # the remainder (5 records, 50 bytes) joins the last shard
+    assert all(c * 10 >= 100 for c in counts)
+
+
+def test_policy_rejects_two_rules():
+    with pytest.raises(ValueError):
+        ShardPolicy(num_shards=2, examples_per_shard=3)
+
+
+def test_seeded_order_is_a_stable_permutation():
+    items = list(range(100))
+    a = seeded_order(items, str, 1, "shuffle")
+    assert sorted(a) == items and a != items
+    assert a == seeded_order(items, str, 1, "shuffle")
+    assert a != seeded_order(items, str, 2, "shuffle")
+
+
+def test_carve_takes_exactly_n_and_keeps_source_order():
+    items = list(range(50))
+    picked, rest = carve(items, 7, str, 0, "validation")
+    assert len(picked) == 7 and sorted(picked + rest) == items
+    assert picked == sorted(picked) and rest == sorted(rest)
+    with pytest.raises(SourceError, match="only 50"):
+        carve(items, 51, str, 0, "validation")
+
+
+def test_assign_orders_splits_and_carves_validation():
+    splits = assign({"test": [1, 2], "train": list(range(10, 20))}, str, seed=0, shuffle=False, validation_size=3)
+    assert list(splits) == ["train", "validation", "test"]
+    assert len(splits["train"]) == 7 and len(splits["validation"]) == 3 and splits["test"] == [1, 2]
+
+
+def test_output_dir_refuses_non_empty_and_cleans_up_on_failure(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("x")
+    with pytest.raises(OutputError, match="not empty .use --overwrite"):
+        OutputDir(str(out))
+    fresh = tmp_path / "fresh"
+    with pytest.raises(RuntimeError), OutputDir(str(fresh)) as od:
+        writer = SplitWriter(od, "train", 3, ShardPolicy(examples_per_shard=1), "none")
+        writer.write(frame(b"a"))
+        writer.write(frame(b"b"))
+        assert len(os.listdir(fresh)) == 2
+        raise RuntimeError("boom")
+    assert not fresh.exists()  # created by the run, so removed with it
+
+
+def test_split_writer_counts_must_match(tmp_path):
+    with OutputDir(str(tmp_path / "o")) as od:
+        writer = SplitWriter(od, "train", 2, ShardPolicy(), "none")
+        writer.write(frame(b"a"))
+        with pytest.raises(OutputError, match="wrote 1 examples, expected 2"):
+            writer.close()

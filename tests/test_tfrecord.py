@@ -1,0 +1,150 @@
+"""Framing: byte-compatible with TensorFlow both ways, and every corruption named."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import pytest
+import tensorflow as tf
+
+from tfr_convert.errors import RecordError
+from tfr_convert.tfrecord import RecordWriter, detect_compression, frame, masked_crc, read_records
+
+PAYLOADS = [b"", b"a", b"hello world" * 10, bytes(range(256)) * 40]
+TF_COMPRESSION = {"none": "", "gzip": "GZIP", "zlib": "ZLIB"}
+
+
+def write_ours(path: Path, payloads, compression="none") -> None:
+    with RecordWriter(str(path), compression) as w:
+        for p in payloads:
+            w.write(p)
+
+
+def test_masked_crc_known_value():
+    # CRC32C("123456789") = 0xE3069283 (the standard check value), then masked
+    crc = 0xE3069283
+    assert masked_crc(b"123456789") == (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+@pytest.mark.parametrize("compression", ["none", "gzip", "zlib"])
+def test_tensorflow_writer_files_read_back(tmp_path, compression):
+    path = tmp_path / "tf.tfrecord"
+    with tf.io.TFRecordWriter(str(path), options=TF_COMPRESSION[compression]) as w:
+        for p in PAYLOADS:
+            w.write(p)
+    assert detect_compression(path.read_bytes()[:12]) == compression
+    assert [r.data for r in read_records(str(path))] == PAYLOADS
+
+
+@pytest.mark.parametrize("compression", ["none", "gzip", "zlib"])
+def test_our_files_read_in_tensorflow(tmp_path, compression):
+    path = tmp_path / "ours.tfrecord"
+    write_ours(path, PAYLOADS, compression)
+    dataset = tf.data.TFRecordDataset(str(path), compression_type=TF_COMPRESSION[compression])
+    assert [t.numpy() for t in dataset] == PAYLOADS
+
+
+def test_plain_bytes_equal_tensorflow_writer(tmp_path):
+    theirs = tmp_path / "tf.tfrecord"
+    with tf.io.TFRecordWriter(str(theirs)) as w:
+        for p in PAYLOADS:
+            w.write(p)
+    ours = tmp_path / "ours.tfrecord"
+    write_ours(ours, PAYLOADS)
+    assert ours.read_bytes() == theirs.read_bytes() == b"".join(frame(p) for p in PAYLOADS)
+
+
+def test_gzip_output_is_reproducible(tmp_path):
+    write_ours(tmp_path / "a", PAYLOADS, "gzip")
+    write_ours(tmp_path / "b", PAYLOADS, "gzip")
+    assert (tmp_path / "a").read_bytes() == (tmp_path / "b").read_bytes()
+
+
+def test_every_single_byte_flip_is_detected(tmp_path):
+    payloads = [b"first record", b"", b"third"]
+    good = b"".join(frame(p) for p in payloads)
+    path = tmp_path / "flip.tfrecord"
+    for i in range(len(good)):
+        for flip in (0x01, 0x80, 0xFF):
+            corrupt = bytearray(good)
+            corrupt[i] ^= flip
+            path.write_bytes(bytes(corrupt))
+            with pytest.raises(RecordError) as info:
+                list(read_records(str(path), "none"))
+            assert str(path) in str(info.value)
+
+
+def _records_at(payloads):
+    """(byte offset of each record, the file bytes)."""
+    offsets, pos = [], 0
+    for p in payloads:
+        offsets.append(pos)
+        pos += len(frame(p))
+    return offsets, b"".join(frame(p) for p in payloads)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "index", "problem"),
+    [
+        (lambda b, o: b + b"\x00" * 5, 2, "partial header: 5 trailing bytes"),
+        (lambda b, o: b[: o[1] + 3], 1, "partial header: 3 trailing bytes"),
+        (lambda b, o: b[: o[1]] + bytes([b[o[1]] ^ 1]) + b[o[1] + 1 :], 1, "length CRC mismatch"),
+        (lambda b, o: b[: o[1] + 20], 1, "reaches past the end of the file"),
+        (lambda b, o: b[: o[1] + 12 + 3] + bytes([b[o[1] + 15] ^ 4]) + b[o[1] + 16 :], 1, "data CRC mismatch"),
+        (lambda b, o: b[:-1], 1, "reaches past the end of the file"),
+    ],
+)
+def test_corruptions_name_file_record_and_offset(tmp_path, mutate, index, problem):
+    payloads = [b"zero" * 3, b"one" * 5]
+    offsets, good = _records_at(payloads)
+    path = tmp_path / "bad.tfrecord"
+    path.write_bytes(mutate(good, offsets))
+    with pytest.raises(RecordError) as info:
+        list(read_records(str(path), "none"))
+    err = info.value
+    offset = offsets[index] if index < len(offsets) else len(good)
+    assert (err.index, err.offset) == (index, offset)
+    assert str(err).startswith(f"{path}: record {index} at byte offset {offset}: ")
+    assert problem in str(err)
+
+
+def test_huge_length_with_valid_crc_fails_without_allocating(tmp_path):
+    # TensorFlow's reader crashes on this; ours must refuse it before reading.
+    header = struct.pack("<Q", 1 << 62)
+    path = tmp_path / "huge.tfrecord"
+    path.write_bytes(frame(b"ok") + header + struct.pack("<I", masked_crc(header)) + b"xx")
+    with pytest.raises(RecordError, match=r"record 1 at byte offset 18: length 4611686018427387904 reaches past"):
+        list(read_records(str(path)))
+
+
+@pytest.mark.parametrize("compression", ["gzip", "zlib"])
+def test_truncated_compressed_payload(tmp_path, compression):
+    path = tmp_path / "c.tfrecord"
+    write_ours(path, [b"x" * 5000, b"y" * 5000], compression)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(RecordError, match=rf"{path}: record \d at byte offset \d+: "):
+        list(read_records(str(path)))
+
+
+def test_truncated_payload_in_compressed_stream(tmp_path):
+    # A length that runs past the data inside a valid gzip stream: no file size to check against.
+    import gzip
+
+    body = frame(b"a" * 10)
+    header = struct.pack("<Q", 1000)
+    path = tmp_path / "t.gz"
+    path.write_bytes(gzip.compress(body + header + struct.pack("<I", masked_crc(header)) + b"short", mtime=0))
+    with pytest.raises(RecordError, match=r"record 1 at byte offset 26: truncated payload: length 1000"):
+        list(read_records(str(path)))
+
+
+def test_record_offsets_and_empty_file(tmp_path):
+    offsets, good = _records_at(PAYLOADS)
+    path = tmp_path / "ok.tfrecord"
+    path.write_bytes(good)
+    assert [(r.index, r.offset) for r in read_records(str(path))] == list(enumerate(offsets))
+    empty = tmp_path / "empty.tfrecord"
+    empty.write_bytes(b"")
+    assert list(read_records(str(empty))) == []
