@@ -22,8 +22,9 @@ from tfr_convert.converters.mnist import FILES, idx_bytes
 def draw_digit(digit: int, rng: np.random.Generator) -> np.ndarray:
     font = ImageFont.load_default(size=int(rng.integers(18, 24)))
     canvas = Image.new("L", (56, 56), 0)
-    ImageDraw.Draw(canvas).text((28, 28), str(digit), fill=255, font=font, anchor="mm",
-                                stroke_width=int(rng.integers(0, 2)), stroke_fill=255)
+    ImageDraw.Draw(canvas).text(
+        (28, 28), str(digit), fill=255, font=font, anchor="mm", stroke_width=int(rng.integers(0, 2)), stroke_fill=255
+    )
     canvas = canvas.rotate(float(rng.uniform(-15, 15)), resample=Image.BILINEAR)
     dx, dy = rng.integers(-3, 4, size=2)
     canvas = canvas.crop((14 + dx, 14 + dy, 42 + dx, 42 + dy)).filter(ImageFilter.GaussianBlur(0.6))

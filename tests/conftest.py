@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from helpers import write_mnist
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TensorFlow's log noise out of test output
+from tfr_convert.cli import convert, inspect
 
-from tfr_convert.cli import convert, inspect  # noqa: E402
-from helpers import write_mnist  # noqa: E402
+# Set before any test module imports TensorFlow: keeps its log noise out of test output.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
 @pytest.fixture

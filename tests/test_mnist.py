@@ -10,12 +10,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
+from helpers import final_files, write_mnist
 
 from tfr_convert.converters.mnist import FILES, idx_bytes
 from tfr_convert.shards import ShardName
 from tfr_convert.tfrecord import read_records
-
-from helpers import final_files, write_mnist
 
 
 def tutorial_reader(files: list[str]) -> list[tuple[bytes, int]]:
@@ -34,7 +33,7 @@ def tutorial_reader(files: list[str]) -> list[tuple[bytes, int]]:
 
 
 def pairs(images: np.ndarray, labels: np.ndarray) -> list[tuple[bytes, int]]:
-    return sorted((img.tobytes(), int(lbl)) for img, lbl in zip(images, labels))
+    return sorted((img.tobytes(), int(lbl)) for img, lbl in zip(images, labels, strict=True))
 
 
 def shards_of(out: Path, split: str) -> list[str]:
@@ -81,7 +80,9 @@ def test_png_layout_decodes_to_the_source_pixels_in_tfds(cli, mnist_src, tmp_pat
     images = [(ex["image"], ex["label"]) for ex in tfds.as_numpy(builder.as_dataset(split="test"))]
     source_images, source_labels = arrays["test"]
     assert len(images) == len(source_images)
-    for (image, label), src_image, src_label in zip(images, source_images, source_labels):  # --no-shuffle keeps order
+    for (image, label), src_image, src_label in zip(
+        images, source_images, source_labels, strict=True
+    ):  # --no-shuffle keeps order
         assert image.shape == (28, 28, 1) and np.array_equal(image[..., 0], src_image) and label == src_label
 
 
@@ -90,20 +91,39 @@ def test_same_inputs_and_seed_give_byte_identical_output_for_any_worker_count(cl
     outputs = []
     for i, workers in enumerate((1, 2, 1)):
         out = tmp_path / f"out{i}"
-        args = ("mnist", src, "--out", out, "--seed", 7, "--validation-size", 6, "--num-shards", 3, "--workers", workers)
+        args = (
+            "mnist",
+            src,
+            "--out",
+            out,
+            "--seed",
+            7,
+            "--validation-size",
+            6,
+            "--num-shards",
+            3,
+            "--workers",
+            workers,
+        )
         assert cli.convert(*args).exit_code == 0
         outputs.append({p.name: p.read_bytes() for p in sorted(out.iterdir())})
     assert outputs[0] == outputs[1] == outputs[2]
     other = tmp_path / "other-seed"
-    assert cli.convert("mnist", src, "--out", other, "--seed", 8, "--validation-size", 6, "--num-shards", 3).exit_code == 0
-    assert (other / "mnist-train.tfrecord-00000-of-00003").read_bytes() != outputs[0]["mnist-train.tfrecord-00000-of-00003"]
+    assert (
+        cli.convert("mnist", src, "--out", other, "--seed", 8, "--validation-size", 6, "--num-shards", 3).exit_code == 0
+    )
+    assert (other / "mnist-train.tfrecord-00000-of-00003").read_bytes() != outputs[0][
+        "mnist-train.tfrecord-00000-of-00003"
+    ]
 
 
 def test_metadata_counts_match_the_shards(cli, tmp_path):
     src = tmp_path / "src"
     write_mnist(src, n_train=95, n_test=20, gz=False)
     out = tmp_path / "out"
-    assert cli.convert("mnist", src, "--out", out, "--examples-per-shard", 30, "--variant", "fashion_mnist").exit_code == 0
+    assert (
+        cli.convert("mnist", src, "--out", out, "--examples-per-shard", 30, "--variant", "fashion_mnist").exit_code == 0
+    )
     info = json.loads((out / "dataset_info.json").read_text())
     manifest = json.loads((out / "manifest.json").read_text())
     assert info["name"] == "fashion_mnist"
@@ -222,5 +242,8 @@ def test_failure_while_writing_leaves_no_final_named_file(cli, mnist_src, tmp_pa
     src, _ = mnist_src
     out = tmp_path / "out"
     result = cli.convert("mnist", src, "--out", out, "--validation-size", 41)
-    assert result.exit_code == 1 and "cannot take 41 examples for validation: the source split has only 40" in result.stderr
+    assert (
+        result.exit_code == 1
+        and "cannot take 41 examples for validation: the source split has only 40" in result.stderr
+    )
     assert final_files(out) == []

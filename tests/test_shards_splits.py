@@ -85,7 +85,7 @@ def test_output_dir_refuses_non_empty_and_cleans_up_on_failure(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     (out / "keep.txt").write_text("x")
-    with pytest.raises(OutputError, match="not empty .use --overwrite"):
+    with pytest.raises(OutputError, match=r"not empty \(use --overwrite"):
         OutputDir(str(out))
     fresh = tmp_path / "fresh"
     with pytest.raises(RuntimeError), OutputDir(str(fresh)) as od:

@@ -106,14 +106,24 @@ def convert() -> None:
 def common_options(f):
     """Options every converter shares (design section 2)."""
     options = [
-        click.option("--out", "out", required=True, type=click.Path(file_okay=False, writable=True), help="Output directory."),
-        click.option("--name", type=DatasetName(), help="Dataset name used in shard file names [default: the variant]."),
+        click.option(
+            "--out", "out", required=True, type=click.Path(file_okay=False, writable=True), help="Output directory."
+        ),
+        click.option(
+            "--name", type=DatasetName(), help="Dataset name used in shard file names [default: the variant]."
+        ),
         click.option("--num-shards", type=click.IntRange(min=1), help="Shards per split."),
         click.option("--examples-per-shard", type=click.IntRange(min=1), help="Examples per shard."),
-        click.option("--shard-size", type=ByteSize(), help="Shards of at least this size, e.g. 128MB [default: 64MiB]."),
+        click.option(
+            "--shard-size", type=ByteSize(), help="Shards of at least this size, e.g. 128MB [default: 64MiB]."
+        ),
         click.option("--compression", type=click.Choice(["none", "gzip", "zlib"]), default="none", show_default=True),
-        click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of every shuffle and split."),
-        click.option("--shuffle/--no-shuffle", default=True, show_default=True, help="Shuffle examples within each split."),
+        click.option(
+            "--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of every shuffle and split."
+        ),
+        click.option(
+            "--shuffle/--no-shuffle", default=True, show_default=True, help="Shuffle examples within each split."
+        ),
         click.option("--workers", type=click.IntRange(min=1), help="Encoding processes [default: all cores]."),
         click.option("--overwrite", is_flag=True, help="Replace an existing non-empty output directory."),
         click.option("--quiet", is_flag=True, help="No progress bar."),
@@ -124,15 +134,15 @@ def common_options(f):
     return f
 
 
-def _run(converter, *, out, name, num_shards, examples_per_shard, shard_size, compression, seed, shuffle,
-         workers, overwrite, quiet, as_json, validation_size=0) -> None:  # fmt: skip
-    from .inspect import human_bytes
-    from .pipeline import RunOptions, default_workers, run
+def _run_options(*, out, name, num_shards, examples_per_shard, shard_size, compression, seed, shuffle,
+                 workers, overwrite, validation_size=0):  # fmt: skip
+    """RunOptions from the common options; checked before any input is read."""
+    from .pipeline import RunOptions, default_workers
     from .shards import ShardPolicy
 
     if sum(x is not None for x in (num_shards, examples_per_shard, shard_size)) > 1:
         raise click.UsageError("give at most one of --num-shards, --examples-per-shard, --shard-size")
-    options = RunOptions(
+    return RunOptions(
         out=out,
         name=name,
         policy=ShardPolicy(num_shards, examples_per_shard, shard_size),
@@ -143,6 +153,15 @@ def _run(converter, *, out, name, num_shards, examples_per_shard, shard_size, co
         workers=workers or default_workers(),
         overwrite=overwrite,
     )
+
+
+def _run(make_converter, quiet: bool, as_json: bool, **common) -> None:
+    """Validate options, build the converter (reads and checks sources), convert, report."""
+    from .inspect import human_bytes
+    from .pipeline import run
+
+    options = _run_options(**common)
+    converter = make_converter()
     progress, close_bar = _progress_bar(quiet)
     try:
         summary = run(converter, options, progress)
@@ -154,17 +173,25 @@ def _run(converter, *, out, name, num_shards, examples_per_shard, shard_size, co
     per_split = ", ".join(f"{split} {s['examples']}" for split, s in summary.splits.items())
     shards = sum(s["shards"] for s in summary.splits.values())
     size = human_bytes(sum(s["bytes"] for s in summary.splits.values()))
-    click.echo(f"{summary.name}: {per_split} examples in {shards} shards, {size}, {summary.seconds:.1f} s -> {summary.out}")
+    click.echo(
+        f"{summary.name}: {per_split} examples in {shards} shards, {size}, {summary.seconds:.1f} s -> {summary.out}"
+    )
 
 
 @convert.command()
 @click.argument("src", required=False, type=click.Path(file_okay=False))
 @click.option("--download", is_flag=True, help="Fetch the published files (checked against known checksums) first.")
-@click.option("--variant", type=click.Choice(["mnist", "fashion_mnist", "kmnist"]), help="[default: detected from checksums, else mnist]")
+@click.option(
+    "--variant",
+    type=click.Choice(["mnist", "fashion_mnist", "kmnist"]),
+    help="[default: detected from checksums, else mnist]",
+)
 @click.option("--image-format", type=click.Choice(["raw", "png"]), default="raw", show_default=True)
 @click.option("--validation-size", type=click.IntRange(min=0), default=0, help="Carve N seeded examples out of train.")
 @click.option("--mirror", metavar="URL", help="Download from this base URL instead (or TFR_CONVERT_MIRROR).")
-@click.option("--cache-dir", type=click.Path(file_okay=False), help="Where --download puts files [default: ~/.cache/tfr-convert].")
+@click.option(
+    "--cache-dir", type=click.Path(file_okay=False), help="Where --download puts files [default: ~/.cache/tfr-convert]."
+)
 @common_options
 def mnist(src, download, variant, image_format, mirror, cache_dir, **common) -> None:
     """MNIST-family idx files (MNIST, Fashion-MNIST, KMNIST) in SRC."""
@@ -172,16 +199,21 @@ def mnist(src, download, variant, image_format, mirror, cache_dir, **common) -> 
 
     from .converters.mnist import MnistConverter
 
-    if download:
-        from .download import default_cache_dir, fetch
-
-        src = src or os.path.join(cache_dir or default_cache_dir(), variant or "mnist")
-        fetch(variant or "mnist", src, mirror)
-    elif src is None:
+    if not download and src is None:
         raise click.UsageError("give SRC, the directory with the idx files, or --download")
-    elif not os.path.isdir(src):
+    if not download and not os.path.isdir(src):
         raise click.BadParameter(f"directory {src!r} does not exist", param_hint="SRC")
-    _run(MnistConverter(src, variant, image_format), **common)
+
+    def make_converter():
+        source = src
+        if download:
+            from .download import default_cache_dir, fetch
+
+            source = src or os.path.join(cache_dir or default_cache_dir(), variant or "mnist")
+            fetch(variant or "mnist", source, mirror)
+        return MnistConverter(source, variant, image_format)
+
+    _run(make_converter, **common)
 
 
 # ---------------------------------------------------------------- tfr-inspect

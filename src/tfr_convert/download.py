@@ -118,8 +118,12 @@ def _download(url: str, path: str, src: SourceFile, progress: Callable[[int], No
         if src.size is not None and size != src.size:
             raise DownloadError(f"{url}: got {size} bytes, expected {src.size}")
         if h.hexdigest() != src.digest:
-            raise DownloadError(f"{url}: {src.algorithm} checksum {h.hexdigest()} does not match the expected {src.digest}")
+            raise DownloadError(
+                f"{url}: {src.algorithm} checksum {h.hexdigest()} does not match the expected {src.digest}"
+            )
         os.replace(part, path)
+    except urllib.error.HTTPError as e:
+        raise DownloadError(f"{url}: download failed: HTTP {e.code} {e.reason}") from None
     except (urllib.error.URLError, OSError) as e:
         raise DownloadError(f"{url}: download failed: {getattr(e, 'reason', None) or e}") from None
     finally:

@@ -123,7 +123,9 @@ def summarize(paths: list[str], head: int = 1, count_only: bool = False) -> dict
                     {
                         "file": path,
                         "record": record.index,
-                        "features": {n: {"kind": k, "values": preview_values(v)} for n, (k, v) in sorted(example.items())},
+                        "features": {
+                            n: {"kind": k, "values": preview_values(v)} for n, (k, v) in sorted(example.items())
+                        },
                     }
                 )
         total += records
@@ -162,7 +164,9 @@ def format_report(report: dict[str, Any]) -> str:
         lines.append("schema:")
         nw = max([len(n) for n in report["schema"]] + [4])
         for name, s in report["schema"].items():
-            counts = str(s["min_values"]) if s["min_values"] == s["max_values"] else f"{s['min_values']}..{s['max_values']}"
+            counts = (
+                str(s["min_values"]) if s["min_values"] == s["max_values"] else f"{s['min_values']}..{s['max_values']}"
+            )
             missing = f"  (missing in {s['missing_in']})" if s["missing_in"] else ""
             lines.append(f"  {name:<{nw}}  {s['kind']!s:<10}  {counts} value(s){missing}")
         if report["undecodable_records"]:

@@ -104,7 +104,9 @@ def _chunks(items: Sequence[Hashable]) -> Iterator[Sequence[Hashable]]:
         yield items[start : start + CHUNK_SIZE]
 
 
-def _encoded(converter: Converter, items: Sequence[Hashable], pool: ProcessPoolExecutor | None) -> Iterator[list[bytes]]:
+def _encoded(
+    converter: Converter, items: Sequence[Hashable], pool: ProcessPoolExecutor | None
+) -> Iterator[list[bytes]]:
     """Framed records chunk by chunk, in item order."""
     if pool is None:
         for chunk in _chunks(items):

@@ -221,7 +221,9 @@ class SplitWriter:
 
     def write(self, framed: bytes) -> None:
         if self._writer is None:  # opened lazily: an empty split writes no file
-            self._writer = RecordWriter(self.out.temp_path(f"{self.split}-{len(self.result.shards):05d}"), self.compression)
+            self._writer = RecordWriter(
+                self.out.temp_path(f"{self.split}-{len(self.result.shards):05d}"), self.compression
+            )
         self._writer.write_framed(framed, 1)
         self._written += 1
         self._split_bytes += len(framed)

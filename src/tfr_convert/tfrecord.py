@@ -244,7 +244,10 @@ def read_records(path: str, compression: str = "auto") -> Iterator[Record]:
                     return
                 if len(header) < HEADER_SIZE:
                     raise RecordError(
-                        path, index, offset, f"partial header: {len(header)} trailing bytes, a header needs {HEADER_SIZE}"
+                        path,
+                        index,
+                        offset,
+                        f"partial header: {len(header)} trailing bytes, a header needs {HEADER_SIZE}",
                     )
                 (length,) = _u64.unpack_from(header)
                 if masked_crc(header[:8]) != _u32.unpack_from(header, 8)[0]:

@@ -160,7 +160,11 @@ class MnistConverter(Converter):
         self.height, self.width = shapes.pop()
         self.variant = variant or self._detect_variant()
         self.dataset_name = self.variant
-        size = {"height": FeatureSpec.tensor("int64"), "width": FeatureSpec.tensor("int64"), "depth": FeatureSpec.tensor("int64")}
+        size = {
+            "height": FeatureSpec.tensor("int64"),
+            "width": FeatureSpec.tensor("int64"),
+            "depth": FeatureSpec.tensor("int64"),
+        }
         image = (
             {"image_raw": FeatureSpec.tensor("string")}
             if image_format == "raw"

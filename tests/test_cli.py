@@ -1,0 +1,112 @@
+"""The command-line contract: help, exit codes, stdout/stderr, no TensorFlow on local paths."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from tfr_convert.cli import convert, inspect
+
+SCRIPTS = Path(sysconfig.get_path("scripts"))
+
+
+@pytest.mark.parametrize(("command", "args"), [(convert, []), (convert, ["mnist"]), (inspect, [])])
+def test_help_of_every_command_runs(cli, command, args):
+    result = cli.runner.invoke(command, [*args, "--help"])
+    assert result.exit_code == 0
+    assert "Usage:" in result.stdout
+
+
+def test_help_of_every_registered_converter_runs(cli):
+    from tfr_convert.converters import REGISTRY
+
+    for name in REGISTRY:
+        assert cli.convert(name, "--help").exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["mnist", "--out", "o"], "give SRC"),
+        (["mnist", "no/such/dir", "--out", "o"], "does not exist"),
+        (["mnist", ".", "--out", "o", "--shard-size", "12XB"], "is not a size"),
+        (["mnist", ".", "--out", "o", "--num-shards", "2", "--examples-per-shard", "3"], "at most one of"),
+        (["mnist", ".", "--out", "o", "--name", "my-data"], "use letters, digits and underscores"),
+        (["mnist", ".", "--out", "o", "--workers", "0"], "0 is not in the range x>=1"),
+        (["mnist", ".", "--out", "o", "--compression", "lz4"], "'lz4' is not one of"),
+        (["mnist", ".", "--out", "o", "--variant", "emnist"], "'emnist' is not one of"),
+        (["mnist", "."], "Missing option '--out'"),
+        (["bogus"], "No such command 'bogus'"),
+    ],
+)
+def test_usage_errors_exit_2(cli, tmp_path, monkeypatch, args, message):
+    monkeypatch.chdir(tmp_path)
+    result = cli.convert(*args)
+    assert result.exit_code == 2
+    assert message in result.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_summary_line_and_json_on_stdout_nothing_on_stderr(cli, mnist_src, tmp_path):
+    src, _ = mnist_src
+    plain = cli.convert("mnist", src, "--out", tmp_path / "a", "--validation-size", 4)
+    assert plain.exit_code == 0 and plain.stderr == ""
+    assert plain.stdout.startswith("mnist: train 36, validation 4, test 12 examples in 3 shards, ")
+    assert len(plain.stdout.splitlines()) == 1
+    as_json = cli.convert("mnist", src, "--out", tmp_path / "b", "--json")
+    assert as_json.exit_code == 0 and as_json.stderr == ""
+    summary = json.loads(as_json.stdout)
+    assert summary["splits"]["train"]["examples"] == 40 and summary["splits"]["test"]["shards"] == 1
+    assert summary["splits"]["test"]["bytes"] == (tmp_path / "b" / "mnist-test.tfrecord-00000-of-00001").stat().st_size
+
+
+def _run_script(name: str, *args, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run([str(SCRIPTS / name), *map(str, args)], capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_local_paths_never_import_tensorflow(mnist_src, tmp_path):
+    fake = tmp_path / "fake"
+    (fake / "tensorflow").mkdir(parents=True)
+    marker = tmp_path / "tensorflow-was-imported"
+    (fake / "tensorflow" / "__init__.py").write_text(
+        f"open({str(marker)!r}, 'w').close()\nraise ImportError('tfr-convert must not import tensorflow here')\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(fake)}
+    src, _ = mnist_src
+    out = tmp_path / "out"
+    runs = [
+        _run_script("tfr-convert", "mnist", src, "--out", out, "--workers", 2, env=env),
+        _run_script("tfr-convert", "mnist", src, "--out", tmp_path / "png", "--image-format", "png", env=env),
+        _run_script("tfr-inspect", out, env=env),
+        _run_script("tfr-inspect", out, "--json", "--head", 3, env=env),
+        _run_script("tfr-inspect", tmp_path / "png", "--count", env=env),
+    ]
+    for run in runs:
+        assert run.returncode == 0, run.stderr
+        assert run.stderr == ""
+    assert not marker.exists()
+    assert json.loads(runs[3].stdout)["records"] == 52
+
+
+def test_console_scripts_report_errors_without_traceback(tmp_path):
+    bad = tmp_path / "bad.tfrecord"
+    bad.write_bytes(b"\x01\x02\x03")
+    run = subprocess.run([str(SCRIPTS / "tfr-inspect"), str(bad)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 1
+    assert (
+        run.stderr == f"error: {bad}: record 0 at byte offset 0: partial header: 3 trailing bytes, a header needs 12\n"
+    )
+    assert run.stdout == ""
+
+
+def test_version(cli):
+    from tfr_convert import __version__
+
+    assert cli.convert("--version").stdout.strip().endswith(__version__)
+    assert sys.version_info >= (3, 10)

@@ -1,0 +1,104 @@
+"""--download against a real HTTP server on 127.0.0.1 (never the internet)."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import http.server
+import threading
+from pathlib import Path
+
+import pytest
+from helpers import final_files, write_mnist
+
+from tfr_convert.converters.mnist import FILES
+
+
+@pytest.fixture
+def server(tmp_path):
+    """(served directory, base URL) of a local HTTP server; stopped after the test."""
+    root = tmp_path / "served"
+    root.mkdir()
+    handler = functools.partial(QuietHandler, directory=str(root))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield root, f"http://127.0.0.1:{httpd.server_address[1]}/files"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def translate_path(self, path):  # serve /files/<name> from the root
+        return super().translate_path(path.replace("/files/", "/", 1))
+
+    def log_message(self, *args):
+        pass
+
+
+def _table(path: Path, served: Path, dataset: str = "mnist") -> None:
+    rows = ["dataset\tfile\turl\tsize_bytes\tchecksum"]
+    for f in sorted(served.iterdir()):
+        digest = hashlib.sha256(f.read_bytes()).hexdigest()
+        rows.append(f"{dataset}\t{f.name}\thttps://example.invalid/mnist/{f.name}\t{f.stat().st_size}\tsha256:{digest}")
+    path.write_text("\n".join(rows) + "\n")
+
+
+def test_download_verifies_caches_and_converts(cli, server, tmp_path, monkeypatch):
+    served, base = server
+    arrays = write_mnist(served, n_train=20, n_test=6)
+    table = tmp_path / "sources.tsv"
+    _table(table, served)
+    monkeypatch.setenv("TFR_CONVERT_SOURCES", str(table))
+    cache = tmp_path / "cache"
+    result = cli.convert(
+        "mnist", "--download", "--mirror", base, "--cache-dir", cache, "--out", tmp_path / "out", "--json"
+    )
+    assert result.exit_code == 0, result.stderr
+    assert sorted(p.name for p in (cache / "mnist").iterdir()) == sorted(v + ".gz" for v in FILES.values())
+    assert '"examples": 20' in result.stdout
+    # the cache is reused: the server's files can go away
+    for f in served.iterdir():
+        f.unlink()
+    again = cli.convert("mnist", "--download", "--mirror", base, "--cache-dir", cache, "--out", tmp_path / "out2")
+    assert again.exit_code == 0, again.stderr
+    assert len(arrays["test"][1]) == 6
+
+
+def test_published_checksums_reject_other_bytes(cli, server, tmp_path):
+    served, base = server
+    write_mnist(served, n_train=20, n_test=6)
+    cache = tmp_path / "cache"
+    out = tmp_path / "out"
+    result = cli.convert("mnist", "--download", "--mirror", base, "--cache-dir", cache, "--out", out)
+    assert result.exit_code == 1
+    assert f"error: {base}/train-images-idx3-ubyte.gz: got " in result.stderr
+    assert "bytes, expected 9912422" in result.stderr
+    assert final_files(cache / "mnist") == [] and final_files(out) == []
+
+
+def test_checksum_mismatch_of_the_right_size(cli, server, tmp_path, monkeypatch):
+    served, base = server
+    write_mnist(served, n_train=20, n_test=6)
+    table = tmp_path / "sources.tsv"
+    _table(table, served)
+    victim = served / "train-labels-idx1-ubyte.gz"
+    data = bytearray(victim.read_bytes())
+    data[-5] ^= 0xFF
+    victim.write_bytes(bytes(data))
+    monkeypatch.setenv("TFR_CONVERT_SOURCES", str(table))
+    result = cli.convert(
+        "mnist", "--download", "--mirror", base, "--cache-dir", tmp_path / "c", "--out", tmp_path / "o"
+    )
+    assert result.exit_code == 1
+    assert f"{base}/train-labels-idx1-ubyte.gz: sha256 checksum" in result.stderr and "does not match" in result.stderr
+    assert "train-labels-idx1-ubyte.gz" not in final_files(tmp_path / "c" / "mnist")
+
+
+def test_missing_file_on_the_server(cli, server, tmp_path):
+    _, base = server
+    result = cli.convert(
+        "mnist", "--download", "--mirror", base, "--cache-dir", tmp_path / "c", "--out", tmp_path / "o"
+    )
+    assert result.exit_code == 1
+    assert f"error: {base}/train-images-idx3-ubyte.gz: download failed: HTTP 404" in result.stderr
