@@ -110,3 +110,36 @@ def test_version(cli):
 
     assert cli.convert("--version").stdout.strip().endswith(__version__)
     assert sys.version_info >= (3, 10)
+
+
+def _stderr_on_a_terminal(*args) -> str:
+    """Run tfr-convert with stderr on a pseudo-terminal; return what it drew there."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # a real terminal has a size
+    proc = subprocess.Popen([str(SCRIPTS / "tfr-convert"), *map(str, args)], stdout=subprocess.PIPE, stderr=follower)
+    os.close(follower)
+    drawn = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # the terminal closes when the process exits
+            break
+        if not chunk:
+            break
+        drawn += chunk
+    proc.wait(timeout=120)
+    os.close(leader)
+    assert proc.returncode == 0
+    return drawn.decode(errors="replace")
+
+
+def test_progress_bar_on_a_terminal_unless_quiet(mnist_src, tmp_path):
+    src, _ = mnist_src
+    drawn = _stderr_on_a_terminal("mnist", src, "--out", tmp_path / "a")
+    assert "0/52 [" in drawn and "ex/s]" in drawn
+    assert _stderr_on_a_terminal("mnist", src, "--out", tmp_path / "b", "--quiet") == ""

@@ -78,20 +78,19 @@ class _Command(_Translating, click.Command):
 
 
 def _progress_bar(quiet: bool):
-    """A `progress(n, total)` callback drawing a tqdm bar on stderr, or None."""
+    """(a `progress(n, total)` callback drawing a tqdm bar on stderr, or None; a closer)."""
     if quiet or not sys.stderr.isatty():
         return None, lambda: None
     from tqdm import tqdm
 
-    bar = tqdm(total=0, unit="ex", file=sys.stderr, dynamic_ncols=True, leave=False)
+    bars = []
 
     def update(n: int, total: int) -> None:
-        if bar.total != total:
-            bar.total = total
-            bar.refresh()
-        bar.update(n)
+        if not bars:  # created on the first call, when the total is known
+            bars.append(tqdm(total=total, unit="ex", file=sys.stderr, dynamic_ncols=True, leave=False))
+        bars[0].update(n)
 
-    return update, bar.close
+    return update, lambda: bars and bars[0].close()
 
 
 # ---------------------------------------------------------------- tfr-convert

@@ -29,14 +29,15 @@ KINDS = (BYTES, FLOAT, INT64)
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 _FEATURE_TAG = {BYTES: b"\x0a", FLOAT: b"\x12", INT64: b"\x1a"}
 _TAG_KIND = {1: BYTES, 2: FLOAT, 3: INT64}
-# Varints below 128 are one byte; precomputing them keeps the common case
-# (lengths of small fields, labels, sizes) free of the encoding loop.
-_SMALL_VARINTS = [bytes([i]) for i in range(128)]
+# Varints below 2**14 (one or two bytes) are precomputed: that covers the
+# lengths of most fields and records, labels and sizes, the hot path of every
+# conversion, without the encoding loop.
+_SMALL_VARINTS = [bytes([i]) if i < 128 else bytes([(i & 0x7F) | 0x80, i >> 7]) for i in range(1 << 14)]
 
 
 def _varint(n: int) -> bytes:
     """Unsigned base-128 varint; negative int64s arrive here as n + 2**64."""
-    if n < 128:
+    if 0 <= n < 16384:
         return _SMALL_VARINTS[n]
     out = bytearray()
     while n >= 128:
@@ -144,26 +145,52 @@ def _list_message(kind: str, values: list[Any] | np.ndarray) -> bytes:
 
 def feature_bytes(name: str, value: Any) -> bytes:
     """One serialized `tf.train.Feature`."""
+    kind = type(value)
+    # Fast paths for the values converters produce on every record (an int,
+    # a bytes blob); anything else takes the general route through classify().
+    if kind is bytes:
+        payload = b"\x0a" + _varint(len(value)) + value
+        return b"\x0a" + _varint(len(payload)) + payload
+    if kind is int and 0 <= value < 128:
+        return _SMALL_INT_FEATURES[value]
     kind, values = classify(name, value)
     return _delimited(_FEATURE_TAG[kind], _list_message(kind, values))
+
+
+# int64 features of 0..127 (labels, sizes, channel counts) as ready-made bytes
+_SMALL_INT_FEATURES = [b"\x1a\x03\x0a\x01" + bytes([i]) for i in range(128)]
+_KEY_CACHE: dict[str, tuple[bytes, bytes]] = {}
+
+
+def _key(name: Any) -> tuple[bytes, bytes]:
+    """(sort key, serialized map-entry key field) of a feature name; cached, names repeat."""
+    cached = _KEY_CACHE.get(name) if isinstance(name, str) else None
+    if cached is None:
+        if not isinstance(name, str) or not name:
+            raise FeatureError(f"feature name {name!r}: must be a non-empty string")
+        encoded = name.encode("utf-8")
+        # The order of `SerializeToString(deterministic=True)` under protobuf's
+        # default Python backend (upb): bytewise, except that a key sorts *after*
+        # every longer key it is a prefix of ("image_raw" before "image"). UTF-8
+        # never contains 0xFF, so appending it gives exactly that order.
+        # (The C++ and pure-Python backends put the prefix first; all are valid.)
+        cached = (encoded + b"\xff", _delimited(b"\x0a", encoded))
+        if len(_KEY_CACHE) < 4096:
+            _KEY_CACHE[name] = cached
+    return cached
 
 
 def serialize(features: Mapping[str, Any]) -> bytes:
     """A features dict -> `tf.train.Example` bytes (deterministic, key-sorted)."""
     entries = []
     for name, value in features.items():
-        if not isinstance(name, str) or not name:
-            raise FeatureError(f"feature name {name!r}: must be a non-empty string")
-        key = name.encode("utf-8")
-        entry = _delimited(b"\x0a", key) + _delimited(b"\x12", feature_bytes(name, value))
-        entries.append((key, entry))
-    # The order of `SerializeToString(deterministic=True)` under protobuf's
-    # default Python backend (upb): bytewise, except that a key sorts *after*
-    # every longer key it is a prefix of ("image_raw" before "image"). UTF-8
-    # never contains 0xFF, so appending it gives exactly that order.
-    # (The C++ and pure-Python backends put the prefix first; all are valid.)
-    entries.sort(key=lambda e: e[0] + b"\xff")
-    return _delimited(b"\x0a", b"".join([_delimited(b"\x0a", entry) for _, entry in entries]))
+        sort_key, key_field = _key(name)
+        feature = feature_bytes(name, value)
+        entry = key_field + b"\x12" + _varint(len(feature)) + feature
+        entries.append((sort_key, b"\x0a" + _varint(len(entry)) + entry))
+    entries.sort()
+    body = b"".join([e for _, e in entries])
+    return b"\x0a" + _varint(len(body)) + body
 
 
 # ---------------------------------------------------------------- parse

@@ -79,24 +79,30 @@ def _init_worker(converter: Converter) -> None:
     _converter = converter
 
 
-def _encode_chunk(items: Sequence[Hashable]) -> list[bytes]:
+Chunk = tuple[bytes, list[int]]  # framed records back to back, and their sizes
+
+
+def _encode_chunk(items: Sequence[Hashable]) -> Chunk:
     assert _converter is not None
     return encode_items(_converter, items)
 
 
-def encode_items(converter: Converter, items: Sequence[Hashable]) -> list[bytes]:
-    """Framed records for items; errors name the item's file and position."""
+def encode_items(converter: Converter, items: Sequence[Hashable]) -> Chunk:
+    """Framed records of items, as one blob (cheap to send between processes).
+
+    Errors name the item's file and position.
+    """
     expected = converter.features.keys()
-    out = []
+    records = []
     for item in items:
         try:
             features = converter.encode(item)
             if features.keys() != expected:
                 raise SourceError(f"features {sorted(features)} differ from the declared {sorted(expected)}")
-            out.append(frame(serialize(features)))
+            records.append(frame(serialize(features)))
         except TfrConvertError as e:
             raise type(e)(f"{converter.describe(item)}: {e}") from None
-    return out
+    return b"".join(records), [len(r) for r in records]
 
 
 def _chunks(items: Sequence[Hashable]) -> Iterator[Sequence[Hashable]]:
@@ -105,26 +111,25 @@ def _chunks(items: Sequence[Hashable]) -> Iterator[Sequence[Hashable]]:
 
 
 def _encoded(
-    converter: Converter, items: Sequence[Hashable], pool: ProcessPoolExecutor | None
-) -> Iterator[list[bytes]]:
+    converter: Converter, items: Sequence[Hashable], pool: ProcessPoolExecutor | None, workers: int
+) -> Iterator[Chunk]:
     """Framed records chunk by chunk, in item order."""
     if pool is None:
-        for chunk in _chunks(items):
-            yield encode_items(converter, chunk)
+        for batch in _chunks(items):
+            yield encode_items(converter, batch)
         return
-    chunks = _chunks(items)
-    window = WINDOW_PER_WORKER * pool._max_workers  # type: ignore[attr-defined]
-    pending: deque[Future[list[bytes]]] = deque()
-    for chunk in chunks:
-        pending.append(pool.submit(_encode_chunk, chunk))
-        if len(pending) >= window:
+    batches = _chunks(items)
+    pending: deque[Future[Chunk]] = deque()
+    for batch in batches:
+        pending.append(pool.submit(_encode_chunk, batch))
+        if len(pending) >= WINDOW_PER_WORKER * workers:
             break
     while pending:
-        records = pending.popleft().result()
-        nxt = next(chunks, None)
-        if nxt is not None:
-            pending.append(pool.submit(_encode_chunk, nxt))
-        yield records
+        encoded = pending.popleft().result()
+        batch = next(batches, None)
+        if batch is not None:
+            pending.append(pool.submit(_encode_chunk, batch))
+        yield encoded
 
 
 def _pool(converter: Converter, workers: int) -> ProcessPoolExecutor | None:
@@ -156,17 +161,18 @@ def run(converter: Converter, options: RunOptions, progress: Callable[[int, int]
     name = options.name or converter.dataset_name
     plan = plan_splits(converter, options)
     total = sum(len(items) for items in plan.values())
+    if progress:
+        progress(0, total)
     results: list[SplitResult] = []
     with OutputDir(options.out, options.overwrite) as out:
         pool = _pool(converter, options.workers)
         try:
             for split, items in plan.items():
                 writer = SplitWriter(out, split, len(items), options.policy, options.compression)
-                for records in _encoded(converter, items, pool):
-                    for framed in records:
-                        writer.write(framed)
+                for blob, sizes in _encoded(converter, items, pool, options.workers):
+                    writer.write_chunk(blob, sizes)
                     if progress:
-                        progress(len(records), total)
+                        progress(len(sizes), total)
                 results.append(writer.close())
         finally:
             if pool is not None:

@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
@@ -218,25 +217,48 @@ class SplitWriter:
         self._writer: RecordWriter | None = None
         self._written = 0
         self._split_bytes = 0
+        self._shard_records = 0
+        self._shard_bytes = 0
 
     def write(self, framed: bytes) -> None:
+        self.write_chunk(framed, [len(framed)])
+
+    def write_chunk(self, blob: bytes, sizes: list[int]) -> None:
+        """Write consecutive framed records given as one blob and their sizes.
+
+        Shard boundaries are still decided record by record; the bytes between
+        two boundaries go to disk in one call.
+        """
+        view = memoryview(blob)
+        start = end = 0
+        for size in sizes:
+            end += size
+            self._written += 1
+            self._split_bytes += size
+            self._shard_records += 1
+            self._shard_bytes += size
+            if self.policy.closes_after(
+                self._written, self.total, self._shard_records, self._shard_bytes, self._split_bytes
+            ):
+                self._append(view[start:end])
+                self._close_shard()
+                start = end
+        if end > start:
+            self._append(view[start:end])
+
+    def _append(self, framed: memoryview) -> None:
         if self._writer is None:  # opened lazily: an empty split writes no file
-            self._writer = RecordWriter(
-                self.out.temp_path(f"{self.split}-{len(self.result.shards):05d}"), self.compression
-            )
-        self._writer.write_framed(framed, 1)
-        self._written += 1
-        self._split_bytes += len(framed)
-        w = self._writer
-        if self.policy.closes_after(self._written, self.total, w.records, w.bytes_written, self._split_bytes):
-            self._close_shard()
+            path = self.out.temp_path(f"{self.split}-{len(self.result.shards):05d}")
+            self._writer = RecordWriter(path, self.compression)
+        self._writer.write_framed(framed)
 
     def _close_shard(self) -> None:
         w = self._writer
         assert w is not None
         w.close()
-        self.result.shards.append(ShardFile(w.path, w.records, os.path.getsize(w.path), w.sha256()))
+        self.result.shards.append(ShardFile(w.path, self._shard_records, os.path.getsize(w.path), w.sha256()))
         self._writer = None
+        self._shard_records = self._shard_bytes = 0
 
     def close(self) -> SplitResult:
         if self._writer is not None:
@@ -244,11 +266,3 @@ class SplitWriter:
         if self._written != self.total:
             raise OutputError(f"split {self.split}: wrote {self._written} examples, expected {self.total}")
         return self.result
-
-
-def sha256_file(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()

@@ -106,28 +106,20 @@ class _HashingFile:
 class RecordWriter:
     """Writes framed records to a path; a context manager.
 
-    `bytes_written` counts framed, uncompressed bytes (what shard-size policies
-    use); `sha256()` is the digest of the file as written to disk.
+    `sha256()` is the digest of the file as written to disk.
     """
 
     def __init__(self, path: str, compression: str = "none") -> None:
         self.path = path
         self._raw = _HashingFile(path)
-        self._out = open_compressed_writer(self._raw, compression)
-        self.records = 0
-        self.bytes_written = 0
+        self._out = open_compressed_writer(self._raw, compression)  # type: ignore[arg-type]
 
     def write(self, data: bytes) -> None:
-        framed = frame(data)
-        self._out.write(framed)
-        self.records += 1
-        self.bytes_written += len(framed)
+        self._out.write(frame(data))
 
-    def write_framed(self, framed: bytes, count: int) -> None:
-        """Write `count` records that were framed elsewhere (e.g. in a worker)."""
+    def write_framed(self, framed: bytes | memoryview) -> None:
+        """Write records that were framed elsewhere (e.g. in a worker process)."""
         self._out.write(framed)
-        self.records += count
-        self.bytes_written += len(framed)
 
     def close(self) -> None:
         if self._out is not self._raw:
