@@ -195,16 +195,13 @@ def _open_reader(raw: BinaryIO, compression: str) -> BinaryIO:
     raise ValueError(f"unknown compression {compression!r}; expected one of {COMPRESSIONS}")
 
 
-def _read_exactly(stream: BinaryIO, n: int) -> bytes:
-    """Up to n bytes (fewer only at end of stream), never allocating more than exists."""
-    if n <= _READ_PIECE:
-        data = stream.read(n)
-        if len(data) == n:
-            return data
-        parts = [data]
-    else:
-        parts = []
-    got = sum(len(p) for p in parts)
+def read_up_to(stream: BinaryIO, n: int) -> bytes:
+    """Up to n bytes (fewer only at end of stream), read in pieces so that a
+    lying length or header costs what the stream holds, never n."""
+    first = stream.read(min(n, _READ_PIECE))
+    if len(first) == n or len(first) < min(n, _READ_PIECE):
+        return first
+    parts, got = [first], len(first)
     while got < n:
         piece = stream.read(min(_READ_PIECE, n - got))
         if not piece:
@@ -252,7 +249,7 @@ def read_records(path: str, compression: str = "auto") -> Iterator[Record]:
                         offset,
                         f"length {length} reaches past the end of the file ({file_size - body_at} bytes remain)",
                     )
-                data = _read_exactly(stream, length)
+                data = read_up_to(stream, length)
                 footer = stream.read(FOOTER_SIZE)
                 if len(data) < length or len(footer) < FOOTER_SIZE:
                     raise RecordError(

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..errors import SourceError
 from ..metadata import FeatureSpec
+from ..tfrecord import read_up_to
 from .base import Converter, fingerprint
 
 IMAGES_MAGIC, LABELS_MAGIC = 2051, 2049
@@ -42,7 +43,6 @@ FILES = {
     ("test", "labels"): "t10k-labels-idx1-ubyte",
 }
 IMAGE_FORMATS = ("raw", "png")
-_PIECE = 1 << 20
 
 
 def find_source(src_dir: str, stem: str) -> str:
@@ -53,18 +53,6 @@ def find_source(src_dir: str, stem: str) -> str:
         if os.path.isfile(path):
             return path
     raise SourceError(f"{src_dir}: missing {stem} (or {stem}.gz)")
-
-
-def _read_capped(stream: io.BufferedIOBase, n: int) -> bytes:
-    """Read up to n bytes in pieces, so a lying header cannot make us allocate n."""
-    parts, got = [], 0
-    while got < n:
-        piece = stream.read(min(_PIECE, n - got))
-        if not piece:
-            break
-        parts.append(piece)
-        got += len(piece)
-    return b"".join(parts)
 
 
 def parse_idx(path: str, raw: bytes, magic: int, rank: int) -> np.ndarray:
@@ -87,7 +75,7 @@ def parse_idx(path: str, raw: bytes, magic: int, rank: int) -> np.ndarray:
             raise SourceError(f"{path}: byte 8: image dimensions {dims[1:]} contain a zero")
         header = 4 + 4 * rank
         expected = int(np.prod(dims, dtype=np.uint64))
-        data = _read_capped(stream, expected)
+        data = read_up_to(stream, expected)
         if len(data) < expected:
             raise SourceError(
                 f"{path}: truncated at byte {header + len(data)}: the header declares "
