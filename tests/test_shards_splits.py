@@ -103,3 +103,10 @@ def test_split_writer_counts_must_match(tmp_path):
         writer.write(frame(b"a"))
         with pytest.raises(OutputError, match="wrote 1 examples, expected 2"):
             writer.close()
+
+
+def test_default_policy_is_one_shard_for_small_data_else_at_least_64_mib():
+    mib = 1 << 20
+    assert _cut(ShardPolicy(), [mib] * 127) == [127]  # under 2 x 64 MiB: one shard
+    counts = _cut(ShardPolicy(), [mib] * 200)
+    assert counts == [64, 64, 72] and all(c * mib >= 64 * mib for c in counts)
