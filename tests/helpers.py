@@ -32,3 +32,43 @@ def final_files(directory: Path) -> list[str]:
     if not directory.exists():
         return []
     return sorted(p.name for p in directory.iterdir())
+
+
+def write_cifar(root: Path, variant: str = "cifar10", per_batch: int = 4, archive: bool = False, seed: int = 0) -> dict:
+    """Python-2-style CIFAR pickles in root/<folder> (or a .tar.gz of them in root).
+
+    Returns {"path": what to pass as SRC, "train"/"test": (data, [labels per kind]), "names": [names per kind]}.
+    """
+    import tarfile
+
+    import py2pickle
+    from tfr_convert.converters.cifar import LAYOUTS
+
+    layout = LAYOUTS[variant]
+    rng = np.random.default_rng(seed)
+    folder = root / layout.folder
+    folder.mkdir(parents=True, exist_ok=True)
+    names = [[f"{kind.names_key[:-6]}{i}".encode() for i in range(kind.num_classes)] for kind in layout.label_kinds]
+    meta = {kind.names_key.encode(): n for kind, n in zip(layout.label_kinds, names, strict=True)}
+    (folder / layout.meta).write_bytes(py2pickle.dumps(meta))
+    result: dict = {"names": [[n.decode() for n in ns] for ns in names]}
+    for split, members in (("train", layout.train), ("test", layout.test)):
+        datas, labels = [], [[] for _ in layout.label_kinds]
+        for m in members:
+            data = rng.integers(0, 256, size=(per_batch, 3072), dtype=np.uint8)
+            batch = {b"batch_label": f"{m} of test".encode(), b"data": data}
+            for kind, acc in zip(layout.label_kinds, labels, strict=True):
+                values = [int(v) for v in rng.integers(0, kind.num_classes, size=per_batch)]
+                batch[kind.labels_key.encode()] = values
+                acc.extend(values)
+            batch[b"filenames"] = [f"img_{m}_{i}.png".encode() for i in range(per_batch)]
+            (folder / m).write_bytes(py2pickle.dumps(batch))
+            datas.append(data)
+        result[split] = (np.concatenate(datas), labels)
+    result["path"] = folder
+    if archive:
+        path = root / layout.archive
+        with tarfile.open(path, "w:gz") as tar:
+            tar.add(folder, arcname=layout.folder)
+        result["path"] = path
+    return result

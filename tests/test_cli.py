@@ -10,6 +10,7 @@ import sysconfig
 from pathlib import Path
 
 import pytest
+from helpers import write_cifar
 
 from tfr_convert.cli import convert, inspect
 
@@ -79,19 +80,32 @@ def test_local_paths_never_import_tensorflow(mnist_src, tmp_path):
     )
     env = {**os.environ, "PYTHONPATH": str(fake)}
     src, _ = mnist_src
+    cifar = write_cifar(tmp_path / "cifar", "cifar100", per_batch=3, archive=True)
     out = tmp_path / "out"
     runs = [
         _run_script("tfr-convert", "mnist", src, "--out", out, "--workers", 2, env=env),
         _run_script("tfr-convert", "mnist", src, "--out", tmp_path / "png", "--image-format", "png", env=env),
+        _run_script("tfr-convert", "cifar", cifar["path"], "--out", tmp_path / "c", "--workers", 2, env=env),
+        _run_script(
+            "tfr-convert",
+            "cifar",
+            cifar["path"].parent / "cifar-100-python",
+            "--out",
+            tmp_path / "c2",
+            "--image-format",
+            "png",
+            env=env,
+        ),
         _run_script("tfr-inspect", out, env=env),
         _run_script("tfr-inspect", out, "--json", "--head", 3, env=env),
         _run_script("tfr-inspect", tmp_path / "png", "--count", env=env),
+        _run_script("tfr-inspect", tmp_path / "c", env=env),
     ]
     for run in runs:
         assert run.returncode == 0, run.stderr
         assert run.stderr == ""
     assert not marker.exists()
-    assert json.loads(runs[3].stdout)["records"] == 52
+    assert json.loads(runs[5].stdout)["records"] == 52
 
 
 def test_console_scripts_report_errors_without_traceback(tmp_path):

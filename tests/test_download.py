@@ -5,11 +5,12 @@ from __future__ import annotations
 import functools
 import hashlib
 import http.server
+import shutil
 import threading
 from pathlib import Path
 
 import pytest
-from helpers import final_files, write_mnist
+from helpers import final_files, write_cifar, write_mnist
 
 from tfr_convert.converters.mnist import FILES
 
@@ -36,11 +37,12 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-def _table(path: Path, served: Path, dataset: str = "mnist") -> None:
+def _table(path: Path, served: Path, dataset: str = "mnist", algorithm: str = "sha256", sizes: bool = True) -> None:
     rows = ["dataset\tfile\turl\tsize_bytes\tchecksum"]
-    for f in sorted(served.iterdir()):
-        digest = hashlib.sha256(f.read_bytes()).hexdigest()
-        rows.append(f"{dataset}\t{f.name}\thttps://example.invalid/mnist/{f.name}\t{f.stat().st_size}\tsha256:{digest}")
+    for f in sorted(p for p in served.iterdir() if p.is_file()):
+        digest = hashlib.new(algorithm, f.read_bytes()).hexdigest()
+        size = f.stat().st_size if sizes else ""
+        rows.append(f"{dataset}\t{f.name}\thttps://example.invalid/data/{f.name}\t{size}\t{algorithm}:{digest}")
     path.write_text("\n".join(rows) + "\n")
 
 
@@ -102,3 +104,29 @@ def test_missing_file_on_the_server(cli, server, tmp_path):
     )
     assert result.exit_code == 1
     assert f"error: {base}/train-images-idx3-ubyte.gz: download failed: HTTP 404" in result.stderr
+
+
+def test_cifar_download_with_md5_and_no_published_size(cli, server, tmp_path, monkeypatch):
+    served, base = server
+    src = write_cifar(served, "cifar100", per_batch=3, archive=True)
+    shutil.rmtree(served / "cifar-100-python")
+    table = tmp_path / "sources.tsv"
+    _table(table, served, "cifar100", algorithm="md5", sizes=False)  # like the published cifar100 row
+    monkeypatch.setenv("TFR_CONVERT_SOURCES", str(table))
+    cache = tmp_path / "cache"
+    result = cli.convert("cifar", "--download", "--variant", "cifar100", "--mirror", base, "--cache-dir", cache,
+                         "--out", tmp_path / "out")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.startswith("cifar100: train 3, test 3 examples")
+    assert (cache / "cifar100" / src["path"].name).read_bytes() == (served / src["path"].name).read_bytes()
+
+
+def test_cifar_download_refuses_an_archive_that_is_not_the_published_one(cli, server, tmp_path):
+    served, base = server
+    write_cifar(served, "cifar10", per_batch=2, archive=True)
+    result = cli.convert(
+        "cifar", "--download", "--mirror", base, "--cache-dir", tmp_path / "c", "--out", tmp_path / "o"
+    )
+    assert result.exit_code == 1
+    assert f"error: {base}/cifar-10-python.tar.gz: got " in result.stderr and "expected 170498071" in result.stderr
+    assert final_files(tmp_path / "c" / "cifar10") == [] and final_files(tmp_path / "o") == []

@@ -177,42 +177,76 @@ def _run(make_converter, quiet: bool, as_json: bool, **common) -> None:
     )
 
 
-@convert.command()
-@click.argument("src", required=False, type=click.Path(file_okay=False))
-@click.option("--download", is_flag=True, help="Fetch the published files (checked against known checksums) first.")
-@click.option(
-    "--variant",
-    type=click.Choice(["mnist", "fashion_mnist", "kmnist"]),
-    help="[default: detected from checksums, else mnist]",
-)
-@click.option("--image-format", type=click.Choice(["raw", "png"]), default="raw", show_default=True)
-@click.option("--validation-size", type=click.IntRange(min=0), default=0, help="Carve N seeded examples out of train.")
-@click.option("--mirror", metavar="URL", help="Download from this base URL instead (or TFR_CONVERT_MIRROR).")
-@click.option(
-    "--cache-dir", type=click.Path(file_okay=False), help="Where --download puts files [default: ~/.cache/tfr-convert]."
-)
-@common_options
-def mnist(src, download, variant, image_format, mirror, cache_dir, **common) -> None:
-    """MNIST-family idx files (MNIST, Fashion-MNIST, KMNIST) in SRC."""
+def published_dataset_options(variants: list[str], default_help: str):
+    """SRC, --download and the options every published-dataset converter shares."""
+    options = [
+        click.argument("src", required=False, type=click.Path()),
+        click.option("--download", is_flag=True, help="Fetch the published files (verified by checksum) first."),
+        click.option("--variant", type=click.Choice(variants), help=default_help),
+        click.option("--image-format", type=click.Choice(["raw", "png"]), default="raw", show_default=True),
+        click.option(
+            "--validation-size", type=click.IntRange(min=0), default=0, help="Carve N seeded examples out of train."
+        ),
+        click.option("--mirror", metavar="URL", help="Download from this base URL instead (or TFR_CONVERT_MIRROR)."),
+        click.option(
+            "--cache-dir",
+            type=click.Path(file_okay=False),
+            help="Where --download puts files [default: ~/.cache/tfr-convert/VARIANT].",
+        ),
+    ]
+
+    def decorate(f):
+        for option in reversed(options):
+            f = option(f)
+        return common_options(f)
+
+    return decorate
+
+
+def _source(src, download, variant, default_variant, mirror, cache_dir):
+    """Check SRC at parse time; return a function giving the source path, downloading first if asked."""
     import os
 
+    if not download and src is None:
+        raise click.UsageError("give SRC, or --download")
+    if not download and not os.path.exists(src):
+        raise click.BadParameter(f"{src!r} does not exist", param_hint="SRC")
+
+    def source() -> str:
+        if not download:
+            return src
+        from .download import default_cache_dir, fetch
+
+        dataset = variant or default_variant
+        dest = src or os.path.join(cache_dir or default_cache_dir(), dataset)
+        fetch(dataset, dest, mirror)
+        return dest
+
+    return source
+
+
+@convert.command()
+@published_dataset_options(["mnist", "fashion_mnist", "kmnist"], "[default: detected from checksums, else mnist]")
+def mnist(src, download, variant, image_format, mirror, cache_dir, **common) -> None:
+    """MNIST-family idx files (MNIST, Fashion-MNIST, KMNIST) in the directory SRC."""
     from .converters.mnist import MnistConverter
 
-    if not download and src is None:
-        raise click.UsageError("give SRC, the directory with the idx files, or --download")
-    if not download and not os.path.isdir(src):
-        raise click.BadParameter(f"directory {src!r} does not exist", param_hint="SRC")
+    source = _source(src, download, variant, "mnist", mirror, cache_dir)
+    _run(lambda: MnistConverter(source(), variant, image_format), **common)
 
-    def make_converter():
-        source = src
-        if download:
-            from .download import default_cache_dir, fetch
 
-            source = src or os.path.join(cache_dir or default_cache_dir(), variant or "mnist")
-            fetch(variant or "mnist", source, mirror)
-        return MnistConverter(source, variant, image_format)
+@convert.command()
+@published_dataset_options(["cifar10", "cifar100"], "[default: detected from the files]")
+def cifar(src, download, variant, image_format, mirror, cache_dir, **common) -> None:
+    """CIFAR-10/100 python pickles: SRC is the extracted folder or the downloaded .tar.gz.
 
-    _run(make_converter, **common)
+    Pickles are loaded through an allowlist (plain data and numeric arrays only),
+    never with pickle.load.
+    """
+    from .converters.cifar import CifarConverter
+
+    source = _source(src, download, variant, "cifar10", mirror, cache_dir)
+    _run(lambda: CifarConverter(source(), variant, image_format), **common)
 
 
 # ---------------------------------------------------------------- tfr-inspect

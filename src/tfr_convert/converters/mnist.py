@@ -23,6 +23,7 @@ from ..errors import SourceError
 from ..metadata import FeatureSpec
 from ..tfrecord import read_up_to
 from .base import Converter, fingerprint
+from .imaging import encode_png
 
 IMAGES_MAGIC, LABELS_MAGIC = 2051, 2049
 NUM_CLASSES = 10
@@ -198,11 +199,3 @@ class MnistConverter(Converter):
 
     def options(self) -> dict[str, Any]:
         return {"variant": self.variant, "image_format": self.image_format}
-
-
-def encode_png(pixels: np.ndarray) -> bytes:
-    from PIL import Image  # heavy import, only when PNG output is asked for
-
-    buf = io.BytesIO()
-    Image.fromarray(pixels).save(buf, format="PNG", optimize=False, compress_level=6)
-    return buf.getvalue()

@@ -1,0 +1,329 @@
+"""CIFAR-10 / CIFAR-100 "python version" -> examples.
+
+Sources: the extracted folder (`cifar-10-batches-py`, `cifar-100-python`), a
+folder holding it, or the downloaded `.tar.gz`, read member by member straight
+from the archive (nothing is extracted to disk). Every pickle goes through
+`safe_pickle.safe_load` and its contents are validated before use: `data` is
+uint8 (N, 3072), labels are exact ints in range, lengths agree, class names
+are strings and as many as the classes.
+
+Each row of `data` holds 1024 red, then 1024 green, then 1024 blue values;
+the `image` feature stores them channel-last, (32, 32, 3), like every image
+library and the CIFAR tutorial's reader expect.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tarfile
+import zlib
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import SourceError
+from ..metadata import FeatureSpec
+from .base import Converter, fingerprint
+from .imaging import encode_png
+from .safe_pickle import UnsafePickleError, safe_load
+
+ROW_BYTES = 32 * 32 * 3
+IMAGE_FORMATS = ("raw", "png")
+# No real batch comes near this; it bounds what a hostile archive member can make us hold.
+MAX_MEMBER_BYTES = 512 << 20
+
+
+@dataclass(frozen=True)
+class LabelKind:
+    feature_prefix: str  # "" -> label_index / label_name; "coarse_" -> coarse_label_index / ...
+    labels_key: str  # in each batch
+    names_key: str  # in the meta file
+    num_classes: int
+
+
+@dataclass(frozen=True)
+class Layout:
+    folder: str
+    archive: str
+    train: tuple[str, ...]
+    test: tuple[str, ...]
+    meta: str
+    label_kinds: tuple[LabelKind, ...]
+
+    @property
+    def members(self) -> tuple[str, ...]:
+        return (*self.train, *self.test, self.meta)
+
+
+LAYOUTS = {
+    "cifar10": Layout(
+        folder="cifar-10-batches-py",
+        archive="cifar-10-python.tar.gz",
+        train=tuple(f"data_batch_{i}" for i in range(1, 6)),
+        test=("test_batch",),
+        meta="batches.meta",
+        label_kinds=(LabelKind("", "labels", "label_names", 10),),
+    ),
+    "cifar100": Layout(
+        folder="cifar-100-python",
+        archive="cifar-100-python.tar.gz",
+        train=("train",),
+        test=("test",),
+        meta="meta",
+        label_kinds=(
+            LabelKind("", "fine_labels", "fine_label_names", 100),
+            LabelKind("coarse_", "coarse_labels", "coarse_label_names", 20),
+        ),
+    ),
+}
+VARIANTS = tuple(LAYOUTS)
+
+
+# ---------------------------------------------------------------- reading sources
+
+
+def _read_folder(folder: str) -> dict[str, tuple[str, bytes]]:
+    """{member name: (path for messages, bytes)} of every known file in a folder."""
+    wanted = {m for layout in LAYOUTS.values() for m in layout.members}
+    found = {}
+    for name in sorted(wanted):
+        path = os.path.join(folder, name)
+        if os.path.isfile(path):
+            if os.path.getsize(path) > MAX_MEMBER_BYTES:
+                raise SourceError(f"{path}: larger than any CIFAR file ({os.path.getsize(path)} bytes)")
+            with open(path, "rb") as f:
+                found[name] = (path, f.read())
+    return found
+
+
+class _HashingReader:
+    """A read-only file that keeps the sha256 of everything read through it."""
+
+    def __init__(self, f) -> None:
+        self._f = f
+        self.hash = hashlib.sha256()
+        self.size = 0
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._f.read(n)
+        self.hash.update(data)
+        self.size += len(data)
+        return data
+
+    def drain(self) -> None:
+        while self.read(1 << 20):
+            pass
+
+
+def _read_archive(archive: str) -> tuple[dict[str, tuple[str, bytes]], dict[str, Any]]:
+    """The same, streamed member by member from a .tar.gz in one pass; also the
+    archive's own fingerprint, hashed on the way."""
+    folders = {layout.folder: layout for layout in LAYOUTS.values()}
+    found: dict[str, tuple[str, bytes]] = {}
+    current = None
+    try:
+        with open(archive, "rb") as f:
+            reader = _HashingReader(f)
+            with tarfile.open(fileobj=reader, mode="r|*") as tar:  # type: ignore[call-overload]
+                for member in tar:
+                    folder, _, name = member.name.rstrip("/").rpartition("/")
+                    layout = folders.get(folder.removeprefix("./"))
+                    if not member.isfile() or layout is None or name not in layout.members:
+                        continue
+                    current = f"{archive}:{member.name}"
+                    if member.size > MAX_MEMBER_BYTES:
+                        raise SourceError(f"{current}: larger than any CIFAR file ({member.size} bytes)")
+                    stream = tar.extractfile(member)
+                    assert stream is not None  # a regular file always has one
+                    data = stream.read()
+                    if len(data) != member.size:
+                        raise SourceError(f"{current}: truncated archive ({len(data)} of {member.size} bytes)")
+                    found[name] = (current, data)
+                    current = None
+            reader.drain()
+    except (tarfile.TarError, EOFError, zlib.error, OSError) as e:
+        where = current or archive
+        raise SourceError(f"{where}: truncated or corrupt archive ({e or type(e).__name__})") from None
+    return found, {"file": os.path.basename(archive), "bytes": reader.size, "sha256": reader.hash.hexdigest()}
+
+
+def _locate(src: str) -> str:
+    """The folder or archive inside SRC that holds the batches."""
+    if os.path.isfile(src):
+        return src
+    names = set(os.listdir(src))
+    if any(m in names for layout in LAYOUTS.values() for m in layout.members):
+        return src
+    for layout in LAYOUTS.values():
+        if layout.folder in names and os.path.isdir(os.path.join(src, layout.folder)):
+            return os.path.join(src, layout.folder)
+    for layout in LAYOUTS.values():
+        if layout.archive in names:
+            return os.path.join(src, layout.archive)
+    raise SourceError(f"{src}: no CIFAR batches, {'/'.join(lay.folder for lay in LAYOUTS.values())} folder or archive")
+
+
+def _detect(found: dict[str, Any], where: str) -> str:
+    for variant, layout in LAYOUTS.items():
+        if layout.meta in found:
+            return variant
+    raise SourceError(f"{where}: neither batches.meta (CIFAR-10) nor meta (CIFAR-100) found")
+
+
+# ---------------------------------------------------------------- validating
+
+
+def _as_dict(obj: Any, where: str) -> dict[str, Any]:
+    if not isinstance(obj, dict):
+        raise SourceError(f"{where}: expected a dict, found {type(obj).__name__}")
+    out = {}
+    for key, value in obj.items():
+        if isinstance(key, bytes):
+            key = key.decode("latin-1")
+        if not isinstance(key, str):
+            raise SourceError(f"{where}: unexpected key {key!r}")
+        out[key] = value
+    return out
+
+
+def _require(d: dict[str, Any], key: str, where: str) -> Any:
+    if key not in d:
+        raise SourceError(f"{where}: missing key {key!r} (keys: {', '.join(sorted(d)) or 'none'})")
+    return d[key]
+
+
+def _load(where: str, data: bytes) -> dict[str, Any]:
+    try:
+        return _as_dict(safe_load(data), where)
+    except UnsafePickleError as e:
+        raise SourceError(f"{where}: not a safe CIFAR pickle: {e}") from None
+
+
+def _names(meta: dict[str, Any], kind: LabelKind, where: str) -> list[str]:
+    names = _require(meta, kind.names_key, where)
+    if not isinstance(names, list):
+        raise SourceError(f"{where}: {kind.names_key} is a {type(names).__name__}, expected a list")
+    out = []
+    for i, name in enumerate(names):
+        try:
+            out.append(name.decode("utf-8") if isinstance(name, bytes) else name)
+        except UnicodeDecodeError:
+            raise SourceError(f"{where}: {kind.names_key}[{i}] is not UTF-8") from None
+        if not isinstance(out[-1], str):
+            raise SourceError(f"{where}: {kind.names_key}[{i}] is a {type(name).__name__}, expected a string")
+    if len(out) != kind.num_classes:
+        raise SourceError(f"{where}: {kind.names_key} has {len(out)} names, expected {kind.num_classes}")
+    return out
+
+
+def _batch(where: str, d: dict[str, Any], kinds: tuple[LabelKind, ...]) -> tuple[np.ndarray, list[list[int]]]:
+    data = _require(d, "data", where)
+    if not isinstance(data, np.ndarray) or data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != ROW_BYTES:
+        found = f"{data.dtype} {data.shape}" if isinstance(data, np.ndarray) else type(data).__name__
+        raise SourceError(f"{where}: data is {found}, expected uint8 (N, {ROW_BYTES})")
+    all_labels = []
+    for kind in kinds:
+        labels = _require(d, kind.labels_key, where)
+        if not isinstance(labels, list):
+            raise SourceError(f"{where}: {kind.labels_key} is a {type(labels).__name__}, expected a list")
+        if len(labels) != len(data):
+            raise SourceError(f"{where}: {len(labels)} {kind.labels_key} for {len(data)} images")
+        for i, label in enumerate(labels):
+            if type(label) is not int or not 0 <= label < kind.num_classes:
+                raise SourceError(
+                    f"{where}: {kind.labels_key}[{i}] = {label!r} is not a class index in 0..{kind.num_classes - 1}"
+                )
+        all_labels.append(labels)
+    return data, all_labels
+
+
+# ---------------------------------------------------------------- converter
+
+
+class CifarConverter(Converter):
+    command = "cifar"
+
+    def __init__(self, src: str, variant: str | None = None, image_format: str = "raw") -> None:
+        if image_format not in IMAGE_FORMATS:
+            raise ValueError(f"image_format must be one of {IMAGE_FORMATS}")
+        self.image_format = image_format
+        location = _locate(src)
+        self._sources: list[dict[str, Any]] = []
+        if os.path.isfile(location):
+            found, archive_fingerprint = _read_archive(location)
+            self._sources.append(archive_fingerprint)
+        else:
+            found = _read_folder(location)
+        self.variant = variant or _detect(found, location)
+        layout = LAYOUTS[self.variant]
+        missing = [m for m in layout.members if m not in found]
+        if missing:
+            raise SourceError(f"{location}: missing {', '.join(missing)} ({self.variant})")
+        for m in layout.members:
+            path, data = found[m]
+            # md5 too: it is what the CIFAR page publishes for each file
+            self._sources.append({**fingerprint(path, data), "file": m, "md5": hashlib.md5(data).hexdigest()})
+
+        meta_where, meta_bytes = found[layout.meta]
+        meta = _load(meta_where, meta_bytes)
+        self.kinds = layout.label_kinds
+        self.class_names = [_names(meta, kind, meta_where) for kind in self.kinds]
+
+        self._arrays: dict[str, tuple[np.ndarray, list[np.ndarray]]] = {}
+        self._rows: dict[str, list[tuple[int, str]]] = {}  # split -> (first index, member) per batch
+        for split, members in (("train", layout.train), ("test", layout.test)):
+            datas, labels, starts, total = [], [[] for _ in self.kinds], [], 0
+            for m in members:
+                where, raw = found.pop(m)  # drop the pickle bytes once parsed
+                data, batch_labels = _batch(where, _load(where, raw), self.kinds)
+                datas.append(data)
+                for acc, lab in zip(labels, batch_labels, strict=True):
+                    acc.extend(lab)
+                starts.append((total, where))
+                total += len(data)
+            self._arrays[split] = (np.concatenate(datas), [np.array(lab, np.int64) for lab in labels])
+            self._rows[split] = starts
+
+        self.dataset_name = self.variant
+        self.description = f"{'CIFAR-10' if self.variant == 'cifar10' else 'CIFAR-100'}: 32x32 RGB images."
+        image = FeatureSpec.tensor("string") if image_format == "raw" else FeatureSpec.image((32, 32, 3), "png")
+        self.features = {"image": image}
+        self.labels = {}
+        for kind, names in zip(self.kinds, self.class_names, strict=True):
+            self.features[f"{kind.feature_prefix}label_index"] = FeatureSpec.class_label(kind.num_classes)
+            self.features[f"{kind.feature_prefix}label_name"] = FeatureSpec.tensor("string")
+            self.labels[f"{kind.feature_prefix}label_index"] = names
+
+    def source_splits(self) -> dict[str, list[Hashable]]:
+        return {split: [(split, i) for i in range(len(data))] for split, (data, _) in self._arrays.items()}
+
+    def key(self, item: Hashable) -> str:
+        split, i = item  # type: ignore[misc]
+        return f"{split}/{i}"
+
+    def describe(self, item: Hashable) -> str:
+        split, i = item  # type: ignore[misc]
+        start, where = max((s for s in self._rows[split] if s[0] <= i), key=lambda s: s[0])
+        return f"{where}: row {i - start}"
+
+    def encode(self, item: Hashable) -> dict[str, Any]:
+        split, i = item  # type: ignore[misc]
+        data, labels = self._arrays[split]
+        pixels = data[i].reshape(3, 32, 32).transpose(1, 2, 0)  # planar RGB -> channel-last
+        features: dict[str, Any] = {
+            "image": np.ascontiguousarray(pixels).tobytes() if self.image_format == "raw" else encode_png(pixels)
+        }
+        for kind, kind_labels, names in zip(self.kinds, labels, self.class_names, strict=True):
+            index = int(kind_labels[i])
+            features[f"{kind.feature_prefix}label_index"] = index
+            features[f"{kind.feature_prefix}label_name"] = names[index]
+        return features
+
+    def sources(self) -> list[dict[str, Any]]:
+        return self._sources
+
+    def options(self) -> dict[str, Any]:
+        return {"variant": self.variant, "image_format": self.image_format}
