@@ -134,7 +134,7 @@ def common_options(f):
 
 
 def _run_options(*, out, name, num_shards, examples_per_shard, shard_size, compression, seed, shuffle,
-                 workers, overwrite, validation_size=0):  # fmt: skip
+                 workers, overwrite, validation_size=0, on_error="fail"):  # fmt: skip
     """RunOptions from the common options; checked before any input is read."""
     from .pipeline import RunOptions, default_workers
     from .shards import ShardPolicy
@@ -151,6 +151,7 @@ def _run_options(*, out, name, num_shards, examples_per_shard, shard_size, compr
         validation_size=validation_size,
         workers=workers or default_workers(),
         overwrite=overwrite,
+        on_error=on_error,
     )
 
 
@@ -166,14 +167,21 @@ def _run(make_converter, quiet: bool, as_json: bool, **common) -> None:
         summary = run(converter, options, progress)
     finally:
         close_bar()
+    if not quiet:
+        for warning in summary.warnings:
+            click.echo(f"warning: {warning}", err=True)
+        for skipped in summary.skipped:
+            click.echo(f"skipped: {skipped['item']}: {skipped['reason']}", err=True)
     if as_json:
         click.echo(json.dumps(summary.to_dict(), indent=2))
         return
     per_split = ", ".join(f"{split} {s['examples']}" for split, s in summary.splits.items())
     shards = sum(s["shards"] for s in summary.splits.values())
     size = human_bytes(sum(s["bytes"] for s in summary.splits.values()))
+    skipped = f" ({len(summary.skipped)} skipped, listed in manifest.json)" if summary.skipped else ""
     click.echo(
         f"{summary.name}: {per_split} examples in {shards} shards, {size}, {summary.seconds:.1f} s -> {summary.out}"
+        f"{skipped}"
     )
 
 
@@ -247,6 +255,113 @@ def cifar(src, download, variant, image_format, mirror, cache_dir, **common) -> 
 
     source = _source(src, download, variant, "cifar10", mirror, cache_dir)
     _run(lambda: CifarConverter(source(), variant, image_format), **common)
+
+
+class Split(click.ParamType):
+    """`train=0.8,validation=0.1,test=0.1`."""
+
+    name = "split"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
+        from .splits import SplitSpec
+
+        try:
+            return SplitSpec.parse(str(value))
+        except ValueError as e:
+            self.fail(f"{value!r}: {e}", param, ctx)
+
+
+class Size2D(click.ParamType):
+    """`WxH`, e.g. 224x224."""
+
+    name = "WxH"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> tuple[int, int]:
+        m = re.fullmatch(r"\s*(\d+)\s*[xX]\s*(\d+)\s*", str(value))
+        if not m or int(m[1]) < 1 or int(m[2]) < 1:
+            self.fail(f"{value!r} is not WIDTHxHEIGHT, e.g. 224x224", param, ctx)
+        return int(m[1]), int(m[2])
+
+
+class Color(click.ParamType):
+    """`R,G,B` or `white` / `black`."""
+
+    name = "R,G,B"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> tuple[int, int, int]:
+        named = {"white": (255, 255, 255), "black": (0, 0, 0)}
+        if str(value).lower() in named:
+            return named[str(value).lower()]
+        parts = str(value).split(",")
+        if len(parts) != 3 or not all(p.strip().isdigit() and int(p) <= 255 for p in parts):
+            self.fail(f"{value!r} is not R,G,B with values 0..255 (or white, black)", param, ctx)
+        return int(parts[0]), int(parts[1]), int(parts[2])
+
+
+@convert.command()
+@click.argument("image_dir", type=click.Path(exists=True, file_okay=False))
+@click.option("--labels", "labels_csv", type=click.Path(exists=True, dir_okay=False), help="CSV of paths and columns.")
+@click.option("--path-column", help="CSV column with image paths [default: detected].")
+@click.option("--label-column", help="CSV column holding the class: it becomes a ClassLabel with names.")
+@click.option(
+    "--headerless-labels",
+    is_flag=True,
+    help="The CSV has no header and one value per image, in sorted file order (the face/age tutorial's age.csv).",
+)
+@click.option("--split", "split", type=Split(), help="e.g. train=0.8,validation=0.1,test=0.1 [default: all train].")
+@click.option("--stratify", is_flag=True, help="Keep label proportions in every split.")
+@click.option("--split-column", help="CSV column naming each row's split.")
+@click.option(
+    "--image-format",
+    type=click.Choice(["keep", "png", "jpeg", "raw"]),
+    help="keep: original bytes; raw: uint8 pixels [default: keep, or png with --resize/--grayscale].",
+)
+@click.option("--quality", type=click.IntRange(1, 100), default=95, show_default=True, help="JPEG quality.")
+@click.option("--resize", type=Size2D(), help="Resize every image to WxH.")
+@click.option("--grayscale", is_flag=True, help="Convert to one channel.")
+@click.option("--gray-method", type=click.Choice(["luma", "mean"]), default="luma", show_default=True)
+@click.option("--background", type=Color(), default="white", show_default=True, help="Colour behind transparency.")
+@click.option("--max-pixels", type=click.IntRange(min=1), default=89_478_485, show_default=True,
+              help="Refuse larger images (decompression bombs), checked from the header.")  # fmt: skip
+@click.option("--on-error", type=click.Choice(["fail", "skip"]), default="fail", show_default=True,
+              help="skip: leave out bad images and rows, and list them.")  # fmt: skip
+@common_options
+def images(image_dir, labels_csv, path_column, label_column, headerless_labels, split, stratify, split_column,
+           image_format, quality, resize, grayscale, gray_method, background, max_pixels, on_error,
+           **common) -> None:  # fmt: skip
+    """A folder of images, labelled by a CSV (--labels) or by class sub-folders."""
+    from .converters.images import ImagesConverter
+    from .converters.imaging import DecodePolicy
+
+    if labels_csv is None and (path_column or label_column or split_column or headerless_labels):
+        raise click.UsageError("--path-column, --label-column, --split-column and --headerless-labels need --labels")
+    if split is not None and split_column is not None:
+        raise click.UsageError("give --split or --split-column, not both")
+    if stratify and split is None:
+        raise click.UsageError("--stratify needs --split")
+    if image_format == "keep" and (resize or grayscale):
+        raise click.UsageError("--resize and --grayscale re-encode: use --image-format png, jpeg or raw")
+    image_format = image_format or ("png" if resize or grayscale else "keep")
+    policy = DecodePolicy(max_pixels, background, grayscale, gray_method, resize)
+
+    def make_converter():
+        return ImagesConverter(
+            image_dir,
+            labels_csv=labels_csv,
+            path_column=path_column,
+            label_column=label_column,
+            headerless_labels=headerless_labels,
+            split=split,
+            stratify=stratify,
+            split_column=split_column,
+            seed=common["seed"],
+            image_format=image_format,
+            quality=quality,
+            policy=policy,
+            on_error=on_error,
+        )
+
+    _run(make_converter, on_error=on_error, **common)
 
 
 # ---------------------------------------------------------------- tfr-inspect

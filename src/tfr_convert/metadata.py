@@ -66,10 +66,10 @@ class FeatureSpec:
                 "classLabel": {"numClasses": str(self.num_classes)},
             }
         if self.kind == "image":
-            return {
-                "pythonClassName": _TFDS + "image_feature.Image",
-                "image": {"shape": dims, "dtype": self.dtype, "encodingFormat": self.encoding},
-            }
+            image: dict[str, Any] = {"shape": dims, "dtype": self.dtype}
+            if self.encoding:  # absent: mixed or other formats, decoded by content
+                image["encodingFormat"] = self.encoding
+            return {"pythonClassName": _TFDS + "image_feature.Image", "image": image}
         return {
             "pythonClassName": _TFDS + "tensor_feature.Tensor",
             "tensor": {"shape": dims, "dtype": self.dtype, "encoding": "none"},
@@ -119,10 +119,14 @@ def manifest_json(
     options: dict[str, Any],
     sources: list[dict[str, Any]],
     results: list[SplitResult],
+    skipped: list[dict[str, str]],
+    warnings: list[str],
 ) -> bytes:
     return _json(
         {
             "tool": "tfr-convert",
+            "skipped": skipped,
+            "warnings": warnings,
             "tool_version": __version__,
             "dataset": name,
             "converter": converter,
@@ -153,10 +157,12 @@ def metadata_files(
     options: dict[str, Any],
     sources: list[dict[str, Any]],
     results: list[SplitResult],
+    skipped: list[dict[str, str]],
+    warnings: list[str],
 ) -> dict[str, bytes]:
     """All metadata files in write order; dataset_info.json last, as TFDS's marker of completeness."""
     files = {f"{feature}.labels.txt": labels_txt(names) for feature, names in sorted(labels.items())}
     files["features.json"] = features_json(features)
-    files[MANIFEST] = manifest_json(name, converter, options, sources, results)
+    files[MANIFEST] = manifest_json(name, converter, options, sources, results, skipped, warnings)
     files["dataset_info.json"] = dataset_info_json(name, description, results)
     return files

@@ -12,11 +12,12 @@ from __future__ import annotations
 import multiprocessing
 import os
 import time
-from collections import deque
+import warnings
+from collections import Counter, deque
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import splits as splitting
 from .converters.base import Converter
@@ -26,7 +27,6 @@ from .metadata import metadata_files
 from .shards import OutputDir, ShardPolicy, SplitResult, SplitWriter
 from .tfrecord import COMPRESSIONS, frame
 
-CHUNK_SIZE = 256  # items per task: large enough to amortize IPC, small enough to stream
 WINDOW_PER_WORKER = 4  # chunks in flight per worker
 
 
@@ -41,15 +41,18 @@ class RunOptions:
     validation_size: int = 0
     workers: int = 1
     overwrite: bool = False
+    on_error: str = "fail"  # or "skip": leave out items that fail to encode, and list them
 
     def __post_init__(self) -> None:
         if self.compression not in COMPRESSIONS:
             raise ValueError(f"compression must be one of {COMPRESSIONS}")
+        if self.on_error not in ("fail", "skip"):
+            raise ValueError("on_error must be 'fail' or 'skip'")
 
     def recorded(self) -> dict[str, Any]:
         """The options that shape the output (worker count does not), for the manifest."""
         d = asdict(self)
-        for k in ("out", "workers", "overwrite", "policy"):
+        for k in ("out", "workers", "overwrite", "policy", "on_error"):
             d.pop(k)
         return {**d, "shards": self.policy.describe()}
 
@@ -60,69 +63,94 @@ class Summary:
     out: str
     splits: dict[str, dict[str, int]]
     seconds: float
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def examples(self) -> int:
         return sum(s["examples"] for s in self.splits.values())
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "out": self.out, "splits": self.splits, "seconds": round(self.seconds, 3)}
+        return {
+            "name": self.name,
+            "out": self.out,
+            "splits": self.splits,
+            "seconds": round(self.seconds, 3),
+            "skipped": self.skipped,
+            "warnings": self.warnings,
+        }
 
 
 # ---------------------------------------------------------------- encoding
 
-_converter: Converter | None = None  # the worker process's converter
+_converter: Converter | None = None  # the worker process's converter...
+_on_error = "fail"  # ...and its error policy
 
 
-def _init_worker(converter: Converter) -> None:
-    global _converter
-    _converter = converter
+def _init_worker(converter: Converter, on_error: str) -> None:
+    global _converter, _on_error
+    _converter, _on_error = converter, on_error
 
 
-Chunk = tuple[bytes, list[int]]  # framed records back to back, and their sizes
+class Chunk(NamedTuple):
+    """What a worker sends back for a batch of items (one blob: cheap to pickle)."""
+
+    blob: bytes  # framed records back to back
+    sizes: list[int]  # of each record in blob
+    observations: list[Hashable]  # converter.observe(features) per record, for converter.finish
+    skipped: list[dict[str, str]]  # {"item", "reason"} of items dropped under on_error="skip"
+    warnings: list[str]
 
 
 def _encode_chunk(items: Sequence[Hashable]) -> Chunk:
     assert _converter is not None
-    return encode_items(_converter, items)
+    return encode_items(_converter, items, _on_error)
 
 
-def encode_items(converter: Converter, items: Sequence[Hashable]) -> Chunk:
-    """Framed records of items, as one blob (cheap to send between processes).
-
-    Errors name the item's file and position.
-    """
+def encode_items(converter: Converter, items: Sequence[Hashable], on_error: str = "fail") -> Chunk:
+    """Framed records of items. Errors name the item's file and position; with
+    on_error="skip" a failing item is listed and left out instead."""
     expected = converter.features.keys()
-    records = []
-    for item in items:
-        try:
-            features = converter.encode(item)
-            if features.keys() != expected:
-                raise SourceError(f"features {sorted(features)} differ from the declared {sorted(expected)}")
-            records.append(frame(serialize(features)))
-        except TfrConvertError as e:
-            raise type(e)(f"{converter.describe(item)}: {e}") from None
-    return b"".join(records), [len(r) for r in records]
+    records, observations, skipped = [], [], []
+    # Converters report oddities (an animation's later frames dropped...) with
+    # warnings.warn, naming the item in the message; collected once per chunk.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for item in items:
+            try:
+                features = converter.encode(item)
+                if features.keys() != expected:
+                    raise SourceError(f"features {sorted(features)} differ from the declared {sorted(expected)}")
+                record = frame(serialize(features))
+            except TfrConvertError as e:
+                message = f"{converter.describe(item)}: {e}"
+                if on_error != "skip":
+                    raise type(e)(message) from None
+                skipped.append({"item": converter.describe(item), "reason": str(e)})
+                continue
+            records.append(record)
+            observations.append(converter.observe(features))
+    return Chunk(b"".join(records), [len(r) for r in records], observations, skipped, [str(w.message) for w in caught])
 
 
-def _chunks(items: Sequence[Hashable]) -> Iterator[Sequence[Hashable]]:
-    for start in range(0, len(items), CHUNK_SIZE):
-        yield items[start : start + CHUNK_SIZE]
+def _chunks(items: Sequence[Hashable], size: int) -> Iterator[Sequence[Hashable]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
 
 
 def _encoded(
-    converter: Converter, items: Sequence[Hashable], pool: ProcessPoolExecutor | None, workers: int
+    converter: Converter, items: Sequence[Hashable], pool: ProcessPoolExecutor | None, options: RunOptions
 ) -> Iterator[Chunk]:
-    """Framed records chunk by chunk, in item order."""
+    """Encoded chunks, in item order."""
+    batches = _chunks(items, converter.chunk_size)
     if pool is None:
-        for batch in _chunks(items):
-            yield encode_items(converter, batch)
+        for batch in batches:
+            yield encode_items(converter, batch, options.on_error)
         return
-    batches = _chunks(items)
     pending: deque[Future[Chunk]] = deque()
     for batch in batches:
         pending.append(pool.submit(_encode_chunk, batch))
-        if len(pending) >= WINDOW_PER_WORKER * workers:
+        if len(pending) >= WINDOW_PER_WORKER * options.workers:
             break
     while pending:
         encoded = pending.popleft().result()
@@ -132,7 +160,7 @@ def _encoded(
         yield encoded
 
 
-def _pool(converter: Converter, workers: int) -> ProcessPoolExecutor | None:
+def _pool(converter: Converter, workers: int, on_error: str) -> ProcessPoolExecutor | None:
     if workers <= 1:
         return None
     # fork shares the converter's loaded arrays copy-on-write; elsewhere it is pickled.
@@ -141,7 +169,7 @@ def _pool(converter: Converter, workers: int) -> ProcessPoolExecutor | None:
         max_workers=workers,
         mp_context=multiprocessing.get_context(method),
         initializer=_init_worker,
-        initargs=(converter,),
+        initargs=(converter, on_error),
     )
 
 
@@ -164,19 +192,27 @@ def run(converter: Converter, options: RunOptions, progress: Callable[[int, int]
     if progress:
         progress(0, total)
     results: list[SplitResult] = []
+    observations: Counter[Hashable] = Counter()
+    skipped = list(converter.skipped)  # found while listing sources
+    found_warnings: list[str] = []
     with OutputDir(options.out, options.overwrite) as out:
-        pool = _pool(converter, options.workers)
+        pool = _pool(converter, options.workers, options.on_error)
         try:
             for split, items in plan.items():
                 writer = SplitWriter(out, split, len(items), options.policy, options.compression)
-                for blob, sizes in _encoded(converter, items, pool, options.workers):
-                    writer.write_chunk(blob, sizes)
+                for chunk in _encoded(converter, items, pool, options):
+                    writer.write_chunk(chunk.blob, chunk.sizes)
+                    writer.skip(len(chunk.skipped))
+                    observations.update(o for o in chunk.observations if o is not None)
+                    skipped += chunk.skipped
+                    found_warnings += chunk.warnings
                     if progress:
-                        progress(len(sizes), total)
+                        progress(len(chunk.sizes) + len(chunk.skipped), total)
                 results.append(writer.close())
         finally:
             if pool is not None:
                 pool.shutdown(cancel_futures=True)
+        converter.finish(observations)  # may refine features, or refuse (e.g. mixed shapes for raw)
         out.name_shards(results, name)
         files = metadata_files(
             name=name,
@@ -187,10 +223,12 @@ def run(converter: Converter, options: RunOptions, progress: Callable[[int, int]
             options={**options.recorded(), "name": name, **converter.options()},
             sources=converter.sources(),
             results=results,
+            skipped=skipped,
+            warnings=found_warnings,
         )
         out.commit(results, files)
     splits = {r.split: {"examples": r.records, "shards": len(r.shards), "bytes": r.bytes} for r in results}
-    return Summary(name, options.out, splits, time.perf_counter() - started)
+    return Summary(name, options.out, splits, time.perf_counter() - started, skipped, found_warnings)
 
 
 def plan_splits(converter: Converter, options: RunOptions) -> dict[str, list[Hashable]]:

@@ -219,6 +219,13 @@ class SplitWriter:
         self._split_bytes = 0
         self._shard_records = 0
         self._shard_bytes = 0
+        self._skipped = 0
+
+    def skip(self, n: int) -> None:
+        """n planned records will not come (left out under on_error="skip")."""
+        self._skipped += n
+        if n and self._written + self._skipped >= self.total and self._writer is not None:
+            self._close_shard()
 
     def write(self, framed: bytes) -> None:
         self.write_chunk(framed, [len(framed)])
@@ -238,7 +245,7 @@ class SplitWriter:
             self._shard_records += 1
             self._shard_bytes += size
             if self.policy.closes_after(
-                self._written, self.total, self._shard_records, self._shard_bytes, self._split_bytes
+                self._written + self._skipped, self.total, self._shard_records, self._shard_bytes, self._split_bytes
             ):
                 self._append(view[start:end])
                 self._close_shard()
@@ -263,6 +270,6 @@ class SplitWriter:
     def close(self) -> SplitResult:
         if self._writer is not None:
             self._close_shard()
-        if self._written != self.total:
+        if self._written + self._skipped != self.total:
             raise OutputError(f"split {self.split}: wrote {self._written} examples, expected {self.total}")
         return self.result

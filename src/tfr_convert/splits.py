@@ -9,7 +9,9 @@ distributed engine can compute the same assignment item by item.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
 from typing import TypeVar
 
 from .errors import SourceError
@@ -73,3 +75,72 @@ def assign(
     if shuffle:
         splits = {name: seeded_order(items, key, seed, f"shuffle:{name}") for name, items in splits.items()}
     return dict(ordered_splits(splits))
+
+
+# ---------------------------------------------------------------- ratio splits
+
+
+@dataclass(frozen=True)
+class SplitSpec:
+    """`train=0.8,validation=0.1,test=0.1`: named fractions summing to 1."""
+
+    ratios: tuple[tuple[str, float], ...]
+
+    @classmethod
+    def parse(cls, text: str) -> SplitSpec:
+        ratios = []
+        for part in text.split(","):
+            name, sep, value = part.partition("=")
+            name = name.strip()
+            if not sep or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", name):
+                raise ValueError(f"{part.strip()!r} is not NAME=FRACTION")
+            try:
+                fraction = float(value)
+            except ValueError:
+                raise ValueError(f"{value.strip()!r} is not a number") from None
+            if not 0 < fraction <= 1:
+                raise ValueError(f"fraction {value.strip()} of {name} is not in (0, 1]")
+            ratios.append((name, fraction))
+        names = [n for n, _ in ratios]
+        if len(set(names)) != len(names):
+            raise ValueError("a split is named twice")
+        if abs(sum(f for _, f in ratios) - 1) > 1e-6:
+            raise ValueError(f"fractions add up to {sum(f for _, f in ratios):g}, not 1")
+        return cls(tuple(ratios))
+
+    def describe(self) -> dict[str, float]:
+        return dict(self.ratios)
+
+
+def exact_counts(n: int, fractions: Sequence[float]) -> list[int]:
+    """Split n into whole counts proportional to fractions (largest remainder, ties to the first)."""
+    raw = [n * f for f in fractions]
+    counts = [int(x) for x in raw]
+    by_remainder = sorted(range(len(raw)), key=lambda i: (-(raw[i] - counts[i]), i))
+    for i in by_remainder[: n - sum(counts)]:
+        counts[i] += 1
+    return counts
+
+
+def assign_by_ratio(
+    items: Sequence[T],
+    key: Callable[[T], str],
+    spec: SplitSpec,
+    seed: int,
+    group: Callable[[T], Hashable] | None = None,
+) -> dict[str, list[T]]:
+    """Exact-count splits from a seeded ranking; with `group`, within each group
+    (stratification: every split keeps the groups' proportions). Each split keeps
+    the source order."""
+    groups: dict[Hashable, list[int]] = {}
+    for i, item in enumerate(items):
+        groups.setdefault(group(item) if group else None, []).append(i)
+    chosen: dict[str, list[int]] = {name: [] for name, _ in spec.ratios}
+    for _, members in sorted(groups.items(), key=lambda g: repr(g[0])):
+        ranked = _ranked_indices([items[i] for i in members], key, seed, "split")
+        counts = exact_counts(len(members), [f for _, f in spec.ratios])
+        start = 0
+        for (name, _), count in zip(spec.ratios, counts, strict=True):
+            chosen[name] += [members[j] for j in ranked[start : start + count]]
+            start += count
+    return {name: [items[i] for i in sorted(indices)] for name, indices in chosen.items()}

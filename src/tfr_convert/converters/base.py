@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 from abc import ABC, abstractmethod
+from collections import Counter
 from collections.abc import Hashable
 from typing import Any
 
@@ -28,6 +29,11 @@ class Converter(ABC):
     features: dict[str, FeatureSpec]
     #: feature name -> class names, written to {feature}.labels.txt
     labels: dict[str, list[str]]
+    #: items per worker task: large enough to amortize IPC, small enough that
+    #: the chunks in flight stay small (images are bigger than MNIST rows)
+    chunk_size: int = 256
+    #: items dropped while listing sources (under on_error="skip"), {"item", "reason"}
+    skipped: list[dict[str, str]] = []  # noqa: RUF012  (never mutated; converters assign their own)
 
     @abstractmethod
     def source_splits(self) -> dict[str, list[Hashable]]:
@@ -52,6 +58,15 @@ class Converter(ABC):
     def options(self) -> dict[str, Any]:
         """Converter-specific options recorded in the manifest."""
         return {}
+
+    def observe(self, features: dict[str, Any]) -> Hashable | None:
+        """A small fact about one encoded example, counted across the run for `finish`."""
+        return None
+
+    def finish(self, observations: Counter[Hashable]) -> None:
+        """Called after every example is written, before the metadata: may refine
+        `features` from what was seen, or raise if the examples cannot form one dataset."""
+        return None
 
 
 def fingerprint(path: str, data: bytes) -> dict[str, Any]:

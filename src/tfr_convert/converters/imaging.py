@@ -1,16 +1,199 @@
-"""Image encoding shared by converters. Pillow is imported only when called."""
+"""Image decoding and encoding shared by converters. Pillow is imported only when called.
+
+Decoding is deliberate about every odd case a real folder holds: the format
+comes from the bytes, not the extension; the pixel count is checked from the
+header before anything is decoded (decompression bombs); EXIF orientation is
+applied; CMYK, palette, bilevel and YCbCr become RGB or L; alpha is blended
+onto a stated background; 16-bit samples are scaled to 8 bits, not clipped;
+an animation gives its first frame and a warning. What comes out is always
+uint8 with 1 (L) or 3 (RGB) channels.
+"""
 
 from __future__ import annotations
 
 import io
+import warnings
+from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import SourceError
 
-def encode_png(pixels: np.ndarray) -> bytes:
-    """PNG bytes of an (H, W) grayscale or (H, W, 3) RGB uint8 array; deterministic."""
+# Magic bytes -> format name; the formats TensorFlow's decode_image reads come first.
+_MAGIC = (
+    (b"\x89PNG\r\n\x1a\n", "png"),
+    (b"\xff\xd8\xff", "jpeg"),
+    (b"GIF87a", "gif"),
+    (b"GIF89a", "gif"),
+    (b"BM", "bmp"),
+    (b"II*\x00", "tiff"),
+    (b"MM\x00*", "tiff"),
+)
+# tf.io.decode_image reads these; others (webp, tiff) stay readable by Pillow only.
+TF_DECODABLE = frozenset({"png", "jpeg", "gif", "bmp"})
+DEFAULT_MAX_PIXELS = 89_478_485  # Pillow's own threshold: 0.25 GiB as 24-bit RGB
+# tf.image.rgb_to_grayscale's weights (ITU-R BT.601 luma)
+_LUMA = np.array([0.2989, 0.5870, 0.1140], dtype=np.float32)
+
+
+def sniff_format(data: bytes) -> str | None:
+    """The image format from its first bytes, or None if it is none we know by magic."""
+    for magic, name in _MAGIC:
+        if data.startswith(magic):
+            return name
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "webp"
+    return None
+
+
+@dataclass(frozen=True)
+class DecodePolicy:
+    max_pixels: int = DEFAULT_MAX_PIXELS
+    background: tuple[int, int, int] = (255, 255, 255)
+    grayscale: bool = False
+    gray_method: str = "luma"  # "luma" as tf.image.rgb_to_grayscale, "mean" as the face/age tutorial
+    resize: tuple[int, int] | None = None  # (width, height)
+
+
+@dataclass
+class Decoded:
+    pixels: np.ndarray  # uint8, (H, W, 1) or (H, W, 3)
+    source_format: str
+    source_size: tuple[int, int]  # (width, height) as stored
+    source_channels: int
+
+
+def _open(data: bytes, where: str, max_pixels: int):
+    from PIL import Image, UnidentifiedImageError
+
+    Image.MAX_IMAGE_PIXELS = None  # our own --max-pixels check below replaces Pillow's
+    if not data:
+        raise SourceError(f"{where}: empty file (0 bytes)")
+    try:
+        im = Image.open(io.BytesIO(data))
+    except UnidentifiedImageError:
+        raise SourceError(f"{where}: not an image (unrecognised content)") from None
+    except (OSError, ValueError, SyntaxError) as e:
+        raise SourceError(f"{where}: unreadable image header: {e}") from None
+    width, height = im.size
+    if width * height > max_pixels:
+        raise SourceError(
+            f"{where}: {width}x{height} = {width * height} pixels exceeds --max-pixels {max_pixels} "
+            "(possible decompression bomb; raise --max-pixels to allow it)"
+        )
+    return im
+
+
+def _bands(im) -> int:
+    if im.mode == "P":
+        return 4 if "transparency" in im.info else 3
+    return len(im.getbands())
+
+
+def probe(data: bytes, where: str, max_pixels: int = DEFAULT_MAX_PIXELS) -> Decoded:
+    """Check an image decodes fully (catches truncation) without converting it.
+
+    The pixels of the result are not filled (an empty array): for --image-format keep.
+    """
+    im = _open(data, where, max_pixels)
+    fmt = sniff_format(data) or (im.format or "unknown").lower()
+    try:
+        im.load()
+    except (OSError, ValueError, SyntaxError) as e:
+        raise SourceError(f"{where}: cannot decode {fmt} image: {e}") from None
+    return Decoded(np.empty((0, 0, 1), np.uint8), fmt, im.size, _bands(im))
+
+
+def decode(data: bytes, where: str, policy: DecodePolicy) -> Decoded:
+    """Decode, normalize and transform an image per the policy; uint8 (H, W, 1 or 3)."""
+    from PIL import Image, ImageOps
+
+    im = _open(data, where, policy.max_pixels)
+    fmt = sniff_format(data) or (im.format or "unknown").lower()
+    size, bands = im.size, _bands(im)
+    try:
+        frames = getattr(im, "n_frames", 1)
+        if frames > 1:
+            warnings.warn(f"{where}: animated {fmt} with {frames} frames; took frame 0", stacklevel=2)
+            im.seek(0)
+        im.load()
+        im = ImageOps.exif_transpose(im)
+        pixels = _to_uint8(im, policy.background)
+    except (OSError, ValueError, SyntaxError) as e:
+        raise SourceError(f"{where}: cannot decode {fmt} image: {e}") from None
+    if policy.resize is not None:
+        mode = "L" if pixels.shape[2] == 1 else "RGB"
+        resized = Image.fromarray(pixels[..., 0] if mode == "L" else pixels, mode).resize(
+            policy.resize, Image.Resampling.BILINEAR
+        )
+        pixels = np.asarray(resized).reshape(policy.resize[1], policy.resize[0], -1)
+    if policy.grayscale and pixels.shape[2] == 3:
+        pixels = to_gray(pixels, policy.gray_method)
+    return Decoded(pixels, fmt, size, bands)
+
+
+def _to_uint8(im, background: tuple[int, int, int]) -> np.ndarray:
+    """Any Pillow mode -> uint8 (H, W, 1) for gray sources or (H, W, 3) for colour ones."""
     from PIL import Image
 
+    mode = im.mode
+    if mode in ("I;16", "I;16L", "I;16B", "I;16N", "I", "F"):
+        # 16-bit (and 32-bit int / float) gray: scale the full 16-bit range to 8 bits.
+        wide = np.asarray(im).astype(np.float64)
+        scaled = np.clip(np.rint(wide * (255.0 / 65535.0)), 0, 255).astype(np.uint8)
+        return scaled[..., None]
+    if mode == "P":
+        im = im.convert("RGBA" if "transparency" in im.info else "RGB")
+        mode = im.mode
+    if mode == "PA":
+        im, mode = im.convert("RGBA"), "RGBA"
+    if mode in ("RGBA", "LA", "RGBa", "La"):
+        # Transparent pixels become the background colour, partially transparent ones a blend.
+        rgba = im.convert("RGBA")
+        flat = Image.new("RGBA", rgba.size, (*background, 255))
+        blended = Image.alpha_composite(flat, rgba).convert("RGB")
+        if mode in ("LA", "La") and len(set(background)) == 1:
+            return np.asarray(blended.convert("L"))[..., None]
+        return np.asarray(blended)
+    if mode in ("1", "L"):
+        return np.asarray(im.convert("L"))[..., None]
+    return np.asarray(im.convert("RGB"))  # RGB, CMYK, YCbCr, LAB, HSV, RGBX
+
+
+def to_gray(rgb: np.ndarray, method: str) -> np.ndarray:
+    """(H, W, 3) uint8 -> (H, W, 1) uint8."""
+    if method == "mean":
+        # The face/age tutorial's channel mean, rounded to nearest.
+        return np.rint(rgb.astype(np.float32).mean(axis=2, keepdims=True)).astype(np.uint8)
+    # As tf.image.rgb_to_grayscale: to float in [0, 1], weighted sum, back with
+    # TensorFlow's convert_image_dtype (multiply by 255.5 and truncate).
+    flt = rgb.astype(np.float32) * np.float32(1.0 / 255.0)
+    gray = flt @ _LUMA
+    return np.clip(gray * np.float32(255.5), 0, 255).astype(np.uint8)[..., None]
+
+
+def encode(pixels: np.ndarray, fmt: str, quality: int = 95) -> bytes:
+    """uint8 (H, W, 1|3) -> PNG or JPEG bytes; deterministic for the same Pillow build."""
+    from PIL import Image
+
+    image = Image.fromarray(pixels[..., 0] if pixels.ndim == 3 and pixels.shape[2] == 1 else pixels)
     buf = io.BytesIO()
-    Image.fromarray(pixels).save(buf, format="PNG", optimize=False, compress_level=6)
+    if fmt == "png":
+        image.save(buf, format="PNG", optimize=False, compress_level=6)
+    elif fmt == "jpeg":
+        image.save(
+            buf,
+            format="JPEG",
+            quality=quality,
+            optimize=False,
+            progressive=False,
+            subsampling=0 if quality >= 90 else 2,
+        )
+    else:
+        raise ValueError(f"cannot encode {fmt!r}")
     return buf.getvalue()
+
+
+def encode_png(pixels: np.ndarray) -> bytes:
+    """PNG bytes of an (H, W) grayscale or (H, W, 3) RGB uint8 array."""
+    return encode(pixels if pixels.ndim == 3 else pixels[..., None], "png")

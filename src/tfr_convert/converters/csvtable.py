@@ -1,0 +1,99 @@
+"""Label CSVs: read defensively, type columns by their values.
+
+The file must be UTF-8 (a leading BOM, as Excel writes, is accepted and
+dropped); every problem names the CSV and its line. Row-level problems are
+returned, not raised, so that `--on-error skip` can leave those rows out.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from dataclasses import dataclass
+
+from ..errors import SourceError
+
+_INT = re.compile(r"[+-]?\d+")
+_FLOAT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+_INT64_MAX = (1 << 63) - 1
+
+
+@dataclass(frozen=True)
+class Row:
+    line: int  # 1-based line of the CSV where the row starts
+    values: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Table:
+    path: str
+    header: tuple[str, ...]
+    rows: list[Row]
+    problems: list[tuple[int, str]]  # (line, what is wrong) of rows left out
+
+
+def read(path: str, header: bool = True) -> Table:
+    """Rows of a CSV; with header=False a one-column headerless file (header ())."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        raise SourceError(f"{path}: line {line}: not UTF-8 (byte {e.start}: {raw[e.start : e.start + 1]!r})") from None
+    if not text.strip():
+        raise SourceError(f"{path}: the CSV is empty")
+    reader = csv.reader(io.StringIO(text, newline=""))
+    rows: list[Row] = []
+    problems: list[tuple[int, str]] = []
+    names: tuple[str, ...] = ()
+    start = 1
+    try:
+        for record in reader:
+            line, start = start, reader.line_num + 1
+            if not record or all(not v.strip() for v in record):
+                continue  # blank line
+            values = tuple(v.strip() for v in record)
+            if header and not names:
+                names = values
+                _check_header(path, line, names)
+                continue
+            width = len(names) if header else 1
+            if len(values) != width:
+                problems.append((line, f"{len(values)} fields, expected {width}"))
+                continue
+            rows.append(Row(line, values))
+    except csv.Error as e:
+        raise SourceError(f"{path}: line {reader.line_num}: malformed CSV: {e}") from None
+    if not rows and not problems:
+        raise SourceError(f"{path}: the CSV has {'a header but ' if names else ''}no rows")
+    return Table(path, names, rows, problems)
+
+
+def _check_header(path: str, line: int, names: tuple[str, ...]) -> None:
+    for i, name in enumerate(names):
+        if not name:
+            raise SourceError(f"{path}: line {line}: column {i + 1} has no name")
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise SourceError(f"{path}: line {line}: duplicate column names {', '.join(duplicates)}")
+
+
+def column_type(values: list[str]) -> str:
+    """int64 if every value is an integer that fits, float32 if every value is a number, else string."""
+    present = [v for v in values if v != ""]
+    if present and len(present) == len(values):
+        if all(_INT.fullmatch(v) and abs(int(v)) <= _INT64_MAX for v in present):
+            return "int64"
+        if all(_FLOAT.fullmatch(v) for v in present):
+            return "float32"
+    return "string"
+
+
+def typed(value: str, dtype: str) -> int | float | str:
+    if dtype == "int64":
+        return int(value)
+    if dtype == "float32":
+        return float(value)
+    return value

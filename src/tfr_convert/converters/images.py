@@ -1,0 +1,399 @@
+"""A folder of images -> examples, labelled by a CSV or by class sub-folders.
+
+Layouts:
+  (a) --labels CSV with a header: one column holds paths relative to
+      IMAGE_DIR (detected by name or by content, or --path-column); every
+      other column becomes a feature named after it, typed by its values.
+      --label-column COL makes COL a class label with names.
+  (b) no CSV: IMAGE_DIR/<class>/<image>; label index by sorted folder name.
+  (c) --headerless-labels: the face/age tutorial's headerless one-column CSV,
+      matched line by line to the sorted list of files; the feature is named
+      after the CSV file (age.csv -> age).
+
+Items are (relative path, CSV line, label, extra column values): small, so a
+folder of a million images lists cheaply; pixels are read only in `encode`,
+in whichever process runs it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from collections.abc import Hashable
+from typing import Any
+
+from ..errors import SourceError
+from ..metadata import FeatureSpec
+from ..splits import SplitSpec, assign_by_ratio
+from . import csvtable
+from .base import Converter
+from .imaging import Decoded, DecodePolicy, decode, encode, probe
+
+IMAGE_FORMATS = ("keep", "png", "jpeg", "raw")
+_PATH_COLUMN_NAMES = ("path", "file", "filename", "file_name", "filepath", "file_path", "image", "image_path",
+                      "image_file", "img", "img_path")  # fmt: skip
+_JUNK_FILES = {"thumbs.db", "desktop.ini"}  # OS litter that lives in image folders
+_SPLIT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+_RESERVED = {"image", "filename", "format", "height", "width", "channels"}
+
+
+def _visible(name: str) -> bool:
+    return not name.startswith(".") and name.lower() not in _JUNK_FILES
+
+
+def list_files(root: str) -> list[str]:
+    """Relative paths of every visible regular file under root, sorted."""
+    found = []
+    for directory, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if _visible(d))
+        for name in files:
+            if _visible(name):
+                found.append(os.path.relpath(os.path.join(directory, name), root))
+    return sorted(found)
+
+
+class ImagesConverter(Converter):
+    command = "images"
+    description = "Images from a folder, with labels from a CSV or class sub-folders."
+    chunk_size = 16  # images are large: keep what is in flight between processes small
+
+    def __init__(
+        self,
+        image_dir: str,
+        *,
+        labels_csv: str | None = None,
+        path_column: str | None = None,
+        label_column: str | None = None,
+        headerless_labels: bool = False,
+        split: SplitSpec | None = None,
+        stratify: bool = False,
+        split_column: str | None = None,
+        seed: int = 0,
+        image_format: str = "keep",
+        quality: int = 95,
+        policy: DecodePolicy | None = None,
+        on_error: str = "fail",
+    ) -> None:
+        if image_format not in IMAGE_FORMATS:
+            raise ValueError(f"image_format must be one of {IMAGE_FORMATS}")
+        self.root = image_dir
+        self._real_root = os.path.realpath(image_dir)
+        self.image_format, self.quality = image_format, quality
+        self.policy = policy or DecodePolicy()
+        self.on_error = on_error
+        self.skipped: list[dict[str, str]] = []
+        self.columns: list[tuple[str, str]] = []  # extra features: (name, dtype)
+        self.labels: dict[str, list[str]] = {}
+        self.label_feature: str | None = None
+        self._csv = labels_csv
+        self._settings = {"image_format": image_format, "split": split.describe() if split else None,
+                          "stratify": stratify, "split_column": split_column, "label_column": label_column,
+                          "headerless_labels": headerless_labels}  # fmt: skip
+        self.dataset_name = _dataset_name(image_dir)
+
+        if labels_csv is None:
+            items, split_of = self._class_folders(), {}
+        elif headerless_labels:
+            items, split_of = self._headerless(labels_csv), {}
+        else:
+            items, split_of = self._with_header(labels_csv, path_column, label_column, split_column)
+        if not items:
+            raise SourceError(f"{image_dir}: no images to convert")
+        self._splits = self._split(items, split, stratify, split_of, seed)
+        self.features = self._declare_features()
+
+    # ------------------------------------------------------------ listing
+
+    def _problem(self, where: str, reason: str) -> None:
+        """A row or file that cannot be used: fatal, or listed and left out under on_error=skip."""
+        if self.on_error != "skip":
+            raise SourceError(f"{where}: {reason}")
+        self.skipped.append({"item": where, "reason": reason})
+
+    def _class_folders(self) -> list[tuple]:
+        files = list_files(self.root)
+        classes = sorted({f.split(os.sep, 1)[0] for f in files if os.sep in f})
+        loose = [f for f in files if os.sep not in f]
+        if not classes:
+            return [(f, None, None, ()) for f in files]  # unlabelled: just images
+        for f in loose:
+            self._problem(os.path.join(self.root, f), "file outside the class folders (no label)")
+        index = {name: i for i, name in enumerate(classes)}
+        self.label_feature = "label"
+        self.labels = {"label": classes}
+        items = []
+        for f in files:
+            if os.sep in f and self._inside(f, os.path.join(self.root, f)):
+                items.append((f, None, index[f.split(os.sep, 1)[0]], ()))
+        return items
+
+    def _inside(self, rel: str, where: str) -> bool:
+        """Whether a file really lives under IMAGE_DIR (symlinks resolved)."""
+        real = os.path.realpath(os.path.join(self.root, rel))
+        if os.path.commonpath([real, self._real_root]) != self._real_root:
+            self._problem(where, f"resolves to {real}, outside IMAGE_DIR (symlink)")
+            return False
+        return True
+
+    def _resolve(self, path: str, where: str, seen: dict[str, int], line: int) -> str | None:
+        """A CSV path made relative to IMAGE_DIR, or None (and a problem) if unusable."""
+        if not path:
+            self._problem(where, "empty path")
+            return None
+        if os.path.isabs(path) or re.match(r"^[A-Za-z]:[\\/]", path):
+            self._problem(where, f"absolute path {path!r}: paths must be relative to IMAGE_DIR")
+            return None
+        rel = os.path.normpath(path.replace("\\", "/"))
+        if rel == ".." or rel.startswith(".." + os.sep):
+            self._problem(where, f"path {path!r} escapes IMAGE_DIR")
+            return None
+        if rel in seen:
+            self._problem(where, f"duplicate row: {path!r} is already on line {seen[rel]}")
+            return None
+        if not self._inside(rel, where):
+            return None
+        if not os.path.isfile(os.path.join(self.root, rel)):
+            self._problem(where, f"image {path!r} not found in {self.root}")
+            return None
+        seen[rel] = line
+        return rel
+
+    def _headerless(self, csv_path: str) -> list[tuple]:
+        table = csvtable.read(csv_path, header=False)
+        for line, reason in table.problems:
+            self._problem(f"{csv_path} line {line}", reason)
+        files = [f for f in list_files(self.root) if os.path.join(self.root, f) != csv_path]
+        if len(files) != len(table.rows) + len(table.problems):
+            raise SourceError(
+                f"{csv_path}: {len(table.rows) + len(table.problems)} labels for {len(files)} images in "
+                f"{self.root} (--headerless-labels matches them one to one, in sorted file order)"
+            )
+        name = re.sub(r"\W", "_", os.path.splitext(os.path.basename(csv_path))[0]) or "label"
+        if not re.match(r"[A-Za-z]", name):
+            name = f"label_{name}"
+        dtype = csvtable.column_type([r.values[0] for r in table.rows])
+        self.columns = [(name, dtype)]
+        bad_lines = {line for line, _ in table.problems}
+        rows = iter(table.rows)
+        items = []
+        for f, line in zip(files, sorted([r.line for r in table.rows] + list(bad_lines)), strict=True):
+            if line in bad_lines:
+                continue
+            row = next(rows)
+            if self._inside(f, f"{csv_path} line {line}"):
+                items.append((f, line, None, (csvtable.typed(row.values[0], dtype),)))
+        return items
+
+    def _with_header(self, csv_path: str, path_column: str | None, label_column: str | None,
+                     split_column: str | None) -> tuple[list[tuple], dict[str, str]]:  # fmt: skip
+        table = csvtable.read(csv_path)
+        for line, reason in table.problems:
+            self._problem(f"{csv_path} line {line}", reason)
+        header = list(table.header)
+        path_col = self._path_column(table, path_column)
+        for option, col in (("--label-column", label_column), ("--split-column", split_column)):
+            if col is not None and col not in header:
+                raise SourceError(f"{csv_path}: {option} {col!r} is not a column (columns: {', '.join(header)})")
+        feature_cols = [c for c in header if c not in (path_col, split_column)]
+        for c in feature_cols:
+            if c in _RESERVED:
+                raise SourceError(f"{csv_path}: column {c!r} clashes with a feature the converter writes; rename it")
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_./-]*", c):
+                raise SourceError(f"{csv_path}: column name {c!r} is not usable as a feature name")
+        col_index = {c: header.index(c) for c in header}
+        dtypes = {c: csvtable.column_type([r.values[col_index[c]] for r in table.rows]) for c in feature_cols}
+        if label_column is not None:
+            self._label_names(table, col_index[label_column], dtypes[label_column], label_column)
+        self.columns = [(c, dtypes[c]) for c in feature_cols if c != label_column]
+        seen: dict[str, int] = {}
+        items, split_of = [], {}
+        for row in table.rows:
+            where = f"{csv_path} line {row.line}"
+            split_name = row.values[col_index[split_column]] if split_column else None
+            if split_name is not None and not _SPLIT_NAME.fullmatch(split_name):
+                self._problem(where, f"split {split_name!r} is not a name like train, validation or test")
+                continue
+            rel = self._resolve(row.values[col_index[path_col]], where, seen, row.line)
+            if rel is None:
+                continue
+            label = self._label_index(row.values[col_index[label_column]]) if label_column else None
+            extras = tuple(csvtable.typed(row.values[col_index[c]], d) for c, d in self.columns)
+            items.append((rel, row.line, label, extras))
+            if split_name is not None:
+                split_of[rel] = split_name
+        return items, split_of
+
+    def _path_column(self, table: csvtable.Table, chosen: str | None) -> str:
+        header = list(table.header)
+        if chosen is not None:
+            if chosen not in header:
+                raise SourceError(f"{table.path}: --path-column {chosen!r} is not a column ({', '.join(header)})")
+            return chosen
+        by_name = [c for c in header if c.lower() in _PATH_COLUMN_NAMES]
+        if len(by_name) == 1:
+            return by_name[0]
+        for i, c in enumerate(header):  # else: the column whose every value is a file here
+            if all(os.path.isfile(os.path.join(self.root, r.values[i])) for r in table.rows):
+                return c
+        raise SourceError(f"{table.path}: cannot tell which column holds the image paths; use --path-column")
+
+    def _label_names(self, table: csvtable.Table, index: int, dtype: str, column: str) -> None:
+        values = [r.values[index] for r in table.rows]
+        # Non-negative integer classes keep their numbers as indices; anything else
+        # is numbered in sorted order of its distinct values.
+        self._integer_labels = dtype == "int64" and min(int(v) for v in values) >= 0
+        names = (
+            [str(i) for i in range(max(int(v) for v in values) + 1)] if self._integer_labels else sorted(set(values))
+        )
+        self.label_feature = column
+        self.labels = {column: names}
+        self._label_lookup = {n: i for i, n in enumerate(names)}
+
+    def _label_index(self, value: str) -> int:
+        return int(value) if self._integer_labels else self._label_lookup[value]
+
+    # ------------------------------------------------------------ splits
+
+    def _split(self, items: list[tuple], spec: SplitSpec | None, stratify: bool, split_of: dict[str, str],
+               seed: int) -> dict[str, list[tuple]]:  # fmt: skip
+        if split_of:
+            out: dict[str, list[tuple]] = {}
+            for item in items:
+                out.setdefault(split_of[item[0]], []).append(item)
+            return out
+        if spec is None:
+            return {"train": items}
+        if stratify and self.label_feature is None:
+            raise SourceError(f"{self.root}: --stratify needs labels (class folders or --label-column)")
+        group = (lambda item: item[2]) if stratify else None
+        return assign_by_ratio(items, self.key, spec, seed, group)
+
+    # ------------------------------------------------------------ features
+
+    def _declare_features(self) -> dict[str, FeatureSpec]:
+        channels = 1 if self.policy.grayscale else 3
+        height, width = (self.policy.resize[1], self.policy.resize[0]) if self.policy.resize else (None, None)
+        if self.image_format == "raw":
+            image = FeatureSpec.tensor("string")
+        else:
+            encoding = self.image_format if self.image_format in ("png", "jpeg") else None
+            image = FeatureSpec.image((height, width, channels), encoding)
+        features = {
+            "image": image,
+            "filename": FeatureSpec.tensor("string"),
+            "format": FeatureSpec.tensor("string"),
+            "height": FeatureSpec.tensor("int64"),
+            "width": FeatureSpec.tensor("int64"),
+            "channels": FeatureSpec.tensor("int64"),
+        }
+        if self.label_feature is not None:
+            features[self.label_feature] = FeatureSpec.class_label(len(self.labels[self.label_feature]))
+        for name, dtype in self.columns:
+            features[name] = FeatureSpec.tensor(dtype)
+        return features
+
+    # ------------------------------------------------------------ converter interface
+
+    def source_splits(self) -> dict[str, list[Hashable]]:
+        return self._splits  # type: ignore[return-value]
+
+    def key(self, item: Hashable) -> str:
+        return item[0]  # type: ignore[index]
+
+    def describe(self, item: Hashable) -> str:
+        rel, line = item[0], item[1]  # type: ignore[index]
+        path = os.path.join(self.root, rel)
+        return f"{path} ({self._csv} line {line})" if line is not None else path
+
+    def encode(self, item: Hashable) -> dict[str, Any]:
+        rel, _, label, extras = item  # type: ignore[misc]
+        path = os.path.join(self.root, rel)
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            raise SourceError(f"cannot read: {e.strerror}") from None
+        where = os.path.basename(path)
+        if self.image_format == "keep":
+            info: Decoded = probe(data, where, self.policy.max_pixels)
+            image, fmt = data, info.source_format
+            (width, height), channels = info.source_size, info.source_channels
+        else:
+            info = decode(data, where, self.policy)
+            height, width, channels = info.pixels.shape
+            if self.image_format == "raw":
+                image, fmt = info.pixels.tobytes(), "raw"
+            else:
+                image, fmt = encode(info.pixels, self.image_format, self.quality), self.image_format
+        features: dict[str, Any] = {
+            "image": image,
+            "filename": rel.replace(os.sep, "/"),
+            "format": fmt,
+            "height": height,
+            "width": width,
+            "channels": channels,
+        }
+        if self.label_feature is not None:
+            features[self.label_feature] = label
+        for (name, _), value in zip(self.columns, extras, strict=True):
+            features[name] = value
+        return features
+
+    def observe(self, features: dict[str, Any]) -> Hashable:
+        return (features["format"], features["height"], features["width"], features["channels"])
+
+    def finish(self, observations: Counter[Hashable]) -> None:
+        shapes = sorted({(h, w, c) for _, h, w, c in observations})  # type: ignore[misc]
+        if self.image_format == "raw" and len(shapes) > 1:
+            listed = ", ".join(f"{h}x{w}x{c}" for h, w, c in shapes[:4])
+            raise SourceError(
+                f"{self.root}: --image-format raw needs one image shape, found {len(shapes)} ({listed}...); "
+                "use --resize WxH (and --grayscale for mixed colour)"
+            )
+        if self.image_format != "raw" and shapes:
+            channels = {c for _, _, c in shapes}
+            heights, widths = {h for h, _, _ in shapes}, {w for _, w, _ in shapes}
+            spec = self.features["image"]
+            self.features["image"] = FeatureSpec.image(
+                (
+                    heights.pop() if len(heights) == 1 else None,
+                    widths.pop() if len(widths) == 1 else None,
+                    channels.pop() if len(channels) == 1 and channels <= {1, 3, 4} else spec.shape[2],
+                ),
+                spec.encoding or _common_format(observations),
+            )
+        if self.image_format == "raw" and shapes:
+            self.raw_shape = shapes[0]
+
+    def sources(self) -> list[dict[str, Any]]:
+        from .base import fingerprint
+
+        if self._csv is None:
+            return []
+        with open(self._csv, "rb") as f:
+            return [fingerprint(self._csv, f.read())]
+
+    def options(self) -> dict[str, Any]:
+        settings = dict(self._settings)
+        if self.image_format == "raw" and hasattr(self, "raw_shape"):
+            settings["raw_shape"] = list(self.raw_shape)
+        settings["decode"] = {
+            "max_pixels": self.policy.max_pixels,
+            "background": list(self.policy.background),
+            "grayscale": self.policy.grayscale,
+            "gray_method": self.policy.gray_method,
+            "resize": list(self.policy.resize) if self.policy.resize else None,
+            "quality": self.quality,
+        }
+        return settings
+
+
+def _common_format(observations: Counter[Hashable]) -> str | None:
+    formats = {fmt for fmt, *_ in observations}  # type: ignore[misc]
+    return formats.pop() if len(formats) == 1 and formats <= {"png", "jpeg"} else None
+
+
+def _dataset_name(image_dir: str) -> str:
+    base = re.sub(r"\W+", "_", os.path.basename(os.path.normpath(os.path.abspath(image_dir)))).strip("_").lower()
+    return base if re.match(r"[a-z]", base) else f"images_{base}" if base else "images"
