@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from helpers import write_cifar
+from PIL import Image
 
 from tfr_convert.cli import convert, inspect
 
@@ -81,6 +82,11 @@ def test_local_paths_never_import_tensorflow(mnist_src, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(fake)}
     src, _ = mnist_src
     cifar = write_cifar(tmp_path / "cifar", "cifar100", per_batch=3, archive=True)
+    images = tmp_path / "images"
+    for cls in ("a", "b"):
+        (images / cls).mkdir(parents=True)
+        for i in range(3):
+            Image.new("RGB", (5, 7), (i * 40, 0, 0)).save(images / cls / f"{i}.png")
     out = tmp_path / "out"
     runs = [
         _run_script("tfr-convert", "mnist", src, "--out", out, "--workers", 2, env=env),
@@ -96,6 +102,20 @@ def test_local_paths_never_import_tensorflow(mnist_src, tmp_path):
             "png",
             env=env,
         ),
+        _run_script("tfr-convert", "images", images, "--out", tmp_path / "i", "--workers", 2, env=env),
+        _run_script(
+            "tfr-convert",
+            "images",
+            images,
+            "--out",
+            tmp_path / "i2",
+            "--image-format",
+            "jpeg",
+            "--resize",
+            "4x4",
+            "--grayscale",
+            env=env,
+        ),
         _run_script("tfr-inspect", out, env=env),
         _run_script("tfr-inspect", out, "--json", "--head", 3, env=env),
         _run_script("tfr-inspect", tmp_path / "png", "--count", env=env),
@@ -105,7 +125,7 @@ def test_local_paths_never_import_tensorflow(mnist_src, tmp_path):
         assert run.returncode == 0, run.stderr
         assert run.stderr == ""
     assert not marker.exists()
-    assert json.loads(runs[5].stdout)["records"] == 52
+    assert json.loads(runs[7].stdout)["records"] == 52
 
 
 def test_console_scripts_report_errors_without_traceback(tmp_path):
