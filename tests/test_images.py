@@ -513,3 +513,25 @@ def test_usage_errors(cli, tmp_path):
         result = cli.convert("images", root, "--out", tmp_path / "o", *args)
         assert result.exit_code == 2 and message in result.stderr, args
     assert not (tmp_path / "o").exists()
+
+
+def test_skip_mode_leaves_out_bad_rows_and_lists_them(cli, tmp_path):
+    root = tmp_path / "d"
+    for i in range(3):
+        save(root / f"{i}.png", rgb())
+    (root / "empty.png").write_bytes(b"")
+    csv = tmp_path / "labels.csv"
+    csv.write_text("path,n\n0.png,1\nmissing.png,2\n../x.png,3\n1.png,4\n0.png,5\nempty.png,6\n2.png,7,8\n2.png,9\n")
+    out = tmp_path / "out"
+    result = cli.convert("images", root, "--labels", csv, "--out", out, "--on-error", "skip", "--workers", 2)
+    assert result.exit_code == 0, result.stderr
+    assert "3 examples in 1 shards" in result.stdout and "(5 skipped, listed in manifest.json)" in result.stdout
+    skipped = json.loads((out / "manifest.json").read_text())["skipped"]
+    assert [(s["item"], s["reason"].split(":")[0].split(" '")[0]) for s in skipped] == [
+        (f"{csv} line 8", "3 fields, expected 2"),
+        (f"{csv} line 3", "image"),
+        (f"{csv} line 4", "path"),
+        (f"{csv} line 6", "duplicate row"),
+        (f"{root / 'empty.png'} ({csv} line 7)", "empty file (0 bytes)"),
+    ]
+    assert sorted(ex["n"] for ex in records(out)) == [1, 4, 9]

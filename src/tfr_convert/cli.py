@@ -128,8 +128,13 @@ def common_options(f):
         click.option("--quiet", is_flag=True, help="No progress bar."),
         click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON document."),
     ]
-    for option in reversed(options):
-        f = option(f)
+    return _apply(options, f)
+
+
+def _apply(decorators, f):
+    """Apply click decorators listed top to bottom, as if stacked above f."""
+    for decorator in reversed(decorators):
+        f = decorator(f)
     return f
 
 
@@ -203,12 +208,7 @@ def published_dataset_options(variants: list[str], default_help: str):
         ),
     ]
 
-    def decorate(f):
-        for option in reversed(options):
-            f = option(f)
-        return common_options(f)
-
-    return decorate
+    return lambda f: common_options(_apply(options, f))
 
 
 def _source(src, download, variant, default_variant, mirror, cache_dir):

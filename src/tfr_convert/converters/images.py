@@ -86,6 +86,7 @@ class ImagesConverter(Converter):
         self.columns: list[tuple[str, str]] = []  # extra features: (name, dtype)
         self.labels: dict[str, list[str]] = {}
         self.label_feature: str | None = None
+        self.raw_shape: tuple[int, int, int] | None = None  # (H, W, C), known after finish() for raw
         self._csv = labels_csv
         self._settings = {"image_format": image_format, "split": split.describe() if split else None,
                           "stratify": stratify, "split_column": split_column, "label_column": label_column,
@@ -161,27 +162,26 @@ class ImagesConverter(Converter):
 
     def _headerless(self, csv_path: str) -> list[tuple]:
         table = csvtable.read(csv_path, header=False)
-        for line, reason in table.problems:
-            self._problem(f"{csv_path} line {line}", reason)
-        files = [f for f in list_files(self.root) if os.path.join(self.root, f) != csv_path]
-        if len(files) != len(table.rows) + len(table.problems):
+        csv_real = os.path.realpath(csv_path)
+        files = [f for f in list_files(self.root) if os.path.realpath(os.path.join(self.root, f)) != csv_real]
+        # one CSV line per file, in order; a malformed line still holds its file's place
+        lines = sorted([(r.line, r) for r in table.rows] + [(line, reason) for line, reason in table.problems])
+        if len(files) != len(lines):
             raise SourceError(
-                f"{csv_path}: {len(table.rows) + len(table.problems)} labels for {len(files)} images in "
-                f"{self.root} (--headerless-labels matches them one to one, in sorted file order)"
+                f"{csv_path}: {len(lines)} labels for {len(files)} images in {self.root} "
+                "(--headerless-labels matches them one to one, in sorted file order)"
             )
         name = re.sub(r"\W", "_", os.path.splitext(os.path.basename(csv_path))[0]) or "label"
         if not re.match(r"[A-Za-z]", name):
             name = f"label_{name}"
         dtype = csvtable.column_type([r.values[0] for r in table.rows])
         self.columns = [(name, dtype)]
-        bad_lines = {line for line, _ in table.problems}
-        rows = iter(table.rows)
         items = []
-        for f, line in zip(files, sorted([r.line for r in table.rows] + list(bad_lines)), strict=True):
-            if line in bad_lines:
-                continue
-            row = next(rows)
-            if self._inside(f, f"{csv_path} line {line}"):
+        for f, (line, row) in zip(files, lines, strict=True):
+            where = f"{csv_path} line {line}"
+            if isinstance(row, str):
+                self._problem(where, row)
+            elif self._inside(f, where):
                 items.append((f, line, None, (csvtable.typed(row.values[0], dtype),)))
         return items
 
@@ -314,13 +314,12 @@ class ImagesConverter(Converter):
                 data = f.read()
         except OSError as e:
             raise SourceError(f"cannot read: {e.strerror}") from None
-        where = os.path.basename(path)
         if self.image_format == "keep":
-            info: Decoded = probe(data, where, self.policy.max_pixels)
+            info: Decoded = probe(data, self.policy.max_pixels)
             image, fmt = data, info.source_format
             (width, height), channels = info.source_size, info.source_channels
         else:
-            info = decode(data, where, self.policy)
+            info = decode(data, rel.replace(os.sep, "/"), self.policy)
             height, width, channels = info.pixels.shape
             if self.image_format == "raw":
                 image, fmt = info.pixels.tobytes(), "raw"
@@ -376,7 +375,7 @@ class ImagesConverter(Converter):
 
     def options(self) -> dict[str, Any]:
         settings = dict(self._settings)
-        if self.image_format == "raw" and hasattr(self, "raw_shape"):
+        if self.raw_shape is not None:
             settings["raw_shape"] = list(self.raw_shape)
         settings["decode"] = {
             "max_pixels": self.policy.max_pixels,

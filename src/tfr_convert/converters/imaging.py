@@ -63,22 +63,22 @@ class Decoded:
     source_channels: int
 
 
-def _open(data: bytes, where: str, max_pixels: int):
+def _open(data: bytes, max_pixels: int):
     from PIL import Image, UnidentifiedImageError
 
     Image.MAX_IMAGE_PIXELS = None  # our own --max-pixels check below replaces Pillow's
     if not data:
-        raise SourceError(f"{where}: empty file (0 bytes)")
+        raise SourceError("empty file (0 bytes)")
     try:
         im = Image.open(io.BytesIO(data))
     except UnidentifiedImageError:
-        raise SourceError(f"{where}: not an image (unrecognised content)") from None
+        raise SourceError("not an image (unrecognised content)") from None
     except (OSError, ValueError, SyntaxError) as e:
-        raise SourceError(f"{where}: unreadable image header: {e}") from None
+        raise SourceError(f"unreadable image header: {e}") from None
     width, height = im.size
     if width * height > max_pixels:
         raise SourceError(
-            f"{where}: {width}x{height} = {width * height} pixels exceeds --max-pixels {max_pixels} "
+            f"{width}x{height} = {width * height} pixels exceeds --max-pixels {max_pixels} "
             "(possible decompression bomb; raise --max-pixels to allow it)"
         )
     return im
@@ -90,25 +90,29 @@ def _bands(im) -> int:
     return len(im.getbands())
 
 
-def probe(data: bytes, where: str, max_pixels: int = DEFAULT_MAX_PIXELS) -> Decoded:
+def probe(data: bytes, max_pixels: int = DEFAULT_MAX_PIXELS) -> Decoded:
     """Check an image decodes fully (catches truncation) without converting it.
 
+    Errors are SourceErrors stating the problem; the caller names the file.
     The pixels of the result are not filled (an empty array): for --image-format keep.
     """
-    im = _open(data, where, max_pixels)
+    im = _open(data, max_pixels)
     fmt = sniff_format(data) or (im.format or "unknown").lower()
     try:
         im.load()
     except (OSError, ValueError, SyntaxError) as e:
-        raise SourceError(f"{where}: cannot decode {fmt} image: {e}") from None
+        raise SourceError(f"cannot decode {fmt} image: {e}") from None
     return Decoded(np.empty((0, 0, 1), np.uint8), fmt, im.size, _bands(im))
 
 
 def decode(data: bytes, where: str, policy: DecodePolicy) -> Decoded:
-    """Decode, normalize and transform an image per the policy; uint8 (H, W, 1 or 3)."""
+    """Decode, normalize and transform an image per the policy; uint8 (H, W, 1 or 3).
+
+    `where` names the image in warnings (they travel without the caller's context).
+    """
     from PIL import Image, ImageOps
 
-    im = _open(data, where, policy.max_pixels)
+    im = _open(data, policy.max_pixels)
     fmt = sniff_format(data) or (im.format or "unknown").lower()
     size, bands = im.size, _bands(im)
     try:
@@ -120,7 +124,7 @@ def decode(data: bytes, where: str, policy: DecodePolicy) -> Decoded:
         im = ImageOps.exif_transpose(im)
         pixels = _to_uint8(im, policy.background)
     except (OSError, ValueError, SyntaxError) as e:
-        raise SourceError(f"{where}: cannot decode {fmt} image: {e}") from None
+        raise SourceError(f"cannot decode {fmt} image: {e}") from None
     if policy.resize is not None:
         mode = "L" if pixels.shape[2] == 1 else "RGB"
         resized = Image.fromarray(pixels[..., 0] if mode == "L" else pixels, mode).resize(
