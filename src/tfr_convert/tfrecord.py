@@ -211,20 +211,75 @@ def read_up_to(stream: BinaryIO, n: int) -> bytes:
     return b"".join(parts)
 
 
-def read_records(path: str, compression: str = "auto") -> Iterator[Record]:
-    """Stream the records of one file, checking every CRC.
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong in a file: where the damaged record starts, and what is wrong."""
 
-    Raises RecordError naming the file, record index and byte offset (in the
-    uncompressed stream) for a partial header, a length-CRC mismatch, a length
-    beyond the end of the file, a truncated payload or a data-CRC mismatch.
+    index: int
+    offset: int  # of the damaged record's header, in the uncompressed stream
+    kind: str  # one of PROBLEM_KINDS
+    message: str
+
+
+PROBLEM_KINDS = (
+    "partial_header",  # 1-11 bytes after the last record (TensorFlow silently ignores them)
+    "length_crc",  # the length field does not match its CRC
+    "length_past_eof",  # a length larger than what remains of the file
+    "truncated_payload",  # the file (or compressed stream) ends inside a record
+    "data_crc",  # the payload does not match its CRC
+    "corrupt_stream",  # gzip / zlib data that cannot be inflated
+)
+
+
+class HashingReader:
+    """A read-only file that keeps the sha256 and size of everything read through it."""
+
+    def __init__(self, f: BinaryIO) -> None:
+        self._f = f
+        self.hash = hashlib.sha256()
+        self.size = 0
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._f.read(n)
+        self.hash.update(data)
+        self.size += len(data)
+        return data
+
+    def readinto(self, buf) -> int:  # lets io.BufferedReader and gzip wrap it
+        n = self._f.readinto(buf)
+        self.hash.update(memoryview(buf)[:n])
+        self.size += n
+        return n
+
+    def readable(self) -> bool:
+        return True
+
+    def drain(self) -> None:
+        """Read to the end, so that `hash` covers the whole file."""
+        while self.read(1 << 20):
+            pass
+
+
+def scan_records(
+    path: str, compression: str = "auto", *, read_data: bool = True, raw: BinaryIO | None = None
+) -> Iterator[Record | Problem]:
+    """Every record and every problem of one file, in order, in constant memory.
+
+    Always moves forward and never allocates more than what remains of the
+    file. After a data-CRC mismatch the scan goes on (the length was sound, so
+    the next record's start is known); any other problem ends it. With
+    read_data=False (plain files only) payloads are skipped, not read: framing
+    and length CRCs only, for a fast count; records then carry no data.
+    `raw` replaces the opened file (e.g. a HashingReader over it).
     """
-    with open(path, "rb") as raw:
+    with open(path, "rb", buffering=1 << 20) as f:
         if compression == "auto":
-            compression = detect_compression(raw.read(HEADER_SIZE))
-            raw.seek(0)
-        file_size = raw.seek(0, io.SEEK_END)
-        raw.seek(0)
-        stream = _open_reader(raw, compression)
+            compression = detect_compression(f.read(HEADER_SIZE))
+            f.seek(0)
+        file_size = f.seek(0, io.SEEK_END)
+        f.seek(0)
+        stream = _open_reader(raw or f, compression)
+        skip_data = not read_data and compression == "none" and raw is None
         index = offset = 0
         try:
             while True:
@@ -232,34 +287,54 @@ def read_records(path: str, compression: str = "auto") -> Iterator[Record]:
                 if not header:
                     return
                 if len(header) < HEADER_SIZE:
-                    raise RecordError(
-                        path,
-                        index,
-                        offset,
-                        f"partial header: {len(header)} trailing bytes, a header needs {HEADER_SIZE}",
-                    )
+                    yield Problem(index, offset, "partial_header",
+                                  f"partial header: {len(header)} trailing bytes, a header needs {HEADER_SIZE}")  # fmt: skip
+                    return
                 (length,) = _u64.unpack_from(header)
                 if masked_crc(header[:8]) != _u32.unpack_from(header, 8)[0]:
-                    raise RecordError(path, index, offset, "length CRC mismatch (corrupt length field)")
+                    yield Problem(index, offset, "length_crc", "length CRC mismatch (corrupt length field)")
+                    return
                 body_at = offset + HEADER_SIZE
-                if compression == "none" and body_at + length + FOOTER_SIZE > file_size:
-                    raise RecordError(
-                        path,
-                        index,
-                        offset,
-                        f"length {length} reaches past the end of the file ({file_size - body_at} bytes remain)",
-                    )
-                data = read_up_to(stream, length)
-                footer = stream.read(FOOTER_SIZE)
-                if len(data) < length or len(footer) < FOOTER_SIZE:
-                    raise RecordError(
-                        path, index, offset, f"truncated payload: length {length}, file ends after {len(data)} bytes"
-                    )
-                if masked_crc(data) != _u32.unpack(footer)[0]:
-                    raise RecordError(path, index, offset, "data CRC mismatch (corrupt payload)")
-                yield Record(index, offset, data)
+                end = body_at + length + FOOTER_SIZE
+                if compression == "none" and end > file_size:
+                    yield Problem(index, offset, "length_past_eof",
+                                  f"length {length} reaches past the end of the file ({file_size - body_at} bytes remain)")  # fmt: skip
+                    return
+                if skip_data:
+                    f.seek(end)
+                    yield Record(index, offset, b"")
+                else:
+                    data = read_up_to(stream, length)
+                    footer = stream.read(FOOTER_SIZE)
+                    if len(data) < length or len(footer) < FOOTER_SIZE:
+                        yield Problem(index, offset, "truncated_payload",
+                                      f"truncated payload: length {length}, file ends after {len(data)} bytes")  # fmt: skip
+                        return
+                    if masked_crc(data) != _u32.unpack(footer)[0]:
+                        yield Problem(index, offset, "data_crc", "data CRC mismatch (corrupt payload)")
+                    else:
+                        yield Record(index, offset, data)
                 index += 1
-                offset = body_at + length + FOOTER_SIZE
+                offset = end
         except (OSError, EOFError, zlib.error) as e:
             # gzip.BadGzipFile is an OSError; a cut-off stream is an EOFError.
-            raise RecordError(path, index, offset, f"{compression} stream is corrupt: {e}") from None
+            yield Problem(index, offset, "corrupt_stream", f"{compression} stream is corrupt: {e}")
+
+
+def read_records(path: str, compression: str = "auto") -> Iterator[Record]:
+    """Stream the records of one file, checking every CRC; the first problem
+    raises RecordError naming the file, record index and byte offset."""
+    for item in scan_records(path, compression):
+        if isinstance(item, Problem):
+            raise RecordError(path, item.index, item.offset, item.message)
+        yield item
+
+
+def count_records(path: str, compression: str = "auto") -> int:
+    """Records in a file, checking framing and length CRCs only (plain files skip payloads)."""
+    n = 0
+    for item in scan_records(path, compression, read_data=False):
+        if isinstance(item, Problem):
+            raise RecordError(path, item.index, item.offset, item.message)
+        n += 1
+    return n

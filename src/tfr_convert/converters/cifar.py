@@ -26,6 +26,7 @@ import numpy as np
 
 from ..errors import SourceError
 from ..metadata import FeatureSpec
+from ..tfrecord import HashingReader
 from .base import Converter, fingerprint
 from .imaging import encode_png
 from .safe_pickle import UnsafePickleError, safe_load
@@ -99,25 +100,6 @@ def _read_folder(folder: str) -> dict[str, tuple[str, bytes]]:
     return found
 
 
-class _HashingReader:
-    """A read-only file that keeps the sha256 of everything read through it."""
-
-    def __init__(self, f) -> None:
-        self._f = f
-        self.hash = hashlib.sha256()
-        self.size = 0
-
-    def read(self, n: int = -1) -> bytes:
-        data = self._f.read(n)
-        self.hash.update(data)
-        self.size += len(data)
-        return data
-
-    def drain(self) -> None:
-        while self.read(1 << 20):
-            pass
-
-
 def _read_archive(archive: str) -> tuple[dict[str, tuple[str, bytes]], dict[str, Any]]:
     """The same, streamed member by member from a .tar.gz in one pass; also the
     archive's own fingerprint, hashed on the way."""
@@ -126,7 +108,7 @@ def _read_archive(archive: str) -> tuple[dict[str, tuple[str, bytes]], dict[str,
     current = None
     try:
         with open(archive, "rb") as f:
-            reader = _HashingReader(f)
+            reader = HashingReader(f)
             with tarfile.open(fileobj=reader, mode="r|*") as tar:  # type: ignore[call-overload]
                 for member in tar:
                     folder, _, name = member.name.rstrip("/").rpartition("/")
