@@ -35,7 +35,7 @@ def test_json_report(cli, mnist_src, tmp_path):
     report = json.loads(cli.inspect(out, "--json", "--head", 2).stdout)
     assert report["records"] == 52
     assert report["schema"]["label"] == {
-        "kind": "int64_list", "min_values": 1, "max_values": 1, "present_in": 52, "missing_in": 0,
+        "kind": "int64_list", "min_values": 1, "max_values": 1, "mean_values": 1.0, "present_in": 52, "fraction": 1.0,
     }  # fmt: skip
     assert [e["features"]["label"]["values"] for e in report["examples"]] == [
         [int(arrays["train"][1][0])],

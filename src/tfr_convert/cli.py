@@ -162,7 +162,7 @@ def _run_options(*, out, name, num_shards, examples_per_shard, shard_size, compr
 
 def _run(make_converter, quiet: bool, as_json: bool, **common) -> None:
     """Validate options, build the converter (reads and checks sources), convert, report."""
-    from .inspect import human_bytes
+    from .inspect.summary import human_bytes
     from .pipeline import run
 
     options = _run_options(**common)
@@ -369,16 +369,47 @@ def images(image_dir, labels_csv, path_column, label_column, headerless_labels, 
 
 @click.command(cls=_Command, context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
-@click.option("--count", is_flag=True, help="Only count records (still checks every CRC).")
+@click.option("--count", is_flag=True, help="Only count records (framing and length CRCs; fast).")
 @click.option("--head", type=click.IntRange(min=0), default=1, show_default=True, help="Examples to show.")
+@click.option("--verify", is_flag=True, help="Check every record's CRCs (and a dataset against its metadata).")
+@click.option("--stats", is_flag=True, help="Per-feature statistics; split leakage on a dataset directory.")
+@click.option("--grid", "grid_out", type=click.Path(dir_okay=False), metavar="OUT.png", help="Draw the first images.")
+@click.option("--grid-count", type=click.IntRange(1, 1024), default=64, show_default=True, help="Images in --grid.")
+@click.option("--write-index", is_flag=True, help="Write FILE.index (DALI / tfrecord package format) for each file.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON document.")
 @click.version_option(__version__, prog_name="tfr-inspect")
-def inspect(paths, count, head, as_json) -> None:
-    """Summarize TFRecord files: records, bytes, compression, schema, first examples.
+def inspect(paths, count, head, verify, stats, grid_out, grid_count, write_index, as_json) -> None:
+    """Look inside TFRecord files: records, schema, first examples; --verify, --stats, --grid.
 
-    PATH is a file, a dataset directory or a glob. Every record's CRCs are checked.
+    PATH is a file, a dataset directory or a glob. Every mode checks CRCs as it reads;
+    --verify reports every problem and exits 1 if there is any.
     """
-    from .inspect import format_report, summarize
+    from . import inspect as tfr_inspect
 
-    report = summarize(list(paths), head=head, count_only=count)
-    click.echo(json.dumps(report, indent=2, ensure_ascii=False) if as_json else format_report(report))
+    modes = [m for m, on in (("--count", count), ("--verify", verify), ("--stats", stats),
+                             ("--grid", grid_out), ("--write-index", write_index)) if on]  # fmt: skip
+    if len(modes) > 1:
+        raise click.UsageError(f"choose one of {', '.join(modes)}")
+    paths = list(paths)
+    if count:
+        report, text = tfr_inspect.count(paths), None
+    elif verify:
+        report = tfr_inspect.verify(paths)
+        text = tfr_inspect.format_verify(report)
+    elif stats:
+        report = tfr_inspect.stats(paths)
+        text = tfr_inspect.format_stats(report)
+    elif grid_out:
+        report = tfr_inspect.grid(paths, grid_out, grid_count)
+        text = f"{report['images']} images of {report['feature']!r} -> {report['out']}"
+    elif write_index:
+        report = tfr_inspect.write_indexes(paths)
+        text = "\n".join(f"{i['index']}  {i['records']} records" for i in report["indexes"])
+    else:
+        report = tfr_inspect.summarize(paths, head=head)
+        text = tfr_inspect.format_summary(report)
+    if text is None:
+        text = "\n".join(tfr_inspect.format_files(report))
+    click.echo(json.dumps(report, indent=2, ensure_ascii=False) if as_json else text)
+    if verify and not report["ok"]:
+        raise SystemExit(1)

@@ -1,53 +1,23 @@
-"""tfr-inspect: what is inside TFRecord files, without TensorFlow.
+"""The default report (records, bytes, compression, schema, first examples) and --count.
 
-Reads every record through the checking reader (so a summary is also a CRC
-verification), infers the schema from the examples themselves, and keeps the
-first few examples to show.
+Reads every record through the checking reader, so a summary is also a CRC
+check; infers the schema from the examples themselves.
 """
 
 from __future__ import annotations
 
-import glob
 import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import SourceError
-from .example import ExampleDecodeError, parse
-from .shards import ShardName
-from .splits import SPLIT_ORDER
-from .tfrecord import detect_compression, read_records
-
-_METADATA_SUFFIXES = (".json", ".txt", ".png", ".md")
+from ..example import ExampleDecodeError, parse
+from ..tfrecord import count_records, detect_compression, read_records
+from .paths import resolve
 
 
-def _shard_sort_key(path: str) -> tuple:
-    s = ShardName.parse(path)
-    assert s is not None
-    order = SPLIT_ORDER.index(s.split) if s.split in SPLIT_ORDER else len(SPLIT_ORDER)
-    return (s.name, order, s.split, s.index)
-
-
-def resolve_paths(paths: list[str]) -> list[str]:
-    """Files named by PATH arguments: files, directories (their shards) or globs."""
-    found: list[str] = []
-    for p in paths:
-        if os.path.isdir(p):
-            entries = sorted(os.path.join(p, e) for e in os.listdir(p) if not e.startswith("."))
-            files = [e for e in entries if os.path.isfile(e)]
-            shards = [e for e in files if ShardName.parse(e)]
-            chosen = sorted(shards, key=_shard_sort_key) or [e for e in files if not e.endswith(_METADATA_SUFFIXES)]
-            if not chosen:
-                raise SourceError(f"{p}: directory holds no TFRecord files")
-            found += chosen
-        elif os.path.exists(p):
-            found.append(p)
-        else:
-            matches = sorted(m for m in glob.glob(p) if os.path.isfile(m))
-            if not matches:
-                raise SourceError(f"{p}: no such file, directory or glob match")
-            found += matches
-    return found
+def compression_of(path: str) -> str:
+    with open(path, "rb") as f:
+        return detect_compression(f.read(12))
 
 
 @dataclass
@@ -55,12 +25,14 @@ class FeatureStats:
     kinds: set[str | None] = field(default_factory=set)
     min_values: int | None = None
     max_values: int = 0
+    total_values: int = 0
     records: int = 0
 
     def add(self, kind: str | None, n: int) -> None:
         self.kinds.add(kind)
         self.min_values = n if self.min_values is None else min(self.min_values, n)
         self.max_values = max(self.max_values, n)
+        self.total_values += n
         self.records += 1
 
     def to_dict(self, total: int) -> dict[str, Any]:
@@ -69,8 +41,9 @@ class FeatureStats:
             "kind": kinds[0] if len(kinds) == 1 else kinds,
             "min_values": self.min_values,
             "max_values": self.max_values,
+            "mean_values": round(self.total_values / self.records, 4) if self.records else 0,
             "present_in": self.records,
-            "missing_in": total - self.records,
+            "fraction": round(self.records / total, 6) if total else 0,
         }
 
 
@@ -95,20 +68,35 @@ def preview_values(values: list[Any], limit: int = 10) -> list[Any]:
     return shown
 
 
-def summarize(paths: list[str], head: int = 1, count_only: bool = False) -> dict[str, Any]:
+def _file_entry(path: str, records: int, compression: str) -> dict[str, Any]:
+    return {"path": path, "records": records, "bytes": os.path.getsize(path), "compression": compression}
+
+
+def count(paths: list[str]) -> dict[str, Any]:
+    """Records per file from the framing alone (length CRCs checked, payloads skipped)."""
+    files = []
+    for path in resolve(paths).files:
+        compression = compression_of(path)
+        files.append(_file_entry(path, count_records(path, compression), compression))
+    return {
+        "mode": "count",
+        "files": files,
+        "records": sum(f["records"] for f in files),
+        "bytes": sum(f["bytes"] for f in files),
+    }
+
+
+def summarize(paths: list[str], head: int = 1) -> dict[str, Any]:
     """Count, size, compression, schema and the first `head` examples of files."""
     files = []
     schema: dict[str, FeatureStats] = {}
     examples: list[dict[str, Any]] = []
     total = undecodable = 0
-    for path in resolve_paths(paths):
-        with open(path, "rb") as f:
-            compression = detect_compression(f.read(12))
+    for path in resolve(paths).files:
+        compression = compression_of(path)
         records = 0
         for record in read_records(path, compression):
             records += 1
-            if count_only:
-                continue
             try:
                 example = parse(record.data)
             except ExampleDecodeError:
@@ -129,17 +117,16 @@ def summarize(paths: list[str], head: int = 1, count_only: bool = False) -> dict
                     }
                 )
         total += records
-        files.append({"path": path, "records": records, "bytes": os.path.getsize(path), "compression": compression})
-    report: dict[str, Any] = {
+        files.append(_file_entry(path, records, compression))
+    return {
+        "mode": "summary",
         "files": files,
         "records": total,
         "bytes": sum(f["bytes"] for f in files),
+        "schema": {name: stats.to_dict(total) for name, stats in sorted(schema.items())},
+        "examples": examples,
+        "undecodable_records": undecodable,
     }
-    if not count_only:
-        report["schema"] = {name: stats.to_dict(total) for name, stats in sorted(schema.items())}
-        report["examples"] = examples
-        report["undecodable_records"] = undecodable
-    return report
 
 
 def human_bytes(n: float) -> str:
@@ -150,8 +137,7 @@ def human_bytes(n: float) -> str:
     return f"{n:.1f} GiB"
 
 
-def format_report(report: dict[str, Any]) -> str:
-    """The human-readable form of `summarize`'s report."""
+def format_files(report: dict[str, Any]) -> list[str]:
     lines = []
     width = max(len(os.path.basename(f["path"])) for f in report["files"])
     for f in report["files"]:
@@ -160,15 +146,19 @@ def format_report(report: dict[str, Any]) -> str:
             f"{human_bytes(f['bytes']):>10}  {f['compression']}"
         )
     lines.append(f"total: {report['records']} records in {len(report['files'])} files, {human_bytes(report['bytes'])}")
+    return lines
+
+
+def format_summary(report: dict[str, Any]) -> str:
+    lines = format_files(report)
     if "schema" in report:
         lines.append("schema:")
         nw = max([len(n) for n in report["schema"]] + [4])
         for name, s in report["schema"].items():
-            counts = (
-                str(s["min_values"]) if s["min_values"] == s["max_values"] else f"{s['min_values']}..{s['max_values']}"
-            )
-            missing = f"  (missing in {s['missing_in']})" if s["missing_in"] else ""
-            lines.append(f"  {name:<{nw}}  {s['kind']!s:<10}  {counts} value(s){missing}")
+            lo, hi = s["min_values"], s["max_values"]
+            counts = str(lo) if lo == hi else f"{lo}..{hi} (mean {s['mean_values']:g})"
+            present = f"  in {s['fraction']:.1%} of records" if s["fraction"] < 1 else ""
+            lines.append(f"  {name:<{nw}}  {s['kind']!s:<10}  {counts} value(s){present}")
         if report["undecodable_records"]:
             lines.append(f"undecodable records (not tf.train.Example): {report['undecodable_records']}")
         for ex in report["examples"]:

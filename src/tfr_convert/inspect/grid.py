@@ -1,0 +1,130 @@
+"""--grid OUT.png: a labelled contact sheet of the first N images, drawn with Pillow.
+
+The image feature is the first bytes feature whose values are PNG/JPEG/...
+(by magic bytes), else one named like `image`, holding raw uint8 pixels whose
+shape comes from the record's height / width / depth (or channels) features,
+from the manifest's raw_shape, or from the well-known sizes (784 = 28x28x1,
+3072 = 32x32x3). The caption is the class name when one is known, else the
+label, else the file name.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+from typing import Any
+
+import numpy as np
+
+from ..converters.imaging import sniff_format
+from ..errors import SourceError
+from ..example import BYTES, ExampleDecodeError, parse
+from ..tfrecord import read_records
+from .paths import class_names, load_json, resolve
+from .summary import compression_of
+
+CELL = 96  # pixels per tile side
+CAPTION = 14
+_KNOWN_RAW = {784: (28, 28, 1), 3072: (32, 32, 3)}
+
+
+def _image_feature(example: dict[str, tuple[str | None, list[Any]]]) -> str | None:
+    candidates = [n for n, (k, v) in sorted(example.items()) if k == BYTES and v]
+    for name in candidates:
+        if sniff_format(example[name][1][0]):
+            return name
+    named = [n for n in candidates if "image" in n]
+    return named[0] if named else None
+
+
+def _int(example: dict, *names: str) -> int | None:
+    for name in names:
+        kind, values = example.get(name, (None, []))
+        if values and kind == "int64_list":
+            return int(values[0])
+    return None
+
+
+def _pixels(value: bytes, example: dict, raw_shape: tuple[int, ...] | None) -> np.ndarray:
+    from PIL import Image
+
+    if sniff_format(value):
+        with Image.open(io.BytesIO(value)) as im:
+            return np.asarray(im.convert("RGB"))
+    h, w = _int(example, "height"), _int(example, "width")
+    c = _int(example, "depth", "channels")
+    shape = (h, w, c) if h and w and c else raw_shape or _KNOWN_RAW.get(len(value))
+    if shape is None or math.prod(shape) != len(value):
+        side = math.isqrt(len(value))
+        shape = (side, side, 1) if side * side == len(value) else None
+    if shape is None:
+        raise SourceError(f"cannot tell the shape of a {len(value)}-byte raw image")
+    array = np.frombuffer(value, np.uint8).reshape(shape)
+    return np.repeat(array, 3, axis=2) if shape[2] == 1 else array[..., :3]
+
+
+def _caption(example: dict, names: dict[str, list[str]]) -> str:
+    for feature in ("label_name", "label", "label_index"):
+        kind, values = example.get(feature, (None, []))
+        if not values:
+            continue
+        if kind == "bytes_list":
+            return values[0].decode("utf-8", "replace")
+        if kind == "int64_list":
+            index = int(values[0])
+            known = names.get(feature, [])
+            return known[index] if 0 <= index < len(known) else str(index)
+    kind, values = example.get("filename", (None, []))
+    return values[0].decode("utf-8", "replace") if values else ""
+
+
+def grid(paths: list[str], out: str, count: int = 64) -> dict[str, Any]:
+    from PIL import Image, ImageDraw
+
+    inputs = resolve(paths)
+    names: dict[str, list[str]] = {}
+    raw_shape = None
+    for d in inputs.datasets:
+        names.update(class_names(d))
+        shape = ((load_json(d, "manifest.json") or {}).get("options") or {}).get("raw_shape")
+        raw_shape = tuple(shape) if shape else raw_shape
+    tiles: list[tuple[np.ndarray, str]] = []
+    feature = None
+    for path in inputs.files:
+        for record in read_records(path, compression_of(path)):
+            if len(tiles) >= count:
+                break
+            try:
+                example = parse(record.data)
+            except ExampleDecodeError:
+                continue
+            feature = feature or _image_feature(example)
+            if feature is None or not example.get(feature, (None, []))[1]:
+                continue
+            try:
+                pixels = _pixels(example[feature][1][0], example, raw_shape)
+            except (OSError, ValueError) as e:
+                raise SourceError(f"{path}: record {record.index}: cannot draw {feature!r}: {e}") from None
+            except SourceError as e:
+                raise SourceError(f"{path}: record {record.index}: {e}") from None
+            tiles.append((pixels, _caption(example, names)))
+        if len(tiles) >= count:
+            break
+    if not tiles:
+        raise SourceError(f"{', '.join(paths)}: no images found to draw")
+    columns = math.ceil(math.sqrt(len(tiles)))
+    rows = math.ceil(len(tiles) / columns)
+    sheet = Image.new("RGB", (columns * CELL, rows * (CELL + CAPTION)), (255, 255, 255))
+    draw = ImageDraw.Draw(sheet)
+    for i, (pixels, caption) in enumerate(tiles):
+        tile = Image.fromarray(pixels)
+        scale = (CELL - 4) / max(tile.size)
+        resample = Image.Resampling.NEAREST if scale >= 1 else Image.Resampling.BILINEAR
+        tile = tile.resize((max(1, round(tile.width * scale)), max(1, round(tile.height * scale))), resample)
+        x, y = (i % columns) * CELL, (i // columns) * (CELL + CAPTION)
+        sheet.paste(tile, (x + (CELL - tile.width) // 2, y + (CELL - tile.height) // 2))
+        draw.text((x + 2, y + CELL), caption[:16], fill=(0, 0, 0))
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    sheet.save(out, format="PNG")
+    return {"mode": "grid", "out": out, "images": len(tiles), "feature": feature}

@@ -1,0 +1,90 @@
+"""Which files a tfr-inspect PATH names: a file, a dataset directory or a glob."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import stat
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import SourceError
+from ..shards import ShardName
+from ..splits import SPLIT_ORDER
+
+_METADATA_SUFFIXES = (".json", ".txt", ".png", ".md", ".index")
+
+
+@dataclass
+class Inputs:
+    files: list[str]
+    datasets: list[str] = field(default_factory=list)  # directories holding a dataset_info.json
+
+
+def _shard_sort_key(path: str) -> tuple:
+    s = ShardName.parse(path)
+    assert s is not None
+    order = SPLIT_ORDER.index(s.split) if s.split in SPLIT_ORDER else len(SPLIT_ORDER)
+    return (s.name, order, s.split, s.index)
+
+
+def _regular(path: str) -> str:
+    """The path, if it is a regular file; a FIFO or device would block or never end."""
+    mode = os.stat(path).st_mode
+    if not stat.S_ISREG(mode):
+        kind = (
+            "a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "special"
+        )
+        raise SourceError(f"{path}: not a regular file ({kind}); tfr-inspect reads regular files only")
+    return path
+
+
+def resolve(paths: list[str]) -> Inputs:
+    inputs = Inputs([])
+    for p in paths:
+        if os.path.isdir(p):
+            entries = sorted(os.path.join(p, e) for e in os.listdir(p) if not e.startswith("."))
+            files = [e for e in entries if os.path.isfile(e)]
+            shards = [e for e in files if ShardName.parse(e)]
+            chosen = sorted(shards, key=_shard_sort_key) or [e for e in files if not e.endswith(_METADATA_SUFFIXES)]
+            if not chosen:
+                raise SourceError(f"{p}: directory holds no TFRecord files")
+            inputs.files += [_regular(c) for c in chosen]
+            if os.path.isfile(os.path.join(p, "dataset_info.json")):
+                inputs.datasets.append(p)
+        elif os.path.lexists(p):
+            inputs.files.append(_regular(p))
+        else:
+            matches = sorted(glob.glob(p))
+            if not matches:
+                raise SourceError(f"{p}: no such file, directory or glob match")
+            inputs.files += [_regular(m) for m in matches if not os.path.isdir(m)]
+    return inputs
+
+
+def split_of(path: str) -> str | None:
+    shard = ShardName.parse(path)
+    return shard.split if shard else None
+
+
+def load_json(directory: str, name: str) -> Any:
+    """A metadata file of a dataset directory, or None if absent; unreadable -> SourceError."""
+    path = os.path.join(directory, name)
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        raise SourceError(f"{path}: unreadable metadata: {e}") from None
+
+
+def class_names(directory: str) -> dict[str, list[str]]:
+    """{feature: names} from the {feature}.labels.txt files of a dataset directory."""
+    names = {}
+    for entry in sorted(os.listdir(directory)):
+        if entry.endswith(".labels.txt"):
+            with open(os.path.join(directory, entry), encoding="utf-8") as f:
+                names[entry[: -len(".labels.txt")]] = f.read().splitlines()
+    return names

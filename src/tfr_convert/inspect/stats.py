@@ -1,0 +1,231 @@
+"""--stats: per-feature statistics in the spirit of TensorFlow Data Validation.
+
+Numbers: min / max / mean / std / zeros (and NaNs). Strings and bytes: unique
+count, top values, lengths. Integer labels: a histogram. Image bytes: the
+format histogram (from magic bytes) and width / height ranges (from headers,
+without decoding). On a dataset directory: image bytes that occur in more
+than one split (train/test leakage).
+
+Memory is bounded per feature: distinct values are tracked as 16-byte digests
+up to MAX_DISTINCT, after which the unique count is reported as a lower bound.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import math
+import os
+from collections import Counter
+from typing import Any
+
+from ..converters.imaging import sniff_format
+from ..example import BYTES, FLOAT, INT64, ExampleDecodeError, parse
+from ..tfrecord import read_records
+from .paths import class_names, load_json, resolve, split_of
+from .summary import compression_of, preview
+
+MAX_DISTINCT = 100_000
+TOP = 5
+_SHORT = 64  # values longer than this are not candidates for "top values"
+
+
+def _digest(value: bytes) -> bytes:
+    return hashlib.blake2b(value, digest_size=16).digest()
+
+
+def _image_size(value: bytes) -> tuple[int, int] | None:
+    from PIL import Image
+
+    try:
+        with Image.open(io.BytesIO(value)) as im:  # reads the header only
+            return im.size
+    except (OSError, ValueError, SyntaxError, Image.DecompressionBombError):
+        return None  # an unreadable header simply has no size
+
+
+class NumberStats:
+    def __init__(self) -> None:
+        self.count = self.zeros = self.nans = 0
+        self.total = self.squares = 0.0
+        self.min = math.inf
+        self.max = -math.inf
+
+    def add(self, values: list[float]) -> None:
+        for v in values:
+            if v != v:
+                self.nans += 1
+                continue
+            self.count += 1
+            self.total += v
+            self.squares += float(v) * v
+            self.zeros += v == 0
+            self.min = min(self.min, v)
+            self.max = max(self.max, v)
+
+    def to_dict(self) -> dict[str, Any]:
+        if not self.count:
+            return {"values": 0, "nans": self.nans}
+        mean = self.total / self.count
+        var = max(self.squares / self.count - mean * mean, 0.0)
+        return {
+            "values": self.count,
+            "min": self.min,
+            "max": self.max,
+            "mean": mean,
+            "std": math.sqrt(var),
+            "zeros": self.zeros,
+            "nans": self.nans,
+        }
+
+
+class BytesStats:
+    def __init__(self, image_like: bool) -> None:
+        self.image_like = image_like
+        self.count = 0
+        self.min_len, self.max_len, self.total_len = math.inf, 0, 0
+        self.distinct: set[bytes] = set()
+        self.saturated = False
+        self.top: Counter[bytes] = Counter()
+        self.formats: Counter[str] = Counter()
+        self.widths: list[int] = []
+        self.heights: list[int] = []
+
+    def add(self, values: list[bytes]) -> None:
+        for v in values:
+            self.count += 1
+            n = len(v)
+            self.min_len, self.max_len, self.total_len = min(self.min_len, n), max(self.max_len, n), self.total_len + n
+            if not self.saturated:
+                self.distinct.add(_digest(v))
+                self.saturated = len(self.distinct) >= MAX_DISTINCT
+            if n <= _SHORT and len(self.top) < MAX_DISTINCT:
+                self.top[v] += 1
+            fmt = sniff_format(v)
+            if fmt is not None:
+                self.formats[fmt] += 1
+                size = _image_size(v)
+                if size is not None:
+                    w, h = size
+                    self.widths = [min(self.widths[0], w), max(self.widths[1], w)] if self.widths else [w, w]
+                    self.heights = [min(self.heights[0], h), max(self.heights[1], h)] if self.heights else [h, h]
+            elif self.image_like:
+                self.formats["raw"] += 1
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "values": self.count,
+            "unique": len(self.distinct),
+            "unique_is_lower_bound": self.saturated,
+            "length": {
+                "min": self.min_len if self.count else 0,
+                "max": self.max_len,
+                "mean": self.total_len / self.count if self.count else 0,
+            },
+            "top": [{"value": preview(v), "count": c} for v, c in self.top.most_common(TOP)],
+        }
+        if self.formats:
+            out["image"] = {"formats": dict(sorted(self.formats.items())), "width": self.widths, "height": self.heights}
+        return out
+
+
+def stats(paths: list[str]) -> dict[str, Any]:
+    inputs = resolve(paths)
+    label_features: set[str] = set()
+    for d in inputs.datasets:
+        label_features |= set(class_names(d))
+        features = (load_json(d, "features.json") or {}).get("featuresDict", {}).get("features", {})
+        label_features |= {n for n, f in features.items() if "classLabel" in f}
+    numbers: dict[str, NumberStats] = {}
+    strings: dict[str, BytesStats] = {}
+    histograms: dict[str, Counter[int]] = {}
+    kinds: dict[str, set[str | None]] = {}
+    # leakage: digest of an image value -> {split: first (file, record)}
+    seen_in: dict[tuple[str, bytes], dict[str, tuple[str, int]]] = {}
+    in_dataset = {p for d in inputs.datasets for p in inputs.files if p.startswith(d.rstrip("/") + "/")}
+    records = undecodable = 0
+    for path in inputs.files:
+        split = split_of(path) if path in in_dataset else None
+        for record in read_records(path, compression_of(path)):
+            records += 1
+            try:
+                example = parse(record.data)
+            except ExampleDecodeError:
+                undecodable += 1
+                continue
+            for name, (kind, values) in example.items():
+                kinds.setdefault(name, set()).add(kind)
+                if kind in (INT64, FLOAT):
+                    numbers.setdefault(name, NumberStats()).add(values)
+                    if kind == INT64 and (name in label_features or "label" in name):
+                        histograms.setdefault(name, Counter()).update(values)
+                elif kind == BYTES:
+                    acc = strings.setdefault(name, BytesStats("image" in name))
+                    acc.add(values)
+                    if split is not None and acc.formats:
+                        for v in values:
+                            refs = seen_in.setdefault((name, _digest(v)), {})
+                            refs.setdefault(split, (path, record.index))
+    features: dict[str, Any] = {}
+    for name in sorted(kinds):
+        entry: dict[str, Any] = {"kind": sorted(k or "unset" for k in kinds[name])}
+        if len(entry["kind"]) == 1:
+            entry["kind"] = entry["kind"][0]
+        if name in numbers:
+            entry.update(numbers[name].to_dict())
+        if name in strings:
+            entry.update(strings[name].to_dict())
+        if name in histograms:
+            entry["histogram"] = {str(k): v for k, v in sorted(histograms[name].items())}
+        features[name] = entry
+    report: dict[str, Any] = {
+        "mode": "stats",
+        "records": records,
+        "undecodable_records": undecodable,
+        "features": features,
+    }
+    if inputs.datasets:
+        leaks = [
+            {"feature": name, "splits": sorted(refs), "records": [{"file": f, "record": i} for f, i in refs.values()]}
+            for (name, _), refs in seen_in.items()
+            if len(refs) > 1
+        ]
+        report["leakage"] = {"images_in_several_splits": len(leaks), "examples": leaks[:10]}
+    return report
+
+
+def format_stats(report: dict[str, Any]) -> str:
+    lines = [f"{report['records']} records"]
+    for name, f in report["features"].items():
+        lines.append(f"{name} ({f['kind']}):")
+        if "mean" in f:
+            lines.append(
+                f"  min {f['min']:g}  max {f['max']:g}  mean {f['mean']:.4g}  std {f['std']:.4g}  "
+                f"zeros {f['zeros']}  nans {f['nans']}"
+            )
+        if "histogram" in f:
+            lines.append("  histogram: " + ", ".join(f"{k}: {v}" for k, v in f["histogram"].items()))
+        if "unique" in f:
+            bound = "+" if f["unique_is_lower_bound"] else ""
+            length = f["length"]
+            lines.append(
+                f"  unique {f['unique']}{bound}  length {length['min']}..{length['max']} (mean {length['mean']:.1f})"
+            )
+            if f["top"] and not f.get("image"):
+                lines.append("  top: " + ", ".join(f"{t['value']!r} x{t['count']}" for t in f["top"]))
+        if f.get("image"):
+            image = f["image"]
+            formats = ", ".join(f"{k} {v}" for k, v in image["formats"].items())
+            size = (
+                f"  width {image['width'][0]}..{image['width'][1]}  height {image['height'][0]}..{image['height'][1]}"
+                if image["width"]
+                else ""
+            )
+            lines.append(f"  images: {formats}{size}")
+    if "leakage" in report:
+        leak = report["leakage"]
+        lines.append(f"leakage: {leak['images_in_several_splits']} images appear in more than one split")
+        for ex in leak["examples"]:
+            refs = "; ".join(f"{os.path.basename(r['file'])} record {r['record']}" for r in ex["records"])
+            lines.append(f"  {ex['feature']} in {', '.join(ex['splits'])}: {refs}")
+    return "\n".join(lines)
