@@ -120,6 +120,10 @@ def test_local_paths_never_import_tensorflow(mnist_src, tmp_path):
         _run_script("tfr-inspect", out, "--json", "--head", 3, env=env),
         _run_script("tfr-inspect", tmp_path / "png", "--count", env=env),
         _run_script("tfr-inspect", tmp_path / "c", env=env),
+        _run_script("tfr-inspect", out, "--verify", env=env),
+        _run_script("tfr-inspect", tmp_path / "i", "--stats", env=env),
+        _run_script("tfr-inspect", out, "--grid", tmp_path / "grid.png", env=env),
+        _run_script("tfr-inspect", out, "--write-index", env=env),
     ]
     for run in runs:
         assert run.returncode == 0, run.stderr

@@ -125,6 +125,7 @@ def common_options(f):
         ),
         click.option("--workers", type=click.IntRange(min=1), help="Encoding processes [default: all cores]."),
         click.option("--overwrite", is_flag=True, help="Replace an existing non-empty output directory."),
+        click.option("--index", is_flag=True, help="Write <shard>.index files for DALI / the tfrecord package."),
         click.option("--quiet", is_flag=True, help="No progress bar."),
         click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON document."),
     ]
@@ -139,13 +140,15 @@ def _apply(decorators, f):
 
 
 def _run_options(*, out, name, num_shards, examples_per_shard, shard_size, compression, seed, shuffle,
-                 workers, overwrite, validation_size=0, on_error="fail"):  # fmt: skip
+                 workers, overwrite, index, validation_size=0, on_error="fail"):  # fmt: skip
     """RunOptions from the common options; checked before any input is read."""
     from .pipeline import RunOptions, default_workers
     from .shards import ShardPolicy
 
     if sum(x is not None for x in (num_shards, examples_per_shard, shard_size)) > 1:
         raise click.UsageError("give at most one of --num-shards, --examples-per-shard, --shard-size")
+    if index and compression != "none":
+        raise click.UsageError("--index needs --compression none (index offsets point into the file)")
     return RunOptions(
         out=out,
         name=name,
@@ -157,6 +160,7 @@ def _run_options(*, out, name, num_shards, examples_per_shard, shard_size, compr
         workers=workers or default_workers(),
         overwrite=overwrite,
         on_error=on_error,
+        index=index,
     )
 
 

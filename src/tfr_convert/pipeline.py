@@ -42,17 +42,20 @@ class RunOptions:
     workers: int = 1
     overwrite: bool = False
     on_error: str = "fail"  # or "skip": leave out items that fail to encode, and list them
+    index: bool = False  # write <shard>.index files (DALI / tfrecord package format)
 
     def __post_init__(self) -> None:
         if self.compression not in COMPRESSIONS:
             raise ValueError(f"compression must be one of {COMPRESSIONS}")
         if self.on_error not in ("fail", "skip"):
             raise ValueError("on_error must be 'fail' or 'skip'")
+        if self.index and self.compression != "none":
+            raise ValueError("index files need uncompressed shards")
 
     def recorded(self) -> dict[str, Any]:
         """The options that shape the output (worker count does not), for the manifest."""
         d = asdict(self)
-        for k in ("out", "workers", "overwrite", "policy", "on_error"):
+        for k in ("out", "workers", "overwrite", "policy", "on_error", "index"):
             d.pop(k)
         return {**d, "shards": self.policy.describe()}
 
@@ -214,7 +217,8 @@ def run(converter: Converter, options: RunOptions, progress: Callable[[int, int]
                 pool.shutdown(cancel_futures=True)
         converter.finish(observations)  # may refine features, or refuse (e.g. mixed shapes for raw)
         out.name_shards(results, name)
-        files = metadata_files(
+        files = _index_files(results) if options.index else {}
+        files |= metadata_files(
             name=name,
             converter=converter.command,
             description=converter.description,
@@ -229,6 +233,12 @@ def run(converter: Converter, options: RunOptions, progress: Callable[[int, int]
         out.commit(results, files)
     splits = {r.split: {"examples": r.records, "shards": len(r.shards), "bytes": r.bytes} for r in results}
     return Summary(name, options.out, splits, time.perf_counter() - started, skipped, found_warnings)
+
+
+def _index_files(results: list[SplitResult]) -> dict[str, bytes]:
+    from .inspect.index import index_lines
+
+    return {f"{s.final_name}.index": index_lines(s.tmp_path) for r in results for s in r.shards}
 
 
 def plan_splits(converter: Converter, options: RunOptions) -> dict[str, list[Hashable]]:

@@ -125,7 +125,7 @@ class SplitResult:
 def _is_ours(filename: str) -> bool:
     """Files a previous run of this tool may have left (replaced by --overwrite)."""
     return (
-        ShardName.parse(filename) is not None
+        ShardName.parse(filename.removesuffix(".index")) is not None
         or filename.endswith(".labels.txt")
         or filename in ("dataset_info.json", "features.json", "manifest.json")
         or filename.startswith(_TMP_PREFIX)

@@ -27,7 +27,7 @@ def index_lines(path: str) -> bytes:
         if isinstance(item, Problem):
             raise SourceError(f"{path}: record {item.index} at byte offset {item.offset}: {item.message}")
         starts.append(item.offset)
-    ends = [*starts[1:], os.path.getsize(path)]  # a record ends where the next one starts
+    ends = [*starts[1:], os.path.getsize(path)][: len(starts)]  # a record ends where the next one starts
     return "".join(f"{start} {end - start}\n" for start, end in zip(starts, ends, strict=True)).encode()
 
 
