@@ -20,7 +20,9 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from tfr_convert.errors import TfrConvertError
-from tfr_convert.inspect import index_lines, summarize, verify
+from tfr_convert.inspect.index import index_lines
+from tfr_convert.inspect.summary import summarize
+from tfr_convert.inspect.verify import verify
 from tfr_convert.tfrecord import frame, masked_crc, scan_records
 
 

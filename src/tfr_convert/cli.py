@@ -388,32 +388,44 @@ def inspect(paths, count, head, verify, stats, grid_out, grid_count, write_index
     PATH is a file, a dataset directory or a glob. Every mode checks CRCs as it reads;
     --verify reports every problem and exits 1 if there is any.
     """
-    from . import inspect as tfr_inspect
-
     modes = [m for m, on in (("--count", count), ("--verify", verify), ("--stats", stats),
                              ("--grid", grid_out), ("--write-index", write_index)) if on]  # fmt: skip
     if len(modes) > 1:
         raise click.UsageError(f"choose one of {', '.join(modes)}")
     paths = list(paths)
     if count:
-        report, text = tfr_inspect.count(paths), None
+        from .inspect.summary import count as count_files
+        from .inspect.summary import format_files
+
+        report = count_files(paths)
+        text = "\n".join(format_files(report))
     elif verify:
-        report = tfr_inspect.verify(paths)
-        text = tfr_inspect.format_verify(report)
+        from .inspect.verify import format_verify
+        from .inspect.verify import verify as verify_files
+
+        report = verify_files(paths)
+        text = format_verify(report)
     elif stats:
-        report = tfr_inspect.stats(paths)
-        text = tfr_inspect.format_stats(report)
+        from .inspect.stats import format_stats
+        from .inspect.stats import stats as feature_stats
+
+        report = feature_stats(paths)
+        text = format_stats(report)
     elif grid_out:
-        report = tfr_inspect.grid(paths, grid_out, grid_count)
+        from .inspect.grid import grid
+
+        report = grid(paths, grid_out, grid_count)
         text = f"{report['images']} images of {report['feature']!r} -> {report['out']}"
     elif write_index:
-        report = tfr_inspect.write_indexes(paths)
+        from .inspect.index import write_indexes
+
+        report = write_indexes(paths)
         text = "\n".join(f"{i['index']}  {i['records']} records" for i in report["indexes"])
     else:
-        report = tfr_inspect.summarize(paths, head=head)
-        text = tfr_inspect.format_summary(report)
-    if text is None:
-        text = "\n".join(tfr_inspect.format_files(report))
+        from .inspect.summary import format_summary, summarize
+
+        report = summarize(paths, head=head)
+        text = format_summary(report)
     click.echo(json.dumps(report, indent=2, ensure_ascii=False) if as_json else text)
     if verify and not report["ok"]:
         raise SystemExit(1)

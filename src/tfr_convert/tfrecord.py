@@ -261,25 +261,28 @@ class HashingReader:
 
 
 def scan_records(
-    path: str, compression: str = "auto", *, read_data: bool = True, raw: BinaryIO | None = None
+    path: str, compression: str = "auto", *, payload: str = "keep", raw: BinaryIO | None = None
 ) -> Iterator[Record | Problem]:
     """Every record and every problem of one file, in order, in constant memory.
 
     Always moves forward and never allocates more than what remains of the
     file. After a data-CRC mismatch the scan goes on (the length was sound, so
-    the next record's start is known); any other problem ends it. With
-    read_data=False (plain files only) payloads are skipped, not read: framing
-    and length CRCs only, for a fast count; records then carry no data.
+    the next record's start is known); any other problem ends it.
+    payload="keep": records carry their data. "skip": plain files seek past
+    payloads, checking framing and length CRCs only, for a fast count
+    (compressed files must be inflated anyway, and are read in full).
     `raw` replaces the opened file (e.g. a HashingReader over it).
     """
-    with open(path, "rb", buffering=1 << 20) as f:
+    # Small buffer when skipping payloads (each seek past a payload discards it);
+    # a payload larger than the buffer is read straight into its destination.
+    with open(path, "rb", buffering=(8 << 10) if payload == "skip" else (64 << 10)) as f:
         if compression == "auto":
             compression = detect_compression(f.read(HEADER_SIZE))
             f.seek(0)
         file_size = f.seek(0, io.SEEK_END)
         f.seek(0)
         stream = _open_reader(raw or f, compression)
-        skip_data = not read_data and compression == "none" and raw is None
+        skip_data = payload == "skip" and compression == "none" and raw is None
         index = offset = 0
         try:
             while True:
@@ -333,7 +336,7 @@ def read_records(path: str, compression: str = "auto") -> Iterator[Record]:
 def count_records(path: str, compression: str = "auto") -> int:
     """Records in a file, checking framing and length CRCs only (plain files skip payloads)."""
     n = 0
-    for item in scan_records(path, compression, read_data=False):
+    for item in scan_records(path, compression, payload="skip"):
         if isinstance(item, Problem):
             raise RecordError(path, item.index, item.offset, item.message)
         n += 1

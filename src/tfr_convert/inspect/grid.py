@@ -21,8 +21,7 @@ from ..converters.imaging import sniff_format
 from ..errors import SourceError
 from ..example import BYTES, ExampleDecodeError, parse
 from ..tfrecord import read_records
-from .paths import class_names, load_json, resolve
-from .summary import compression_of
+from .paths import class_names, compression_of, load_json, resolve
 
 CELL = 96  # pixels per tile side
 CAPTION = 14

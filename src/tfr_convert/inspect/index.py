@@ -12,8 +12,7 @@ from typing import Any
 
 from ..errors import SourceError
 from ..tfrecord import Problem, scan_records
-from .paths import resolve
-from .summary import compression_of
+from .paths import compression_of, resolve
 
 
 def index_lines(path: str) -> bytes:
@@ -23,7 +22,7 @@ def index_lines(path: str) -> bytes:
             f"{path}: compressed files cannot be indexed (offsets would point into the compressed stream)"
         )
     starts = []
-    for item in scan_records(path, "none", read_data=False):
+    for item in scan_records(path, "none", payload="skip"):
         if isinstance(item, Problem):
             raise SourceError(f"{path}: record {item.index} at byte offset {item.offset}: {item.message}")
         starts.append(item.offset)

@@ -12,6 +12,7 @@ from typing import Any
 from ..errors import SourceError
 from ..shards import ShardName
 from ..splits import SPLIT_ORDER
+from ..tfrecord import HEADER_SIZE, detect_compression
 
 _METADATA_SUFFIXES = (".json", ".txt", ".png", ".md", ".index")
 
@@ -88,3 +89,8 @@ def class_names(directory: str) -> dict[str, list[str]]:
             with open(os.path.join(directory, entry), encoding="utf-8") as f:
                 names[entry[: -len(".labels.txt")]] = f.read().splitlines()
     return names
+
+
+def compression_of(path: str) -> str:
+    with open(path, "rb") as f:
+        return detect_compression(f.read(HEADER_SIZE))

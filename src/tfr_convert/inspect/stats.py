@@ -22,8 +22,8 @@ from typing import Any
 from ..converters.imaging import sniff_format
 from ..example import BYTES, FLOAT, INT64, ExampleDecodeError, parse
 from ..tfrecord import read_records
-from .paths import class_names, load_json, resolve, split_of
-from .summary import compression_of, preview
+from .paths import class_names, compression_of, load_json, resolve, split_of
+from .summary import preview
 
 MAX_DISTINCT = 100_000
 TOP = 5

@@ -10,14 +10,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..example import ExampleDecodeError, parse
-from ..tfrecord import count_records, detect_compression, read_records
-from .paths import resolve
-
-
-def compression_of(path: str) -> str:
-    with open(path, "rb") as f:
-        return detect_compression(f.read(12))
+from ..tfrecord import count_records, read_records
+from .paths import compression_of, resolve
 
 
 @dataclass
@@ -88,6 +82,8 @@ def count(paths: list[str]) -> dict[str, Any]:
 
 def summarize(paths: list[str], head: int = 1) -> dict[str, Any]:
     """Count, size, compression, schema and the first `head` examples of files."""
+    from ..example import ExampleDecodeError, parse  # numpy: not needed by --count
+
     files = []
     schema: dict[str, FeatureStats] = {}
     examples: list[dict[str, Any]] = []
