@@ -14,17 +14,22 @@ def write_mnist(directory: Path, n_train: int = 40, n_test: int = 12, gz: bool =
                 size: tuple[int, int] = (28, 28)) -> dict[str, tuple[np.ndarray, np.ndarray]]:  # fmt: skip
     """Random MNIST-format idx files; returns {split: (images, labels)}."""
     rng = np.random.default_rng(seed)
+    arrays = {
+        split: (rng.integers(0, 256, size=(n, *size), dtype=np.uint8), rng.integers(0, 10, size=n, dtype=np.uint8))
+        for split, n in (("train", n_train), ("test", n_test))
+    }
+    write_idx_files(directory, arrays, gz)
+    return arrays
+
+
+def write_idx_files(directory: Path, arrays: dict[str, tuple[np.ndarray, np.ndarray]], gz: bool = True) -> None:
+    """{split: (images, labels)} as the four MNIST idx files."""
     directory.mkdir(parents=True, exist_ok=True)
-    arrays = {}
-    for split, n in (("train", n_train), ("test", n_test)):
-        images = rng.integers(0, 256, size=(n, *size), dtype=np.uint8)
-        labels = rng.integers(0, 10, size=n, dtype=np.uint8)
-        arrays[split] = (images, labels)
+    for split, (images, labels) in arrays.items():
         for what, array in (("images", images), ("labels", labels)):
             data = idx_bytes(array)
             name = FILES[split, what] + (".gz" if gz else "")
             (directory / name).write_bytes(gzip.compress(data, mtime=0) if gz else data)
-    return arrays
 
 
 def final_files(directory: Path) -> list[str]:

@@ -375,8 +375,8 @@ class ImagesConverter(Converter):
 
     def options(self) -> dict[str, Any]:
         settings = dict(self._settings)
-        if self.raw_shape is not None:
-            settings["raw_shape"] = list(self.raw_shape)
+        if self.raw_shape is not None:  # how to turn the bytes back into pixels (tfr_convert.load, --grid)
+            settings["raw_image"] = {"feature": "image", "shape": list(self.raw_shape)}
         settings["decode"] = {
             "max_pixels": self.policy.max_pixels,
             "background": list(self.policy.background),

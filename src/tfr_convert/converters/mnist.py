@@ -198,4 +198,7 @@ class MnistConverter(Converter):
         return self._sources
 
     def options(self) -> dict[str, Any]:
-        return {"variant": self.variant, "image_format": self.image_format}
+        options: dict[str, Any] = {"variant": self.variant, "image_format": self.image_format}
+        if self.image_format == "raw":  # how to turn the bytes back into pixels (tfr_convert.load, --grid)
+            options["raw_image"] = {"feature": "image_raw", "shape": [self.height, self.width, 1]}
+        return options

@@ -3,7 +3,7 @@
 The image feature is the first bytes feature whose values are PNG/JPEG/...
 (by magic bytes), else one named like `image`, holding raw uint8 pixels whose
 shape comes from the record's height / width / depth (or channels) features,
-from the manifest's raw_shape, or from the well-known sizes (784 = 28x28x1,
+from the manifest's raw_image shape, or from the well-known sizes (784 = 28x28x1,
 3072 = 32x32x3). The caption is the class name when one is known, else the
 label, else the file name.
 """
@@ -86,8 +86,8 @@ def grid(paths: list[str], out: str, count: int = 64) -> dict[str, Any]:
     raw_shape = None
     for d in inputs.datasets:
         names.update(class_names(d))
-        shape = ((load_json(d, "manifest.json") or {}).get("options") or {}).get("raw_shape")
-        raw_shape = tuple(shape) if shape else raw_shape
+        raw = ((load_json(d, "manifest.json") or {}).get("options") or {}).get("raw_image") or {}
+        raw_shape = tuple(raw["shape"]) if raw.get("shape") else raw_shape
     tiles: list[tuple[np.ndarray, str]] = []
     feature = None
     for path in inputs.files:

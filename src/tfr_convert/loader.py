@@ -1,0 +1,191 @@
+"""`tfr_convert.load`: a dataset directory -> a `tf.data.Dataset` of decoded features.
+
+Everything it needs is in the directory: the parse spec comes from
+features.json, how raw image bytes become pixels from the manifest's
+`raw_image`, the shard list and counts from dataset_info.json. The shards are
+checked against the metadata (present, sizes) before TensorFlow sees them, so a
+mismatch is a clear TfrConvertError, not a stack trace from inside tf.data.
+
+This is the one module that imports TensorFlow, and only when `load` runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import SourceError
+from .shards import ShardName
+
+_SLICE = re.compile(r"^(?P<split>[A-Za-z][A-Za-z0-9_]*)(\[(?P<start>-?\d+%?)?:(?P<stop>-?\d+%?)?\])?$")
+
+
+@dataclass(frozen=True)
+class ShardSlice:
+    path: str
+    skip: int
+    take: int
+
+
+def _read_json(directory: str, name: str, required: bool = True) -> Any:
+    path = os.path.join(directory, name)
+    if not os.path.exists(path):
+        if required:
+            raise SourceError(f"{directory}: not a tfr-convert dataset (no {name})")
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        raise SourceError(f"{path}: unreadable: {e}") from None
+
+
+def _bound(text: str | None, total: int, default: int) -> int:
+    if text is None:
+        return default
+    value = round(total * int(text[:-1]) / 100) if text.endswith("%") else int(text)
+    if value < 0:
+        value += total
+    return min(max(value, 0), total)
+
+
+def plan_split(directory: str, split: str) -> tuple[list[ShardSlice], int]:
+    """Shard slices (and the example count) of `split`, e.g. "train", "train[:10%]", "test[100:200]".
+
+    Shards must be present with the sizes the manifest records.
+    """
+    info = _read_json(directory, "dataset_info.json")
+    manifest = _read_json(directory, "manifest.json", required=False) or {}
+    m = _SLICE.match(split.replace(" ", ""))
+    splits = {s["name"]: s for s in info.get("splits", [])}
+    if not m or m["split"] not in splits:
+        raise SourceError(f"{directory}: no split {split!r} (splits: {', '.join(splits)}; slices like train[:10%])")
+    entry = splits[m["split"]]
+    lengths = [int(n) for n in entry.get("shardLengths", [])]
+    total = sum(lengths)
+    start, stop = _bound(m["start"], total, 0), _bound(m["stop"], total, total)
+    recorded = {
+        s["file"]: s for s in ((manifest.get("splits") or {}).get(m["split"]) or {}).get("shards", []) if "file" in s
+    }
+    slices, first = [], 0
+    for i, length in enumerate(lengths):
+        name = ShardName(info["name"], m["split"], i, len(lengths)).filename
+        path = os.path.join(directory, name)
+        if not os.path.isfile(path):
+            raise SourceError(f"{path}: shard listed in dataset_info.json is missing")
+        if name in recorded and os.path.getsize(path) != recorded[name].get("bytes"):
+            raise SourceError(
+                f"{path}: {os.path.getsize(path)} bytes, manifest.json says {recorded[name].get('bytes')} "
+                "(the shard was changed after conversion; run tfr-inspect --verify)"
+            )
+        lo, hi = max(start, first), min(stop, first + length)
+        if hi > lo:
+            slices.append(ShardSlice(path, lo - first, hi - lo))
+        first += length
+    return slices, max(stop - start, 0)
+
+
+def _decoders(directory: str):
+    """(parse spec, {feature: decode fn}) from features.json and the manifest."""
+    import tensorflow as tf
+
+    features = (_read_json(directory, "features.json").get("featuresDict") or {}).get("features") or {}
+    options = (_read_json(directory, "manifest.json", required=False) or {}).get("options") or {}
+    raw = options.get("raw_image") or {}
+    spec, decode, labels = {}, {}, []
+    for name, feature in features.items():
+        if "classLabel" in feature:
+            spec[name] = tf.io.FixedLenFeature([], tf.int64)
+            labels.append(name)
+        elif "image" in feature:
+            shape = [int(d) for d in feature["image"].get("shape", {}).get("dimensions", [])]
+            channels = shape[2] if len(shape) == 3 and shape[2] > 0 else 3
+            spec[name] = tf.io.FixedLenFeature([], tf.string)
+            static = [d if d > 0 else None for d in shape] if shape else [None, None, channels]
+
+            def image(x, channels=channels, static=static):
+                pixels = tf.io.decode_image(x, channels=channels, expand_animations=False)
+                pixels.set_shape(static)
+                return pixels
+
+            decode[name] = image
+        elif "tensor" in feature:
+            dtype = {"int64": tf.int64, "float32": tf.float32, "string": tf.string}[feature["tensor"]["dtype"]]
+            spec[name] = tf.io.FixedLenFeature([], dtype)
+            if name == raw.get("feature"):
+                shape = [int(d) for d in raw["shape"]]
+                decode[name] = lambda x, shape=shape: tf.reshape(tf.io.decode_raw(x, tf.uint8), shape)
+        else:
+            raise SourceError(f"{directory}/features.json: feature {name!r} of an unknown kind")
+    return spec, decode, labels
+
+
+def load(
+    directory: str,
+    split: str = "train",
+    *,
+    as_supervised: bool = False,
+    batch_size: int | None = None,
+    shuffle_files: bool = False,
+    shuffle_buffer: int | None = None,
+    seed: int | None = None,
+    label: str | None = None,
+    drop_remainder: bool = False,
+):
+    """A `tf.data.Dataset` of one split of a tfr-convert (or TFDS-layout) directory.
+
+    Examples are dicts of decoded features: raw image bytes become uint8 tensors
+    of their stored shape, PNG/JPEG images uint8 (H, W, C) with the stored
+    channel count, class labels int64. With `as_supervised`, (image, label)
+    pairs; the label is the ClassLabel feature, or `label=` names one.
+    Shards are read in parallel (interleave) and prefetched; `shuffle_files`
+    shuffles shard order, `shuffle_buffer` examples (both seeded by `seed`).
+    """
+    import tensorflow as tf
+
+    slices, _ = plan_split(directory, split)
+    spec, decoders, labels = _decoders(directory)
+    options = (_read_json(directory, "manifest.json", required=False) or {}).get("options") or {}
+    compression = {"gzip": "GZIP", "zlib": "ZLIB"}.get(options.get("compression", "none"), "")
+    if as_supervised:
+        image_name = next(iter(decoders), None)
+        label_name = label or (labels[0] if len(labels) == 1 else None)
+        if image_name is None or label_name is None or label_name not in spec:
+            raise SourceError(
+                f"{directory}: as_supervised needs one image feature and one label "
+                f"(class labels here: {labels or 'none'}; name one with label=...)"
+            )
+
+    files = tf.data.Dataset.from_tensor_slices(
+        (
+            tf.constant([s.path for s in slices], tf.string),
+            tf.constant([s.skip for s in slices], tf.int64),
+            tf.constant([s.take for s in slices], tf.int64),
+        )
+    )
+    if shuffle_files:
+        files = files.shuffle(len(slices), seed=seed)
+    dataset = files.interleave(
+        lambda path, skip, take: tf.data.TFRecordDataset(path, compression_type=compression).skip(skip).take(take),
+        cycle_length=min(len(slices), 8) or 1,
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=True,
+    )
+
+    def parse(record):
+        example = tf.io.parse_single_example(record, spec)
+        for name, fn in decoders.items():
+            example[name] = fn(example[name])
+        if as_supervised:
+            return example[image_name], example[label_name]
+        return example
+
+    dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    if shuffle_buffer:
+        dataset = dataset.shuffle(shuffle_buffer, seed=seed)
+    if batch_size:
+        dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
+    return dataset.prefetch(tf.data.AUTOTUNE)
