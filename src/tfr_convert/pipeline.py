@@ -113,6 +113,10 @@ def _encode_chunk(items: Sequence[Hashable]) -> Chunk:
 def encode_items(converter: Converter, items: Sequence[Hashable], on_error: str = "fail") -> Chunk:
     """Framed records of items. Errors name the item's file and position; with
     on_error="skip" a failing item is listed and left out instead."""
+    fast = converter.frame_batch(list(items))
+    if fast is not None:
+        blob, sizes = fast
+        return Chunk(blob, sizes, [], [], [])
     expected = converter.features.keys()
     records, observations, skipped = [], [], []
     # Converters report oddities (an animation's later frames dropped...) with

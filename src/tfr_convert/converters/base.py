@@ -59,6 +59,11 @@ class Converter(ABC):
         """Converter-specific options recorded in the manifest."""
         return {}
 
+    def frame_batch(self, items: list[Hashable]) -> tuple[bytes, list[int]] | None:
+        """Framed records of a whole batch at once (a numpy fast path), or None to
+        encode item by item. Must give exactly the bytes of the per-item path."""
+        return None
+
     def observe(self, features: dict[str, Any]) -> Hashable | None:
         """A small fact about one encoded example, counted across the run for `finish`."""
         return None

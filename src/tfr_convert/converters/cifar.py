@@ -14,7 +14,6 @@ library and the CIFAR tutorial's reader expect.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import tarfile
 import zlib
@@ -25,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import SourceError
+from ..layout import frame_uniform
 from ..metadata import FeatureSpec
 from ..tfrecord import HashingReader
 from .base import Converter, fingerprint
@@ -222,11 +222,24 @@ def _batch(where: str, d: dict[str, Any], kinds: tuple[LabelKind, ...]) -> tuple
     return data, all_labels
 
 
+def channel_last(rows: np.ndarray) -> np.ndarray:
+    """(N, 3072) planar rows (1024 R, 1024 G, 1024 B) -> (N, 3072) interleaved RGB (32, 32, 3).
+
+    One strided copy per channel: about twice as fast as a 4-D transpose.
+    """
+    planes = rows.reshape(len(rows), 3, 1024)
+    out = np.empty((len(rows), 1024, 3), np.uint8)
+    for channel in range(3):
+        out[:, :, channel] = planes[:, channel, :]
+    return out.reshape(len(rows), ROW_BYTES)
+
+
 # ---------------------------------------------------------------- converter
 
 
 class CifarConverter(Converter):
     command = "cifar"
+    chunk_size = 4096  # the raw layout is framed a whole chunk at a time (frame_batch)
 
     def __init__(self, src: str, variant: str | None = None, image_format: str = "raw") -> None:
         if image_format not in IMAGE_FORMATS:
@@ -244,10 +257,8 @@ class CifarConverter(Converter):
         missing = [m for m in layout.members if m not in found]
         if missing:
             raise SourceError(f"{location}: missing {', '.join(missing)} ({self.variant})")
-        for m in layout.members:
-            path, data = found[m]
-            # md5 too: it is what the CIFAR page publishes for each file
-            self._sources.append({**fingerprint(path, data), "file": m, "md5": hashlib.md5(data).hexdigest()})
+        if not self._sources:  # a folder: fingerprint each file (an archive's own sha256 covers its members)
+            self._sources = [{**fingerprint(found[m][0], found[m][1]), "file": m} for m in layout.members]
 
         meta_where, meta_bytes = found[layout.meta]
         meta = _load(meta_where, meta_bytes)
@@ -294,7 +305,7 @@ class CifarConverter(Converter):
     def encode(self, item: Hashable) -> dict[str, Any]:
         split, i = item  # type: ignore[misc]
         data, labels = self._arrays[split]
-        pixels = data[i].reshape(3, 32, 32).transpose(1, 2, 0)  # planar RGB -> channel-last
+        pixels = channel_last(data[i : i + 1]).reshape(32, 32, 3)
         features: dict[str, Any] = {
             "image": np.ascontiguousarray(pixels).tobytes() if self.image_format == "raw" else encode_png(pixels)
         }
@@ -303,6 +314,30 @@ class CifarConverter(Converter):
             features[f"{kind.feature_prefix}label_index"] = index
             features[f"{kind.feature_prefix}label_name"] = names[index]
         return features
+
+    def frame_batch(self, items: list[Hashable]) -> tuple[bytes, list[int]] | None:
+        """Raw layout: records of one class share every byte but the pixels, so each
+        class present in the batch is framed in one numpy pass."""
+        splits = {split for split, _ in items}  # type: ignore[misc]
+        if self.image_format != "raw" or len(splits) != 1:
+            return None
+        data, labels = self._arrays[splits.pop()]
+        index = np.fromiter((i for _, i in items), np.int64, len(items))  # type: ignore[misc]
+        pixels = channel_last(data[index])
+        classes = np.stack([kind_labels[index] for kind_labels in labels], axis=1)
+        pieces: list[bytes] = [b""] * len(index)
+        for key in np.unique(classes, axis=0):
+            positions = np.flatnonzero((classes == key).all(axis=1))
+            prototype: dict[str, Any] = {"image": b""}
+            for kind, value, names in zip(self.kinds, key.tolist(), self.class_names, strict=True):
+                prototype[f"{kind.feature_prefix}label_index"] = value
+                prototype[f"{kind.feature_prefix}label_name"] = names[value]
+            rows = frame_uniform(prototype, {"image": pixels[positions]})
+            if rows is None:
+                return None
+            for row, position in zip(rows, positions, strict=True):
+                pieces[position] = row.tobytes()
+        return b"".join(pieces), [len(p) for p in pieces]
 
     def sources(self) -> list[dict[str, Any]]:
         return self._sources

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import SourceError
+from ..layout import frame_uniform
 from ..metadata import FeatureSpec
 from ..tfrecord import read_up_to
 from .base import Converter, fingerprint
@@ -115,6 +116,7 @@ def _read(path: str) -> bytes:
 
 class MnistConverter(Converter):
     command = "mnist"
+    chunk_size = 4096  # the raw layout is framed a whole chunk at a time (frame_batch)
     description = "MNIST-format idx images (28x28 grayscale) with class labels."
 
     def __init__(self, src_dir: str, variant: str | None = None, image_format: str = "raw") -> None:
@@ -193,6 +195,19 @@ class MnistConverter(Converter):
         else:
             image = {"image": encode_png(pixels)}
         return {**image, "label": int(labels[i]), "height": self.height, "width": self.width, "depth": 1}
+
+    def frame_batch(self, items: list[Hashable]) -> tuple[bytes, list[int]] | None:
+        """Raw layout: every record is the same bytes but for the pixels and the label byte."""
+        splits = {split for split, _ in items}  # type: ignore[misc]
+        if self.image_format != "raw" or len(splits) != 1:
+            return None
+        images, labels = self._arrays[splits.pop()]
+        index = np.fromiter((i for _, i in items), np.int64, len(items))  # type: ignore[misc]
+        prototype = {"image_raw": b"", "label": 0, "height": self.height, "width": self.width, "depth": 1}
+        rows = frame_uniform(prototype, {"image_raw": images[index].reshape(len(index), -1), "label": labels[index]})
+        if rows is None:
+            return None
+        return rows.tobytes(), [rows.shape[1]] * len(index)
 
     def sources(self) -> list[dict[str, Any]]:
         return self._sources

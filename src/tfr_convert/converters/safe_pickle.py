@@ -4,14 +4,18 @@
 Here a global resolves only if its exact (module, name) pair is on a short
 allowlist: what reconstructing a numpy array takes (`_reconstruct`, and
 `_frombuffer` for protocol 5), in both the `numpy.core` and `numpy._core`
-spellings, plus `_codecs.encode`, which Python 3 uses for bytes at protocol 2. Never a prefix match and never a dotted-name walk, so
-`numpy._core._internal` + `sys.modules` stays out of reach.
+spellings, `numpy.ndarray` and `numpy.dtype`, plus `_codecs.encode`, which
+Python 3 uses for bytes at protocol 2. Never a prefix match and never a
+dotted-name walk, so `numpy._core._internal` + `sys.modules` stays out of reach.
 
-Even the allowed pieces are narrowed: dtypes are plain numeric (no object
-arrays, no structured types), `_codecs.encode` is latin-1 only, and every
-BUILD (the opcode that sets an object's state) is checked before numpy sees
-it — an array's declared size must match the bytes it carries, so a header
-claiming 2**40 elements fails without allocating anything.
+Even the allowed names never reach numpy directly. They resolve to stand-ins:
+`numpy.ndarray` to an inert token, `_reconstruct` and `numpy.dtype` to stub
+objects whose `__setstate__` (what the BUILD opcode calls) checks the state
+before anything is built — plain numeric dtypes only (no object arrays, no
+structured types), and an array's declared size must match the bytes it
+carries, so a header claiming 2**40 elements fails without allocating
+anything. `_codecs.encode` is latin-1 only. The stubs are swapped for real
+arrays once loading ends. This keeps the fast C unpickler.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from __future__ import annotations
 import io
 import pickle
 import struct
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
@@ -29,7 +33,7 @@ _NUMERIC_DTYPES = frozenset(
     [f"{kind}{size}" for kind, sizes in (("u", (1, 2, 4, 8)), ("i", (1, 2, 4, 8)), ("f", (2, 4, 8))) for size in sizes]
     + ["b1"]
 )
-_ENDIANS = ("|", "<", ">", "=")
+_ENDIANS = {"|": "|", "<": "<", ">": ">", "=": "="}
 
 
 class UnsafePickleError(ValueError):
@@ -40,12 +44,79 @@ def _text(value: Any) -> Any:
     return value.decode("latin-1") if isinstance(value, bytes) else value
 
 
-def _numeric_dtype(spec: Any, align: Any = False, copy: Any = True) -> np.dtype:
-    name = _text(spec)
-    if not isinstance(name, str) or name not in _NUMERIC_DTYPES:
-        raise UnsafePickleError(f"refused dtype {spec!r}: only plain numeric arrays are accepted")
-    # Always a copy: the BUILD that follows must never touch numpy's shared singletons.
-    return np.dtype(name, align=False, copy=True)
+class _NdarrayToken:
+    """What `numpy.ndarray` resolves to: an argument for _reconstruct, never callable."""
+
+
+_NDARRAY = _NdarrayToken()
+
+
+class _Dtype:
+    """numpy.dtype(spec, align, copy) and its BUILD, checked; `.dtype` is the result."""
+
+    def __init__(self, spec: Any, align: Any = False, copy: Any = True) -> None:
+        name = _text(spec)
+        if not isinstance(name, str) or name not in _NUMERIC_DTYPES:
+            raise UnsafePickleError(f"refused dtype {spec!r}: only plain numeric arrays are accepted")
+        self.dtype = np.dtype(name)
+
+    def __setstate__(self, state: Any) -> None:
+        # (version, endian, subarray, names, fields, elsize, alignment, flags[, metadata])
+        if not (isinstance(state, tuple) and len(state) in (8, 9) and state[0] in (3, 4)):
+            raise UnsafePickleError("refused dtype state of an unknown form")
+        endian = _text(state[1])
+        if endian not in _ENDIANS or any(x is not None for x in (*state[2:5], *state[8:])):
+            raise UnsafePickleError("refused dtype state with fields, subarrays or metadata")
+        if self.dtype.itemsize > 1 and endian in "<>":
+            self.dtype = self.dtype.newbyteorder(endian)
+
+
+def _real_dtype(value: Any) -> np.dtype:
+    if not isinstance(value, _Dtype):
+        raise UnsafePickleError(f"refused array dtype {value!r}")
+    return value.dtype
+
+
+def _checked_array(shape: Any, dtype: Any, data: Any, order: str = "C") -> np.ndarray:
+    if not (isinstance(shape, (tuple, list)) and all(type(d) is int and d >= 0 for d in shape)):
+        raise UnsafePickleError(f"refused array shape {shape!r}")
+    dtype = _real_dtype(dtype)
+    if not isinstance(data, (bytes, bytearray, pickle.PickleBuffer)):
+        raise UnsafePickleError("refused array whose data is not a byte string")
+    raw = memoryview(data).cast("B")
+    elements = 1
+    for d in shape:
+        elements *= d
+    if elements * dtype.itemsize != raw.nbytes:
+        raise UnsafePickleError(
+            f"array declares shape {tuple(shape)} ({elements} elements, {elements * dtype.itemsize} bytes) "
+            f"but carries {raw.nbytes} bytes"
+        )
+    return np.frombuffer(raw, dtype=dtype).reshape(tuple(shape), order=order).copy()
+
+
+class _Array:
+    """numpy's _reconstruct(ndarray, (0,), typecode) and its BUILD, checked; `.array` is the result."""
+
+    def __init__(self, subtype: Any, shape: Any, typecode: Any) -> None:
+        # numpy pickles always start from an empty array; the real one arrives in BUILD.
+        if subtype is not _NDARRAY or tuple(shape) != (0,):
+            raise UnsafePickleError("refused array reconstruction with a subtype or a non-empty start shape")
+        self.array = np.empty(0, np.uint8)
+
+    def __setstate__(self, state: Any) -> None:
+        # (version, shape, dtype, is_fortran, raw data)
+        if not (isinstance(state, tuple) and len(state) == 5):
+            raise UnsafePickleError("refused array state of an unknown form")
+        _, shape, dtype, fortran, data = state
+        self.array = _checked_array(shape, dtype, data, "F" if fortran else "C")
+
+
+def _frombuffer(buf: Any, dtype: Any, shape: Any, order: Any) -> np.ndarray:
+    # Protocol 5 (Python 3.14's default) pickles arrays as one buffer + dtype + shape.
+    if _text(order) not in ("C", "F"):
+        raise UnsafePickleError("refused array order")
+    return _checked_array(shape, dtype, buf, _text(order))
 
 
 def _latin1_encode(text: Any, encoding: Any = "latin-1") -> bytes:
@@ -54,69 +125,18 @@ def _latin1_encode(text: Any, encoding: Any = "latin-1") -> bytes:
     return text.encode("latin-1")
 
 
-def _reconstruct(subtype: Any, shape: Any, typecode: Any) -> np.ndarray:
-    # numpy pickles always start from an empty array; its real shape and dtype
-    # arrive in the BUILD state, which _check_array_state vets.
-    if subtype is not np.ndarray or tuple(shape) != (0,):
-        raise UnsafePickleError("refused array reconstruction with a subtype or a non-empty start shape")
-    return np.empty(0, np.uint8)
-
-
-def _frombuffer(buf: Any, dtype: Any, shape: Any, order: Any) -> np.ndarray:
-    # Protocol 5 (Python 3.14's default) pickles arrays as one buffer + dtype + shape.
-    if not isinstance(buf, (bytes, bytearray, pickle.PickleBuffer)) or _text(order) not in ("C", "F"):
-        raise UnsafePickleError("refused array buffer")
-    data = bytes(buf)
-    _check_array_state((1, tuple(shape) if isinstance(shape, (tuple, list)) else shape, dtype, False, data))
-    return np.frombuffer(data, dtype=dtype).reshape(shape, order=_text(order)).copy()
-
-
 _ALLOWED: dict[tuple[str, str], Any] = {
-    ("numpy.core.multiarray", "_reconstruct"): _reconstruct,
-    ("numpy._core.multiarray", "_reconstruct"): _reconstruct,
+    ("numpy.core.multiarray", "_reconstruct"): _Array,
+    ("numpy._core.multiarray", "_reconstruct"): _Array,
     ("numpy.core.numeric", "_frombuffer"): _frombuffer,
     ("numpy._core.numeric", "_frombuffer"): _frombuffer,
-    ("numpy", "ndarray"): np.ndarray,
-    ("numpy", "dtype"): _numeric_dtype,
+    ("numpy", "ndarray"): _NDARRAY,
+    ("numpy", "dtype"): _Dtype,
     ("_codecs", "encode"): _latin1_encode,
 }
 
 
-def _check_dtype_state(state: Any) -> None:
-    # (version, endian, subarray, names, fields, elsize, alignment, flags[, metadata])
-    if not (isinstance(state, tuple) and len(state) in (8, 9) and state[0] in (3, 4)):
-        raise UnsafePickleError("refused dtype state of an unknown form")
-    if _text(state[1]) not in _ENDIANS or any(x is not None for x in (*state[2:5], *state[8:])):
-        raise UnsafePickleError("refused dtype state with fields, subarrays or metadata")
-
-
-def _check_array_state(state: Any) -> None:
-    # (version, shape, dtype, is_fortran, raw data)
-    if not (isinstance(state, tuple) and len(state) == 5):
-        raise UnsafePickleError("refused array state of an unknown form")
-    _, shape, dtype, _, data = state
-    if not (isinstance(shape, tuple) and all(type(d) is int and d >= 0 for d in shape)):
-        raise UnsafePickleError(f"refused array shape {shape!r}")
-    if not isinstance(dtype, np.dtype) or dtype.fields is not None or dtype.hasobject or dtype.kind not in "uifb":
-        raise UnsafePickleError(f"refused array dtype {dtype!r}")
-    if not isinstance(data, bytes):
-        raise UnsafePickleError("refused array whose data is not a byte string")
-    elements = 1
-    for d in shape:
-        elements *= d
-    if elements * dtype.itemsize != len(data):
-        raise UnsafePickleError(
-            f"array declares shape {shape} ({elements} elements, {elements * dtype.itemsize} bytes) "
-            f"but carries {len(data)} bytes"
-        )
-
-
-class _AllowlistUnpickler(pickle._Unpickler):
-    """The pure-Python unpickler (pickle._Unpickler), because only it lets us
-    check each BUILD before it runs; its speed is plenty for a few large arrays."""
-
-    dispatch: ClassVar[dict] = dict(pickle._Unpickler.dispatch)
-
+class _AllowlistUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
         try:
             return _ALLOWED[module, name]
@@ -126,18 +146,29 @@ class _AllowlistUnpickler(pickle._Unpickler):
     def persistent_load(self, pid: Any) -> Any:
         raise UnsafePickleError("refused persistent id")
 
-    def load_build(self) -> None:
-        state = self.stack.pop()
-        target = self.stack[-1]
-        if isinstance(target, np.dtype):
-            _check_dtype_state(state)
-        elif type(target) is np.ndarray:
-            _check_array_state(state)
-        else:
-            raise UnsafePickleError(f"refused to set the state of a {type(target).__name__}")
-        target.__setstate__(state)
 
-    dispatch[pickle.BUILD[0]] = load_build
+_STUBS = (_Array, _Dtype, _NdarrayToken)
+_CONTAINERS = (dict, list, tuple)
+
+
+def _resolve(obj: Any, depth: int = 0) -> Any:
+    """Swap stubs for what they built, through dicts, lists and tuples."""
+    if depth > 100:
+        raise UnsafePickleError("refused: nesting deeper than 100")
+    if isinstance(obj, _Array):
+        return obj.array
+    if isinstance(obj, _Dtype):
+        return obj.dtype
+    if isinstance(obj, _NdarrayToken):
+        raise UnsafePickleError("refused a bare numpy.ndarray reference")
+    # Only stubs and containers need a look: the 10 000 file names of a CIFAR
+    # batch are passed over without a call each.
+    if isinstance(obj, dict):
+        return {_resolve(k, depth + 1): _resolve(v, depth + 1) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        resolved = [_resolve(v, depth + 1) if isinstance(v, _STUBS + _CONTAINERS) else v for v in obj]
+        return resolved if isinstance(obj, list) else tuple(resolved)
+    return obj
 
 
 def safe_load(data: bytes) -> Any:
@@ -147,7 +178,7 @@ def safe_load(data: bytes) -> Any:
     CIFAR tutorial). Any failure becomes UnsafePickleError.
     """
     try:
-        return _AllowlistUnpickler(io.BytesIO(data), encoding="bytes").load()
+        return _resolve(_AllowlistUnpickler(io.BytesIO(data), encoding="bytes").load())
     except UnsafePickleError:
         raise
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError,
