@@ -18,28 +18,27 @@ import argparse
 import io
 import os
 import shutil
-import statistics
-import subprocess
-import sys
-import sysconfig
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+from common import SCRIPTS, measure, median
 
-CONVERT = str(Path(sysconfig.get_path("scripts")) / "tfr-convert")
+CONVERT = str(SCRIPTS / "tfr-convert")
 
 
-def make_images(root: Path, count: int, size: int, seed: int = 0) -> None:
-    """Photo-like JPEGs (smooth gradients plus noise) in 10 class folders."""
+def make_images(root: Path, count: int, size: int | tuple[int, int], seed: int = 0) -> None:
+    """Photo-like JPEGs (smooth gradients plus noise) in 10 class folders; size is N or (width, height)."""
     from PIL import Image
 
     if root.exists() and sum(1 for _ in root.rglob("*.jpg")) == count:
         return
     shutil.rmtree(root, ignore_errors=True)
+    width, height = (size, size) if isinstance(size, int) else size
     rng = np.random.default_rng(seed)
-    yy, xx = np.mgrid[0:size, 0:size].astype(np.float32) / size
+    yy, xx = np.mgrid[0:height, 0:width].astype(np.float32)
+    yy, xx = yy / height, xx / width
     for i in range(count):
         a, b, c = rng.uniform(0, 255, 3)
         base = np.stack([a * xx, b * yy, c * (1 - xx * yy)], axis=2)
@@ -52,20 +51,7 @@ def make_images(root: Path, count: int, size: int, seed: int = 0) -> None:
 def run_convert(src: Path, out: Path, *args: str) -> tuple[float, int]:
     """(wall seconds, peak RSS in KiB of the largest process) of one tfr-convert run."""
     shutil.rmtree(out, ignore_errors=True)
-    probe = (
-        "import resource, subprocess, sys, time\n"
-        "t = time.perf_counter()\n"
-        "subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)\n"
-        "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", probe, CONVERT, "images", str(src), "--out", str(out), "--quiet", *args],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    seconds, rss = result.stdout.split()
-    return float(seconds), int(rss)
+    return measure([CONVERT, "images", str(src), "--out", str(out), "--quiet", *args])
 
 
 def tutorial_loop(src: Path, out: Path) -> float:
@@ -90,10 +76,6 @@ def tutorial_loop(src: Path, out: Path) -> float:
             example = tf.train.Example(features=tf.train.Features(feature=feature))
             writer.write(example.SerializeToString())
     return time.perf_counter() - start
-
-
-def median(xs: list[float]) -> float:
-    return statistics.median(xs)
 
 
 def main() -> None:

@@ -16,13 +16,11 @@ import argparse
 import os
 import statistics
 import subprocess
-import sysconfig
 import tempfile
 import time
 from pathlib import Path
 
-SCRIPTS = Path(sysconfig.get_path("scripts"))
-REPO = Path(__file__).resolve().parent.parent
+from common import REPO, SCRIPTS
 
 
 def make_file(path: Path, total: int, record: int) -> int:

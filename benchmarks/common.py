@@ -1,0 +1,33 @@
+"""Helpers the benchmark scripts share: timing a command, its peak memory, medians."""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+SCRIPTS = Path(sysconfig.get_path("scripts"))
+REPO = Path(__file__).resolve().parent.parent
+
+# Runs the command as a child and reports its wall time and the peak RSS of the
+# largest process among it and its descendants (workers included).
+_PROBE = (
+    "import resource, subprocess, sys, time\n"
+    "t = time.perf_counter()\n"
+    "subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+    "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+)
+
+
+def measure(cmd: list[str], shell: bool = False) -> tuple[float, int]:
+    """(wall seconds, peak RSS in KiB) of one run of cmd (a shell line if shell)."""
+    argv = ["bash", "-c", cmd[0]] if shell else [str(c) for c in cmd]
+    result = subprocess.run([sys.executable, "-c", _PROBE, *argv], check=True, capture_output=True, text=True)
+    seconds, rss = result.stdout.split()
+    return float(seconds), int(rss)
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)

@@ -1,0 +1,241 @@
+"""The performance benchmark: tfr-convert vs the tutorial loops vs the hardware floor, in one run.
+
+    python benchmarks/run.py [--repeat 3] [--quick] [--out benchmarks/results.md]
+
+Builds synthetic inputs of the real sizes (cached in --work):
+  MNIST      60 000 + 10 000 images 28x28 in gzipped idx files (mostly-black digit-like blobs);
+  CIFAR-10   50 000 + 10 000 images in six pickled batches;
+  images     5 000 JPEGs of 512x384 in 10 class folders, re-encoded to JPEG;
+  inspect    a 1 GiB file of 100 KiB records.
+and measures, as subprocesses, medians of --repeat runs:
+  (a) tfr-convert end to end (default workers: all cores), wall time and peak RSS;
+  (b) the tutorial loop (benchmarks/tutorial_loops.py) on the same data, TensorFlow import included;
+  (c) the floor: reading / decompressing the input (gzip -dc, cat) plus writing as many
+      bytes as tfr-convert wrote (head -c ... /dev/zero).
+It prints the ratios against the goals and writes them to --out (Markdown) and a .json beside it.
+--quick uses tiny inputs (for the test suite's smoke run): its figures mean nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import pickle
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+from bench_images import make_images
+from bench_inspect import make_file, timed
+from common import REPO, SCRIPTS, measure, median
+
+CONVERT, INSPECT = str(SCRIPTS / "tfr-convert"), str(SCRIPTS / "tfr-inspect")
+LOOPS = str(Path(__file__).resolve().parent / "tutorial_loops.py")
+
+
+# ---------------------------------------------------------------- inputs
+
+
+def make_mnist(root: Path, n_train: int, n_test: int) -> int:
+    """MNIST-like idx files: a blob per class, shifted and noisy on a black background. Returns decompressed bytes."""
+    from tfr_convert.converters.mnist import FILES, idx_bytes
+
+    if (root / "done").exists():
+        return int((root / "done").read_text())
+    root.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    yy, xx = np.mgrid[0:28, 0:28]
+    templates = np.stack(
+        [(np.hypot(yy - 14 - 5 * np.sin(c), xx - 14 - 5 * np.cos(c)) < 6 + c % 4).astype(np.float32) for c in range(10)]
+    )
+    total = 0
+    for split, n in (("train", n_train), ("test", n_test)):
+        labels = rng.integers(0, 10, n).astype(np.uint8)
+        ink = templates[labels] * rng.uniform(150, 255, (n, 1, 1))
+        noisy = np.where(ink > 0, ink + rng.normal(0, 20, ink.shape), 0)
+        images = np.clip(noisy, 0, 255).astype(np.uint8)
+        for what, array in (("images", images), ("labels", labels)):
+            data = idx_bytes(array)
+            total += len(data)
+            (root / (FILES[split, what] + ".gz")).write_bytes(gzip.compress(data, compresslevel=6, mtime=0))
+    (root / "done").write_text(str(total))
+    return total
+
+
+def make_cifar(root: Path, per_batch: int) -> None:
+    """cifar-10-batches-py as Python pickles them (protocol 2, bytes keys)."""
+    if (root / "batches.meta").exists():
+        return
+    root.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(1)
+    names = [b"airplane", b"automobile", b"bird", b"cat", b"deer", b"dog", b"frog", b"horse", b"ship", b"truck"]
+    (root / "batches.meta").write_bytes(pickle.dumps({b"label_names": names, b"num_vis": 3072}, protocol=2))
+    ramp = np.linspace(0, 200, 3072, dtype=np.float32)
+    for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:
+        data = np.clip(ramp * rng.uniform(0.2, 1, (per_batch, 1)) + rng.normal(0, 25, (per_batch, 3072)), 0, 255)
+        batch = {
+            b"batch_label": name.encode(),
+            b"labels": [int(x) for x in rng.integers(0, 10, per_batch)],
+            b"data": data.astype(np.uint8),
+            b"filenames": [f"{name}_{i}.png".encode() for i in range(per_batch)],
+        }
+        (root / name).write_bytes(pickle.dumps(batch, protocol=2))
+
+
+# ---------------------------------------------------------------- measuring
+
+
+def output_bytes(out: Path) -> int:
+    return sum(p.stat().st_size for p in out.iterdir() if ".tfrecord" in p.name)
+
+
+def floor(read_cmd: str, nbytes: int, work: Path) -> float:
+    """Read/decompress the input, then write nbytes: the least any converter must do."""
+    sink = work / "floor.bin"
+    seconds = measure([f"{read_cmd} > /dev/null"], shell=True)[0]
+    seconds += measure([f"head -c {nbytes} /dev/zero > {sink}"], shell=True)[0]
+    sink.unlink(missing_ok=True)
+    return seconds
+
+
+def compare(name: str, ours: list[str], tutorial: list[str], read_cmd: str, out: Path, work: Path,
+            repeat: int) -> dict:  # fmt: skip
+    runs, rss, loops, floors = [], [], [], []
+    for _ in range(repeat):
+        shutil.rmtree(out, ignore_errors=True)
+        seconds, peak = measure(ours)
+        runs.append(seconds)
+        rss.append(peak)
+        loops.append(measure(tutorial)[0])
+        floors.append(floor(read_cmd, output_bytes(out), work))
+    result = {
+        "ours_s": median(runs),
+        "rss_mib": max(rss) / 1024,
+        "tutorial_s": median(loops),
+        "floor_s": median(floors),
+    }
+    result["speedup_vs_tutorial"] = result["tutorial_s"] / result["ours_s"]
+    result["ours_vs_floor"] = result["ours_s"] / result["floor_s"]
+    print(f"{name:8s} tfr-convert {result['ours_s']:6.2f} s  tutorial {result['tutorial_s']:6.2f} s  "
+          f"floor {result['floor_s']:5.2f} s  peak RSS {result['rss_mib']:6.0f} MiB", flush=True)  # fmt: skip
+    return result
+
+
+def machine() -> str:
+    model = ""
+    if os.path.exists("/proc/cpuinfo"):
+        with open("/proc/cpuinfo") as f:
+            model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "")
+    return f"{os.cpu_count()} cores, {model or platform.processor()}, Python {platform.python_version()}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="tiny inputs: a smoke run, figures meaningless")
+    parser.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "tfr-convert-bench"))
+    parser.add_argument("--out", default=str(REPO / "benchmarks" / "results.md"))
+    args = parser.parse_args()
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    scale = 50 if args.quick else 1
+    work = Path(args.work) / ("quick" if args.quick else "full")
+    work.mkdir(parents=True, exist_ok=True)
+    print(f"# {machine()}; medians of {args.repeat}{' (QUICK: tiny inputs)' if args.quick else ''}", flush=True)
+    results: dict = {"machine": machine(), "repeat": args.repeat, "quick": args.quick}
+
+    mnist_src = work / "mnist"
+    raw = make_mnist(mnist_src, 60_000 // scale, 10_000 // scale)
+    results["mnist"] = compare(
+        "MNIST", [CONVERT, "mnist", mnist_src, "--out", work / "o-mnist", "--quiet"],
+        [sys.executable, LOOPS, "mnist", mnist_src, work / "t-mnist"],
+        f"gzip -dc {mnist_src}/*.gz", work / "o-mnist", work, args.repeat,
+    )  # fmt: skip
+    results["mnist"]["rss_vs_input"] = results["mnist"]["rss_mib"] * (1 << 20) / raw
+
+    cifar_src = work / "cifar-10-batches-py"
+    make_cifar(cifar_src, 10_000 // scale)
+    results["cifar10"] = compare(
+        "CIFAR-10", [CONVERT, "cifar", cifar_src, "--out", work / "o-cifar", "--quiet"],
+        [sys.executable, LOOPS, "cifar", cifar_src, work / "t-cifar"],
+        f"cat {cifar_src}/*", work / "o-cifar", work, args.repeat,
+    )  # fmt: skip
+
+    images_src = work / "images"
+    count, size = (5000, (512, 384)) if not args.quick else (40, (128, 96))
+    make_images(images_src, count, size)
+    one, two = [], []
+    for _ in range(args.repeat):
+        for workers, acc in ((1, one), (2, two)):
+            shutil.rmtree(work / "o-images", ignore_errors=True)
+            acc.append(measure([CONVERT, "images", images_src, "--out", work / "o-images", "--quiet",
+                                "--image-format", "jpeg", "--quality", "90", "--workers", str(workers)]))  # fmt: skip
+    subset = work / "images-subset.csv"
+    files = sorted(str(p.relative_to(images_src)) for p in images_src.rglob("*.jpg"))
+    subset.write_text("path\n" + "\n".join(files[: max(len(files) // 5, 1)]) + "\n")
+    shutil.rmtree(work / "o-images-subset", ignore_errors=True)
+    small_rss = measure([CONVERT, "images", images_src, "--labels", subset, "--out", work / "o-images-subset",
+                         "--quiet", "--image-format", "jpeg", "--workers", "2"])[1]  # fmt: skip
+    loop = median([measure([sys.executable, LOOPS, "images", images_src, work / "t-images"])[0]
+                   for _ in range(args.repeat)])  # fmt: skip
+    results["images"] = {
+        "images": count,
+        "workers1_s": median([t for t, _ in one]),
+        "workers2_s": median([t for t, _ in two]),
+        "tutorial_s": loop,
+        "rss_mib_all": max(r for _, r in two) / 1024,
+        "rss_mib_fifth": small_rss / 1024,
+    }
+    images = results["images"]
+    images["speedup_2_vs_1"] = images["workers1_s"] / images["workers2_s"]
+    images["speedup_vs_tutorial"] = images["tutorial_s"] / images["workers2_s"]
+    images["rss_all_vs_fifth"] = images["rss_mib_all"] / images["rss_mib_fifth"]
+    print(f"images   workers 1 {images['workers1_s']:6.2f} s  workers 2 {images['workers2_s']:6.2f} s  "
+          f"tutorial {images['tutorial_s']:6.2f} s  RSS {images['rss_mib_fifth']:.0f} -> {images['rss_mib_all']:.0f} MiB",
+          flush=True)  # fmt: skip
+
+    big = work / "verify.tfrecord"
+    make_file(big, (1 << 30) // scale, 100 << 10)
+    subprocess.run(["cat", str(big)], check=True, stdout=subprocess.DEVNULL)
+    cat_s, verify_s = timed(["cat", str(big)], args.repeat), timed([INSPECT, "--verify", str(big)], args.repeat)
+    results["verify"] = {"gib": big.stat().st_size / (1 << 30), "cat_s": cat_s, "verify_s": verify_s,
+                         "fraction_of_cat": cat_s / verify_s}  # fmt: skip
+    print(f"verify   {results['verify']['gib']:.2f} GiB: cat {cat_s:.3f} s  tfr-inspect --verify {verify_s:.3f} s",
+          flush=True)  # fmt: skip
+
+    goals = [
+        ("MNIST vs tutorial loop", results["mnist"]["speedup_vs_tutorial"], ">= 6x", results["mnist"]["speedup_vs_tutorial"] >= 6),
+        ("MNIST vs floor", results["mnist"]["ours_vs_floor"], "<= 2x", results["mnist"]["ours_vs_floor"] <= 2),
+        ("MNIST peak RSS / decompressed input", results["mnist"]["rss_vs_input"], "<= 3x", results["mnist"]["rss_vs_input"] <= 3),
+        ("CIFAR-10 vs tutorial loop", results["cifar10"]["speedup_vs_tutorial"], ">= 5x", results["cifar10"]["speedup_vs_tutorial"] >= 5),
+        ("images: 2 workers vs 1", images["speedup_2_vs_1"], ">= 1.7x", images["speedup_2_vs_1"] >= 1.7),
+        ("images: peak RSS all / one fifth", images["rss_all_vs_fifth"], "flat (<= 1.2x)", images["rss_all_vs_fifth"] <= 1.2),
+        ("--verify speed / cat speed", results["verify"]["fraction_of_cat"], ">= 0.5", results["verify"]["fraction_of_cat"] >= 0.5),
+    ]  # fmt: skip
+    results["goals"] = [{"measure": m, "value": round(v, 3), "goal": g, "met": ok} for m, v, g, ok in goals]
+    lines = [f"Machine: {results['machine']}. Medians of {args.repeat} runs"
+             f"{' — QUICK smoke run, figures meaningless' if args.quick else ''}.", "",
+             "| measure | value | goal | met |", "|---|---|---|---|"]  # fmt: skip
+    for m, v, g, ok in goals:
+        lines.append(f"| {m} | {v:.2f} | {g} | {'yes' if ok else 'NO'} |")
+    lines += ["", "| run | tfr-convert | tutorial loop | floor | peak RSS |", "|---|---|---|---|---|"]
+    for key in ("mnist", "cifar10"):
+        r = results[key]
+        lines.append(
+            f"| {key} | {r['ours_s']:.2f} s | {r['tutorial_s']:.2f} s | {r['floor_s']:.2f} s | {r['rss_mib']:.0f} MiB |"
+        )
+    lines.append(f"| images ({count}, JPEG re-encode) | {images['workers2_s']:.2f} s (1 worker: {images['workers1_s']:.2f} s) "
+                 f"| {images['tutorial_s']:.2f} s | | {images['rss_mib_all']:.0f} MiB |")  # fmt: skip
+    report = "\n".join(lines) + "\n"
+    print("\n" + report)
+    Path(args.out).write_text(report)
+    Path(args.out).with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

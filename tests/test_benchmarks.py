@@ -1,0 +1,33 @@
+"""A smoke run of the benchmark: it runs end to end and reports every ratio (timings are never asserted)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "run.py"
+
+
+def test_benchmark_quick_run_prints_every_ratio(tmp_path):
+    out = tmp_path / "results.md"
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    run = subprocess.run(
+        [sys.executable, str(BENCH), "--quick", "--repeat", "1", "--work", str(tmp_path / "work"), "--out", str(out)],
+        capture_output=True, text=True, env=env, timeout=600,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    measures = [g["measure"] for g in json.loads(out.with_suffix(".json").read_text())["goals"]]
+    assert measures == [
+        "MNIST vs tutorial loop",
+        "MNIST vs floor",
+        "MNIST peak RSS / decompressed input",
+        "CIFAR-10 vs tutorial loop",
+        "images: 2 workers vs 1",
+        "images: peak RSS all / one fifth",
+        "--verify speed / cat speed",
+    ]
+    for measure in measures:
+        assert f"| {measure} |" in run.stdout and f"| {measure} |" in out.read_text()
