@@ -26,10 +26,11 @@ def test_help_of_every_command_runs(cli, command, args):
 
 
 def test_help_of_every_registered_converter_runs(cli):
-    from tfr_convert.converters import REGISTRY
+    from tfr_convert.converters import REGISTRY, converter_class
 
     for name in REGISTRY:
         assert cli.convert(name, "--help").exit_code == 0
+        assert converter_class(name).command == name
 
 
 @pytest.mark.parametrize(

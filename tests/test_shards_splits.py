@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tfr_convert.errors import OutputError, SourceError
 from tfr_convert.shards import OutputDir, ShardName, ShardPolicy, SplitWriter
@@ -110,3 +112,30 @@ def test_default_policy_is_one_shard_for_small_data_else_at_least_64_mib():
     assert _cut(ShardPolicy(), [mib] * 127) == [127]  # under 2 x 64 MiB: one shard
     counts = _cut(ShardPolicy(), [mib] * 200)
     assert counts == [64, 64, 72] and all(c * mib >= 64 * mib for c in counts)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    policy=st.one_of(
+        st.integers(1, 12).map(lambda n: ShardPolicy(num_shards=n)),
+        st.integers(1, 12).map(lambda n: ShardPolicy(examples_per_shard=n)),
+        st.integers(1, 400).map(lambda n: ShardPolicy(shard_size=n)),
+    ),
+    sizes=st.lists(st.integers(16, 60), min_size=1, max_size=60),
+    chunk=st.integers(1, 17),
+    skips=st.integers(0, 3),
+)
+def test_split_writer_cuts_exactly_where_the_policy_says(tmp_path_factory, policy, sizes, chunk, skips):
+    out = tmp_path_factory.mktemp("w")
+    with OutputDir(str(out / "o")) as od:
+        writer = SplitWriter(od, "train", len(sizes) + skips, policy, "none")
+        records = [frame(bytes(s - 16)) for s in sizes]
+        for i in range(0, len(records), chunk):
+            part = records[i : i + chunk]
+            writer.write_chunk(b"".join(part), [len(r) for r in part])
+        writer.skip(skips)
+        result = writer.close()
+    if skips:  # records left out at the end: everything written, nothing more
+        assert sum(s.records for s in result.shards) == len(sizes)
+    else:
+        assert [s.records for s in result.shards] == _cut(policy, sizes)

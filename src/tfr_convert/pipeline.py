@@ -203,7 +203,7 @@ def run(converter: Converter, options: RunOptions, progress: Callable[[int, int]
     skipped = list(converter.skipped)  # found while listing sources
     found_warnings: list[str] = []
     with OutputDir(options.out, options.overwrite) as out:
-        pool = _pool(converter, options.workers, options.on_error)
+        pool = None if converter.inline else _pool(converter, options.workers, options.on_error)
         try:
             for split, items in plan.items():
                 writer = SplitWriter(out, split, len(items), options.policy, options.compression)

@@ -17,6 +17,8 @@ import re
 import shutil
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from .errors import OutputError
 from .tfrecord import RecordWriter
 
@@ -94,6 +96,47 @@ class ShardPolicy:
         target = self.shard_size or DEFAULT_SHARD_SIZE
         remaining_estimate = (total - written) * split_bytes / written
         return shard_bytes >= target and remaining_estimate >= target
+
+    def records_until_close(
+        self, written: int, total: int, shard_records: int, shard_bytes: int, split_bytes: int, sizes: list[int]
+    ) -> int | None:
+        """How many of the next records (sizes given) the current shard takes before it
+        closes, or None if it stays open through all of them.
+
+        Exactly what calling closes_after record by record would decide, without the
+        per-record Python call: arithmetic for counts, a cumulative sum for sizes.
+        """
+        n = len(sizes)
+        if not n:
+            return None
+        to_end = total - written  # the split's last record always closes the shard
+        if self.num_shards is not None:
+            # the first w > written at which closes_after says yes
+            shards = min(self.num_shards, total)
+            k = max(written * shards // total - 1, 0)
+            while True:
+                end = (k + 1) * total // shards
+                if end > written and (end - 1) * shards // total == k:
+                    break
+                k += 1
+            needed = min(end, total) - written
+        elif self.examples_per_shard is not None:
+            needed = min(self.examples_per_shard - shard_records, to_end)
+        else:
+            target = self.shard_size or DEFAULT_SHARD_SIZE
+            cumulative = np.cumsum(sizes, dtype=np.int64)
+            j = int(np.searchsorted(cumulative, target - shard_bytes))  # first record with shard_bytes >= target
+            needed = None
+            while j < n:
+                w = written + j + 1
+                if w >= total or (total - w) * (split_bytes + int(cumulative[j])) / w >= target:
+                    needed = j + 1
+                    break
+                j += 1
+            if needed is None:
+                needed = to_end
+        needed = max(needed, 1)
+        return needed if needed <= n else None
 
 
 # ---------------------------------------------------------------- output directory
@@ -233,25 +276,28 @@ class SplitWriter:
     def write_chunk(self, blob: bytes, sizes: list[int]) -> None:
         """Write consecutive framed records given as one blob and their sizes.
 
-        Shard boundaries are still decided record by record; the bytes between
-        two boundaries go to disk in one call.
+        Shard boundaries are decided per record (ShardPolicy.records_until_close);
+        the bytes between two boundaries go to disk in one call.
         """
         view = memoryview(blob)
-        start = end = 0
-        for size in sizes:
-            end += size
-            self._written += 1
-            self._split_bytes += size
-            self._shard_records += 1
-            self._shard_bytes += size
-            if self.policy.closes_after(
-                self._written + self._skipped, self.total, self._shard_records, self._shard_bytes, self._split_bytes
-            ):
-                self._append(view[start:end])
+        at = start = 0
+        while at < len(sizes):
+            rest = sizes[at:]
+            take = self.policy.records_until_close(
+                self._written + self._skipped, self.total, self._shard_records, self._shard_bytes,
+                self._split_bytes, rest,
+            )  # fmt: skip
+            count = take if take is not None else len(rest)
+            nbytes = sum(rest[:count])
+            self._append(view[start : start + nbytes])
+            self._written += count
+            self._shard_records += count
+            self._shard_bytes += nbytes
+            self._split_bytes += nbytes
+            if take is not None:
                 self._close_shard()
-                start = end
-        if end > start:
-            self._append(view[start:end])
+            at += count
+            start += nbytes
 
     def _append(self, framed: memoryview) -> None:
         if self._writer is None:  # opened lazily: an empty split writes no file

@@ -22,13 +22,27 @@ T = TypeVar("T")
 SPLIT_ORDER = ("train", "validation", "test")
 
 
+def _ranker(seed: int, purpose: str) -> Callable[[str], bytes]:
+    """rank(seed, purpose, .) with the common prefix hashed once (copying a hash is cheap)."""
+    base = hashlib.blake2b(f"{seed}\x00{purpose}\x00".encode(), digest_size=8)
+
+    def rank_key(key: str) -> bytes:
+        h = base.copy()
+        h.update(key.encode())
+        return h.digest()
+
+    return rank_key
+
+
 def rank(seed: int, purpose: str, key: str) -> bytes:
-    """A stable pseudo-random rank of one item for one purpose."""
-    return hashlib.blake2b(f"{seed}\x00{purpose}\x00{key}".encode(), digest_size=8).digest()
+    """A stable pseudo-random rank of one item for one purpose: blake2b-64 of "seed NUL purpose NUL key"."""
+    return _ranker(seed, purpose)(key)
 
 
 def _ranked_indices(items: Sequence[T], key: Callable[[T], str], seed: int, purpose: str) -> list[int]:
-    return sorted(range(len(items)), key=lambda i: (rank(seed, purpose, key(items[i])), i))
+    rank_key = _ranker(seed, purpose)
+    ranks = [rank_key(key(item)) for item in items]
+    return sorted(range(len(items)), key=ranks.__getitem__)  # a stable sort: ties keep source order
 
 
 def seeded_order(items: Sequence[T], key: Callable[[T], str], seed: int, purpose: str) -> list[T]:

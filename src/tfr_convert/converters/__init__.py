@@ -1,16 +1,22 @@
-"""One module per input format; `REGISTRY` maps a subcommand name to its converter."""
+"""One module per input format. `REGISTRY` maps a subcommand to its converter class,
+imported on first use: each converter pulls in what it needs (tarfile, Pillow, csv)
+and the others should not pay for it at start-up."""
 
 from __future__ import annotations
 
-from .base import Converter
-from .cifar import CifarConverter
-from .images import ImagesConverter
-from .mnist import MnistConverter
+import importlib
+from typing import TYPE_CHECKING
 
-REGISTRY: dict[str, type[Converter]] = {
-    MnistConverter.command: MnistConverter,
-    CifarConverter.command: CifarConverter,
-    ImagesConverter.command: ImagesConverter,
+if TYPE_CHECKING:
+    from .base import Converter
+
+REGISTRY: dict[str, str] = {
+    "mnist": "tfr_convert.converters.mnist:MnistConverter",
+    "cifar": "tfr_convert.converters.cifar:CifarConverter",
+    "images": "tfr_convert.converters.images:ImagesConverter",
 }
 
-__all__ = ["REGISTRY", "CifarConverter", "Converter", "ImagesConverter", "MnistConverter"]
+
+def converter_class(name: str) -> type[Converter]:
+    module, _, attr = REGISTRY[name].partition(":")
+    return getattr(importlib.import_module(module), attr)

@@ -32,6 +32,9 @@ class Converter(ABC):
     #: items per worker task: large enough to amortize IPC, small enough that
     #: the chunks in flight stay small (images are bigger than MNIST rows)
     chunk_size: int = 256
+    #: True when frame_batch does all the work in numpy, so cheaply that worker
+    #: processes would only add copying: the pipeline then runs in one process
+    inline: bool = False
     #: items dropped while listing sources (under on_error="skip"), {"item", "reason"}
     skipped: list[dict[str, str]] = []  # noqa: RUF012  (never mutated; converters assign their own)
 
