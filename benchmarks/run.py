@@ -22,7 +22,6 @@ import argparse
 import gzip
 import json
 import os
-import pickle
 import platform
 import shutil
 import subprocess
@@ -69,13 +68,17 @@ def make_mnist(root: Path, n_train: int, n_test: int) -> int:
 
 
 def make_cifar(root: Path, per_batch: int) -> None:
-    """cifar-10-batches-py as Python pickles them (protocol 2, bytes keys)."""
-    if (root / "batches.meta").exists():
+    """cifar-10-batches-py as the real files are: Python 2 cPickle, protocol 2 (tests/py2pickle.py)."""
+    sys.path.insert(0, str(REPO / "tests"))
+    import py2pickle
+
+    if (root / "py2").exists():
         return
+    shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(1)
     names = [b"airplane", b"automobile", b"bird", b"cat", b"deer", b"dog", b"frog", b"horse", b"ship", b"truck"]
-    (root / "batches.meta").write_bytes(pickle.dumps({b"label_names": names, b"num_vis": 3072}, protocol=2))
+    (root / "batches.meta").write_bytes(py2pickle.dumps({b"label_names": names, b"num_vis": 3072}))
     ramp = np.linspace(0, 200, 3072, dtype=np.float32)
     for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:
         data = np.clip(ramp * rng.uniform(0.2, 1, (per_batch, 1)) + rng.normal(0, 25, (per_batch, 3072)), 0, 255)
@@ -85,7 +88,8 @@ def make_cifar(root: Path, per_batch: int) -> None:
             b"data": data.astype(np.uint8),
             b"filenames": [f"{name}_{i}.png".encode() for i in range(per_batch)],
         }
-        (root / name).write_bytes(pickle.dumps(batch, protocol=2))
+        (root / name).write_bytes(py2pickle.dumps(batch))
+    (root / "py2").write_text("written the Python 2 way\n")
 
 
 # ---------------------------------------------------------------- measuring

@@ -92,7 +92,8 @@ def _checked_array(shape: Any, dtype: Any, data: Any, order: str = "C") -> np.nd
             f"array declares shape {tuple(shape)} ({elements} elements, {elements * dtype.itemsize} bytes) "
             f"but carries {raw.nbytes} bytes"
         )
-    return np.frombuffer(raw, dtype=dtype).reshape(tuple(shape), order=order).copy()
+    # Read-only, sharing the pickle's bytes: no second copy of a 30 MB batch.
+    return np.frombuffer(raw, dtype=dtype).reshape(tuple(shape), order=order)
 
 
 class _Array:
