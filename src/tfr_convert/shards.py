@@ -15,9 +15,9 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from bisect import bisect_left
 from dataclasses import dataclass, field
-
-import numpy as np
+from itertools import accumulate
 
 from .errors import OutputError
 from .tfrecord import RecordWriter
@@ -124,12 +124,12 @@ class ShardPolicy:
             needed = min(self.examples_per_shard - shard_records, to_end)
         else:
             target = self.shard_size or DEFAULT_SHARD_SIZE
-            cumulative = np.cumsum(sizes, dtype=np.int64)
-            j = int(np.searchsorted(cumulative, target - shard_bytes))  # first record with shard_bytes >= target
+            cumulative = list(accumulate(sizes))
+            j = bisect_left(cumulative, target - shard_bytes)  # first record with shard_bytes >= target
             needed = None
             while j < n:
                 w = written + j + 1
-                if w >= total or (total - w) * (split_bytes + int(cumulative[j])) / w >= target:
+                if w >= total or (total - w) * (split_bytes + cumulative[j]) / w >= target:
                     needed = j + 1
                     break
                 j += 1
