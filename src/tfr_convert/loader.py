@@ -11,13 +11,13 @@ This is the one module that imports TensorFlow, and only when `load` runs.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from .errors import SourceError
+from .inspect.paths import load_json
 from .shards import ShardName
 
 _SLICE = re.compile(r"^(?P<split>[A-Za-z][A-Za-z0-9_]*)(\[(?P<start>-?\d+%?)?:(?P<stop>-?\d+%?)?\])?$")
@@ -31,16 +31,10 @@ class ShardSlice:
 
 
 def _read_json(directory: str, name: str, required: bool = True) -> Any:
-    path = os.path.join(directory, name)
-    if not os.path.exists(path):
-        if required:
-            raise SourceError(f"{directory}: not a tfr-convert dataset (no {name})")
-        return None
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError) as e:
-        raise SourceError(f"{path}: unreadable: {e}") from None
+    content = load_json(directory, name)
+    if content is None and required:
+        raise SourceError(f"{directory}: not a tfr-convert dataset (no {name})")
+    return content
 
 
 def _bound(text: str | None, total: int, default: int) -> int:

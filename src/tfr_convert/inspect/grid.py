@@ -19,9 +19,9 @@ import numpy as np
 
 from ..converters.imaging import sniff_format
 from ..errors import SourceError
-from ..example import BYTES, ExampleDecodeError, parse
-from ..tfrecord import read_records
-from .paths import class_names, compression_of, load_json, resolve
+from ..example import BYTES
+from .paths import class_names, load_json, resolve
+from .summary import examples_of
 
 CELL = 96  # pixels per tile side
 CAPTION = 14
@@ -91,12 +91,10 @@ def grid(paths: list[str], out: str, count: int = 64) -> dict[str, Any]:
     tiles: list[tuple[np.ndarray, str]] = []
     feature = None
     for path in inputs.files:
-        for record in read_records(path, compression_of(path)):
+        for record, example in examples_of(path):
             if len(tiles) >= count:
                 break
-            try:
-                example = parse(record.data)
-            except ExampleDecodeError:
+            if example is None:
                 continue
             feature = feature or _image_feature(example)
             if feature is None or not example.get(feature, (None, []))[1]:

@@ -20,10 +20,9 @@ from collections import Counter
 from typing import Any
 
 from ..converters.imaging import sniff_format
-from ..example import BYTES, FLOAT, INT64, ExampleDecodeError, parse
-from ..tfrecord import read_records
-from .paths import class_names, compression_of, load_json, resolve, split_of
-from .summary import preview
+from ..example import BYTES, FLOAT, INT64
+from .paths import class_names, load_json, resolve, split_of
+from .summary import examples_of, preview
 
 MAX_DISTINCT = 100_000
 TOP = 5
@@ -146,11 +145,9 @@ def stats(paths: list[str]) -> dict[str, Any]:
     records = undecodable = 0
     for path in inputs.files:
         split = split_of(path) if path in in_dataset else None
-        for record in read_records(path, compression_of(path)):
+        for record, example in examples_of(path):
             records += 1
-            try:
-                example = parse(record.data)
-            except ExampleDecodeError:
+            if example is None:
                 undecodable += 1
                 continue
             for name, (kind, values) in example.items():

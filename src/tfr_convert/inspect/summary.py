@@ -7,10 +7,11 @@ check; infers the schema from the examples themselves.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..tfrecord import count_records, read_records
+from ..tfrecord import Record, count_records, read_records
 from .paths import compression_of, resolve
 
 
@@ -62,6 +63,18 @@ def preview_values(values: list[Any], limit: int = 10) -> list[Any]:
     return shown
 
 
+def examples_of(path: str, compression: str | None = None) -> Iterator[tuple[Record, dict | None]]:
+    """(record, parsed example) of every record of one file, CRCs checked; the example
+    is None when the payload is not a tf.train.Example (worth counting, not fatal)."""
+    from ..example import ExampleDecodeError, parse  # numpy: not needed by --count
+
+    for record in read_records(path, compression or compression_of(path)):
+        try:
+            yield record, parse(record.data)
+        except ExampleDecodeError:
+            yield record, None
+
+
 def _file_entry(path: str, records: int, compression: str) -> dict[str, Any]:
     return {"path": path, "records": records, "bytes": os.path.getsize(path), "compression": compression}
 
@@ -82,8 +95,6 @@ def count(paths: list[str]) -> dict[str, Any]:
 
 def summarize(paths: list[str], head: int = 1) -> dict[str, Any]:
     """Count, size, compression, schema and the first `head` examples of files."""
-    from ..example import ExampleDecodeError, parse  # numpy: not needed by --count
-
     files = []
     schema: dict[str, FeatureStats] = {}
     examples: list[dict[str, Any]] = []
@@ -91,13 +102,9 @@ def summarize(paths: list[str], head: int = 1) -> dict[str, Any]:
     for path in resolve(paths).files:
         compression = compression_of(path)
         records = 0
-        for record in read_records(path, compression):
+        for record, example in examples_of(path, compression):
             records += 1
-            try:
-                example = parse(record.data)
-            except ExampleDecodeError:
-                # Framing is intact (CRCs passed) but the payload is some other
-                # message: worth reporting, not a reason to stop.
+            if example is None:
                 undecodable += 1
                 continue
             for name, (kind, values) in example.items():
