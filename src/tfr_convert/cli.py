@@ -166,16 +166,20 @@ def _run_options(*, out, name, num_shards, examples_per_shard, shard_size, compr
 
 def _run(make_converter, quiet: bool, as_json: bool, **common) -> None:
     """Validate options, build the converter (reads and checks sources), convert, report."""
+    import time
+
     from .inspect.summary import human_bytes
     from .pipeline import run
 
     options = _run_options(**common)
+    started = time.perf_counter()
     converter = make_converter()
     progress, close_bar = _progress_bar(quiet)
     try:
         summary = run(converter, options, progress)
     finally:
         close_bar()
+    summary.seconds = time.perf_counter() - started  # reading and checking the sources included
     if not quiet:
         for warning in summary.warnings:
             click.echo(f"warning: {warning}", err=True)

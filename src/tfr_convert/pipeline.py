@@ -55,7 +55,7 @@ class RunOptions:
     def recorded(self) -> dict[str, Any]:
         """The options that shape the output (worker count does not), for the manifest."""
         d = asdict(self)
-        for k in ("out", "workers", "overwrite", "policy", "on_error", "index"):
+        for k in ("out", "workers", "overwrite", "policy"):
             d.pop(k)
         return {**d, "shards": self.policy.describe()}
 
@@ -68,10 +68,6 @@ class Summary:
     seconds: float
     skipped: list[dict[str, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-
-    @property
-    def examples(self) -> int:
-        return sum(s["examples"] for s in self.splits.values())
 
     def to_dict(self) -> dict[str, Any]:
         return {
