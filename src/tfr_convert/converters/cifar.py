@@ -258,14 +258,13 @@ class CifarConverter(Converter):
         missing = [m for m in layout.members if m not in found]
         if missing:
             raise SourceError(f"{location}: missing {', '.join(missing)} ({self.variant})")
-        fingerprints = None
+        fingerprints, hasher = None, None
         if not self._sources:  # a folder: fingerprint each file (an archive's own sha256 covers its members)
             # hashing releases the GIL: it runs beside the unpickling below
             hasher = ThreadPoolExecutor(1)
             files = [(m, *found[m]) for m in layout.members]  # the thread's own references: found shrinks below
             fingerprints = hasher.map(lambda f: {**fingerprint(f[1], f[2]), "file": f[0]}, files)
             del files  # each task holds its file until hashed, no longer
-            hasher.shutdown(wait=False)
 
         meta_where, meta_bytes = found[layout.meta]
         meta = _load(meta_where, meta_bytes)
@@ -287,8 +286,9 @@ class CifarConverter(Converter):
             self._arrays[split] = (np.concatenate(datas), [np.array(lab, np.int64) for lab in labels])
             self._rows[split] = starts
 
-        if fingerprints is not None:
-            self._sources = list(fingerprints)
+        if hasher is not None:
+            self._sources = list(fingerprints)  # type: ignore[arg-type]
+            hasher.shutdown()  # no thread left behind when the pipeline forks its workers
         self.dataset_name = self.variant
         self.description = f"{'CIFAR-10' if self.variant == 'cifar10' else 'CIFAR-100'}: 32x32 RGB images."
         image = FeatureSpec.tensor("string") if image_format == "raw" else FeatureSpec.image((32, 32, 3), "png")
