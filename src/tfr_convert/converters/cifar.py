@@ -334,7 +334,8 @@ class CifarConverter(Converter):
         index = np.fromiter((i for _, i in items), np.int64, len(items))  # type: ignore[misc]
         pixels = channel_last(data[index])
         classes = np.stack([kind_labels[index] for kind_labels in labels], axis=1)
-        pieces: list[bytes] = [b""] * len(index)
+        groups = []  # (positions in the batch, framed rows) per class present
+        sizes = np.zeros(len(index), np.int64)
         for key in np.unique(classes, axis=0):
             positions = np.flatnonzero((classes == key).all(axis=1))
             prototype: dict[str, Any] = {"image": b""}
@@ -344,9 +345,14 @@ class CifarConverter(Converter):
             rows = frame_uniform(prototype, {"image": pixels[positions]})
             if rows is None:
                 return None
-            for row, position in zip(rows, positions, strict=True):
-                pieces[position] = row.tobytes()
-        return b"".join(pieces), [len(p) for p in pieces]
+            groups.append((positions, rows))
+            sizes[positions] = rows.shape[1]
+        # Scatter every class's rows to their places in item order, in one buffer.
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        out = np.empty(int(sizes.sum()), np.uint8)
+        for positions, rows in groups:
+            out[starts[positions][:, None] + np.arange(rows.shape[1])] = rows
+        return out.tobytes(), sizes.tolist()
 
     def sources(self) -> list[dict[str, Any]]:
         return self._sources
