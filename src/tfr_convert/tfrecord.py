@@ -15,7 +15,9 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
+import queue
 import struct
+import threading
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -86,21 +88,45 @@ def open_compressed_writer(raw: BinaryIO, compression: str) -> BinaryIO:
 
 
 class _HashingFile:
-    """A write-only file that keeps the sha256 of what reaches the disk."""
+    """A write-only file that keeps the sha256 of what reaches the disk.
+
+    Hashing and writing both release the GIL, so they run on a helper thread and
+    overlap with the framing of the next records; one queue keeps their order.
+    A write error surfaces at the next write or at close.
+    """
 
     def __init__(self, path: str) -> None:
         self._f = open(path, "wb")
         self.hash = hashlib.sha256()
+        self._queue: queue.Queue = queue.Queue(maxsize=8)  # bounds what waits in memory
+        self._error: OSError | None = None
+        self._thread = threading.Thread(target=self._drain, daemon=True)
+        self._thread.start()
+
+    def _drain(self) -> None:
+        while (data := self._queue.get()) is not None:
+            if self._error is None:
+                try:
+                    self.hash.update(data)
+                    self._f.write(data)
+                except OSError as e:
+                    self._error = e
 
     def write(self, data) -> int:
-        self.hash.update(data)
-        return self._f.write(data)
+        if self._error is not None:
+            raise self._error
+        self._queue.put(data)
+        return len(data)
 
     def flush(self) -> None:
-        self._f.flush()
+        pass  # the helper thread writes everything before close() returns
 
     def close(self) -> None:
+        self._queue.put(None)
+        self._thread.join()
         self._f.close()
+        if self._error is not None:
+            raise self._error
 
 
 class RecordWriter:
