@@ -9,7 +9,15 @@ import pytest
 import tensorflow as tf
 
 from tfr_convert.errors import RecordError
-from tfr_convert.tfrecord import RecordWriter, detect_compression, frame, masked_crc, read_records
+from tfr_convert.tfrecord import (
+    Problem,
+    RecordWriter,
+    detect_compression,
+    frame,
+    masked_crc,
+    read_records,
+    scan_records,
+)
 
 PAYLOADS = [b"", b"a", b"hello world" * 10, bytes(range(256)) * 40]
 TF_COMPRESSION = {"none": "", "gzip": "GZIP", "zlib": "ZLIB"}
@@ -73,6 +81,9 @@ def test_every_single_byte_flip_is_detected(tmp_path):
             with pytest.raises(RecordError) as info:
                 list(read_records(str(path), "none"))
             assert str(path) in str(info.value)
+            # --verify's one-pass check finds it too, at the same record
+            problems = [p for p in scan_records(str(path), "none", payload="check") if isinstance(p, Problem)]
+            assert problems and problems[0].index == info.value.index
 
 
 def _records_at(payloads):

@@ -46,6 +46,12 @@ def masked_crc(data: bytes | memoryview) -> int:
     return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
 
 
+def unmask(masked: int) -> int:
+    """The CRC32C a masked CRC was made from (the inverse of the rotate-and-add)."""
+    rotated = (masked - 0xA282EAD8) & 0xFFFFFFFF
+    return ((rotated << 15) | (rotated >> 17)) & 0xFFFFFFFF
+
+
 def frame(data: bytes) -> bytes:
     """One record exactly as `tf.io.TFRecordWriter` puts it on disk (uncompressed)."""
     header = _u64.pack(len(data))
@@ -294,14 +300,15 @@ def scan_records(
     Always moves forward and never allocates more than what remains of the
     file. After a data-CRC mismatch the scan goes on (the length was sound, so
     the next record's start is known); any other problem ends it.
-    payload="keep": records carry their data. "skip": plain files seek past
-    payloads, checking framing and length CRCs only, for a fast count
-    (compressed files must be inflated anyway, and are read in full).
+    payload="keep": records carry their data. "check": data CRCs are checked but
+    records carry no data (what --verify needs: payload and footer come in one read
+    and one CRC pass). "skip": plain files seek past payloads, checking framing and
+    length CRCs only, for a fast count (compressed files are read in full anyway).
     `raw` replaces the opened file (e.g. a HashingReader over it).
     """
-    # Small buffer when skipping payloads (each seek past a payload discards it);
-    # a payload larger than the buffer is read straight into its destination.
-    with open(path, "rb", buffering=(8 << 10) if payload == "skip" else (64 << 10)) as f:
+    # A small buffer: headers of small records come from it, payloads larger than it
+    # are read straight into their bytes object, and a seek past a payload wastes little.
+    with open(path, "rb", buffering=8 << 10) as f:
         if compression == "auto":
             compression = detect_compression(f.read(HEADER_SIZE))
             f.seek(0)
@@ -332,6 +339,18 @@ def scan_records(
                 if skip_data:
                     f.seek(end)
                     yield Record(index, offset, b"")
+                elif payload == "check":
+                    body = read_up_to(stream, length + FOOTER_SIZE)
+                    if len(body) < length + FOOTER_SIZE:
+                        yield Problem(index, offset, "truncated_payload",
+                                      f"truncated payload: length {length}, file ends after {min(len(body), length)} bytes")  # fmt: skip
+                        return
+                    # crc(data + footer) == extend(crc(data), footer): one CRC pass, no slicing of data
+                    expected = unmask(_u32.unpack_from(body, length)[0])
+                    if google_crc32c.extend(expected, body[length:]) != google_crc32c.value(body):
+                        yield Problem(index, offset, "data_crc", "data CRC mismatch (corrupt payload)")
+                    else:
+                        yield Record(index, offset, b"")
                 else:
                     data = read_up_to(stream, length)
                     footer = stream.read(FOOTER_SIZE)

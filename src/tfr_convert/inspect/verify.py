@@ -19,9 +19,9 @@ def verify_file(path: str, with_sha256: bool = False) -> dict[str, Any]:
     """Problems of one file; its sha256 too when asked (a manifest lists one to compare)."""
     compression = compression_of(path)
     problems, records = [], 0
-    with open(path, "rb", buffering=64 << 10) as f:
+    with open(path, "rb", buffering=8 << 10) as f:
         reader = HashingReader(f) if with_sha256 else None
-        for item in scan_records(path, compression, raw=reader):  # type: ignore[arg-type]
+        for item in scan_records(path, compression, payload="check", raw=reader):  # type: ignore[arg-type]
             records += 1
             if isinstance(item, Problem):
                 problems.append(
