@@ -139,3 +139,16 @@ def test_split_writer_cuts_exactly_where_the_policy_says(tmp_path_factory, polic
         assert sum(s.records for s in result.shards) == len(sizes)
     else:
         assert [s.records for s in result.shards] == _cut(policy, sizes)
+
+
+def test_a_failed_split_leaves_no_writer_thread_or_file(tmp_path):
+    import threading
+
+    before = threading.active_count()
+    with pytest.raises(RuntimeError), OutputDir(str(tmp_path / "o")) as od:
+        with SplitWriter(od, "train", 5, ShardPolicy(), "none") as writer:
+            writer.write(frame(b"x"))
+            assert threading.active_count() == before + 1  # the shard's hashing/writing helper
+            raise RuntimeError("boom")
+    assert threading.active_count() == before
+    assert not (tmp_path / "o").exists()

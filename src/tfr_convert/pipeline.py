@@ -202,16 +202,16 @@ def run(converter: Converter, options: RunOptions, progress: Callable[[int, int]
         pool = None if converter.inline else _pool(converter, options.workers, options.on_error)
         try:
             for split, items in plan.items():
-                writer = SplitWriter(out, split, len(items), options.policy, options.compression)
-                for chunk in _encoded(converter, items, pool, options):
-                    writer.write_chunk(chunk.blob, chunk.sizes)
-                    writer.skip(len(chunk.skipped))
-                    observations.update(o for o in chunk.observations if o is not None)
-                    skipped += chunk.skipped
-                    found_warnings += chunk.warnings
-                    if progress:
-                        progress(len(chunk.sizes) + len(chunk.skipped), total)
-                results.append(writer.close())
+                with SplitWriter(out, split, len(items), options.policy, options.compression) as writer:
+                    for chunk in _encoded(converter, items, pool, options):
+                        writer.write_chunk(chunk.blob, chunk.sizes)
+                        writer.skip(len(chunk.skipped))
+                        observations.update(o for o in chunk.observations if o is not None)
+                        skipped += chunk.skipped
+                        found_warnings += chunk.warnings
+                        if progress:
+                            progress(len(chunk.sizes) + len(chunk.skipped), total)
+                    results.append(writer.close())
         finally:
             if pool is not None:
                 pool.shutdown(cancel_futures=True)

@@ -313,6 +313,19 @@ class SplitWriter:
         self._writer = None
         self._shard_records = self._shard_bytes = 0
 
+    def __enter__(self) -> SplitWriter:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        # On failure, close the open shard (its helper thread and file) without
+        # recording it; OutputDir.abort then removes the temporary file.
+        if exc_type is not None and self._writer is not None:
+            try:
+                self._writer.close()
+            except OSError:
+                pass  # the original error is the one to report
+            self._writer = None
+
     def close(self) -> SplitResult:
         if self._writer is not None:
             self._close_shard()
