@@ -56,10 +56,9 @@ def files_of(dataset: str) -> list[SourceFile]:
 
 
 def default_cache_dir() -> str:
-    base = os.environ.get("TFR_CONVERT_CACHE") or os.path.join(
+    return os.environ.get("TFR_CONVERT_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "tfr-convert"
     )
-    return base
 
 
 def _digest(path: str, algorithm: str) -> str:

@@ -24,7 +24,6 @@ import numpy as np
 from .errors import FeatureError
 
 BYTES, FLOAT, INT64 = "bytes_list", "float_list", "int64_list"
-KINDS = (BYTES, FLOAT, INT64)
 
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 _FEATURE_TAG = {BYTES: b"\x0a", FLOAT: b"\x12", INT64: b"\x1a"}

@@ -51,13 +51,6 @@ class FeatureSpec:
     def class_label(cls, num_classes: int) -> FeatureSpec:
         return cls("class_label", "int64", (), None, num_classes)
 
-    @property
-    def example_kind(self) -> str:
-        """The tf.train.Feature list this feature is stored in."""
-        if self.kind == "image" or self.dtype == "string":
-            return "bytes_list"
-        return "float_list" if self.dtype.startswith("float") else "int64_list"
-
     def to_tfds(self) -> dict[str, Any]:
         dims = {"dimensions": [str(-1 if d is None else d) for d in self.shape]} if self.shape else {}
         if self.kind == "class_label":

@@ -29,8 +29,6 @@ _MAGIC = (
     (b"II*\x00", "tiff"),
     (b"MM\x00*", "tiff"),
 )
-# tf.io.decode_image reads these; others (webp, tiff) stay readable by Pillow only.
-TF_DECODABLE = frozenset({"png", "jpeg", "gif", "bmp"})
 DEFAULT_MAX_PIXELS = 89_478_485  # Pillow's own threshold: 0.25 GiB as 24-bit RGB
 # tf.image.rgb_to_grayscale's weights (ITU-R BT.601 luma)
 _LUMA = np.array([0.2989, 0.5870, 0.1140], dtype=np.float32)
