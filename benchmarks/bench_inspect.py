@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import REPO, SCRIPTS
+from common import REPO, SCRIPTS, compile_package
 
 
 def make_file(path: Path, total: int, record: int) -> int:
@@ -57,6 +57,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "tfr-convert-bench"))
     args = parser.parse_args()
+    compile_package()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
 

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 from bench_images import make_images
 from bench_inspect import make_file, timed
-from common import REPO, SCRIPTS, measure, median
+from common import REPO, SCRIPTS, compile_package, measure, median
 
 CONVERT, INSPECT = str(SCRIPTS / "tfr-convert"), str(SCRIPTS / "tfr-inspect")
 LOOPS = str(Path(__file__).resolve().parent / "tutorial_loops.py")
@@ -146,6 +146,7 @@ def main() -> None:
     parser.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "tfr-convert-bench"))
     parser.add_argument("--out", default=str(REPO / "benchmarks" / "results.md"))
     args = parser.parse_args()
+    compile_package()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     scale = 50 if args.quick else 1
     work = Path(args.work) / ("quick" if args.quick else "full")

@@ -159,3 +159,38 @@ def test_record_offsets_and_empty_file(tmp_path):
     empty = tmp_path / "empty.tfrecord"
     empty.write_bytes(b"")
     assert list(read_records(str(empty))) == []
+
+
+@pytest.mark.parametrize("compression", ["none", "gzip", "zlib"])
+def test_records_across_read_ahead_blocks(tmp_path, compression):
+    # Scans read 1 MiB blocks on a helper thread: records (and headers) straddle
+    # block edges, some span several blocks; a flip far into the file is still placed.
+    sizes = [1000, 1 << 20, 3_500_000, 0, 70_001, (1 << 20) - 12, 5, 2_000_000]
+    payloads = [bytes([i + 1]) * n for i, n in enumerate(sizes)]
+    path = tmp_path / "big.tfrecord"
+    with tf.io.TFRecordWriter(str(path), TF_COMPRESSION[compression]) as w:
+        for p in payloads:
+            w.write(p)
+    assert [r.data for r in read_records(str(path))] == payloads
+    offsets = [r.offset for r in read_records(str(path))]
+    assert [i.offset for i in scan_records(str(path), payload="check")] == offsets
+    assert [i.offset for i in scan_records(str(path), payload="skip")] == offsets
+    if compression == "none":
+        data = bytearray(path.read_bytes())
+        data[offsets[6] - 3] ^= 0x10  # inside the payload of record 5
+        path.write_bytes(bytes(data))
+        problems = [p for p in scan_records(str(path), payload="check") if isinstance(p, Problem)]
+        assert [(p.index, p.offset, p.kind) for p in problems] == [(5, offsets[5], "data_crc")]
+
+
+def test_abandoned_scan_stops_its_reader_thread(tmp_path):
+    import threading
+
+    path = tmp_path / "many.tfrecord"
+    write_ours(path, [bytes(100_000)] * 60)  # several read-ahead blocks
+    before = threading.active_count()
+    records = read_records(str(path))
+    assert next(records).index == 0
+    assert threading.active_count() == before + 1
+    records.close()  # what --head N does after N records
+    assert threading.active_count() == before

@@ -21,11 +21,41 @@ import threading
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import BinaryIO
-
-import google_crc32c
+from typing import BinaryIO, NamedTuple
 
 from .errors import RecordError
+
+
+def _load_crc32c():
+    """The `crc32c` function of the crc32c package's C extension.
+
+    The package's __init__ looks its own version up through importlib.metadata,
+    which costs about 60 ms at every start of every command, more than a whole
+    `tfr-inspect` on a small file otherwise takes. Load the extension module by
+    itself (finding the package does not run it); fall back to a plain import.
+    """
+    import importlib.machinery
+    import importlib.util
+    import os
+
+    try:
+        spec = importlib.util.find_spec("crc32c")
+        for folder in (spec and spec.submodule_search_locations) or ():
+            for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+                path = os.path.join(folder, "_crc32c" + suffix)
+                if os.path.exists(path):
+                    loader = importlib.machinery.ExtensionFileLoader("crc32c._crc32c", path)
+                    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
+                    loader.exec_module(module)
+                    return module.crc32c
+    except (ImportError, OSError, AttributeError):
+        pass
+    from crc32c import crc32c
+
+    return crc32c
+
+
+_crc32c = _load_crc32c()
 
 COMPRESSIONS = ("none", "gzip", "zlib")
 HEADER_SIZE = 12  # length (8) + length CRC (4)
@@ -36,13 +66,21 @@ _COMPRESS_LEVEL = 6
 # corrupt length field costs at most what the file really holds, never the
 # length it claims.
 _READ_PIECE = 16 << 20
+# Scans read ahead in a few blocks of this size (see _ReadAhead): large enough that
+# per-block costs vanish, small enough to stay in the CPU caches while checked
+# (1-4 MiB measure the same), and a constant few MiB of memory per scan.
+_BLOCK_SIZE = 1 << 20
+_BLOCKS = 3
 
 _u32 = struct.Struct("<I")
 _u64 = struct.Struct("<Q")
+_header = struct.Struct("<QI")  # length, masked CRC of the length
 
 
-def masked_crc(data: bytes | memoryview) -> int:
-    crc = google_crc32c.value(data)
+def masked_crc(data: bytes | bytearray | memoryview) -> int:
+    # crc32c (hardware CRC32C) takes any buffer, so views of larger buffers (numpy
+    # rows, blocks of a file) need no copy, and it releases the GIL on large ones.
+    crc = _crc32c(data)
     return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
 
 
@@ -171,8 +209,7 @@ class RecordWriter:
 # ---------------------------------------------------------------- reading
 
 
-@dataclass(frozen=True)
-class Record:
+class Record(NamedTuple):  # a tuple: a scan makes one per record, cheaply
     index: int
     offset: int  # of the record's header, in the uncompressed stream
     data: bytes
@@ -292,6 +329,100 @@ class HashingReader:
             pass
 
 
+class _ReadAhead:
+    """A stream read on a helper thread into a few recycled blocks.
+
+    Reading (and inflating, and the hashing of a HashingReader) releases the GIL,
+    as does CRC32C over large views, so the caller checks one block while the next
+    is read: on a plain file in the page cache, --verify costs about what reading
+    alone does. An error of the stream is raised in the caller, in order.
+    """
+
+    def __init__(self, stream: BinaryIO, block_size: int = _BLOCK_SIZE) -> None:
+        self._stream = stream
+        self._free: queue.SimpleQueue = queue.SimpleQueue()
+        self._full: queue.SimpleQueue = queue.SimpleQueue()
+        for _ in range(_BLOCKS):
+            self._free.put(bytearray(block_size))
+        self._closed = False
+        self._thread = threading.Thread(target=self._fill, daemon=True)
+        self._thread.start()
+
+    def _fill(self) -> None:
+        try:
+            while (block := self._free.get()) is not None and not self._closed:
+                n = self._stream.readinto(block)
+                self._full.put((block, n))
+                if not n:
+                    return
+        except Exception as e:  # noqa: BLE001 - handed to the caller, who knows the file
+            # without its traceback, which would hold this frame and so the blocks
+            self._full.put(e.with_traceback(None))
+
+    def next_block(self) -> tuple[bytearray, int]:
+        """The next block and how many of its bytes are filled; 0 at end of stream."""
+        item = self._full.get()
+        if isinstance(item, Exception):
+            raise item
+        return item
+
+    def recycle(self, block: bytearray) -> None:
+        self._free.put(block)
+
+    def close(self) -> None:
+        self._closed = True
+        self._free.put(None)
+        self._thread.join()
+        # let the blocks go now, whatever still refers to this object
+        self._free = self._full = queue.SimpleQueue()
+
+
+class _Cursor:
+    """The stream as consecutive byte ranges, read ahead in blocks.
+
+    `take(n)` returns the next n bytes (fewer only at the end of the stream): a view
+    into the current block when they lie inside it (no copy), else a buffer
+    assembled as blocks arrive, so a lying length costs what the stream really
+    holds. A view is only valid until the next `take`.
+    """
+
+    def __init__(self, ahead: _ReadAhead) -> None:
+        self._ahead = ahead
+        self._block: bytearray | None = None
+        # the current block's bytes and the unread part of them (the scan's fast path reads these)
+        self.view = memoryview(b"")
+        self.pos = self.end = 0
+        self._eof = False
+
+    def take(self, n: int) -> memoryview:
+        pos = self.pos
+        if self.end - pos >= n:
+            self.pos = pos + n
+            return self.view[pos : pos + n]
+        part = bytearray(self.view[pos : self.end])
+        self.pos = self.end
+        while len(part) < n and self._advance():
+            k = min(n - len(part), self.end)
+            part += self.view[:k]
+            self.pos = k
+        return memoryview(part)
+
+    def _advance(self) -> bool:
+        if self._eof:
+            return False
+        if self._block is not None:
+            self._ahead.recycle(self._block)
+            self._block = None
+        block, n = self._ahead.next_block()
+        self.view = memoryview(block)
+        self.pos, self.end = 0, n
+        if not n:
+            self._eof = True
+            return False
+        self._block = block
+        return True
+
+
 def scan_records(
     path: str, compression: str = "auto", *, payload: str = "keep", raw: BinaryIO | None = None
 ) -> Iterator[Record | Problem]:
@@ -301,72 +432,103 @@ def scan_records(
     file. After a data-CRC mismatch the scan goes on (the length was sound, so
     the next record's start is known); any other problem ends it.
     payload="keep": records carry their data. "check": data CRCs are checked but
-    records carry no data (what --verify needs: payload and footer come in one read
-    and one CRC pass). "skip": plain files seek past payloads, checking framing and
-    length CRCs only, for a fast count (compressed files are read in full anyway).
+    records carry no data (what --verify needs). "skip": framing and length CRCs
+    only, for a fast count; plain files seek past payloads.
     `raw` replaces the opened file (e.g. a HashingReader over it).
     """
-    # A small buffer: headers of small records come from it, payloads larger than it
-    # are read straight into their bytes object, and a seek past a payload wastes little.
-    with open(path, "rb", buffering=8 << 10) as f:
+    with open(path, "rb") as f:
         if compression == "auto":
             compression = detect_compression(f.read(HEADER_SIZE))
             f.seek(0)
         file_size = f.seek(0, io.SEEK_END)
         f.seek(0)
+        if payload == "skip" and compression == "none" and raw is None:
+            yield from _count_plain(f, file_size)
+            return
         stream = _open_reader(raw or f, compression)
-        skip_data = payload == "skip" and compression == "none" and raw is None
-        index = offset = 0
+        # a small plain file needs no more than its size (a compressed one's is unknown)
+        ahead = _ReadAhead(stream, _BLOCK_SIZE if compression != "none" else max(1, min(_BLOCK_SIZE, file_size)))
         try:
-            while True:
-                header = stream.read(HEADER_SIZE)
-                if not header:
-                    return
-                if len(header) < HEADER_SIZE:
-                    yield Problem(index, offset, "partial_header",
-                                  f"partial header: {len(header)} trailing bytes, a header needs {HEADER_SIZE}")  # fmt: skip
-                    return
-                (length,) = _u64.unpack_from(header)
-                if masked_crc(header[:8]) != _u32.unpack_from(header, 8)[0]:
-                    yield Problem(index, offset, "length_crc", "length CRC mismatch (corrupt length field)")
-                    return
-                body_at = offset + HEADER_SIZE
-                end = body_at + length + FOOTER_SIZE
-                if compression == "none" and end > file_size:
-                    yield Problem(index, offset, "length_past_eof",
-                                  f"length {length} reaches past the end of the file ({file_size - body_at} bytes remain)")  # fmt: skip
-                    return
-                if skip_data:
-                    f.seek(end)
-                    yield Record(index, offset, b"")
-                elif payload == "check":
-                    body = read_up_to(stream, length + FOOTER_SIZE)
-                    if len(body) < length + FOOTER_SIZE:
-                        yield Problem(index, offset, "truncated_payload",
-                                      f"truncated payload: length {length}, file ends after {min(len(body), length)} bytes")  # fmt: skip
-                        return
-                    # crc(data + footer) == extend(crc(data), footer): one CRC pass, no slicing of data
-                    expected = unmask(_u32.unpack_from(body, length)[0])
-                    if google_crc32c.extend(expected, body[length:]) != google_crc32c.value(body):
-                        yield Problem(index, offset, "data_crc", "data CRC mismatch (corrupt payload)")
-                    else:
-                        yield Record(index, offset, b"")
+            yield from _scan_stream(_Cursor(ahead), compression, file_size, payload)
+        finally:
+            ahead.close()
+
+
+def _scan_stream(cursor: _Cursor, compression: str, file_size: int, payload: str) -> Iterator[Record | Problem]:
+    index = offset = 0
+    keep, check = payload == "keep", payload != "skip"
+    try:
+        while True:
+            # Fast path: the sound records lying whole in the current block, with no
+            # call per record beyond the CRCs (small records are all per-record cost).
+            view, pos, end = cursor.view, cursor.pos, cursor.end
+            while pos + HEADER_SIZE <= end:
+                length, length_crc = _header.unpack_from(view, pos)
+                body = pos + HEADER_SIZE
+                stop = body + length
+                if stop + FOOTER_SIZE > end or _crc32c(view[pos : pos + 8]) != unmask(length_crc):
+                    break  # across the block's end, or broken: the careful path below
+                if check and _crc32c(view[body:stop]) != unmask(_u32.unpack_from(view, stop)[0]):
+                    yield Problem(index, offset, "data_crc", "data CRC mismatch (corrupt payload)")
                 else:
-                    data = read_up_to(stream, length)
-                    footer = stream.read(FOOTER_SIZE)
-                    if len(data) < length or len(footer) < FOOTER_SIZE:
-                        yield Problem(index, offset, "truncated_payload",
-                                      f"truncated payload: length {length}, file ends after {len(data)} bytes")  # fmt: skip
-                        return
-                    if masked_crc(data) != _u32.unpack(footer)[0]:
-                        yield Problem(index, offset, "data_crc", "data CRC mismatch (corrupt payload)")
-                    else:
-                        yield Record(index, offset, data)
+                    yield Record(index, offset, bytes(view[body:stop]) if keep else b"")
                 index += 1
-                offset = end
-        except (OSError, EOFError, zlib.error) as e:
-            # gzip.BadGzipFile is an OSError; a cut-off stream is an EOFError.
-            yield Problem(index, offset, "corrupt_stream", f"{compression} stream is corrupt: {e}")
+                offset += stop + FOOTER_SIZE - pos
+                pos = stop + FOOTER_SIZE
+            cursor.pos = pos
+            # Careful path: one record, wherever it lies, every problem named.
+            header = cursor.take(HEADER_SIZE)
+            if not header:
+                return
+            if problem := header_problem(header, index, offset, compression, file_size):
+                yield problem
+                return
+            (length,) = _u64.unpack_from(header)
+            body = cursor.take(length + FOOTER_SIZE)  # payload and footer in one piece
+            if len(body) < length + FOOTER_SIZE:
+                yield Problem(index, offset, "truncated_payload",
+                              f"truncated payload: length {length}, file ends after {min(len(body), length)} bytes")  # fmt: skip
+                return
+            data = body[:length]
+            if check and masked_crc(data) != _u32.unpack_from(body, length)[0]:
+                yield Problem(index, offset, "data_crc", "data CRC mismatch (corrupt payload)")
+            else:
+                yield Record(index, offset, bytes(data) if keep else b"")
+            index += 1
+            offset += HEADER_SIZE + length + FOOTER_SIZE
+    except (OSError, EOFError, zlib.error) as e:
+        # gzip.BadGzipFile is an OSError; a cut-off stream is an EOFError.
+        yield Problem(index, offset, "corrupt_stream", f"{compression} stream is corrupt: {e}")
+
+
+def _count_plain(f: BinaryIO, file_size: int) -> Iterator[Record | Problem]:
+    """Headers only, seeking past every payload: a count touches a few bytes per record."""
+    index = offset = 0
+    while True:
+        f.seek(offset)
+        header = f.read(HEADER_SIZE)
+        if not header:
+            return
+        if problem := header_problem(header, index, offset, "none", file_size):
+            yield problem
+            return
+        yield Record(index, offset, b"")
+        index += 1
+        offset += HEADER_SIZE + _u64.unpack_from(header)[0] + FOOTER_SIZE
+
+
+def header_problem(header, index: int, offset: int, compression: str, file_size: int) -> Problem | None:
+    if len(header) < HEADER_SIZE:
+        return Problem(index, offset, "partial_header",
+                       f"partial header: {len(header)} trailing bytes, a header needs {HEADER_SIZE}")  # fmt: skip
+    if masked_crc(header[:8]) != _u32.unpack_from(header, 8)[0]:
+        return Problem(index, offset, "length_crc", "length CRC mismatch (corrupt length field)")
+    (length,) = _u64.unpack_from(header)
+    body_at = offset + HEADER_SIZE
+    if compression == "none" and body_at + length + FOOTER_SIZE > file_size:
+        return Problem(index, offset, "length_past_eof",
+                       f"length {length} reaches past the end of the file ({file_size - body_at} bytes remain)")  # fmt: skip
+    return None
 
 
 def read_records(path: str, compression: str = "auto") -> Iterator[Record]:
