@@ -78,7 +78,9 @@ def frame_uniform(prototype: dict[str, Any], varying: dict[str, np.ndarray]) -> 
             rows[:, at] = values
     flat = memoryview(rows).cast("B")  # CRCs over views of the rows: no copies
     crcs = np.fromiter(
-        (masked_crc(flat[start + HEADER_SIZE : start + width - 4]) for start in range(0, n * width, width)), np.uint32, n
+        (masked_crc(flat[start + HEADER_SIZE : start + width - 4]) for start in range(0, n * width, width)),
+        np.uint32,
+        n,
     )
     rows[:, -4:] = crcs.astype("<u4").view(np.uint8).reshape(n, 4)
     return rows

@@ -355,7 +355,7 @@ class _ReadAhead:
                 self._full.put((block, n))
                 if not n:
                     return
-        except Exception as e:  # noqa: BLE001 - handed to the caller, who knows the file
+        except Exception as e:  # handed to the caller, who knows the file
             # without its traceback, which would hold this frame and so the blocks
             self._full.put(e.with_traceback(None))
 
