@@ -7,6 +7,7 @@ Results go to stdout, progress and errors to stderr.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import sys
@@ -23,6 +24,18 @@ _SIZE_UNITS = {
     "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40,
     "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
 }  # fmt: skip
+
+
+class LocalOrRemotePath(click.Path):
+    """click.Path for local paths; a path with a scheme (gs://...) is taken as it is
+    and checked when it is opened (through tf.io.gfile, which only then is imported)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from .fs import is_remote
+
+        if is_remote(str(value)):
+            return str(value)
+        return super().convert(value, param, ctx)
 
 
 class ByteSize(click.ParamType):
@@ -106,7 +119,11 @@ def common_options(f):
     """Options every converter shares (design section 2)."""
     options = [
         click.option(
-            "--out", "out", required=True, type=click.Path(file_okay=False, writable=True), help="Output directory."
+            "--out",
+            "out",
+            required=True,
+            type=LocalOrRemotePath(file_okay=False, writable=True),
+            help="Output directory (local, or gs://, s3://, hdfs://... through tf.io.gfile).",
         ),
         click.option(
             "--name", type=DatasetName(), help="Dataset name used in shard file names [default: the variant]."
@@ -124,6 +141,19 @@ def common_options(f):
             "--shuffle/--no-shuffle", default=True, show_default=True, help="Shuffle examples within each split."
         ),
         click.option("--workers", type=click.IntRange(min=1), help="Encoding processes [default: all cores]."),
+        click.option(
+            "--engine",
+            type=click.Choice(["local", "beam"]),
+            default="local",
+            show_default=True,
+            help="beam: run as an Apache Beam pipeline (pip install 'tfr-convert[beam]').",
+        ),
+        click.option(
+            "--beam-options",
+            default="",
+            metavar="TEXT",
+            help='Beam pipeline options, e.g. "--runner=DataflowRunner --project=P --region=R".',
+        ),
         click.option("--overwrite", is_flag=True, help="Replace an existing non-empty output directory."),
         click.option("--index", is_flag=True, help="Write <shard>.index files for DALI / the tfrecord package."),
         click.option("--quiet", is_flag=True, help="No progress bar."),
@@ -142,9 +172,12 @@ def _apply(decorators, f):
 def _run_options(*, out, name, num_shards, examples_per_shard, shard_size, compression, seed, shuffle,
                  workers, overwrite, index, validation_size=0, on_error="fail"):  # fmt: skip
     """RunOptions from the common options; checked before any input is read."""
+    from . import fs
     from .pipeline import RunOptions, default_workers
     from .shards import ShardPolicy
 
+    if index and fs.is_remote(out):
+        raise click.UsageError("--index needs a local --out")
     if sum(x is not None for x in (num_shards, examples_per_shard, shard_size)) > 1:
         raise click.UsageError("give at most one of --num-shards, --examples-per-shard, --shard-size")
     if index and compression != "none":
@@ -164,19 +197,28 @@ def _run_options(*, out, name, num_shards, examples_per_shard, shard_size, compr
     )
 
 
-def _run(make_converter, quiet: bool, as_json: bool, **common) -> None:
+def _run(make_converter, quiet: bool, as_json: bool, engine: str, beam_options: str, **common) -> None:
     """Validate options, build the converter (reads and checks sources), convert, report."""
     import time
 
     from .inspect.summary import human_bytes
-    from .pipeline import run
 
     options = _run_options(**common)
+    if engine == "beam":
+        from . import beam_engine
+
+        if not beam_engine.available():
+            raise click.UsageError(beam_engine.INSTALL_HINT)
+        run = functools.partial(beam_engine.run, beam_options=beam_options)
+    else:
+        if beam_options:
+            raise click.UsageError("--beam-options needs --engine beam")
+        from .pipeline import run
     started = time.perf_counter()
     converter = make_converter()
     progress, close_bar = _progress_bar(quiet)
     try:
-        summary = run(converter, options, progress)
+        summary = run(converter, options, progress=progress)
     finally:
         close_bar()
     summary.seconds = time.perf_counter() - started  # reading and checking the sources included
@@ -201,7 +243,7 @@ def _run(make_converter, quiet: bool, as_json: bool, **common) -> None:
 def published_dataset_options(variants: list[str], default_help: str):
     """SRC, --download and the options every published-dataset converter shares."""
     options = [
-        click.argument("src", required=False, type=click.Path()),
+        click.argument("src", required=False, type=LocalOrRemotePath()),
         click.option("--download", is_flag=True, help="Fetch the published files (verified by checksum) first."),
         click.option("--variant", type=click.Choice(variants), help=default_help),
         click.option("--image-format", type=click.Choice(["raw", "png"]), default="raw", show_default=True),
@@ -225,12 +267,14 @@ def _source(src, download, variant, default_variant, mirror, cache_dir):
 
     if not download and src is None:
         raise click.UsageError("give SRC, or --download")
-    if not download and not os.path.exists(src):
+    from . import fs
+
+    if not download and not fs.is_remote(src) and not os.path.exists(src):
         raise click.BadParameter(f"{src!r} does not exist", param_hint="SRC")
 
     def source() -> str:
         if not download:
-            return src
+            return fs.stage(src)
         from .download import default_cache_dir, fetch
 
         dataset = variant or default_variant
@@ -307,8 +351,9 @@ class Color(click.ParamType):
 
 
 @convert.command()
-@click.argument("image_dir", type=click.Path(exists=True, file_okay=False))
-@click.option("--labels", "labels_csv", type=click.Path(exists=True, dir_okay=False), help="CSV of paths and columns.")
+@click.argument("image_dir", type=LocalOrRemotePath(exists=True, file_okay=False))
+@click.option("--labels", "labels_csv", type=LocalOrRemotePath(exists=True, dir_okay=False),
+              help="CSV of paths and columns.")  # fmt: skip
 @click.option("--path-column", help="CSV column with image paths [default: detected].")
 @click.option("--label-column", help="CSV column holding the class: it becomes a ClassLabel with names.")
 @click.option(
@@ -353,9 +398,17 @@ def images(image_dir, labels_csv, path_column, label_column, headerless_labels, 
     policy = DecodePolicy(max_pixels, background, grayscale, gray_method, resize)
 
     def make_converter():
+        from . import fs
+
+        local_dir, local_csv = fs.stage(image_dir), labels_csv
+        if labels_csv and fs.is_remote(labels_csv):
+            inside = labels_csv.startswith(image_dir.rstrip("/") + "/")  # keep it where the converter expects it
+            local_csv = (
+                fs.join(local_dir, labels_csv[len(image_dir.rstrip("/")) + 1 :]) if inside else fs.stage(labels_csv)
+            )
         return ImagesConverter(
-            image_dir,
-            labels_csv=labels_csv,
+            local_dir,
+            labels_csv=local_csv,
             path_column=path_column,
             label_column=label_column,
             headerless_labels=headerless_labels,

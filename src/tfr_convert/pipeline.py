@@ -189,7 +189,6 @@ def run(converter: Converter, options: RunOptions, progress: Callable[[int, int]
     `progress(n, total)` is called each time n more of the total examples are written.
     """
     started = time.perf_counter()
-    name = options.name or converter.dataset_name
     plan = plan_splits(converter, options)
     total = sum(len(items) for items in plan.values())
     if progress:
@@ -215,22 +214,38 @@ def run(converter: Converter, options: RunOptions, progress: Callable[[int, int]
         finally:
             if pool is not None:
                 pool.shutdown(cancel_futures=True)
-        converter.finish(observations)  # may refine features, or refuse (e.g. mixed shapes for raw)
-        out.name_shards(results, name)
-        files = _index_files(results) if options.index else {}
-        files |= metadata_files(
-            name=name,
-            converter=converter.command,
-            description=converter.description,
-            features=converter.features,
-            labels=converter.labels,
-            options={**options.recorded(), "name": name, **converter.options()},
-            sources=converter.sources(),
-            results=results,
-            skipped=skipped,
-            warnings=found_warnings,
-        )
-        out.commit(results, files)
+        return finish(converter, options, out, results, observations, skipped, found_warnings, started)
+
+
+def finish(
+    converter: Converter,
+    options: RunOptions,
+    out: OutputDir,
+    results: list[SplitResult],
+    observations: Counter[Hashable],
+    skipped: list[dict[str, str]],
+    found_warnings: list[str],
+    started: float,
+) -> Summary:
+    """After every shard is written (by either engine): name the shards, write the
+    metadata and commit the directory."""
+    name = options.name or converter.dataset_name
+    converter.finish(observations)  # may refine features, or refuse (e.g. mixed shapes for raw)
+    out.name_shards(results, name)
+    files = _index_files(results) if options.index else {}
+    files |= metadata_files(
+        name=name,
+        converter=converter.command,
+        description=converter.description,
+        features=converter.features,
+        labels=converter.labels,
+        options={**options.recorded(), "name": name, **converter.options()},
+        sources=converter.sources(),
+        results=results,
+        skipped=skipped,
+        warnings=found_warnings,
+    )
+    out.commit(results, files)
     splits = {r.split: {"examples": r.records, "shards": len(r.shards), "bytes": r.bytes} for r in results}
     return Summary(name, options.out, splits, time.perf_counter() - started, skipped, found_warnings)
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from bisect import bisect_left
 from dataclasses import dataclass, field
 from itertools import accumulate
 
+from . import fs
 from .errors import OutputError
 from .tfrecord import RecordWriter
 
@@ -189,28 +189,32 @@ class OutputDir:
         self.overwrite = overwrite
         self._created = False
         self._temps: list[str] = []
-        if os.path.exists(path) and not os.path.isdir(path):
+        if fs.exists(path) and not fs.isdir(path):
             raise OutputError(f"{path}: exists and is not a directory")
-        if os.path.isdir(path):
-            if os.listdir(path) and not overwrite:
+        if fs.isdir(path):
+            if fs.listdir(path) and not overwrite:
                 raise OutputError(f"{path}: output directory is not empty (use --overwrite to replace it)")
         else:
             try:
-                os.makedirs(path)
+                fs.makedirs(path)
             except OSError as e:
-                raise OutputError(f"{path}: cannot create output directory: {e.strerror}") from None
+                raise OutputError(f"{path}: cannot create output directory: {e.strerror or e}") from None
             self._created = True
 
     def temp_path(self, label: str) -> str:
-        p = os.path.join(self.path, f"{_TMP_PREFIX}{len(self._temps):05d}-{label}")
+        p = fs.join(self.path, f"{_TMP_PREFIX}{len(self._temps):05d}-{label}")
         self._temps.append(p)
         return p
 
+    def adopt(self, path: str) -> None:
+        """Count a temporary written elsewhere (by a Beam worker) as this run's."""
+        self._temps.append(path)
+
     def _write_file(self, name: str, data: bytes) -> None:
         tmp = self.temp_path(name)
-        with open(tmp, "wb") as f:
+        with fs.open_file(tmp, "wb") as f:
             f.write(data)
-        os.replace(tmp, os.path.join(self.path, name))
+        fs.rename(tmp, fs.join(self.path, name))
 
     @staticmethod
     def name_shards(results: list[SplitResult], dataset_name: str) -> None:
@@ -223,24 +227,24 @@ class OutputDir:
     def commit(self, results: list[SplitResult], metadata: dict[str, bytes]) -> None:
         """Rename named shards into place, then write `metadata` in order (last one last)."""
         if self.overwrite:
-            for entry in os.listdir(self.path):
-                full = os.path.join(self.path, entry)
-                if _is_ours(entry) and full not in self._temps and os.path.isfile(full):
-                    os.remove(full)
+            for entry in fs.listdir(self.path):
+                full = fs.join(self.path, entry)
+                if _is_ours(entry) and full not in self._temps and not fs.isdir(full):
+                    fs.remove(full)
         for result in results:
             for shard in result.shards:
-                os.replace(shard.tmp_path, os.path.join(self.path, shard.final_name))
+                fs.rename(shard.tmp_path, fs.join(self.path, shard.final_name))
         for name, data in metadata.items():
             self._write_file(name, data)
         self._temps.clear()
 
     def abort(self) -> None:
         for p in self._temps:
-            if os.path.exists(p):
-                os.remove(p)
+            if fs.exists(p):
+                fs.remove(p)
         self._temps.clear()
-        if self._created and os.path.isdir(self.path) and not os.listdir(self.path):
-            shutil.rmtree(self.path, ignore_errors=True)
+        if self._created and fs.isdir(self.path) and not fs.listdir(self.path):
+            fs.rmtree(self.path)
 
     def __enter__(self) -> OutputDir:
         return self
@@ -250,53 +254,82 @@ class OutputDir:
             self.abort()
 
 
+class ShardCutter:
+    """Where one split's shards end, decided from record sizes alone (no I/O).
+
+    `SplitWriter` writes by it, and the Beam engine plans with it from the sizes its
+    workers report, so both engines cut a split at the same records.
+    """
+
+    def __init__(self, total: int, policy: ShardPolicy) -> None:
+        self.total, self.policy = total, policy
+        self.written = self.skipped = self.split_bytes = 0
+        self.shard_records = self.shard_bytes = 0
+
+    def cut(self, sizes: list[int]) -> list[tuple[int, int, bool]]:
+        """The next records, in runs of (records, bytes, closes the shard): each run
+        goes to the open shard (opened by the run if none is), and may close it."""
+        runs = []
+        at = 0
+        while at < len(sizes):
+            rest = sizes[at:]
+            take = self.policy.records_until_close(
+                self.written + self.skipped, self.total, self.shard_records, self.shard_bytes, self.split_bytes, rest
+            )
+            count = take if take is not None else len(rest)
+            nbytes = sum(rest[:count])
+            self.written += count
+            self.split_bytes += nbytes
+            self.shard_records += count
+            self.shard_bytes += nbytes
+            if take is not None:
+                self.shard_records = self.shard_bytes = 0
+            runs.append((count, nbytes, take is not None))
+            at += count
+        return runs
+
+    def skip(self, n: int) -> bool:
+        """n planned records will not come (left out under on_error="skip");
+        True if that closes the open shard (the split is then complete)."""
+        self.skipped += n
+        closes = n > 0 and self.written + self.skipped >= self.total and self.shard_records > 0
+        if closes:
+            self.shard_records = self.shard_bytes = 0
+        return closes
+
+    def check_complete(self, split: str) -> None:
+        if self.written + self.skipped != self.total:
+            raise OutputError(f"split {split}: wrote {self.written} examples, expected {self.total}")
+
+
 class SplitWriter:
     """Writes one split's framed records into shards under temporary names."""
 
     def __init__(self, out: OutputDir, split: str, total: int, policy: ShardPolicy, compression: str) -> None:
-        self.out, self.split, self.total = out, split, total
-        self.policy, self.compression = policy, compression
+        self.out, self.split, self.compression = out, split, compression
+        self.cutter = ShardCutter(total, policy)
         self.result = SplitResult(split)
         self._writer: RecordWriter | None = None
-        self._written = 0
-        self._split_bytes = 0
         self._shard_records = 0
-        self._shard_bytes = 0
-        self._skipped = 0
 
     def skip(self, n: int) -> None:
         """n planned records will not come (left out under on_error="skip")."""
-        self._skipped += n
-        if n and self._written + self._skipped >= self.total and self._writer is not None:
+        if self.cutter.skip(n):
             self._close_shard()
 
     def write(self, framed: bytes) -> None:
         self.write_chunk(framed, [len(framed)])
 
     def write_chunk(self, blob: bytes, sizes: list[int]) -> None:
-        """Write consecutive framed records given as one blob and their sizes.
-
-        Shard boundaries are decided per record (ShardPolicy.records_until_close);
-        the bytes between two boundaries go to disk in one call.
-        """
+        """Write consecutive framed records given as one blob and their sizes; the
+        bytes between two shard boundaries go to disk in one call."""
         view = memoryview(blob)
-        at = start = 0
-        while at < len(sizes):
-            rest = sizes[at:]
-            take = self.policy.records_until_close(
-                self._written + self._skipped, self.total, self._shard_records, self._shard_bytes,
-                self._split_bytes, rest,
-            )  # fmt: skip
-            count = take if take is not None else len(rest)
-            nbytes = sum(rest[:count])
+        start = 0
+        for count, nbytes, closes in self.cutter.cut(sizes):
             self._append(view[start : start + nbytes])
-            self._written += count
             self._shard_records += count
-            self._shard_bytes += nbytes
-            self._split_bytes += nbytes
-            if take is not None:
+            if closes:
                 self._close_shard()
-            at += count
             start += nbytes
 
     def _append(self, framed: memoryview) -> None:
@@ -309,9 +342,9 @@ class SplitWriter:
         w = self._writer
         assert w is not None
         w.close()
-        self.result.shards.append(ShardFile(w.path, self._shard_records, os.path.getsize(w.path), w.sha256()))
+        self.result.shards.append(ShardFile(w.path, self._shard_records, w.bytes_written(), w.sha256()))
         self._writer = None
-        self._shard_records = self._shard_bytes = 0
+        self._shard_records = 0
 
     def __enter__(self) -> SplitWriter:
         return self
@@ -329,6 +362,5 @@ class SplitWriter:
     def close(self) -> SplitResult:
         if self._writer is not None:
             self._close_shard()
-        if self._written + self._skipped != self.total:
-            raise OutputError(f"split {self.split}: wrote {self._written} examples, expected {self.total}")
+        self.cutter.check_complete(self.split)
         return self.result

@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO, NamedTuple
 
+from . import fs
 from .errors import RecordError
 
 
@@ -140,8 +141,9 @@ class _HashingFile:
     """
 
     def __init__(self, path: str) -> None:
-        self._f = open(path, "wb")
+        self._f = fs.open_file(path, "wb")
         self.hash = hashlib.sha256()
+        self.size = 0
         self._queue: queue.Queue = queue.Queue(maxsize=8)  # bounds what waits in memory
         self._error: OSError | None = None
         self._thread = threading.Thread(target=self._drain, daemon=True)
@@ -153,8 +155,9 @@ class _HashingFile:
                 try:
                     self.hash.update(data)
                     self._f.write(data)
-                except OSError as e:
-                    self._error = e
+                    self.size += memoryview(data).nbytes
+                except Exception as e:  # any failure ends the writing, and is raised in the writer
+                    self._error = e if isinstance(e, OSError) else OSError(f"{type(e).__name__}: {e}")
 
     def write(self, data) -> int:
         if self._error is not None:
@@ -198,6 +201,10 @@ class RecordWriter:
 
     def sha256(self) -> str:
         return self._raw.hash.hexdigest()
+
+    def bytes_written(self) -> int:
+        """The file's size on disk (after compression), known without a stat."""
+        return self._raw.size
 
     def __enter__(self) -> RecordWriter:
         return self

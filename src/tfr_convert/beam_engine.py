@@ -1,0 +1,247 @@
+"""`--engine beam`: the conversion of `pipeline.run` as an Apache Beam pipeline.
+
+The launcher lists the items and assigns splits with the code the local engine
+uses (`pipeline.plan_splits`: ranks by a seeded hash of each item's key, cut at
+exact counts), so both engines put every example in the same split. Beam does
+the expensive part on as many machines as the runner gives it:
+
+    batches of items --Encode--> framed chunks --sizes--> shard cuts per split
+                                      |                  (ShardCutter, as local)
+                                      +--pieces by shard--> GroupByKey --> WriteShard
+
+`WriteShard` writes each shard under a temporary name in --out, with a small
+JSON report beside it; `Extras` gathers the converter's observations, skipped
+items and warnings into one more report. After the pipeline, the launcher reads
+the reports, renames the shards and writes the metadata last, exactly as the
+local engine does; a failed pipeline leaves nothing at a final name, and its
+temporaries are removed. Within a shard, records keep item order, so the
+shards are the local engine's, byte for byte.
+
+Everything Beam ships to workers is defined at module level here (picklable by
+reference); workers need tfr-convert installed (see the README for Dataflow).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import time
+from collections import Counter
+from collections.abc import Callable, Hashable, Iterable, Iterator
+from typing import Any
+
+from . import fs
+from .converters.base import Converter
+from .errors import TfrConvertError
+from .pipeline import RunOptions, Summary, encode_items, finish, plan_splits
+from .shards import _TMP_PREFIX, OutputDir, ShardCutter, ShardFile, ShardPolicy, SplitResult
+from .tfrecord import RecordWriter
+
+_PREFIX = f"{_TMP_PREFIX}beam-"
+_EXTRAS = f"{_PREFIX}extras.json"
+
+INSTALL_HINT = "--engine beam needs Apache Beam: pip install 'tfr-convert[beam]'"
+
+
+def available() -> bool:
+    try:
+        import apache_beam  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def run(
+    converter: Converter,
+    options: RunOptions,
+    beam_options: str = "",
+    progress: Callable[[int, int], None] | None = None,
+) -> Summary:
+    """Convert with a Beam pipeline (options as for Beam's command line, e.g.
+    "--runner=DataflowRunner --project=P ...") and commit the directory."""
+    import apache_beam as beam
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    started = time.perf_counter()
+    plan = plan_splits(converter, options)
+    totals = {split: len(items) for split, items in plan.items()}
+    size = converter.chunk_size
+    batches = [
+        (split, b, items[b * size : (b + 1) * size])
+        for split, items in plan.items()
+        for b in range(-(-len(items) // size))
+    ]
+    if progress:
+        progress(0, sum(totals.values()))
+    with OutputDir(options.out, options.overwrite) as out:
+        try:
+            with beam.Pipeline(options=PipelineOptions(shlex.split(beam_options))) as pipeline:
+                encoded = (
+                    pipeline
+                    | "Batches" >> beam.Create(batches)
+                    | "Spread" >> beam.Reshuffle()
+                    | "Encode" >> beam.Map(_encode_batch, converter=converter, on_error=options.on_error)
+                )
+                cuts = (
+                    encoded
+                    | "Sizes" >> beam.Map(lambda e: (e[0], (e[1], e[2].sizes, len(e[2].skipped))))
+                    | "BySplit" >> beam.GroupByKey()
+                    | "Cut" >> beam.Map(_cut_split, totals=totals, policy=options.policy)
+                )
+                _ = (
+                    encoded
+                    | "Pieces" >> beam.FlatMap(_pieces, cuts=beam.pvalue.AsDict(cuts))
+                    | "ByShard" >> beam.GroupByKey()
+                    | "WriteShard" >> beam.Map(_write_shard, out=options.out, compression=options.compression)
+                )
+                _ = (
+                    encoded
+                    | "Extras" >> beam.Map(lambda e: _extras_of(e[2]))
+                    | "Gather" >> beam.CombineGlobally(_merge_extras)
+                    | "WriteExtras" >> beam.Map(_write_json, path=fs.join(options.out, _EXTRAS))
+                )
+        except TfrConvertError:
+            _remove_temporaries(options.out)
+            raise
+        except Exception as e:  # Beam wraps what a worker raised; keep the message, not Beam's stack
+            _remove_temporaries(options.out)
+            raise TfrConvertError(_worker_message(e)) from None
+        results, observations, skipped, found_warnings = _read_reports(out, list(plan))
+        if progress:
+            progress(sum(totals.values()), sum(totals.values()))
+        skipped = list(converter.skipped) + skipped
+        return finish(converter, options, out, results, observations, skipped, found_warnings, started)
+
+
+# ---------------------------------------------------------------- on the workers
+
+
+def _encode_batch(element: tuple[str, int, list[Hashable]], converter: Converter, on_error: str):
+    """Batch -> (split, batch number, Chunk of framed records)."""
+    split, b, items = element
+    return split, b, encode_items(converter, items, on_error)
+
+
+def _cut_split(
+    element: tuple[str, Iterable[tuple[int, list[int], int]]], totals: dict[str, int], policy: ShardPolicy
+) -> tuple[str, dict[int, list[tuple[int, int, int]]]]:
+    """Where a split's shards end, from every batch's record sizes in item order:
+    per batch, its pieces as (shard number, byte start, byte count)."""
+    split, batches = element
+    cutter = ShardCutter(totals[split], policy)
+    shard, per_batch = 0, {}
+    for b, sizes, skipped in sorted(batches, key=lambda t: t[0]):
+        pieces, start = [], 0
+        for _count, nbytes, closes in cutter.cut(sizes):
+            pieces.append((shard, start, nbytes))
+            start += nbytes
+            shard += closes
+        if cutter.skip(skipped):
+            shard += 1
+        per_batch[b] = pieces
+    cutter.check_complete(split)
+    return split, per_batch
+
+
+def _pieces(element: tuple[str, int, Any], cuts: dict) -> Iterator[tuple[tuple[str, int], tuple[int, bytes]]]:
+    split, b, chunk = element
+    blob = memoryview(chunk.blob)
+    for shard, start, nbytes in cuts[split].get(b, []):
+        yield (split, shard), (b, bytes(blob[start : start + nbytes]))
+
+
+def _write_shard(element: tuple[tuple[str, int], Iterable[tuple[int, bytes]]], out: str, compression: str) -> None:
+    (split, shard), pieces = element
+    path = fs.join(out, f"{_PREFIX}{split}-{shard:05d}")
+    records = 0
+    with RecordWriter(path, compression) as writer:
+        for _, blob in sorted(pieces, key=lambda p: p[0]):  # item order within the shard
+            writer.write_framed(blob)
+            records += _count_framed(blob)
+    report = {"split": split, "shard": shard, "path": path, "records": records,
+              "bytes": writer.bytes_written(), "sha256": writer.sha256()}  # fmt: skip
+    _write_json(report, path + ".json")
+
+
+def _count_framed(blob: bytes) -> int:
+    """Records in back-to-back framed bytes (lengths from the headers)."""
+    n = at = 0
+    while at < len(blob):
+        at += 16 + int.from_bytes(blob[at : at + 8], "little")
+        n += 1
+    return n
+
+
+def _extras_of(chunk: Any) -> dict[str, Any]:
+    observed = Counter(o for o in chunk.observations if o is not None)
+    return {"observations": [[_jsonable(o), n] for o, n in observed.items()],
+            "skipped": chunk.skipped, "warnings": chunk.warnings}  # fmt: skip
+
+
+def _merge_extras(parts: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    merged: dict[str, Any] = {"observations": [], "skipped": [], "warnings": []}
+    for part in parts:
+        for k in merged:
+            merged[k] += part[k]
+    return merged
+
+
+def _jsonable(value: Any) -> Any:
+    return [_jsonable(v) for v in value] if isinstance(value, tuple) else value
+
+
+def _hashable(value: Any) -> Any:
+    return tuple(_hashable(v) for v in value) if isinstance(value, list) else value
+
+
+def _write_json(data: Any, path: str) -> None:
+    with fs.open_file(path, "wb") as f:
+        f.write(json.dumps(data).encode())
+
+
+# ---------------------------------------------------------------- back on the launcher
+
+
+def _read_reports(out: OutputDir, splits: list[str]):
+    """SplitResults (shards in order) and the gathered extras, from the workers' reports."""
+    by_split: dict[str, list[dict[str, Any]]] = {split: [] for split in splits}
+    extras: dict[str, Any] = {"observations": [], "skipped": [], "warnings": []}
+    for entry in fs.listdir(out.path):
+        if not (entry.startswith(_PREFIX) and entry.endswith(".json")):
+            continue
+        path = fs.join(out.path, entry)
+        with fs.open_file(path, "rb") as f:
+            report = json.loads(f.read())
+        fs.remove(path)
+        if entry == _EXTRAS:
+            extras = report
+        else:
+            by_split[report["split"]].append(report)
+    results = []
+    for split in splits:
+        result = SplitResult(split)
+        for report in sorted(by_split[split], key=lambda r: r["shard"]):
+            out.adopt(report["path"])
+            result.shards.append(ShardFile(report["path"], report["records"], report["bytes"], report["sha256"]))
+        results.append(result)
+    observations: Counter[Hashable] = Counter()
+    for observed, n in extras["observations"]:
+        observations[_hashable(observed)] += n
+    return results, observations, extras["skipped"], extras["warnings"]
+
+
+def _remove_temporaries(out: str) -> None:
+    if fs.isdir(out):
+        for entry in fs.listdir(out):
+            if entry.startswith(_PREFIX):
+                fs.remove(fs.join(out, entry))
+
+
+def _worker_message(error: Exception) -> str:
+    """The first line of what a worker raised, without the runner's decoration."""
+    text = str(error).strip()
+    for line in text.splitlines():
+        for marker in ("TfrConvertError: ", "SourceError: ", "OutputError: ", "RecordError: "):
+            if marker in line:
+                return line.split(marker, 1)[1]
+    return f"the Beam pipeline failed: {text.splitlines()[0] if text else type(error).__name__}"
