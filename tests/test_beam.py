@@ -62,9 +62,8 @@ def test_beam_engine_gives_the_local_engines_splits_and_tfds_opens_it(cli, tmp_p
     assert beam_records == local_records  # every example in the same split, whatever the engine
     # Beyond the issue's multiset: the same cuts and order, so the very same files and metadata.
     assert final_files(tmp_path / "beam") == final_files(tmp_path / "local")
-    for name in final_files(tmp_path / "local"):
-        if name != "manifest.json":  # it records the engine's own options; the shards' hashes must agree
-            assert (tmp_path / "beam" / name).read_bytes() == (tmp_path / "local" / name).read_bytes(), name
+    for name in final_files(tmp_path / "local"):  # shards, and metadata with every count, size and sha256
+        assert (tmp_path / "beam" / name).read_bytes() == (tmp_path / "local" / name).read_bytes(), name
     assert not [n for n in os.listdir(tmp_path / "beam") if n.startswith(".")]  # no temporaries left
 
     builder = tfds.builder_from_directory(str(tmp_path / "beam"))
@@ -133,7 +132,47 @@ def test_remote_source_is_read_through_gfile(cli, tmp_path):
         tf.io.gfile.makedirs(f"{remote}/{cls}")
         for name in os.listdir(src / cls):
             tf.io.gfile.copy(str(src / cls / name), f"{remote}/{cls}/{name}", overwrite=True)
-    a = cli.convert("images", remote, "--out", tmp_path / "a", "--image-format", "png", "--quiet")
+    a = cli.convert("images", remote, "--out", tmp_path / "a", "--image-format", "png", "--workers", 1, "--quiet")
     b = cli.convert("images", src, "--out", tmp_path / "b", "--image-format", "png", "--quiet")
     assert a.exit_code == 0 and b.exit_code == 0, a.output
     assert split_records(tmp_path / "a") == split_records(tmp_path / "b")
+
+
+def test_remote_csv_and_images_are_read_in_place(cli, tmp_path):
+    src = image_folder(tmp_path / "pets", per_class=2)
+    rows = ["file,label,weight"] + [f"{c}/{n},{c},{i}.5" for i, (c, n) in
+                                    enumerate((c, n) for c in sorted(os.listdir(src)) for n in sorted(os.listdir(src / c)))]  # fmt: skip
+    (src / "labels.csv").write_text("\n".join(rows) + "\n")
+    remote = "ram://tfr-convert-csv/pets"
+    for directory, _, files in os.walk(src):
+        rel = os.path.relpath(directory, src)
+        for name in files:
+            target = f"{remote}/{name}" if rel == "." else f"{remote}/{rel}/{name}"
+            tf.io.gfile.makedirs(target.rsplit("/", 1)[0])
+            tf.io.gfile.copy(os.path.join(directory, name), target, overwrite=True)
+    options = [
+        "--label-column",
+        "label",
+        "--image-format",
+        "png",
+        "--workers",
+        1,
+        "--quiet",
+    ]  # ram:// lives in one process
+    a = cli.convert("images", remote, "--labels", f"{remote}/labels.csv", "--out", tmp_path / "a", *options)
+    b = cli.convert("images", src, "--labels", src / "labels.csv", "--out", tmp_path / "b", *options)
+    assert a.exit_code == 0 and b.exit_code == 0, a.output
+    assert split_records(tmp_path / "a") == split_records(tmp_path / "b")
+    missing = cli.convert("images", remote, "--labels", f"{remote}/nope.csv", "--out", tmp_path / "c", "--quiet")
+    assert missing.exit_code == 1 and "nope.csv" in missing.stderr
+
+
+def test_beam_runs_the_fixed_layout_converters_too(cli, mnist_src, tmp_path):
+    src, _ = mnist_src
+    common = ["mnist", src, "--validation-size", 8, "--examples-per-shard", 10, "--quiet"]
+    assert cli.convert(*common, "--out", tmp_path / "local").exit_code == 0
+    beam = cli.convert(*common, "--out", tmp_path / "beam", "--engine", "beam")
+    assert beam.exit_code == 0, beam.output
+    assert final_files(tmp_path / "beam") == final_files(tmp_path / "local")
+    for name in final_files(tmp_path / "local"):
+        assert (tmp_path / "beam" / name).read_bytes() == (tmp_path / "local" / name).read_bytes(), name

@@ -24,6 +24,7 @@ reference); workers need tfr-convert installed (see the README for Dataflow).
 from __future__ import annotations
 
 import json
+import logging
 import shlex
 import time
 from collections import Counter
@@ -39,15 +40,23 @@ from .tfrecord import RecordWriter
 
 _PREFIX = f"{_TMP_PREFIX}beam-"
 _EXTRAS = f"{_PREFIX}extras.json"
+_BATCHES_PER_PLAN_FILE = 256
 
 INSTALL_HINT = "--engine beam needs Apache Beam: pip install 'tfr-convert[beam]'"
 
 
 def available() -> bool:
+    # Beam's import logs a warning about optional Google Cloud clients on the root
+    # logger; it is noise for every runner but Dataflow (where they are installed).
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)
     try:
         import apache_beam  # noqa: F401
     except ImportError:
         return False
+    finally:
+        root.setLevel(level)
     return True
 
 
@@ -65,22 +74,18 @@ def run(
     started = time.perf_counter()
     plan = plan_splits(converter, options)
     totals = {split: len(items) for split, items in plan.items()}
-    size = converter.chunk_size
-    batches = [
-        (split, b, items[b * size : (b + 1) * size])
-        for split, items in plan.items()
-        for b in range(-(-len(items) // size))
-    ]
     if progress:
         progress(0, sum(totals.values()))
     with OutputDir(options.out, options.overwrite) as out:
         try:
+            plan_files = _write_plan(plan, converter.chunk_size, options.out)
             with beam.Pipeline(options=PipelineOptions(shlex.split(beam_options))) as pipeline:
                 encoded = (
                     pipeline
-                    | "Batches" >> beam.Create(batches)
+                    | "PlanFiles" >> beam.Create(plan_files)
+                    | "Batches" >> beam.FlatMap(_read_plan)
                     | "Spread" >> beam.Reshuffle()
-                    | "Encode" >> beam.Map(_encode_batch, converter=converter, on_error=options.on_error)
+                    | "Encode" >> beam.Map(_encode_batch, converter=converter.for_workers(), on_error=options.on_error)
                 )
                 cuts = (
                     encoded
@@ -113,7 +118,32 @@ def run(
         return finish(converter, options, out, results, observations, skipped, found_warnings, started)
 
 
+def _write_plan(plan: dict[str, list[Hashable]], batch_size: int, out: str) -> list[str]:
+    """The batches of items, as JSON files in --out that workers read.
+
+    Items travel through files rather than inside the pipeline: runners cap the
+    size of a job's description (Dataflow at about 10 MB), which a list of tens of
+    millions of file names would exceed.
+    """
+    batches = [
+        [split, b, items[b * batch_size : (b + 1) * batch_size]]
+        for split, items in plan.items()
+        for b in range(-(-len(items) // batch_size))
+    ]
+    paths = []
+    for start in range(0, len(batches), _BATCHES_PER_PLAN_FILE):
+        path = fs.join(out, f"{_PREFIX}plan-{len(paths):05d}.json")
+        _write_json(batches[start : start + _BATCHES_PER_PLAN_FILE], path)
+        paths.append(path)
+    return paths
+
+
 # ---------------------------------------------------------------- on the workers
+
+
+def _read_plan(path: str) -> Iterator[tuple[str, int, list[Hashable]]]:
+    for split, b, items in json.loads(fs.read_bytes(path)):
+        yield split, b, [_hashable(item) for item in items]
 
 
 def _encode_batch(element: tuple[str, int, list[Hashable]], converter: Converter, on_error: str):
@@ -210,9 +240,10 @@ def _read_reports(out: OutputDir, splits: list[str]):
         if not (entry.startswith(_PREFIX) and entry.endswith(".json")):
             continue
         path = fs.join(out.path, entry)
-        with fs.open_file(path, "rb") as f:
-            report = json.loads(f.read())
+        report = json.loads(fs.read_bytes(path))
         fs.remove(path)
+        if entry.startswith(f"{_PREFIX}plan-"):
+            continue
         if entry == _EXTRAS:
             extras = report
         else:

@@ -397,18 +397,10 @@ def images(image_dir, labels_csv, path_column, label_column, headerless_labels, 
     image_format = image_format or ("png" if resize or grayscale else "keep")
     policy = DecodePolicy(max_pixels, background, grayscale, gray_method, resize)
 
-    def make_converter():
-        from . import fs
-
-        local_dir, local_csv = fs.stage(image_dir), labels_csv
-        if labels_csv and fs.is_remote(labels_csv):
-            inside = labels_csv.startswith(image_dir.rstrip("/") + "/")  # keep it where the converter expects it
-            local_csv = (
-                fs.join(local_dir, labels_csv[len(image_dir.rstrip("/")) + 1 :]) if inside else fs.stage(labels_csv)
-            )
+    def make_converter():  # a remote IMAGE_DIR / CSV is read in place, through tf.io.gfile
         return ImagesConverter(
-            local_dir,
-            labels_csv=local_csv,
+            image_dir,
+            labels_csv=labels_csv,
             path_column=path_column,
             label_column=label_column,
             headerless_labels=headerless_labels,

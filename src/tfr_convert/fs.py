@@ -8,10 +8,13 @@ design's rule: it costs seconds and half a gigabyte).
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import posixpath
 import re
 import shutil
+from collections.abc import Iterator
 from typing import IO, Any
 
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
@@ -22,9 +25,51 @@ def is_remote(path: str) -> bool:
 
 
 def _gfile() -> Any:
+    """tf.io.gfile, its errors raised as OSError (see _errors_as_oserror)."""
     import tensorflow as tf  # only ever for remote paths
 
-    return tf.io.gfile
+    return _Translated(tf.io.gfile)
+
+
+class _Translated:
+    def __init__(self, module: Any) -> None:
+        self._module = module
+
+    def __getattr__(self, name: str) -> Any:
+        function = getattr(self._module, name)
+
+        def call(path: str, *args: Any, **kwargs: Any) -> Any:
+            with _errors_as_oserror(path):
+                return function(path, *args, **kwargs)
+
+        return call
+
+
+@contextlib.contextmanager
+def _errors_as_oserror(path: str) -> Iterator[None]:
+    """TensorFlow's file errors (tf.errors.OpError) as the OSError local files raise,
+    so that one `except OSError` serves both kinds of path."""
+    try:
+        yield
+    except OSError:
+        raise
+    except Exception as e:
+        import tensorflow as tf
+
+        if isinstance(e, tf.errors.OpError):
+            code = errno.ENOENT if isinstance(e, tf.errors.NotFoundError) else errno.EIO
+            raise OSError(code, e.message or type(e).__name__, path) from None
+        raise
+
+
+def read_bytes(path: str) -> bytes:
+    """The whole file."""
+    if is_remote(path):
+        with _errors_as_oserror(path):
+            with _gfile().GFile(path, "rb") as f:
+                return f.read()
+    with open(path, "rb") as f:
+        return f.read()
 
 
 def join(path: str, *parts: str) -> str:
@@ -36,29 +81,36 @@ def basename(path: str) -> str:
 
 
 def open_file(path: str, mode: str = "rb") -> IO:
+    """A binary file; remote ones are written through a GFile (read them with read_bytes)."""
     if is_remote(path):
-        f = _gfile().GFile(path, mode)
-        return _BytesWriter(f) if "w" in mode else f  # type: ignore[return-value]
+        if "w" not in mode:
+            raise ValueError("remote files are read with read_bytes")
+        with _errors_as_oserror(path):
+            return _GFileWriter(_gfile().GFile(path, mode), path)  # type: ignore[return-value]
     return open(path, mode)
 
 
-class _BytesWriter:
-    """A GFile for writing that takes any buffer (GFile.write wants bytes or str)."""
+class _GFileWriter:
+    """A GFile for writing that takes any buffer (GFile.write wants bytes) and
+    raises OSError like a local file."""
 
-    def __init__(self, f: Any) -> None:
-        self._f = f
+    def __init__(self, f: Any, path: str) -> None:
+        self._f, self._path = f, path
 
     def write(self, data: Any) -> int:
-        self._f.write(data if isinstance(data, bytes) else bytes(data))
+        with _errors_as_oserror(self._path):
+            self._f.write(data if isinstance(data, bytes) else bytes(data))
         return memoryview(data).nbytes
 
     def flush(self) -> None:
-        self._f.flush()
+        with _errors_as_oserror(self._path):
+            self._f.flush()
 
     def close(self) -> None:
-        self._f.close()
+        with _errors_as_oserror(self._path):
+            self._f.close()
 
-    def __enter__(self) -> _BytesWriter:
+    def __enter__(self) -> _GFileWriter:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -71,6 +123,28 @@ def exists(path: str) -> bool:
 
 def isdir(path: str) -> bool:
     return _gfile().isdir(path) if is_remote(path) else os.path.isdir(path)
+
+
+def isfile(path: str) -> bool:
+    if is_remote(path):
+        return _gfile().exists(path) and not _gfile().isdir(path)
+    return os.path.isfile(path)
+
+
+def walk(top: str) -> Iterator[tuple[str, list[str], list[str]]]:
+    """os.walk for both kinds of path; pruning `dirs` in place works for both."""
+    if not is_remote(top):
+        yield from os.walk(top)
+        return
+    gfile = _gfile()
+    pending = [top.rstrip("/")]
+    while pending:
+        directory = pending.pop()
+        entries = gfile.listdir(directory)
+        dirs = sorted(e.rstrip("/") for e in entries if e.endswith("/") or gfile.isdir(posixpath.join(directory, e)))
+        files = sorted(e for e in entries if e.rstrip("/") not in dirs)
+        yield directory, dirs, files
+        pending.extend(posixpath.join(directory, d) for d in reversed(dirs))
 
 
 def listdir(path: str) -> list[str]:

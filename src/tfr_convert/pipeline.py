@@ -166,8 +166,10 @@ def _encoded(
 def _pool(converter: Converter, workers: int, on_error: str) -> ProcessPoolExecutor | None:
     if workers <= 1:
         return None
-    # fork shares the converter's loaded arrays copy-on-write; elsewhere it is pickled.
-    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    # fork shares the converter's loaded arrays copy-on-write; elsewhere (and when
+    # encode reads through TensorFlow, which does not survive fork) it is pickled.
+    forkable = "fork" in multiprocessing.get_all_start_methods() and not converter.remote
+    method = "fork" if forkable else "spawn"
     return ProcessPoolExecutor(
         max_workers=workers,
         mp_context=multiprocessing.get_context(method),

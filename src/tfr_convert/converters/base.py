@@ -35,6 +35,9 @@ class Converter(ABC):
     #: True when frame_batch does all the work in numpy, so cheaply that worker
     #: processes would only add copying: the pipeline then runs in one process
     inline: bool = False
+    #: True when encode reads remote files (through TensorFlow's gfile): worker
+    #: processes are then spawned, not forked, since TensorFlow does not survive fork
+    remote: bool = False
     #: items dropped while listing sources (under on_error="skip"), {"item", "reason"}
     skipped: list[dict[str, str]] = []  # noqa: RUF012  (never mutated; converters assign their own)
 
@@ -66,6 +69,11 @@ class Converter(ABC):
         """Framed records of a whole batch at once (a numpy fast path), or None to
         encode item by item. Must give exactly the bytes of the per-item path."""
         return None
+
+    def for_workers(self) -> Converter:
+        """What Beam ships to its workers: enough to encode items, without what only
+        the launcher needs (the item lists, which the workers get from plan files)."""
+        return self
 
     def observe(self, features: dict[str, Any]) -> Hashable | None:
         """A small fact about one encoded example, counted across the run for `finish`."""

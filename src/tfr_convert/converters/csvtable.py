@@ -12,6 +12,7 @@ import io
 import re
 from dataclasses import dataclass
 
+from .. import fs
 from ..errors import SourceError
 
 _INT = re.compile(r"[+-]?\d+")
@@ -35,8 +36,7 @@ class Table:
 
 def read(path: str, header: bool = True) -> Table:
     """Rows of a CSV; with header=False a one-column headerless file (header ())."""
-    with open(path, "rb") as f:
-        raw = f.read()
+    raw = fs.read_bytes(path)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
