@@ -149,7 +149,9 @@ class _AllowlistUnpickler(pickle.Unpickler):
 
 
 _STUBS = (_Array, _Dtype, _NdarrayToken)
-_CONTAINERS = (dict, list, tuple)
+# Exact types suffice: pickle builds containers of exactly these types, and no
+# subclass of them is on the allowlist.
+_NEEDS_A_LOOK = frozenset((*_STUBS, dict, list, tuple))
 
 
 def _resolve(obj: Any, depth: int = 0) -> Any:
@@ -167,7 +169,9 @@ def _resolve(obj: Any, depth: int = 0) -> Any:
     if isinstance(obj, dict):
         return {_resolve(k, depth + 1): _resolve(v, depth + 1) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        resolved = [_resolve(v, depth + 1) if isinstance(v, _STUBS + _CONTAINERS) else v for v in obj]
+        if _NEEDS_A_LOOK.isdisjoint(map(type, obj)):
+            return obj  # e.g. 10 000 labels or file names: nothing to swap
+        resolved = [_resolve(v, depth + 1) if type(v) in _NEEDS_A_LOOK else v for v in obj]
         return resolved if isinstance(obj, list) else tuple(resolved)
     return obj
 
