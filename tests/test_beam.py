@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sysconfig
@@ -123,6 +124,12 @@ def test_remote_output_through_gfile_reads_back(cli, tmp_path, engine):
     assert inspected.exit_code == 0
     for n in shards:  # byte-identical to the same conversion written locally
         assert tf.io.gfile.GFile(f"{out}/{n}", "rb").read() == (tmp_path / "same" / n).read_bytes()
+    from tfr_convert import load
+
+    info = json.loads(tf.io.gfile.GFile(f"{out}/dataset_info.json", "rb").read())
+    train = sum(int(n) for s in info["splits"] if s["name"] == "train" for n in s["shardLengths"])
+    assert 0 < train < 9
+    assert sum(1 for _ in load(out, "train")) == train  # the loader reads a remote dataset too
 
 
 def test_remote_source_is_read_through_gfile(cli, tmp_path):
@@ -176,3 +183,8 @@ def test_beam_runs_the_fixed_layout_converters_too(cli, mnist_src, tmp_path):
     assert final_files(tmp_path / "beam") == final_files(tmp_path / "local")
     for name in final_files(tmp_path / "local"):
         assert (tmp_path / "beam" / name).read_bytes() == (tmp_path / "local" / name).read_bytes(), name
+
+
+def test_download_into_a_remote_src_is_a_usage_error(cli, tmp_path):
+    result = cli.convert("mnist", "gs://bucket/mnist", "--download", "--out", tmp_path / "o")
+    assert result.exit_code == 2 and "local folder" in result.stderr

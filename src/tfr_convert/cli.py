@@ -269,6 +269,8 @@ def _source(src, download, variant, default_variant, mirror, cache_dir):
         raise click.UsageError("give SRC, or --download")
     from . import fs
 
+    if download and src is not None and fs.is_remote(src):
+        raise click.UsageError("with --download, SRC is where the files are saved: it must be a local folder")
     if not download and not fs.is_remote(src) and not os.path.exists(src):
         raise click.BadParameter(f"{src!r} does not exist", param_hint="SRC")
 

@@ -11,11 +11,11 @@ This is the one module that imports TensorFlow, and only when `load` runs.
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from typing import Any
 
+from . import fs
 from .errors import SourceError
 from .inspect.paths import load_json
 from .shards import ShardName
@@ -67,12 +67,12 @@ def plan_split(directory: str, split: str) -> tuple[list[ShardSlice], int]:
     slices, first = [], 0
     for i, length in enumerate(lengths):
         name = ShardName(info["name"], m["split"], i, len(lengths)).filename
-        path = os.path.join(directory, name)
-        if not os.path.isfile(path):
+        path = fs.join(directory, name)
+        if not fs.isfile(path):
             raise SourceError(f"{path}: shard listed in dataset_info.json is missing")
-        if name in recorded and os.path.getsize(path) != recorded[name].get("bytes"):
+        if name in recorded and fs.getsize(path) != recorded[name].get("bytes"):
             raise SourceError(
-                f"{path}: {os.path.getsize(path)} bytes, manifest.json says {recorded[name].get('bytes')} "
+                f"{path}: {fs.getsize(path)} bytes, manifest.json says {recorded[name].get('bytes')} "
                 "(the shard was changed after conversion; run tfr-inspect --verify)"
             )
         lo, hi = max(start, first), min(stop, first + length)

@@ -9,6 +9,7 @@ import stat
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import fs
 from ..errors import SourceError
 from ..shards import ShardName
 from ..splits import SPLIT_ORDER
@@ -71,12 +72,11 @@ def split_of(path: str) -> str | None:
 
 def load_json(directory: str, name: str) -> Any:
     """A metadata file of a dataset directory, or None if absent; unreadable -> SourceError."""
-    path = os.path.join(directory, name)
-    if not os.path.exists(path):
+    path = fs.join(directory, name)  # remote too: tfr_convert.load reads gs://... datasets
+    if not fs.exists(path):
         return None
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
+        return json.loads(fs.read_bytes(path).decode("utf-8"))
     except (OSError, ValueError) as e:
         raise SourceError(f"{path}: unreadable metadata: {e}") from None
 
