@@ -188,3 +188,18 @@ def test_beam_runs_the_fixed_layout_converters_too(cli, mnist_src, tmp_path):
 def test_download_into_a_remote_src_is_a_usage_error(cli, tmp_path):
     result = cli.convert("mnist", "gs://bucket/mnist", "--download", "--out", tmp_path / "o")
     assert result.exit_code == 2 and "local folder" in result.stderr
+
+
+def test_remote_mnist_source_is_copied_through_gfile(cli, mnist_src, tmp_path):
+    src, _ = mnist_src
+    remote = "ram://tfr-convert-mnist/src"
+    tf.io.gfile.makedirs(remote)
+    for name in os.listdir(src):
+        tf.io.gfile.copy(str(src / name), f"{remote}/{name}", overwrite=True)
+    a = cli.convert("mnist", remote, "--out", tmp_path / "a", "--quiet")
+    b = cli.convert("mnist", src, "--out", tmp_path / "b", "--quiet")
+    assert a.exit_code == 0 and b.exit_code == 0, a.output
+    for name in final_files(tmp_path / "b"):  # metadata too: sources are recorded by file name and sha256
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+    gone = cli.convert("mnist", "ram://tfr-convert-mnist/nowhere", "--out", tmp_path / "c", "--quiet")
+    assert gone.exit_code == 1 and "nowhere" in gone.stderr and not (tmp_path / "c").exists()

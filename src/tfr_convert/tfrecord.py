@@ -65,9 +65,8 @@ HEADER_SIZE = 12  # length (8) + length CRC (4)
 FOOTER_SIZE = 4
 # TensorFlow's writers use zlib's default level for both gzip and zlib.
 _COMPRESS_LEVEL = 6
-# Payloads of compressed files are read in pieces of at most this size, so a
-# corrupt length field costs at most what the file really holds, never the
-# length it claims.
+# read_up_to reads in pieces of at most this size, so that a corrupt length
+# (an idx header's, say) costs at most what the file really holds.
 _READ_PIECE = 16 << 20
 # Scans read ahead in a few blocks of this size (see _ReadAhead): large enough that
 # per-block costs vanish, small enough to stay in the CPU caches while checked
