@@ -247,3 +247,15 @@ def test_failure_while_writing_leaves_no_final_named_file(cli, mnist_src, tmp_pa
         and "cannot take 41 examples for validation: the source split has only 40" in result.stderr
     )
     assert final_files(out) == []
+
+
+def test_broken_test_images_found_after_train_was_written_leave_nothing(cli, mnist_src, tmp_path):
+    # Raw images inflate on threads while the splits are planned, so a broken data
+    # section is found while converting, here after the train shards were written.
+    src, _ = mnist_src
+    path = src / (FILES["test", "images"] + ".gz")
+    path.write_bytes(path.read_bytes()[:-20])
+    out = tmp_path / "out"
+    result = cli.convert("mnist", src, "--out", out, "--examples-per-shard", 10)
+    assert result.exit_code == 1 and f"error: {path}: truncated gzip stream" in result.stderr
+    assert not out.exists()  # no final names, no temporaries: the run created the folder and removed it

@@ -149,7 +149,8 @@ def _read_plan(path: str) -> Iterator[tuple[str, int, list[Hashable]]]:
 def _encode_batch(element: tuple[str, int, list[Hashable]], converter: Converter, on_error: str):
     """Batch -> (split, batch number, Chunk of framed records)."""
     split, b, items = element
-    return split, b, encode_items(converter, items, on_error)
+    chunk = encode_items(converter, items, on_error)
+    return split, b, chunk._replace(blob=bytes(chunk.blob))  # a fast path may give a view: Beam pickles bytes
 
 
 def _cut_split(
