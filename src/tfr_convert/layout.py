@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from .example import serialize
-from .tfrecord import HEADER_SIZE, masked_crc
+from .tfrecord import HEADER_SIZE, crc32c, masked_crc
 
 _MAX_ONE_BYTE_VARINT = 127
 
@@ -78,9 +78,10 @@ def frame_uniform(prototype: dict[str, Any], varying: dict[str, np.ndarray]) -> 
             rows[:, at] = values
     flat = memoryview(rows).cast("B")  # CRCs over views of the rows: no copies
     crcs = np.fromiter(
-        (masked_crc(flat[start + HEADER_SIZE : start + width - 4]) for start in range(0, n * width, width)),
+        (crc32c(flat[start + HEADER_SIZE : start + width - 4]) for start in range(0, n * width, width)),
         np.uint32,
         n,
     )
-    rows[:, -4:] = crcs.astype("<u4").view(np.uint8).reshape(n, 4)
+    masked = ((crcs >> 15) | (crcs << 17)) + np.uint32(0xA282EAD8)  # tfrecord.masked_crc, all at once (wraps)
+    rows[:, -4:] = masked.astype("<u4").view(np.uint8).reshape(n, 4)
     return rows

@@ -59,6 +59,7 @@ def _load_crc32c():
 
 
 _crc32c = _load_crc32c()
+crc32c = _crc32c  # crc32c(buffer, value=0) -> the plain (unmasked) CRC32C
 
 COMPRESSIONS = ("none", "gzip", "zlib")
 HEADER_SIZE = 12  # length (8) + length CRC (4)
