@@ -360,10 +360,14 @@ class CifarConverter(Converter):
         index = np.fromiter((i for _, i in items), np.int64, len(items))  # type: ignore[misc]
         pixels = pixels[index]
         classes = np.stack([kind_labels[index] for kind_labels in labels], axis=1)
+        code = np.zeros(len(index), np.int64)  # one number per (fine, coarse) pair: a 1-D unique is cheap
+        for column, kind in enumerate(self.kinds):
+            code = code * kind.num_classes + classes[:, column]
         groups = []  # (positions in the batch, framed rows) per class present
         sizes = np.zeros(len(index), np.int64)
-        for key in np.unique(classes, axis=0):
-            positions = np.flatnonzero((classes == key).all(axis=1))
+        for value in np.unique(code):
+            positions = np.flatnonzero(code == value)
+            key = classes[positions[0]]
             prototype: dict[str, Any] = {"image": b""}
             for kind, value, names in zip(self.kinds, key.tolist(), self.class_names, strict=True):
                 prototype[f"{kind.feature_prefix}label_index"] = value
