@@ -14,6 +14,7 @@ import os
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Hashable
+from concurrent.futures import Future
 from typing import Any
 
 from ..metadata import FeatureSpec
@@ -87,3 +88,18 @@ class Converter(ABC):
 
 def fingerprint(path: str, data: bytes) -> dict[str, Any]:
     return {"file": os.path.basename(path), "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+
+def settle(pending: dict[str, Any], key: str) -> Any:
+    """The value at `key`, waiting for it if a thread is still computing it (a Future),
+    and keeping it: converters load arrays on threads while the splits are planned."""
+    value = pending[key]
+    if isinstance(value, Future):
+        value = pending[key] = value.result()
+    return value
+
+
+def settle_all(pending: dict[str, Any]) -> None:
+    """Wait for every value (before Beam pickles the converter: no futures in it)."""
+    for key in pending:
+        settle(pending, key)

@@ -28,7 +28,7 @@ from ..errors import SourceError
 from ..layout import frame_uniform
 from ..metadata import FeatureSpec
 from ..tfrecord import HashingReader
-from .base import Converter, fingerprint
+from .base import Converter, fingerprint, settle, settle_all
 from .imaging import encode_png
 from .safe_pickle import UnsafePickleError, safe_load
 
@@ -389,14 +389,10 @@ class CifarConverter(Converter):
 
     def _split_arrays(self, split: str) -> tuple[np.ndarray, list[np.ndarray]]:
         """(channel-last pixels, labels per kind) of a split; waits for the interleaving."""
-        pixels = self._pixels[split]
-        if isinstance(pixels, Future):
-            pixels = self._pixels[split] = pixels.result()
-        return pixels, self._labels[split]
+        return settle(self._pixels, split), self._labels[split]
 
     def for_workers(self) -> CifarConverter:
-        for split in self._pixels:  # Beam pickles the converter: no futures in it
-            self._split_arrays(split)
+        settle_all(self._pixels)
         return self
 
     def sources(self) -> list[dict[str, Any]]:

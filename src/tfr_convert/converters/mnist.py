@@ -25,7 +25,7 @@ from ..errors import SourceError
 from ..layout import frame_uniform
 from ..metadata import FeatureSpec
 from ..tfrecord import read_up_to
-from .base import Converter, fingerprint
+from .base import Converter, fingerprint, settle, settle_all
 from .imaging import encode_png
 
 IMAGES_MAGIC, LABELS_MAGIC = 2051, 2049
@@ -293,14 +293,10 @@ class MnistConverter(Converter):
 
     def _split_arrays(self, split: str) -> tuple[np.ndarray, np.ndarray]:
         """(images, labels) of a split; waits for the images' inflation (its errors surface here)."""
-        images = self._images[split]
-        if isinstance(images, Future):
-            images = self._images[split] = images.result()
-        return images, self._labels[split]
+        return settle(self._images, split), self._labels[split]
 
     def for_workers(self) -> MnistConverter:
-        for split in self._images:  # Beam pickles the converter: no futures in it
-            self._split_arrays(split)
+        settle_all(self._images)
         return self
 
     def sources(self) -> list[dict[str, Any]]:
