@@ -358,7 +358,6 @@ class CifarConverter(Converter):
             return None
         pixels, labels = self._split_arrays(splits.pop())
         index = np.fromiter((i for _, i in items), np.int64, len(items))  # type: ignore[misc]
-        pixels = pixels[index]
         classes = np.stack([kind_labels[index] for kind_labels in labels], axis=1)
         code = np.zeros(len(index), np.int64)  # one number per (fine, coarse) pair: a 1-D unique is cheap
         for column, kind in enumerate(self.kinds):
@@ -372,7 +371,7 @@ class CifarConverter(Converter):
             for kind, value, names in zip(self.kinds, key.tolist(), self.class_names, strict=True):
                 prototype[f"{kind.feature_prefix}label_index"] = value
                 prototype[f"{kind.feature_prefix}label_name"] = names[value]
-            rows = frame_uniform(prototype, {"image": pixels[positions]})
+            rows = frame_uniform(prototype, {"image": pixels[index[positions]]})  # one gather per class
             if rows is None:
                 return None
             groups.append((positions, rows))
