@@ -9,15 +9,14 @@ output is byte-identical for any worker count.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import time
 import warnings
 from collections import Counter, deque
 from collections.abc import Callable, Hashable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import splits as splitting
 from .converters.base import Converter
@@ -26,6 +25,9 @@ from .example import serialize
 from .metadata import metadata_files
 from .shards import OutputDir, ShardPolicy, SplitResult, SplitWriter
 from .tfrecord import COMPRESSIONS, frame
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 WINDOW_PER_WORKER = 4  # chunks in flight per worker
 
@@ -166,6 +168,9 @@ def _encoded(
 def _pool(converter: Converter, workers: int, on_error: str) -> ProcessPoolExecutor | None:
     if workers <= 1:
         return None
+    import multiprocessing  # here: ~15 ms to import, and inline converters never need it
+    from concurrent.futures import ProcessPoolExecutor
+
     # fork shares the converter's loaded arrays copy-on-write; elsewhere (and when
     # encode reads through TensorFlow, which does not survive fork) it is pickled.
     forkable = "fork" in multiprocessing.get_all_start_methods() and not converter.remote

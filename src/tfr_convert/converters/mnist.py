@@ -59,6 +59,10 @@ def find_source(src_dir: str, stem: str) -> str:
     raise SourceError(f"{src_dir}: missing {stem} (or {stem}.gz)")
 
 
+# gzip input is inflated this much at a time: each call releases the GIL and must take it
+# back, waiting up to a switch interval (5 ms) while the splits are planned beside it, so
+# few large calls; the output of one call stays below ~1032x this, and below the limit.
+_INFLATE_SLICE = 4 << 20
 # deflate cannot expand data by more than 1032:1, so a gzip of n bytes holds at most this much
 _MAX_INFLATION = 1032
 
@@ -74,7 +78,7 @@ def _inflate(raw: bytes, limit: int) -> _Inflated:
 
     zlib's one-call output is built in blocks joined at the end, which briefly holds
     everything twice (47 MB more for MNIST's train images); here the input goes in
-    64 KiB slices (views, no copies) and the output grows in place.
+    4 MiB slices (views, no copies) and the output grows in place.
     """
     inflater = zlib.decompressobj(wbits=31)  # gzip framing; zlib checks its CRC and length
     out, source, at, tail = bytearray(), memoryview(raw), 0, b""
@@ -82,7 +86,7 @@ def _inflate(raw: bytes, limit: int) -> _Inflated:
         if not tail:
             if at >= len(raw):
                 break  # the input ran out (a truncated stream)
-            tail, at = source[at : at + (1 << 16)], at + (1 << 16)
+            tail, at = source[at : at + _INFLATE_SLICE], at + _INFLATE_SLICE
         out += inflater.decompress(tail, limit - len(out))  # bounded by what the header declares
         tail = inflater.unconsumed_tail
     return _Inflated(out, inflater.eof, inflater.unused_data + raw[at : at + 2])
