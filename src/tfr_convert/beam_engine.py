@@ -155,16 +155,16 @@ def _encode_batch(element: tuple[str, int, list[Hashable]], converter: Converter
 
 def _cut_split(
     element: tuple[str, Iterable[tuple[int, list[int], int]]], totals: dict[str, int], policy: ShardPolicy
-) -> tuple[str, dict[int, list[tuple[int, int, int]]]]:
+) -> tuple[str, dict[int, list[tuple[int, int, int, int]]]]:
     """Where a split's shards end, from every batch's record sizes in item order:
-    per batch, its pieces as (shard number, byte start, byte count)."""
+    per batch, its pieces as (shard number, byte start, byte count, record count)."""
     split, batches = element
     cutter = ShardCutter(totals[split], policy)
     shard, per_batch = 0, {}
     for b, sizes, skipped in sorted(batches, key=lambda t: t[0]):
         pieces, start = [], 0
-        for _count, nbytes, closes in cutter.cut(sizes):
-            pieces.append((shard, start, nbytes))
+        for count, nbytes, closes in cutter.cut(sizes):
+            pieces.append((shard, start, nbytes, count))
             start += nbytes
             shard += closes
         if cutter.skip(skipped):
@@ -174,33 +174,24 @@ def _cut_split(
     return split, per_batch
 
 
-def _pieces(element: tuple[str, int, Any], cuts: dict) -> Iterator[tuple[tuple[str, int], tuple[int, bytes]]]:
+def _pieces(element: tuple[str, int, Any], cuts: dict) -> Iterator[tuple[tuple[str, int], tuple[int, bytes, int]]]:
     split, b, chunk = element
     blob = memoryview(chunk.blob)
-    for shard, start, nbytes in cuts[split].get(b, []):
-        yield (split, shard), (b, bytes(blob[start : start + nbytes]))
+    for shard, start, nbytes, count in cuts[split].get(b, []):
+        yield (split, shard), (b, bytes(blob[start : start + nbytes]), count)
 
 
-def _write_shard(element: tuple[tuple[str, int], Iterable[tuple[int, bytes]]], out: str, compression: str) -> None:
+def _write_shard(element: tuple[tuple[str, int], Iterable[tuple[int, bytes, int]]], out: str, compression: str) -> None:
     (split, shard), pieces = element
     path = fs.join(out, f"{_PREFIX}{split}-{shard:05d}")
     records = 0
     with RecordWriter(path, compression) as writer:
-        for _, blob in sorted(pieces, key=lambda p: p[0]):  # item order within the shard
+        for _, blob, count in sorted(pieces, key=lambda p: p[0]):  # item order within the shard
             writer.write_framed(blob)
-            records += _count_framed(blob)
+            records += count
     report = {"split": split, "shard": shard, "path": path, "records": records,
               "bytes": writer.bytes_written(), "sha256": writer.sha256()}  # fmt: skip
     _write_json(report, path + ".json")
-
-
-def _count_framed(blob: bytes) -> int:
-    """Records in back-to-back framed bytes (lengths from the headers)."""
-    n = at = 0
-    while at < len(blob):
-        at += 16 + int.from_bytes(blob[at : at + 8], "little")
-        n += 1
-    return n
 
 
 def _extras_of(chunk: Any) -> dict[str, Any]:

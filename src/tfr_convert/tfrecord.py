@@ -58,8 +58,7 @@ def _load_crc32c():
     return crc32c
 
 
-_crc32c = _load_crc32c()
-crc32c = _crc32c  # crc32c(buffer, value=0) -> the plain (unmasked) CRC32C
+crc32c = _load_crc32c()  # crc32c(buffer, value=0) -> the plain (unmasked) CRC32C of any buffer
 
 COMPRESSIONS = ("none", "gzip", "zlib")
 HEADER_SIZE = 12  # length (8) + length CRC (4)
@@ -86,7 +85,7 @@ _header = struct.Struct("<QI")  # length, masked CRC of the length
 def masked_crc(data: bytes | bytearray | memoryview) -> int:
     # crc32c (hardware CRC32C) takes any buffer, so views of larger buffers (numpy
     # rows, blocks of a file) need no copy, and it releases the GIL on large ones.
-    crc = _crc32c(data)
+    crc = crc32c(data)
     return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
 
 
@@ -510,9 +509,9 @@ def _scan_stream(cursor: _Cursor, compression: str, file_size: int, payload: str
                 length, length_crc = _header.unpack_from(view, pos)
                 body = pos + HEADER_SIZE
                 stop = body + length
-                if stop + FOOTER_SIZE > end or _crc32c(view[pos : pos + 8]) != unmask(length_crc):
+                if stop + FOOTER_SIZE > end or crc32c(view[pos : pos + 8]) != unmask(length_crc):
                     break  # across the block's end, or broken: the careful path below
-                if check and _crc32c(view[body:stop]) != unmask(_u32.unpack_from(view, stop)[0]):
+                if check and crc32c(view[body:stop]) != unmask(_u32.unpack_from(view, stop)[0]):
                     yield Problem(index, offset, "data_crc", "data CRC mismatch (corrupt payload)")
                 else:
                     yield Record(index, offset, bytes(view[body:stop]) if keep else b"")
