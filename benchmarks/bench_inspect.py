@@ -24,7 +24,7 @@ from common import REPO, SCRIPTS, compile_package
 
 
 def make_file(path: Path, total: int, record: int) -> int:
-    from tfr_convert.tfrecord import frame
+    from tfr_convert.containers.framing import frame
 
     if path.exists() and path.stat().st_size >= total:
         return path.stat().st_size

@@ -15,9 +15,9 @@ import tensorflow_datasets as tfds
 from helpers import final_files
 from PIL import Image
 
+from tfr_convert.containers.scan import read_records
 from tfr_convert.example import parse
 from tfr_convert.shards import ShardName
-from tfr_convert.tfrecord import read_records
 
 RNG = np.random.default_rng(7)
 

@@ -6,7 +6,7 @@ import json
 
 import tensorflow as tf
 
-from tfr_convert.tfrecord import frame
+from tfr_convert.containers.framing import frame
 
 
 def _convert(cli, src, out, *args):

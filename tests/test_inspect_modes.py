@@ -19,11 +19,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
+from tfr_convert.containers.crc import masked_crc
+from tfr_convert.containers.framing import frame
+from tfr_convert.containers.scan import scan_records
+from tfr_convert.containers.tfrecord import index_lines
 from tfr_convert.errors import TfrConvertError
-from tfr_convert.inspect.index import index_lines
 from tfr_convert.inspect.summary import summarize
 from tfr_convert.inspect.verify import verify
-from tfr_convert.tfrecord import frame, masked_crc, scan_records
 
 
 def tf_file(path: Path, n: int = 5, compression: str = "") -> list[int]:

@@ -9,9 +9,9 @@ from helpers import write_cifar
 from PIL import Image
 
 import tfr_convert
+from tfr_convert.containers.scan import read_records
 from tfr_convert.errors import SourceError
 from tfr_convert.example import parse
-from tfr_convert.tfrecord import read_records
 
 
 def convert(cli, *args) -> None:

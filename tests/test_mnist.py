@@ -12,9 +12,9 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 from helpers import final_files, write_mnist
 
+from tfr_convert.containers.scan import read_records
 from tfr_convert.converters.mnist import FILES, idx_bytes
 from tfr_convert.shards import ShardName
-from tfr_convert.tfrecord import read_records
 
 
 def tutorial_reader(files: list[str]) -> list[tuple[bytes, int]]:

@@ -8,10 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tfr_convert.containers import get as container
+from tfr_convert.containers.framing import frame
 from tfr_convert.errors import OutputError, SourceError
 from tfr_convert.shards import OutputDir, ShardName, ShardPolicy, SplitWriter
 from tfr_convert.splits import assign, carve, seeded_order
-from tfr_convert.tfrecord import frame
 
 
 def test_shard_name_formats_and_parses():
@@ -91,9 +92,9 @@ def test_output_dir_refuses_non_empty_and_cleans_up_on_failure(tmp_path):
         OutputDir(str(out))
     fresh = tmp_path / "fresh"
     with pytest.raises(RuntimeError), OutputDir(str(fresh)) as od:
-        writer = SplitWriter(od, "train", 3, ShardPolicy(examples_per_shard=1), "none")
-        writer.write(frame(b"a"))
-        writer.write(frame(b"b"))
+        writer = SplitWriter(od, "train", 3, ShardPolicy(examples_per_shard=1), container("tfrecord"), "none")
+        writer.write_chunk(frame(b"a"), [len(frame(b"a"))])
+        writer.write_chunk(frame(b"b"), [len(frame(b"b"))])
         assert len(os.listdir(fresh)) == 2
         raise RuntimeError("boom")
     assert not fresh.exists()  # created by the run, so removed with it
@@ -101,8 +102,8 @@ def test_output_dir_refuses_non_empty_and_cleans_up_on_failure(tmp_path):
 
 def test_split_writer_counts_must_match(tmp_path):
     with OutputDir(str(tmp_path / "o")) as od:
-        writer = SplitWriter(od, "train", 2, ShardPolicy(), "none")
-        writer.write(frame(b"a"))
+        writer = SplitWriter(od, "train", 2, ShardPolicy(), container("tfrecord"), "none")
+        writer.write_chunk(frame(b"a"), [len(frame(b"a"))])
         with pytest.raises(OutputError, match="wrote 1 examples, expected 2"):
             writer.close()
 
@@ -128,7 +129,7 @@ def test_default_policy_is_one_shard_for_small_data_else_at_least_64_mib():
 def test_split_writer_cuts_exactly_where_the_policy_says(tmp_path_factory, policy, sizes, chunk, skips):
     out = tmp_path_factory.mktemp("w")
     with OutputDir(str(out / "o")) as od:
-        writer = SplitWriter(od, "train", len(sizes) + skips, policy, "none")
+        writer = SplitWriter(od, "train", len(sizes) + skips, policy, container("tfrecord"), "none")
         records = [frame(bytes(s - 16)) for s in sizes]
         for i in range(0, len(records), chunk):
             part = records[i : i + chunk]
@@ -146,8 +147,8 @@ def test_a_failed_split_leaves_no_writer_thread_or_file(tmp_path):
 
     before = threading.active_count()
     with pytest.raises(RuntimeError), OutputDir(str(tmp_path / "o")) as od:
-        with SplitWriter(od, "train", 5, ShardPolicy(), "none") as writer:
-            writer.write(frame(b"x"))
+        with SplitWriter(od, "train", 5, ShardPolicy(), container("tfrecord"), "none") as writer:
+            writer.write_chunk(frame(b"x"), [len(frame(b"x"))])
             assert threading.active_count() == before + 1  # the shard's hashing/writing helper
             raise RuntimeError("boom")
     assert threading.active_count() == before

@@ -8,16 +8,13 @@ from pathlib import Path
 import pytest
 import tensorflow as tf
 
+from tfr_convert.containers import Problem
+from tfr_convert.containers.compression import detect_compression
+from tfr_convert.containers.crc import masked_crc
+from tfr_convert.containers.framing import frame
+from tfr_convert.containers.scan import read_records, scan_records
+from tfr_convert.containers.tfrecord import RecordWriter
 from tfr_convert.errors import RecordError
-from tfr_convert.tfrecord import (
-    Problem,
-    RecordWriter,
-    detect_compression,
-    frame,
-    masked_crc,
-    read_records,
-    scan_records,
-)
 
 PAYLOADS = [b"", b"a", b"hello world" * 10, bytes(range(256)) * 40]
 TF_COMPRESSION = {"none": "", "gzip": "GZIP", "zlib": "ZLIB"}
@@ -26,7 +23,7 @@ TF_COMPRESSION = {"none": "", "gzip": "GZIP", "zlib": "ZLIB"}
 def write_ours(path: Path, payloads, compression="none") -> None:
     with RecordWriter(str(path), compression) as w:
         for p in payloads:
-            w.write(p)
+            w.write(frame(p))
 
 
 def test_masked_crc_known_value():

@@ -31,14 +31,17 @@ from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import Any
 
-from . import fs
+from . import containers, fs
 from .converters.base import Converter
 from .errors import TfrConvertError
-from .pipeline import RunOptions, Summary, encode_items, finish, plan_splits
-from .shards import _TMP_PREFIX, OutputDir, ShardCutter, ShardFile, ShardPolicy, SplitResult
-from .tfrecord import RecordWriter
+from .pipeline import RunOptions, Summary, encode_sealed, finish, plan_splits
+from .shards import TEMP_PREFIX, OutputDir, ShardCutter, ShardFile, ShardPolicy, SplitResult
 
-_PREFIX = f"{_TMP_PREFIX}beam-"
+_PREFIX = f"{TEMP_PREFIX}beam-"
+# What a worker's TfrConvertError becomes on its way through the runner (which
+# wraps it in its own exceptions and may carry only its text between machines):
+# one marked line the launcher finds, whatever the error's class.
+_MARK = "tfr-convert error >>> "
 _EXTRAS = f"{_PREFIX}extras.json"
 _BATCHES_PER_PLAN_FILE = 256
 
@@ -72,7 +75,9 @@ def run(
     from apache_beam.options.pipeline_options import PipelineOptions
 
     started = time.perf_counter()
+    container = options.container()
     plan = plan_splits(converter, options)
+    converter.settle()  # no threads or futures in what is shipped to workers
     totals = {split: len(items) for split, items in plan.items()}
     if progress:
         progress(0, sum(totals.values()))
@@ -85,7 +90,8 @@ def run(
                     | "PlanFiles" >> beam.Create(plan_files)
                     | "Batches" >> beam.FlatMap(_read_plan)
                     | "Spread" >> beam.Reshuffle()
-                    | "Encode" >> beam.Map(_encode_batch, converter=converter.for_workers(), on_error=options.on_error)
+                    | "Encode"
+                    >> beam.Map(_encode_batch, converter=converter, on_error=options.on_error, container=container)
                 )
                 cuts = (
                     encoded
@@ -97,7 +103,8 @@ def run(
                     encoded
                     | "Pieces" >> beam.FlatMap(_pieces, cuts=beam.pvalue.AsDict(cuts))
                     | "ByShard" >> beam.GroupByKey()
-                    | "WriteShard" >> beam.Map(_write_shard, out=options.out, compression=options.compression)
+                    | "WriteShard"
+                    >> beam.Map(_write_shard, out=options.out, container=container, compression=options.compression)
                 )
                 _ = (
                     encoded
@@ -146,11 +153,20 @@ def _read_plan(path: str) -> Iterator[tuple[str, int, list[Hashable]]]:
         yield split, b, [_hashable(item) for item in items]
 
 
-def _encode_batch(element: tuple[str, int, list[Hashable]], converter: Converter, on_error: str):
-    """Batch -> (split, batch number, Chunk of framed records)."""
+class WorkerError(Exception):
+    """A worker's TfrConvertError, as the one marked line the launcher looks for."""
+
+
+def _encode_batch(
+    element: tuple[str, int, list[Hashable]], converter: Converter, on_error: str, container: containers.Container
+):
+    """Batch -> (split, batch number, Encoded sealed records)."""
     split, b, items = element
-    chunk = encode_items(converter, items, on_error)
-    return split, b, chunk._replace(blob=bytes(chunk.blob))  # a fast path may give a view: Beam pickles bytes
+    try:
+        encoded = encode_sealed(converter, items, on_error, container)
+    except TfrConvertError as e:
+        raise WorkerError(f"{_MARK}{e}") from None
+    return split, b, encoded._replace(blob=bytes(encoded.blob))  # a view or bytearray: Beam pickles bytes
 
 
 def _cut_split(
@@ -174,30 +190,39 @@ def _cut_split(
     return split, per_batch
 
 
-def _pieces(element: tuple[str, int, Any], cuts: dict) -> Iterator[tuple[tuple[str, int], tuple[int, bytes, int]]]:
-    split, b, chunk = element
-    blob = memoryview(chunk.blob)
+def _pieces(
+    element: tuple[str, int, Any], cuts: dict
+) -> Iterator[tuple[tuple[str, int], tuple[int, bytes, list[int]]]]:
+    split, b, encoded = element
+    blob = memoryview(encoded.blob)
+    at = 0
     for shard, start, nbytes, count in cuts[split].get(b, []):
-        yield (split, shard), (b, bytes(blob[start : start + nbytes]), count)
+        yield (split, shard), (b, bytes(blob[start : start + nbytes]), encoded.sizes[at : at + count])
+        at += count
 
 
-def _write_shard(element: tuple[tuple[str, int], Iterable[tuple[int, bytes, int]]], out: str, compression: str) -> None:
+def _write_shard(
+    element: tuple[tuple[str, int], Iterable[tuple[int, bytes, list[int]]]],
+    out: str,
+    container: containers.Container,
+    compression: str,
+) -> None:
     (split, shard), pieces = element
     path = fs.join(out, f"{_PREFIX}{split}-{shard:05d}")
     records = 0
-    with RecordWriter(path, compression) as writer:
-        for _, blob, count in sorted(pieces, key=lambda p: p[0]):  # item order within the shard
-            writer.write_framed(blob)
-            records += count
+    with container.writer(path, compression) as writer:
+        for _, blob, sizes in sorted(pieces, key=lambda p: p[0]):  # item order within the shard
+            writer.write(memoryview(blob), sizes)
+            records += len(sizes)
     report = {"split": split, "shard": shard, "path": path, "records": records,
               "bytes": writer.bytes_written(), "sha256": writer.sha256()}  # fmt: skip
     _write_json(report, path + ".json")
 
 
-def _extras_of(chunk: Any) -> dict[str, Any]:
-    observed = Counter(o for o in chunk.observations if o is not None)
+def _extras_of(encoded: Any) -> dict[str, Any]:
+    observed = Counter(o for o in encoded.observations if o is not None)
     return {"observations": [[_jsonable(o), n] for o, n in observed.items()],
-            "skipped": chunk.skipped, "warnings": chunk.warnings}  # fmt: skip
+            "skipped": encoded.skipped, "warnings": encoded.warnings}  # fmt: skip
 
 
 def _merge_extras(parts: Iterable[dict[str, Any]]) -> dict[str, Any]:
@@ -261,10 +286,9 @@ def _remove_temporaries(out: str) -> None:
 
 
 def _worker_message(error: Exception) -> str:
-    """The first line of what a worker raised, without the runner's decoration."""
+    """What a worker raised, as its one marked line, without the runner's decoration."""
     text = str(error).strip()
     for line in text.splitlines():
-        for marker in ("TfrConvertError: ", "SourceError: ", "OutputError: ", "RecordError: "):
-            if marker in line:
-                return line.split(marker, 1)[1]
+        if _MARK in line:
+            return line.split(_MARK, 1)[1].strip().rstrip("'\"]")
     return f"the Beam pipeline failed: {text.splitlines()[0] if text else type(error).__name__}"

@@ -112,7 +112,7 @@ def _progress_bar(quiet: bool):
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="tfr-convert")
 def convert() -> None:
-    """Convert MNIST, CIFAR and image folders to sharded TFRecord datasets."""
+    """Convert MNIST, CIFAR and image folders to sharded TFRecord (or ArrayRecord) datasets."""
 
 
 def common_options(f):
@@ -133,7 +133,21 @@ def common_options(f):
         click.option(
             "--shard-size", type=ByteSize(), help="Shards of at least this size, e.g. 128MB [default: 64MiB]."
         ),
-        click.option("--compression", type=click.Choice(["none", "gzip", "zlib"]), default="none", show_default=True),
+        click.option(
+            "--format",
+            "file_format",
+            type=click.Choice(["tfrecord", "array_record"]),
+            default="tfrecord",
+            show_default=True,
+            help="Container of the shards: TFRecord, or ArrayRecord for random access (Grain, tfds.data_source).",
+        ),
+        click.option(
+            "--compression",
+            type=click.Choice(["none", "gzip", "zlib", "zstd"]),
+            default="none",
+            show_default=True,
+            help="gzip / zlib for TFRecord; zstd for ArrayRecord.",
+        ),
         click.option(
             "--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of every shuffle and split."
         ),
@@ -169,13 +183,27 @@ def _apply(decorators, f):
     return f
 
 
-def _run_options(*, out, name, num_shards, examples_per_shard, shard_size, compression, seed, shuffle,
+def _run_options(*, out, name, num_shards, examples_per_shard, shard_size, file_format, compression, seed, shuffle,
                  workers, overwrite, index, validation_size=0, on_error="fail"):  # fmt: skip
     """RunOptions from the common options; checked before any input is read."""
-    from . import fs
+    from . import containers, fs
     from .pipeline import RunOptions, default_workers
     from .shards import ShardPolicy
 
+    container = containers.get(file_format)
+    if compression not in container.compressions:
+        raise click.UsageError(
+            f"--compression {compression} does not apply to --format {file_format} "
+            f"(choose {', '.join(container.compressions)})"
+        )
+    if not container.available():
+        raise click.UsageError(
+            f"--format {file_format} needs its library: pip install 'tfr-convert[{container.extra}]'"
+        )
+    if file_format == "array_record" and fs.is_remote(out):
+        raise click.UsageError("--format array_record needs a local --out (the ArrayRecord library writes local files)")
+    if index and file_format != "tfrecord":
+        raise click.UsageError("--index is for TFRecord shards (ArrayRecord files carry their own index)")
     if index and fs.is_remote(out):
         raise click.UsageError("--index needs a local --out")
     if sum(x is not None for x in (num_shards, examples_per_shard, shard_size)) > 1:
@@ -186,6 +214,7 @@ def _run_options(*, out, name, num_shards, examples_per_shard, shard_size, compr
         out=out,
         name=name,
         policy=ShardPolicy(num_shards, examples_per_shard, shard_size),
+        file_format=file_format,
         compression=compression,
         seed=seed,
         shuffle=shuffle,

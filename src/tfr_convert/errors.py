@@ -9,7 +9,27 @@ from __future__ import annotations
 
 
 class TfrConvertError(Exception):
-    """Base class: a data or I/O problem the user can fix. Exit code 1."""
+    """Base class: a data or I/O problem the user can fix. Exit code 1.
+
+    `where` (set by `locate`) names the item the error happened in; it is put
+    before the message, so an error raised deep inside a converter can be given
+    its file and row on the way up without building a new exception.
+    """
+
+    where: str = ""
+
+    def locate(self, where: str) -> TfrConvertError:
+        """Name where this happened (the innermost location is kept); returns self, to re-raise."""
+        if not self.where:
+            self.where = where
+        return self
+
+    def __str__(self) -> str:
+        message = super().__str__()
+        return f"{self.where}: {message}" if self.where else message
+
+    def __reduce__(self):  # keeps `where` (and subclasses' fields) across worker processes
+        return (type(self), self.args, self.__dict__)
 
 
 class SourceError(TfrConvertError):
@@ -27,8 +47,8 @@ class RecordError(TfrConvertError):
         self.path, self.index, self.offset, self.problem = path, index, offset, problem
         super().__init__(f"{path}: record {index} at byte offset {offset}: {problem}")
 
-    def __reduce__(self):  # keeps it picklable across worker processes
-        return (type(self), (self.path, self.index, self.offset, self.problem))
+    def __reduce__(self):  # its __init__ takes the fields, not the message
+        return (type(self), (self.path, self.index, self.offset, self.problem), self.__dict__)
 
 
 class OutputError(TfrConvertError):

@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from . import fs
+from .dataset_dir import DatasetDir
 from .errors import SourceError
-from .inspect.paths import load_json
-from .shards import ShardName
 
 _SLICE = re.compile(r"^(?P<split>[A-Za-z][A-Za-z0-9_]*)(\[(?P<start>-?\d+%?)?:(?P<stop>-?\d+%?)?\])?$")
 
@@ -28,13 +26,6 @@ class ShardSlice:
     path: str
     skip: int
     take: int
-
-
-def _read_json(directory: str, name: str, required: bool = True) -> Any:
-    content = load_json(directory, name)
-    if content is None and required:
-        raise SourceError(f"{directory}: not a tfr-convert dataset (no {name})")
-    return content
 
 
 def _bound(text: str | None, total: int, default: int) -> int:
@@ -51,22 +42,17 @@ def plan_split(directory: str, split: str) -> tuple[list[ShardSlice], int]:
 
     Shards must be present with the sizes the manifest records.
     """
-    info = _read_json(directory, "dataset_info.json")
-    manifest = _read_json(directory, "manifest.json", required=False) or {}
+    dataset = DatasetDir(directory)
+    splits = dataset.splits()
     m = _SLICE.match(split.replace(" ", ""))
-    splits = {s["name"]: s for s in info.get("splits", [])}
     if not m or m["split"] not in splits:
         raise SourceError(f"{directory}: no split {split!r} (splits: {', '.join(splits)}; slices like train[:10%])")
-    entry = splits[m["split"]]
-    lengths = [int(n) for n in entry.get("shardLengths", [])]
+    lengths = splits[m["split"]]
     total = sum(lengths)
     start, stop = _bound(m["start"], total, 0), _bound(m["stop"], total, total)
-    recorded = {
-        s["file"]: s for s in ((manifest.get("splits") or {}).get(m["split"]) or {}).get("shards", []) if "file" in s
-    }
+    recorded = dataset.recorded_shards()
     slices, first = [], 0
-    for i, length in enumerate(lengths):
-        name = ShardName(info["name"], m["split"], i, len(lengths)).filename
+    for name, length in zip(dataset.shard_names(m["split"]), lengths, strict=True):
         path = fs.join(directory, name)
         if not fs.isfile(path):
             raise SourceError(f"{path}: shard listed in dataset_info.json is missing")
@@ -86,9 +72,11 @@ def _decoders(directory: str):
     """(parse spec, {feature: decode fn}) from features.json and the manifest."""
     import tensorflow as tf
 
-    features = (_read_json(directory, "features.json").get("featuresDict") or {}).get("features") or {}
-    options = (_read_json(directory, "manifest.json", required=False) or {}).get("options") or {}
-    raw = options.get("raw_image") or {}
+    dataset = DatasetDir(directory)
+    features = dataset.features
+    if not features:
+        raise SourceError(f"{directory}: not a tfr-convert dataset (no features.json)")
+    raw = dataset.options.get("raw_image") or {}
     spec, decode, labels = {}, {}, []
     for name, feature in features.items():
         if "classLabel" in feature:
@@ -142,8 +130,9 @@ def load(
 
     slices, _ = plan_split(directory, split)
     spec, decoders, labels = _decoders(directory)
-    options = (_read_json(directory, "manifest.json", required=False) or {}).get("options") or {}
-    compression = {"gzip": "GZIP", "zlib": "ZLIB"}.get(options.get("compression", "none"), "")
+    dataset_dir = DatasetDir(directory)
+    compression = {"gzip": "GZIP", "zlib": "ZLIB"}.get(dataset_dir.options.get("compression", "none"), "")
+    read_shard = _array_record_shard if dataset_dir.file_format == "array_record" else _tfrecord_shard(compression)
     if as_supervised:
         image_name = next(iter(decoders), None)
         label_name = label or (labels[0] if len(labels) == 1 else None)
@@ -163,7 +152,7 @@ def load(
     if shuffle_files:
         files = files.shuffle(len(slices), seed=seed)
     dataset = files.interleave(
-        lambda path, skip, take: tf.data.TFRecordDataset(path, compression_type=compression).skip(skip).take(take),
+        read_shard,
         cycle_length=min(len(slices), 8) or 1,
         num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=True,
@@ -183,3 +172,24 @@ def load(
     if batch_size:
         dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
     return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def _tfrecord_shard(compression: str):
+    import tensorflow as tf
+
+    return lambda path, skip, take: tf.data.TFRecordDataset(path, compression_type=compression).skip(skip).take(take)
+
+
+def _array_record_shard(path, skip, take):
+    """The records [skip, skip + take) of one ArrayRecord shard (tf.data has no reader
+    of its own), read in ranges through the library's random-access reader."""
+    import tensorflow as tf
+
+    def records(path, skip, take):
+        from .containers.array_record import read_range
+
+        yield from read_range(path.decode(), int(skip), int(skip + take))
+
+    return tf.data.Dataset.from_generator(
+        records, args=(path, skip, take), output_signature=tf.TensorSpec((), tf.string)
+    )

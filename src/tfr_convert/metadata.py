@@ -14,59 +14,14 @@ runs give identical directories.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from . import __version__
+from .features import TFDS_FEATURES, FeatureSpec
 from .shards import ShardName, SplitResult
 
 DATASET_VERSION = "1.0.0"
 MANIFEST = "manifest.json"
-_TFDS = "tensorflow_datasets.core.features."
-
-
-@dataclass(frozen=True)
-class FeatureSpec:
-    """One feature as the reader should see it.
-
-    kind: "tensor" (dtype int64 / float32 / string, fixed shape), "image"
-    (encoded PNG/JPEG bytes with a shape), or "class_label" (int64 with names).
-    """
-
-    kind: str
-    dtype: str = "int64"
-    shape: tuple[int | None, ...] = ()
-    encoding: str | None = None
-    num_classes: int | None = None
-
-    @classmethod
-    def tensor(cls, dtype: str, shape: tuple[int | None, ...] = ()) -> FeatureSpec:
-        return cls("tensor", dtype, shape)
-
-    @classmethod
-    def image(cls, shape: tuple[int | None, ...], encoding: str) -> FeatureSpec:
-        return cls("image", "uint8", shape, encoding)
-
-    @classmethod
-    def class_label(cls, num_classes: int) -> FeatureSpec:
-        return cls("class_label", "int64", (), None, num_classes)
-
-    def to_tfds(self) -> dict[str, Any]:
-        dims = {"dimensions": [str(-1 if d is None else d) for d in self.shape]} if self.shape else {}
-        if self.kind == "class_label":
-            return {
-                "pythonClassName": _TFDS + "class_label_feature.ClassLabel",
-                "classLabel": {"numClasses": str(self.num_classes)},
-            }
-        if self.kind == "image":
-            image: dict[str, Any] = {"shape": dims, "dtype": self.dtype}
-            if self.encoding:  # absent: mixed or other formats, decoded by content
-                image["encodingFormat"] = self.encoding
-            return {"pythonClassName": _TFDS + "image_feature.Image", "image": image}
-        return {
-            "pythonClassName": _TFDS + "tensor_feature.Tensor",
-            "tensor": {"shape": dims, "dtype": self.dtype, "encoding": "none"},
-        }
 
 
 def _json(obj: Any) -> bytes:
@@ -76,18 +31,18 @@ def _json(obj: Any) -> bytes:
 def features_json(features: dict[str, FeatureSpec]) -> bytes:
     return _json(
         {
-            "pythonClassName": _TFDS + "features_dict.FeaturesDict",
+            "pythonClassName": TFDS_FEATURES + "features_dict.FeaturesDict",
             "featuresDict": {"features": {name: spec.to_tfds() for name, spec in features.items()}},
         }
     )
 
 
-def dataset_info_json(name: str, description: str, results: list[SplitResult]) -> bytes:
+def dataset_info_json(name: str, description: str, file_format: str, results: list[SplitResult]) -> bytes:
     return _json(
         {
             "name": name,
             "version": DATASET_VERSION,
-            "fileFormat": "tfrecord",
+            "fileFormat": file_format,
             "description": description,
             "splits": [
                 {
@@ -145,6 +100,7 @@ def metadata_files(
     name: str,
     converter: str,
     description: str,
+    file_format: str,
     features: dict[str, FeatureSpec],
     labels: dict[str, list[str]],
     options: dict[str, Any],
@@ -157,5 +113,5 @@ def metadata_files(
     files = {f"{feature}.labels.txt": labels_txt(names) for feature, names in sorted(labels.items())}
     files["features.json"] = features_json(features)
     files[MANIFEST] = manifest_json(name, converter, options, sources, results, skipped, warnings)
-    files["dataset_info.json"] = dataset_info_json(name, description, results)
+    files["dataset_info.json"] = dataset_info_json(name, description, file_format, results)
     return files

@@ -1,35 +1,45 @@
-"""Run a converter: items -> encode (on N processes) -> ordered write -> metadata.
+"""The local engine: items -> encode (inline or on N processes) -> ordered write -> metadata.
 
-Workers encode, serialize and frame chunks of items; the parent receives the
-chunks in submission order and alone decides shard boundaries and writes. A
-bounded window of chunks in flight keeps memory flat however many items
-there are, and because order and boundaries are decided in one place the
-output is byte-identical for any worker count.
+The engine makes every execution choice, so that converters only describe data:
+- inline or a pool: a converter whose batches come column-wise (`encode_batch`)
+  is encoded in this process, since the encoding is one numpy pass and worker
+  processes would only add the copying of every record; others use `--workers`
+  processes.
+- fork or spawn: fork shares the converter's arrays copy-on-write; spawn when the
+  converter reads remote paths (through TensorFlow, which does not survive fork)
+  or when threads other than this one are alive (a forked child inherits their
+  locks in whatever state they were).
+- the converter's background loading is settled (its threads joined) first.
+
+Workers encode batches and seal them for the container; the parent receives
+them in submission order and alone decides shard boundaries and writes. A
+bounded window of batches in flight keeps memory flat however many items there
+are, and because order and boundaries are decided in one place the output is
+byte-identical for any worker count.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import time
-import warnings
 from collections import Counter, deque
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
+from . import containers, fs
 from . import splits as splitting
 from .converters.base import Converter
-from .errors import SourceError, TfrConvertError
-from .example import serialize
+from .encode import Encoded, encode_items
 from .metadata import metadata_files
 from .shards import OutputDir, ShardPolicy, SplitResult, SplitWriter
-from .tfrecord import COMPRESSIONS, frame
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
 
-WINDOW_PER_WORKER = 4  # chunks in flight per worker
+WINDOW_PER_WORKER = 4  # batches in flight per worker
 
 
 @dataclass(frozen=True)
@@ -37,6 +47,7 @@ class RunOptions:
     out: str
     name: str | None = None
     policy: ShardPolicy = field(default_factory=ShardPolicy)
+    file_format: str = "tfrecord"
     compression: str = "none"
     seed: int = 0
     shuffle: bool = True
@@ -47,12 +58,17 @@ class RunOptions:
     index: bool = False  # write <shard>.index files (DALI / tfrecord package format)
 
     def __post_init__(self) -> None:
-        if self.compression not in COMPRESSIONS:
-            raise ValueError(f"compression must be one of {COMPRESSIONS}")
+        if self.file_format not in containers.FORMATS:
+            raise ValueError(f"file_format must be one of {containers.FORMATS}")
+        if self.compression not in self.container().compressions:
+            raise ValueError(f"{self.file_format} compression must be one of {self.container().compressions}")
         if self.on_error not in ("fail", "skip"):
             raise ValueError("on_error must be 'fail' or 'skip'")
-        if self.index and self.compression != "none":
-            raise ValueError("index files need uncompressed shards")
+        if self.index and (self.compression != "none" or self.file_format != "tfrecord"):
+            raise ValueError("index files need uncompressed TFRecord shards")
+
+    def container(self) -> containers.Container:
+        return containers.get(self.file_format)
 
     def recorded(self) -> dict[str, Any]:
         """The options that shape the output (worker count does not), for the manifest."""
@@ -84,103 +100,82 @@ class Summary:
 
 # ---------------------------------------------------------------- encoding
 
-_converter: Converter | None = None  # the worker process's converter...
-_on_error = "fail"  # ...and its error policy
+
+def encode_sealed(
+    converter: Converter, items: Sequence[Hashable], on_error: str, container: containers.Container
+) -> Encoded:
+    """A batch encoded with room for the container's framing, and sealed: what both engines write."""
+    encoded = encode_items(converter, items, on_error, container.head, container.tail)
+    container.seal(encoded.blob, encoded.sizes)
+    return encoded
 
 
-def _init_worker(converter: Converter, on_error: str) -> None:
-    global _converter, _on_error
-    _converter, _on_error = converter, on_error
+_job: tuple[Converter, str, containers.Container] | None = None  # the worker process's converter...
 
 
-class Chunk(NamedTuple):
-    """What a worker sends back for a batch of items (one blob: cheap to pickle)."""
-
-    blob: bytes  # framed records back to back
-    sizes: list[int]  # of each record in blob
-    observations: list[Hashable]  # converter.observe(features) per record, for converter.finish
-    skipped: list[dict[str, str]]  # {"item", "reason"} of items dropped under on_error="skip"
-    warnings: list[str]
+def _init_worker(converter: Converter, on_error: str, container: containers.Container) -> None:
+    global _job
+    _job = (converter, on_error, container)
 
 
-def _encode_chunk(items: Sequence[Hashable]) -> Chunk:
-    assert _converter is not None
-    return encode_items(_converter, items, _on_error)
+def _encode_in_worker(items: Sequence[Hashable]) -> Encoded:
+    assert _job is not None
+    return encode_sealed(_job[0], items, _job[1], _job[2])
 
 
-def encode_items(converter: Converter, items: Sequence[Hashable], on_error: str = "fail") -> Chunk:
-    """Framed records of items. Errors name the item's file and position; with
-    on_error="skip" a failing item is listed and left out instead."""
-    fast = converter.frame_batch(list(items))
-    if fast is not None:
-        blob, sizes = fast
-        return Chunk(blob, sizes, [], [], [])
-    expected = converter.features.keys()
-    records, observations, skipped = [], [], []
-    # Converters report oddities (an animation's later frames dropped...) with
-    # warnings.warn, naming the item in the message; collected once per chunk.
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        for item in items:
-            try:
-                features = converter.encode(item)
-                if features.keys() != expected:
-                    raise SourceError(f"features {sorted(features)} differ from the declared {sorted(expected)}")
-                record = frame(serialize(features))
-            except TfrConvertError as e:
-                message = f"{converter.describe(item)}: {e}"
-                if on_error != "skip":
-                    raise type(e)(message) from None
-                skipped.append({"item": converter.describe(item), "reason": str(e)})
-                continue
-            records.append(record)
-            observations.append(converter.observe(features))
-    return Chunk(b"".join(records), [len(r) for r in records], observations, skipped, [str(w.message) for w in caught])
-
-
-def _chunks(items: Sequence[Hashable], size: int) -> Iterator[Sequence[Hashable]]:
+def _batches(items: Sequence[Hashable], size: int) -> Iterator[Sequence[Hashable]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
 
 
 def _encoded(
-    converter: Converter, items: Sequence[Hashable], pool: ProcessPoolExecutor | None, options: RunOptions
-) -> Iterator[Chunk]:
-    """Encoded chunks, in item order."""
-    batches = _chunks(items, converter.chunk_size)
+    converter: Converter,
+    items: Sequence[Hashable],
+    pool: ProcessPoolExecutor | None,
+    options: RunOptions,
+    container: containers.Container,
+) -> Iterator[Encoded]:
+    """Encoded, sealed batches, in item order."""
+    batches = _batches(items, converter.chunk_size)
     if pool is None:
         for batch in batches:
-            yield encode_items(converter, batch, options.on_error)
+            yield encode_sealed(converter, batch, options.on_error, container)
         return
-    pending: deque[Future[Chunk]] = deque()
+    pending: deque[Future[Encoded]] = deque()
     for batch in batches:
-        pending.append(pool.submit(_encode_chunk, batch))
+        pending.append(pool.submit(_encode_in_worker, batch))
         if len(pending) >= WINDOW_PER_WORKER * options.workers:
             break
     while pending:
         encoded = pending.popleft().result()
         batch = next(batches, None)
         if batch is not None:
-            pending.append(pool.submit(_encode_chunk, batch))
+            pending.append(pool.submit(_encode_in_worker, batch))
         yield encoded
 
 
-def _pool(converter: Converter, workers: int, on_error: str) -> ProcessPoolExecutor | None:
+def _runs_inline(converter: Converter, plan: dict[str, list[Hashable]], workers: int) -> bool:
     if workers <= 1:
-        return None
-    import multiprocessing  # here: ~15 ms to import, and inline converters never need it
+        return True
+    sample = next((items[:1] for items in plan.values() if items), None)
+    return sample is None or converter.encode_batch(sample) is not None
+
+
+def _pool(converter: Converter, options: RunOptions, container: containers.Container) -> ProcessPoolExecutor:
+    import multiprocessing  # here: ~15 ms to import, and inline runs never need it
     from concurrent.futures import ProcessPoolExecutor
 
-    # fork shares the converter's loaded arrays copy-on-write; elsewhere (and when
-    # encode reads through TensorFlow, which does not survive fork) it is pickled.
-    forkable = "fork" in multiprocessing.get_all_start_methods() and not converter.remote
-    method = "fork" if forkable else "spawn"
-    return ProcessPoolExecutor(
-        max_workers=workers,
-        mp_context=multiprocessing.get_context(method),
+    converter.settle()
+    remote = any(fs.is_remote(root) for root in converter.roots())
+    forkable = "fork" in multiprocessing.get_all_start_methods() and not remote and threading.active_count() == 1
+    pool = ProcessPoolExecutor(
+        max_workers=options.workers,
+        mp_context=multiprocessing.get_context("fork" if forkable else "spawn"),
         initializer=_init_worker,
-        initargs=(converter, on_error),
+        initargs=(converter, options.on_error, container),
     )
+    pool.submit(int).result()  # start the workers now, before this process starts threads (writers, bars)
+    return pool
 
 
 # ---------------------------------------------------------------- run
@@ -196,27 +191,28 @@ def run(converter: Converter, options: RunOptions, progress: Callable[[int, int]
     `progress(n, total)` is called each time n more of the total examples are written.
     """
     started = time.perf_counter()
+    container = options.container()
     plan = plan_splits(converter, options)
     total = sum(len(items) for items in plan.values())
-    if progress:
-        progress(0, total)
     results: list[SplitResult] = []
     observations: Counter[Hashable] = Counter()
     skipped = list(converter.skipped)  # found while listing sources
     found_warnings: list[str] = []
     with OutputDir(options.out, options.overwrite) as out:
-        pool = None if converter.inline else _pool(converter, options.workers, options.on_error)
+        pool = None if _runs_inline(converter, plan, options.workers) else _pool(converter, options, container)
+        if progress:
+            progress(0, total)
         try:
             for split, items in plan.items():
-                with SplitWriter(out, split, len(items), options.policy, options.compression) as writer:
-                    for chunk in _encoded(converter, items, pool, options):
-                        writer.write_chunk(chunk.blob, chunk.sizes)
-                        writer.skip(len(chunk.skipped))
-                        observations.update(o for o in chunk.observations if o is not None)
-                        skipped += chunk.skipped
-                        found_warnings += chunk.warnings
+                with SplitWriter(out, split, len(items), options.policy, container, options.compression) as writer:
+                    for encoded in _encoded(converter, items, pool, options, container):
+                        writer.write_chunk(encoded.blob, encoded.sizes)
+                        writer.skip(len(encoded.skipped))
+                        observations.update(o for o in encoded.observations if o is not None)
+                        skipped += encoded.skipped
+                        found_warnings += encoded.warnings
                         if progress:
-                            progress(len(chunk.sizes) + len(chunk.skipped), total)
+                            progress(len(encoded.sizes) + len(encoded.skipped), total)
                     results.append(writer.close())
         finally:
             if pool is not None:
@@ -238,12 +234,13 @@ def finish(
     metadata and commit the directory."""
     name = options.name or converter.dataset_name
     converter.finish(observations)  # may refine features, or refuse (e.g. mixed shapes for raw)
-    out.name_shards(results, name)
+    out.name_shards(results, name, options.file_format)
     files = _index_files(results) if options.index else {}
     files |= metadata_files(
         name=name,
         converter=converter.command,
         description=converter.description,
+        file_format=options.file_format,
         features=converter.features,
         labels=converter.labels,
         options={**options.recorded(), "name": name, **converter.options()},
@@ -258,7 +255,7 @@ def finish(
 
 
 def _index_files(results: list[SplitResult]) -> dict[str, bytes]:
-    from .inspect.index import index_lines
+    from .containers.tfrecord import index_lines
 
     return {f"{s.final_name}.index": index_lines(s.tmp_path) for r in results for s in r.shards}
 

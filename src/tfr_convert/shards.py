@@ -1,10 +1,13 @@
 """Shards: their names, how records are cut into them, and atomic output.
 
 - `ShardName` is the only place that formats or parses
-  `{name}-{split}.tfrecord-{index:05d}-of-{count:05d}` (TFDS's default template).
+  `{name}-{split}.{format}-{index:05d}-of-{count:05d}` (TFDS's default template;
+  format is tfrecord or array_record).
 - `ShardPolicy` decides where one shard ends and the next begins.
-- `SplitWriter` writes one split's records to temporary files; the final
-  names (which need the shard count) are given only at commit.
+- `ShardCutter` decides, from record sizes alone, where each shard ends.
+- `SplitWriter` writes one split's records to temporary files through a
+  container's writer; the final names (which need the shard count) are given
+  only at commit.
 - `OutputDir` owns the output directory: refuses a non-empty one without
   overwrite, renames temporaries to final names, writes metadata last, and on
   failure removes everything it wrote.
@@ -19,11 +22,12 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 
 from . import fs
+from .containers import Container, ShardFileWriter
 from .errors import OutputError
-from .tfrecord import RecordWriter
 
 DEFAULT_SHARD_SIZE = 64 << 20  # bytes: TFDS's lower bound for a shard
-_TMP_PREFIX = ".tfr-convert-tmp-"
+#: every temporary a run writes into the output directory starts with this
+TEMP_PREFIX = ".tfr-convert-tmp-"
 
 
 @dataclass(frozen=True)
@@ -32,20 +36,23 @@ class ShardName:
     split: str
     index: int
     count: int
+    file_format: str = "tfrecord"
 
-    _PATTERN = re.compile(r"^(?P<name>.+)-(?P<split>[^-/]+)\.tfrecord-(?P<index>\d{5,})-of-(?P<count>\d{5,})$")
+    _PATTERN = re.compile(
+        r"^(?P<name>.+)-(?P<split>[^-/]+)\.(?P<format>tfrecord|array_record)-(?P<index>\d{5,})-of-(?P<count>\d{5,})$"
+    )
     TFDS_TEMPLATE = "{DATASET}-{SPLIT}.{FILEFORMAT}-{SHARD_X_OF_Y}"
 
     @property
     def filename(self) -> str:
-        return f"{self.name}-{self.split}.tfrecord-{self.index:05d}-of-{self.count:05d}"
+        return f"{self.name}-{self.split}.{self.file_format}-{self.index:05d}-of-{self.count:05d}"
 
     @classmethod
     def parse(cls, filename: str) -> ShardName | None:
         m = cls._PATTERN.match(os.path.basename(filename))
         if not m:
             return None
-        return cls(m["name"], m["split"], int(m["index"]), int(m["count"]))
+        return cls(m["name"], m["split"], int(m["index"]), int(m["count"]), m["format"])
 
 
 # ---------------------------------------------------------------- policy
@@ -171,7 +178,7 @@ def _is_ours(filename: str) -> bool:
         ShardName.parse(filename.removesuffix(".index")) is not None
         or filename.endswith(".labels.txt")
         or filename in ("dataset_info.json", "features.json", "manifest.json")
-        or filename.startswith(_TMP_PREFIX)
+        or filename.startswith(TEMP_PREFIX)
     )
 
 
@@ -202,7 +209,7 @@ class OutputDir:
             self._created = True
 
     def temp_path(self, label: str) -> str:
-        p = fs.join(self.path, f"{_TMP_PREFIX}{len(self._temps):05d}-{label}")
+        p = fs.join(self.path, f"{TEMP_PREFIX}{len(self._temps):05d}-{label}")
         self._temps.append(p)
         return p
 
@@ -217,12 +224,12 @@ class OutputDir:
         fs.rename(tmp, fs.join(self.path, name))
 
     @staticmethod
-    def name_shards(results: list[SplitResult], dataset_name: str) -> None:
+    def name_shards(results: list[SplitResult], dataset_name: str, file_format: str) -> None:
         """Fix each shard's final name, now that every split's shard count is known."""
         for result in results:
             count = len(result.shards)
             for i, shard in enumerate(result.shards):
-                shard.final_name = ShardName(dataset_name, result.split, i, count).filename
+                shard.final_name = ShardName(dataset_name, result.split, i, count, file_format).filename
 
     def commit(self, results: list[SplitResult], metadata: dict[str, bytes]) -> None:
         """Rename named shards into place, then write `metadata` in order (last one last)."""
@@ -303,13 +310,15 @@ class ShardCutter:
 
 
 class SplitWriter:
-    """Writes one split's framed records into shards under temporary names."""
+    """Writes one split's sealed records into shards under temporary names, through a container."""
 
-    def __init__(self, out: OutputDir, split: str, total: int, policy: ShardPolicy, compression: str) -> None:
-        self.out, self.split, self.compression = out, split, compression
+    def __init__(
+        self, out: OutputDir, split: str, total: int, policy: ShardPolicy, container: Container, compression: str
+    ) -> None:
+        self.out, self.split, self.container, self.compression = out, split, container, compression
         self.cutter = ShardCutter(total, policy)
         self.result = SplitResult(split)
-        self._writer: RecordWriter | None = None
+        self._writer: ShardFileWriter | None = None
         self._shard_records = 0
 
     def skip(self, n: int) -> None:
@@ -317,26 +326,24 @@ class SplitWriter:
         if self.cutter.skip(n):
             self._close_shard()
 
-    def write(self, framed: bytes) -> None:
-        self.write_chunk(framed, [len(framed)])
-
-    def write_chunk(self, blob: bytes, sizes: list[int]) -> None:
-        """Write consecutive framed records given as one blob and their sizes; the
-        bytes between two shard boundaries go to disk in one call."""
-        view = memoryview(blob)
-        start = 0
+    def write_chunk(self, blob: bytes | bytearray | memoryview, sizes: list[int]) -> None:
+        """Write consecutive sealed records given as one blob and their slot sizes; the
+        records between two shard boundaries go to the container's writer in one call."""
+        view = memoryview(blob).cast("B")
+        start = at = 0
         for count, nbytes, closes in self.cutter.cut(sizes):
-            self._append(view[start : start + nbytes])
+            self._append(view[start : start + nbytes], sizes[at : at + count])
             self._shard_records += count
             if closes:
                 self._close_shard()
             start += nbytes
+            at += count
 
-    def _append(self, framed: memoryview) -> None:
+    def _append(self, records: memoryview, sizes: list[int]) -> None:
         if self._writer is None:  # opened lazily: an empty split writes no file
             path = self.out.temp_path(f"{self.split}-{len(self.result.shards):05d}")
-            self._writer = RecordWriter(path, self.compression)
-        self._writer.write_framed(framed)
+            self._writer = self.container.writer(path, self.compression)
+        self._writer.write(records, sizes)
 
     def _close_shard(self) -> None:
         w = self._writer
@@ -355,7 +362,7 @@ class SplitWriter:
         if exc_type is not None and self._writer is not None:
             try:
                 self._writer.close()
-            except OSError:
+            except (OSError, RuntimeError):
                 pass  # the original error is the one to report
             self._writer = None
 

@@ -2,9 +2,9 @@
 
 A converter finds and validates its sources up front (before anything is
 written), lists its items per source split, and turns one item into a
-features dict with `encode`. Items are small (an index, a path, a row) and
-`encode` is a pure function of the item, so the pipeline may call it in any
-process and still write byte-identical output.
+features dict with `encode` (or a whole batch into `Columns`). Items are small
+(an index, a path, a row) and `encode` is a pure function of the item, so an
+engine may call it in any process and still write byte-identical output.
 """
 
 from __future__ import annotations
@@ -13,14 +13,45 @@ import hashlib
 import os
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Hashable
-from concurrent.futures import Future
+from collections.abc import Callable, Hashable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
-from ..metadata import FeatureSpec
+import numpy as np
+
+from ..features import FeatureSpec
+
+
+@dataclass(frozen=True)
+class Group:
+    """Examples equal to `prototype` but for the `varying` values (one row each).
+
+    varying: feature name -> uint8 array (N, L) for a bytes feature of fixed length
+    L, or an integer array (N,) for an int64 feature. positions: where each row
+    sits in the batch (None: the rows are the whole batch, in order).
+    """
+
+    prototype: dict[str, Any]
+    varying: dict[str, np.ndarray]
+    positions: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class Columns:
+    """A batch described column-wise: a few groups of near-identical examples."""
+
+    groups: list[Group]
+    count: int
 
 
 class Converter(ABC):
+    """A source: lists items, assigns splits, declares features, turns items into features.
+
+    It never frames records, picks a container, or decides how it is run: the
+    engines do (inline or on worker processes, fork or spawn, on Beam).
+    """
+
     #: registry name, the `tfr-convert` subcommand
     command: str = ""
     #: default dataset name (--name), used in shard file names
@@ -30,21 +61,19 @@ class Converter(ABC):
     features: dict[str, FeatureSpec]
     #: feature name -> class names, written to {feature}.labels.txt
     labels: dict[str, list[str]]
-    #: items per worker task: large enough to amortize IPC, small enough that
-    #: the chunks in flight stay small (images are bigger than MNIST rows)
+    #: a hint for the engines: items per batch, large enough to amortize a batch's
+    #: overhead, small enough that the batches in flight stay small
     chunk_size: int = 256
-    #: True when frame_batch does all the work in numpy, so cheaply that worker
-    #: processes would only add copying: the pipeline then runs in one process
-    inline: bool = False
-    #: True when encode reads remote files (through TensorFlow's gfile): worker
-    #: processes are then spawned, not forked, since TensorFlow does not survive fork
-    remote: bool = False
     #: items dropped while listing sources (under on_error="skip"), {"item", "reason"}
     skipped: list[dict[str, str]] = []  # noqa: RUF012  (never mutated; converters assign their own)
 
     @abstractmethod
     def source_splits(self) -> dict[str, list[Hashable]]:
-        """Items of each split the dataset itself defines, in source order."""
+        """Items of each split the dataset itself defines, in source order.
+
+        Called once, by the engine, which keeps the lists from then on: a converter
+        need not hold on to them (what engines ship to workers stays small).
+        """
 
     @abstractmethod
     def key(self, item: Hashable) -> str:
@@ -66,15 +95,19 @@ class Converter(ABC):
         """Converter-specific options recorded in the manifest."""
         return {}
 
-    def frame_batch(self, items: list[Hashable]) -> tuple[bytes, list[int]] | None:
-        """Framed records of a whole batch at once (a numpy fast path), or None to
-        encode item by item. Must give exactly the bytes of the per-item path."""
+    def encode_batch(self, items: list[Hashable]) -> Columns | None:
+        """A whole batch column-wise (the encoder's numpy fast path), or None to
+        encode item by item. Must describe exactly the features of `encode`."""
         return None
 
-    def for_workers(self) -> Converter:
-        """What Beam ships to its workers: enough to encode items, without what only
-        the launcher needs (the item lists, which the workers get from plan files)."""
-        return self
+    def roots(self) -> list[str]:
+        """The files or folders `encode` reads (engines spawn, not fork, for remote ones)."""
+        return []
+
+    def settle(self) -> None:
+        """Finish any loading running in the background (threads), so that the
+        converter can be copied into worker processes. Engines call it first."""
+        return None
 
     def observe(self, features: dict[str, Any]) -> Hashable | None:
         """A small fact about one encoded example, counted across the run for `finish`."""
@@ -90,6 +123,37 @@ def fingerprint(path: str, data: bytes) -> dict[str, Any]:
     return {"file": os.path.basename(path), "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
 
 
+class Background:
+    """Values computed on one helper thread while the caller goes on (arrays inflated
+    or transposed while the splits are planned): `get` waits for one, `settle` for all
+    and ends the thread."""
+
+    def __init__(self) -> None:
+        self._pool: ThreadPoolExecutor | None = ThreadPoolExecutor(1)
+        self._values: dict[str, Any] = {}
+
+    def submit(self, key: str, fn: Callable[..., Any], *args: Any) -> None:
+        assert self._pool is not None, "settled already"
+        self._values[key] = self._pool.submit(fn, *args)
+
+    def get(self, key: str) -> Any:
+        return settle(self._values, key)
+
+    def roots(self) -> list[str]:
+        """The files or folders `encode` reads (engines spawn, not fork, for remote ones)."""
+        return []
+
+    def settle(self) -> None:
+        settle_all(self._values)
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)  # the thread is gone before anyone forks
+            self._pool = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        self.settle()
+        return {"_pool": None, "_values": self._values}
+
+
 def settle(pending: dict[str, Any], key: str) -> Any:
     """The value at `key`, waiting for it if a thread is still computing it (a Future),
     and keeping it: converters load arrays on threads while the splits are planned."""
@@ -100,6 +164,6 @@ def settle(pending: dict[str, Any], key: str) -> Any:
 
 
 def settle_all(pending: dict[str, Any]) -> None:
-    """Wait for every value (before Beam pickles the converter: no futures in it)."""
+    """Wait for every value (before a converter is copied: no futures in it)."""
     for key in pending:
         settle(pending, key)

@@ -18,17 +18,16 @@ import os
 import tarfile
 import zlib
 from collections.abc import Hashable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..errors import SourceError
-from ..layout import frame_uniform
-from ..metadata import FeatureSpec
-from ..tfrecord import HashingReader
-from .base import Converter, fingerprint, settle, settle_all
+from ..features import FeatureSpec
+from ..streams import HashingReader
+from .base import Background, Columns, Converter, Group, fingerprint
 from .imaging import encode_png
 from .safe_pickle import UnsafePickleError, safe_load
 
@@ -253,15 +252,12 @@ def _channel_last_split(batches: list[np.ndarray]) -> np.ndarray:
 
 class CifarConverter(Converter):
     command = "cifar"
-    chunk_size = 4096  # the raw layout is framed a whole chunk at a time (frame_batch)
+    chunk_size = 4096  # the raw layout is encoded a whole batch at a time (encode_batch)
 
     def __init__(self, src: str, variant: str | None = None, image_format: str = "raw") -> None:
         if image_format not in IMAGE_FORMATS:
             raise ValueError(f"image_format must be one of {IMAGE_FORMATS}")
         self.image_format = image_format
-        # frame_batch frames a 4096-record chunk in ~30 ms: worker processes would only
-        # add the copying of every record between processes
-        self.inline = image_format == "raw"
         location = _locate(src)
         self._sources: list[dict[str, Any]] = []
         if os.path.isfile(location):
@@ -289,9 +285,8 @@ class CifarConverter(Converter):
 
         # Pixels are turned channel-last once per split, on a thread (numpy's copies
         # release the GIL) while the caller plans the splits, which needs only the
-        # labels. Raw only: the PNG path forks workers, which must not inherit threads.
-        interleaver = ThreadPoolExecutor(1) if image_format == "raw" else None
-        self._pixels: dict[str, np.ndarray | Future[np.ndarray]] = {}
+        # labels. Engines settle it before forking workers.
+        self._pixels = Background()
         self._labels: dict[str, list[np.ndarray]] = {}
         self._rows: dict[str, list[tuple[int, str]]] = {}  # split -> (first index, member) per batch
         for split, members in (("train", layout.train), ("test", layout.test)):
@@ -305,12 +300,8 @@ class CifarConverter(Converter):
                 starts.append((total, where))
                 total += len(data)
             self._labels[split] = [np.array(lab, np.int64) for lab in labels]
-            self._pixels[split] = (
-                interleaver.submit(_channel_last_split, datas) if interleaver else _channel_last_split(datas)
-            )
+            self._pixels.submit(split, _channel_last_split, datas)
             self._rows[split] = starts
-        if interleaver is not None:
-            interleaver.shutdown(wait=False)  # its thread ends with its tasks
 
         if hasher is not None:
             self._sources = list(fingerprints)  # type: ignore[arg-type]
@@ -350,9 +341,9 @@ class CifarConverter(Converter):
             features[f"{kind.feature_prefix}label_name"] = names[index]
         return features
 
-    def frame_batch(self, items: list[Hashable]) -> tuple[bytes, list[int]] | None:
-        """Raw layout: records of one class share every byte but the pixels, so each
-        class present in the batch is framed in one numpy pass."""
+    def encode_batch(self, items: list[Hashable]) -> Columns | None:
+        """Raw layout: records of one class share every byte but the pixels, so the
+        batch is one group per class present."""
         splits = {split for split, _ in items}  # type: ignore[misc]
         if self.image_format != "raw" or len(splits) != 1:
             return None
@@ -362,37 +353,22 @@ class CifarConverter(Converter):
         code = np.zeros(len(index), np.int64)  # one number per (fine, coarse) pair: a 1-D unique is cheap
         for column, kind in enumerate(self.kinds):
             code = code * kind.num_classes + classes[:, column]
-        groups = []  # (positions in the batch, framed rows) per class present
-        sizes = np.zeros(len(index), np.int64)
+        groups = []
         for value in np.unique(code):
             positions = np.flatnonzero(code == value)
-            key = classes[positions[0]]
             prototype: dict[str, Any] = {"image": b""}
-            for kind, value, names in zip(self.kinds, key.tolist(), self.class_names, strict=True):
-                prototype[f"{kind.feature_prefix}label_index"] = value
-                prototype[f"{kind.feature_prefix}label_name"] = names[value]
-            rows = frame_uniform(prototype, {"image": pixels[index[positions]]})  # one gather per class
-            if rows is None:
-                return None
-            groups.append((positions, rows))
-            sizes[positions] = rows.shape[1]
-        # Every class's rows at their places in item order: views of the rows in a
-        # list, joined in one copy (a fancy-indexed scatter needs an index per byte).
-        pieces: list[Any] = [None] * len(index)
-        for positions, rows in groups:
-            width = rows.shape[1]
-            source = memoryview(rows).cast("B")
-            for k, at in enumerate(positions.tolist()):
-                pieces[at] = source[k * width : (k + 1) * width]
-        return b"".join(pieces), sizes.tolist()
+            for kind, label, names in zip(self.kinds, classes[positions[0]].tolist(), self.class_names, strict=True):
+                prototype[f"{kind.feature_prefix}label_index"] = label
+                prototype[f"{kind.feature_prefix}label_name"] = names[label]
+            groups.append(Group(prototype, {"image": pixels[index[positions]]}, positions))  # one gather per class
+        return Columns(groups, len(index))
 
     def _split_arrays(self, split: str) -> tuple[np.ndarray, list[np.ndarray]]:
         """(channel-last pixels, labels per kind) of a split; waits for the interleaving."""
-        return settle(self._pixels, split), self._labels[split]
+        return self._pixels.get(split), self._labels[split]
 
-    def for_workers(self) -> CifarConverter:
-        settle_all(self._pixels)
-        return self
+    def settle(self) -> None:
+        self._pixels.settle()
 
     def sources(self) -> list[dict[str, Any]]:
         return self._sources

@@ -19,7 +19,6 @@ with the file list fetched once instead of one existence check per CSV row.
 
 from __future__ import annotations
 
-import copy
 import os
 import re
 from collections import Counter
@@ -28,7 +27,7 @@ from typing import Any
 
 from .. import fs
 from ..errors import SourceError
-from ..metadata import FeatureSpec
+from ..features import FeatureSpec
 from ..splits import SplitSpec, assign_by_ratio
 from . import csvtable
 from .base import Converter
@@ -84,7 +83,7 @@ class ImagesConverter(Converter):
         if image_format not in IMAGE_FORMATS:
             raise ValueError(f"image_format must be one of {IMAGE_FORMATS}")
         self.root = image_dir
-        self._remote = self.remote = fs.is_remote(image_dir)
+        self._remote = fs.is_remote(image_dir)
         self._real_root = image_dir if self._remote else os.path.realpath(image_dir)
         self._remote_files: set[str] | None = None  # listed once, for a remote IMAGE_DIR
         self.image_format, self.quality = image_format, quality
@@ -110,6 +109,7 @@ class ImagesConverter(Converter):
         if not items:
             raise SourceError(f"{image_dir}: no images to convert")
         self._splits = self._split(items, split, stratify, split_of, seed)
+        self._remote_files = None  # only listing needs it
         self.features = self._declare_features()
 
     # ------------------------------------------------------------ listing
@@ -314,7 +314,8 @@ class ImagesConverter(Converter):
     # ------------------------------------------------------------ converter interface
 
     def source_splits(self) -> dict[str, list[Hashable]]:
-        return self._splits  # type: ignore[return-value]
+        splits, self._splits = self._splits, {}  # the engine keeps them: workers get a small converter
+        return splits  # type: ignore[return-value]
 
     def key(self, item: Hashable) -> str:
         return item[0]  # type: ignore[index]
@@ -355,10 +356,8 @@ class ImagesConverter(Converter):
             features[name] = value
         return features
 
-    def for_workers(self) -> ImagesConverter:
-        slim = copy.copy(self)
-        slim._splits, slim.skipped, slim._remote_files = {}, [], None  # the big lists stay here
-        return slim
+    def roots(self) -> list[str]:
+        return [self.root]
 
     def observe(self, features: dict[str, Any]) -> Hashable:
         return (features["format"], features["height"], features["width"], features["channels"])

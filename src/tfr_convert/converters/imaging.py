@@ -18,30 +18,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import SourceError
+from ..imageformat import sniff_format
 
-# Magic bytes -> format name; the formats TensorFlow's decode_image reads come first.
-_MAGIC = (
-    (b"\x89PNG\r\n\x1a\n", "png"),
-    (b"\xff\xd8\xff", "jpeg"),
-    (b"GIF87a", "gif"),
-    (b"GIF89a", "gif"),
-    (b"BM", "bmp"),
-    (b"II*\x00", "tiff"),
-    (b"MM\x00*", "tiff"),
-)
 DEFAULT_MAX_PIXELS = 89_478_485  # Pillow's own threshold: 0.25 GiB as 24-bit RGB
 # tf.image.rgb_to_grayscale's weights (ITU-R BT.601 luma)
 _LUMA = np.array([0.2989, 0.5870, 0.1140], dtype=np.float32)
-
-
-def sniff_format(data: bytes) -> str | None:
-    """The image format from its first bytes, or None if it is none we know by magic."""
-    for magic, name in _MAGIC:
-        if data.startswith(magic):
-            return name
-    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        return "webp"
-    return None
 
 
 @dataclass(frozen=True)

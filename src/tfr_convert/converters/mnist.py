@@ -16,16 +16,14 @@ import os
 import struct
 import zlib
 from collections.abc import Hashable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from ..errors import SourceError
-from ..layout import frame_uniform
-from ..metadata import FeatureSpec
-from ..tfrecord import read_up_to
-from .base import Converter, fingerprint, settle, settle_all
+from ..features import FeatureSpec
+from ..streams import read_up_to
+from .base import Background, Columns, Converter, Group, fingerprint
 from .imaging import encode_png
 
 IMAGES_MAGIC, LABELS_MAGIC = 2051, 2049
@@ -192,7 +190,7 @@ def _read(path: str) -> bytes:
 
 class MnistConverter(Converter):
     command = "mnist"
-    chunk_size = 4096  # the raw layout is framed a whole chunk at a time (frame_batch)
+    chunk_size = 4096  # the raw layout is encoded a whole batch at a time (encode_batch)
     description = "MNIST-format idx images (28x28 grayscale) with class labels."
 
     def __init__(self, src_dir: str, variant: str | None = None, image_format: str = "raw") -> None:
@@ -200,16 +198,13 @@ class MnistConverter(Converter):
             raise ValueError(f"image_format must be one of {IMAGE_FORMATS}")
         self.src_dir = src_dir
         self.image_format = image_format
-        self.inline = image_format == "raw"  # frame_batch frames 4096 records in ~5 ms: no workers needed
         self._labels: dict[str, np.ndarray] = {}
-        self._images: dict[str, np.ndarray | Future[np.ndarray]] = {}
+        self._images = Background()
         self._paths: dict[tuple[str, str], str] = {}
         self._sources: list[dict[str, Any]] = []
-        # Inflating the images (0.3 s for MNIST's train set) runs on threads (zlib
-        # releases the GIL) while the caller plans the splits, which needs only the
-        # labels; every header is still checked here. Raw only: the PNG path forks
-        # worker processes, which must not inherit running threads.
-        inflater = ThreadPoolExecutor(1) if image_format == "raw" else None
+        # Inflating the images runs on a thread (zlib releases the GIL) while the
+        # caller plans the splits, which needs only the labels; every header is
+        # still checked here. Engines settle it before forking workers.
         shapes = set()
         for split in ("train", "test"):
             images_path = self._paths[split, "images"] = find_source(src_dir, FILES[split, "images"])
@@ -227,11 +222,8 @@ class MnistConverter(Converter):
                     f"{labels_path}: label {labels[i]} at index {i} (byte {8 + i}) is outside 0..{NUM_CLASSES - 1}"
                 )
             self._labels[split] = labels
-            load = (images_path, images_raw, IMAGES_MAGIC, 3)
-            self._images[split] = inflater.submit(parse_idx, *load) if inflater else parse_idx(*load)
+            self._images.submit(split, parse_idx, images_path, images_raw, IMAGES_MAGIC, 3)
             shapes.add(tuple(dims[1:]))
-        if inflater is not None:
-            inflater.shutdown(wait=False)  # its threads end with their tasks
         if len(shapes) != 1:
             raise SourceError(f"{src_dir}: train and test images differ in size: {sorted(shapes)}")
         self.height, self.width = shapes.pop()
@@ -282,26 +274,23 @@ class MnistConverter(Converter):
             image = {"image": encode_png(pixels)}
         return {**image, "label": int(labels[i]), "height": self.height, "width": self.width, "depth": 1}
 
-    def frame_batch(self, items: list[Hashable]) -> tuple[bytes, list[int]] | None:
-        """Raw layout: every record is the same bytes but for the pixels and the label byte."""
+    def encode_batch(self, items: list[Hashable]) -> Columns | None:
+        """Raw layout: every record is the same bytes but for the pixels and the label."""
         splits = {split for split, _ in items}  # type: ignore[misc]
         if self.image_format != "raw" or len(splits) != 1:
             return None
         images, labels = self._split_arrays(splits.pop())
         index = np.fromiter((i for _, i in items), np.int64, len(items))  # type: ignore[misc]
         prototype = {"image_raw": b"", "label": 0, "height": self.height, "width": self.width, "depth": 1}
-        rows = frame_uniform(prototype, {"image_raw": images[index].reshape(len(index), -1), "label": labels[index]})
-        if rows is None:
-            return None
-        return memoryview(rows).cast("B"), [rows.shape[1]] * len(index)  # type: ignore[return-value]  (no copy)
+        varying = {"image_raw": images[index].reshape(len(index), -1), "label": labels[index]}
+        return Columns([Group(prototype, varying)], len(index))
 
     def _split_arrays(self, split: str) -> tuple[np.ndarray, np.ndarray]:
         """(images, labels) of a split; waits for the images' inflation (its errors surface here)."""
-        return settle(self._images, split), self._labels[split]
+        return self._images.get(split), self._labels[split]
 
-    def for_workers(self) -> MnistConverter:
-        settle_all(self._images)
-        return self
+    def settle(self) -> None:
+        self._images.settle()
 
     def sources(self) -> list[dict[str, Any]]:
         return self._sources

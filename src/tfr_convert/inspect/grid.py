@@ -17,10 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from ..converters.imaging import sniff_format
+from ..dataset_dir import class_names, load_json
 from ..errors import SourceError
 from ..example import BYTES
-from .paths import class_names, load_json, resolve
+from ..imageformat import sniff_format
+from .paths import resolve
 from .summary import examples_of
 
 CELL = 96  # pixels per tile side

@@ -7,32 +7,19 @@ space. Offsets are file offsets, so only uncompressed files can be indexed.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
+from .. import containers
+from ..containers.tfrecord import index_lines
 from ..errors import SourceError
-from ..tfrecord import Problem, scan_records
-from .paths import compression_of, resolve
-
-
-def index_lines(path: str) -> bytes:
-    """The index of one uncompressed TFRecord file (framing and length CRCs checked)."""
-    if compression_of(path) != "none":
-        raise SourceError(
-            f"{path}: compressed files cannot be indexed (offsets would point into the compressed stream)"
-        )
-    starts = []
-    for item in scan_records(path, "none", payload="skip"):
-        if isinstance(item, Problem):
-            raise SourceError(f"{path}: record {item.index} at byte offset {item.offset}: {item.message}")
-        starts.append(item.offset)
-    ends = [*starts[1:], os.path.getsize(path)][: len(starts)]  # a record ends where the next one starts
-    return "".join(f"{start} {end - start}\n" for start, end in zip(starts, ends, strict=True)).encode()
+from .paths import resolve
 
 
 def write_indexes(paths: list[str]) -> dict[str, Any]:
     written = []
     for path in resolve(paths).files:
+        if containers.of_file(path).name != "tfrecord":
+            raise SourceError(f"{path}: not a TFRecord file; index files are for TFRecord (ArrayRecord has its own)")
         data = index_lines(path)
         with open(path + ".index", "wb") as f:
             f.write(data)

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import glob
-import json
 import os
 import stat
 from dataclasses import dataclass, field
-from typing import Any
 
-from .. import fs
+from ..dataset_dir import DatasetDir
 from ..errors import SourceError
 from ..shards import ShardName
 from ..splits import SPLIT_ORDER
-from ..tfrecord import HEADER_SIZE, detect_compression
 
 _METADATA_SUFFIXES = (".json", ".txt", ".png", ".md", ".index")
 
@@ -53,7 +50,7 @@ def resolve(paths: list[str]) -> Inputs:
             if not chosen:
                 raise SourceError(f"{p}: directory holds no TFRecord files")
             inputs.files += [_regular(c) for c in chosen]
-            if os.path.isfile(os.path.join(p, "dataset_info.json")):
+            if DatasetDir.holds_dataset(p):
                 inputs.datasets.append(p)
         elif os.path.lexists(p):
             inputs.files.append(_regular(p))
@@ -68,29 +65,3 @@ def resolve(paths: list[str]) -> Inputs:
 def split_of(path: str) -> str | None:
     shard = ShardName.parse(path)
     return shard.split if shard else None
-
-
-def load_json(directory: str, name: str) -> Any:
-    """A metadata file of a dataset directory, or None if absent; unreadable -> SourceError."""
-    path = fs.join(directory, name)  # remote too: tfr_convert.load reads gs://... datasets
-    if not fs.exists(path):
-        return None
-    try:
-        return json.loads(fs.read_bytes(path).decode("utf-8"))
-    except (OSError, ValueError) as e:
-        raise SourceError(f"{path}: unreadable metadata: {e}") from None
-
-
-def class_names(directory: str) -> dict[str, list[str]]:
-    """{feature: names} from the {feature}.labels.txt files of a dataset directory."""
-    names = {}
-    for entry in sorted(os.listdir(directory)):
-        if entry.endswith(".labels.txt"):
-            with open(os.path.join(directory, entry), encoding="utf-8") as f:
-                names[entry[: -len(".labels.txt")]] = f.read().splitlines()
-    return names
-
-
-def compression_of(path: str) -> str:
-    with open(path, "rb") as f:
-        return detect_compression(f.read(HEADER_SIZE))

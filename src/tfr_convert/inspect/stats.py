@@ -19,9 +19,10 @@ import os
 from collections import Counter
 from typing import Any
 
-from ..converters.imaging import sniff_format
+from ..dataset_dir import class_names, load_json
 from ..example import BYTES, FLOAT, INT64
-from .paths import class_names, load_json, resolve, split_of
+from ..imageformat import sniff_format
+from .paths import resolve, split_of
 from .summary import examples_of, preview
 
 MAX_DISTINCT = 100_000

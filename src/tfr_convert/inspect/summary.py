@@ -11,8 +11,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..tfrecord import Record, count_records, read_records
-from .paths import compression_of, resolve
+from .. import containers
+from ..containers import Record
+from .paths import resolve
 
 
 @dataclass
@@ -63,28 +64,40 @@ def preview_values(values: list[Any], limit: int = 10) -> list[Any]:
     return shown
 
 
-def examples_of(path: str, compression: str | None = None) -> Iterator[tuple[Record, dict | None]]:
-    """(record, parsed example) of every record of one file, CRCs checked; the example
-    is None when the payload is not a tf.train.Example (worth counting, not fatal)."""
+def examples_of(path: str) -> Iterator[tuple[Record, dict | None]]:
+    """(record, parsed example) of every record of one file (of any container), checked
+    as it is read; the example is None when the payload is not a tf.train.Example
+    (worth counting, not fatal)."""
     from ..example import ExampleDecodeError, parse  # numpy: not needed by --count
 
-    for record in read_records(path, compression or compression_of(path)):
+    for record in containers.of_file(path).records(path):
         try:
             yield record, parse(record.data)
         except ExampleDecodeError:
             yield record, None
 
 
-def _file_entry(path: str, records: int, compression: str) -> dict[str, Any]:
-    return {"path": path, "records": records, "bytes": os.path.getsize(path), "compression": compression}
+def file_kind(path: str) -> tuple[containers.Container, str]:
+    """(the file's container, its compression: gzip / zlib for TFRecord, else none)."""
+    container = containers.of_file(path)
+    if container.name == "tfrecord":
+        from ..containers.tfrecord import compression_of
+
+        return container, compression_of(path)
+    return container, "none"
+
+
+def _file_entry(path: str, records: int, kind: tuple[containers.Container, str]) -> dict[str, Any]:
+    return {"path": path, "records": records, "bytes": os.path.getsize(path), "compression": kind[1],
+            "format": kind[0].name}  # fmt: skip
 
 
 def count(paths: list[str]) -> dict[str, Any]:
     """Records per file from the framing alone (length CRCs checked, payloads skipped)."""
     files = []
     for path in resolve(paths).files:
-        compression = compression_of(path)
-        files.append(_file_entry(path, count_records(path, compression), compression))
+        kind = file_kind(path)
+        files.append(_file_entry(path, kind[0].count(path), kind))
     return {
         "mode": "count",
         "files": files,
@@ -100,9 +113,9 @@ def summarize(paths: list[str], head: int = 1) -> dict[str, Any]:
     examples: list[dict[str, Any]] = []
     total = undecodable = 0
     for path in resolve(paths).files:
-        compression = compression_of(path)
+        file = file_kind(path)
         records = 0
-        for record, example in examples_of(path, compression):
+        for record, example in examples_of(path):
             records += 1
             if example is None:
                 undecodable += 1
@@ -120,7 +133,7 @@ def summarize(paths: list[str], head: int = 1) -> dict[str, Any]:
                     }
                 )
         total += records
-        files.append(_file_entry(path, records, compression))
+        files.append(_file_entry(path, records, file))
     return {
         "mode": "summary",
         "files": files,
@@ -146,7 +159,7 @@ def format_files(report: dict[str, Any]) -> list[str]:
     for f in report["files"]:
         lines.append(
             f"{os.path.basename(f['path']):<{width}}  {f['records']:>9} records  "
-            f"{human_bytes(f['bytes']):>10}  {f['compression']}"
+            f"{human_bytes(f['bytes']):>10}  {f['format'] if f['format'] != 'tfrecord' else f['compression']}"
         )
     lines.append(f"total: {report['records']} records in {len(report['files'])} files, {human_bytes(report['bytes'])}")
     return lines

@@ -10,92 +10,76 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from .. import containers
+from ..dataset_dir import DatasetDir
+from ..errors import SourceError
 from ..shards import ShardName
-from ..tfrecord import HashingReader, Problem, scan_records
-from .paths import compression_of, load_json, resolve
+from .paths import resolve
 
 
 def verify_file(path: str, with_sha256: bool = False) -> dict[str, Any]:
-    """Problems of one file; its sha256 too when asked (a manifest lists one to compare)."""
-    compression = compression_of(path)
-    problems, records = [], 0
-    with open(path, "rb", buffering=8 << 10) as f:
-        reader = HashingReader(f) if with_sha256 else None
-        for item in scan_records(path, compression, payload="check", raw=reader):  # type: ignore[arg-type]
-            records += 1
-            if isinstance(item, Problem):
-                problems.append(
-                    {"record": item.index, "offset": item.offset, "kind": item.kind, "message": item.message}
-                )
-                if item.kind != "data_crc":
-                    records -= 1  # the damaged record was not a record
-        if reader is not None:
-            reader.drain()
+    """Problems of one file, found by its container's own checks; its sha256 too when
+    asked (a manifest lists one to compare)."""
+    container = containers.of_file(path)
+    checked = container.verify(path, with_sha256)
     result: dict[str, Any] = {
         "path": path,
-        "compression": compression,
-        "records": records,
+        "format": container.name,
+        "compression": checked["compression"],
+        "records": checked["records"],
         "bytes": os.path.getsize(path),
-        "problems": problems,
+        "problems": [
+            {"record": p.index, "offset": p.offset, "kind": p.kind, "message": p.message} for p in checked["problems"]
+        ],
     }
-    if reader is not None:
-        result["sha256"] = reader.hash.hexdigest()
+    if "sha256" in checked:
+        result["sha256"] = checked["sha256"]
     return result
+
+
+def _problem(kind: str, file: str, message: str) -> dict[str, str]:
+    return {"kind": kind, "file": file, "message": message}
 
 
 def verify_dataset(directory: str, checked: dict[str, dict[str, Any]]) -> list[dict[str, str]]:
     """Shards of a dataset directory against dataset_info.json and manifest.json."""
+    dataset = DatasetDir(directory)
+    try:
+        splits = dataset.splits()
+    except (SourceError, KeyError, TypeError, ValueError):
+        return [_problem("metadata", "dataset_info.json", "no readable splits in dataset_info.json")]
     problems: list[dict[str, str]] = []
-    info = load_json(directory, "dataset_info.json")
-    manifest = load_json(directory, "manifest.json") or {}
-    if not isinstance(info, dict) or "splits" not in info:
-        return [{"kind": "metadata", "file": "dataset_info.json", "message": "no splits in dataset_info.json"}]
-    recorded = {
-        shard["file"]: shard
-        for split in (manifest.get("splits") or {}).values()
-        for shard in split.get("shards", [])
-        if isinstance(shard, dict) and "file" in shard
-    }
+    recorded = dataset.recorded_shards()
     expected = set()
-    for split in info["splits"]:
-        lengths = [int(n) for n in split.get("shardLengths", [])]
-        for i, length in enumerate(lengths):
-            name = ShardName(info["name"], split["name"], i, len(lengths)).filename
+    for split, lengths in splits.items():
+        for name, length in zip(dataset.shard_names(split), lengths, strict=True):
             expected.add(name)
             path = os.path.join(directory, name)
-            result = checked.get(os.path.normpath(path))
             if not os.path.exists(path):
-                problems.append(
-                    {"kind": "missing_shard", "file": name, "message": "listed in dataset_info.json, absent"}
-                )
+                problems.append(_problem("missing_shard", name, "listed in dataset_info.json, absent"))
                 continue
+            result = checked.get(os.path.normpath(path))
             if result is None:
                 continue
             framing_ok = not any(p["kind"] != "data_crc" for p in result["problems"])
             if framing_ok and result["records"] != length:
                 problems.append(
-                    {
-                        "kind": "record_count",
-                        "file": name,
-                        "message": f"{result['records']} records, dataset_info.json says {length}",
-                    }
+                    _problem("record_count", name, f"{result['records']} records, dataset_info.json says {length}")
                 )
             entry = recorded.get(name)
             if entry is not None:
                 if entry.get("bytes") != result["bytes"]:
                     problems.append(
-                        {
-                            "kind": "byte_count",
-                            "file": name,
-                            "message": f"{result['bytes']} bytes, manifest.json says {entry.get('bytes')}",
-                        }
+                        _problem(
+                            "byte_count", name, f"{result['bytes']} bytes, manifest.json says {entry.get('bytes')}"
+                        )
                     )
                 if entry.get("sha256") != result.get("sha256"):
-                    problems.append({"kind": "sha256", "file": name, "message": "sha256 differs from manifest.json"})
+                    problems.append(_problem("sha256", name, "sha256 differs from manifest.json"))
     for entry in sorted(os.listdir(directory)):
         shard = ShardName.parse(entry)
-        if shard and shard.name == info["name"] and entry not in expected:
-            problems.append({"kind": "unexpected_shard", "file": entry, "message": "not in dataset_info.json"})
+        if shard and shard.name == dataset.name and entry not in expected:
+            problems.append(_problem("unexpected_shard", entry, "not in dataset_info.json"))
     return problems
 
 
@@ -123,9 +107,8 @@ def format_verify(report: dict[str, Any]) -> str:
         if not f["problems"]:
             lines.append(f"OK    {f['path']}  {f['records']} records")
         for p in f["problems"]:
-            lines.append(
-                f"FAIL  {f['path']}: record {p['record']} at byte offset {p['offset']}: {p['kind']}: {p['message']}"
-            )
+            at = f" at byte offset {p['offset']}" if p["offset"] is not None else ""
+            lines.append(f"FAIL  {f['path']}: record {p['record']}{at}: {p['kind']}: {p['message']}")
     for d in report["datasets"]:
         for p in d["problems"]:
             lines.append(f"FAIL  {os.path.join(d['path'], p['file'])}: {p['kind']}: {p['message']}")

@@ -1,73 +1,28 @@
-"""TFRecord framing: write and read records, masked CRC32C, gzip / zlib.
+"""Reading TFRecord files: every record and every problem, in order, in constant memory.
 
-A record on disk (after decompression) is
-
-    uint64 length (LE) | uint32 masked_crc32c(length) | data | uint32 masked_crc32c(data)
-
-with masked = ((crc >> 15) | (crc << 17)) + 0xa282ead8 (mod 2**32). The writer's
-bytes equal `tf.io.TFRecordWriter`'s; the reader checks both CRCs and says exactly
-which record, at which byte offset, is broken, where TensorFlow's reader crashes
-on an absurd length or silently drops a few trailing bytes.
+The reader checks both CRCs and says exactly which record, at which byte offset,
+is broken, where TensorFlow's reader crashes on an absurd length or silently
+drops a few trailing bytes. Plain files are scanned through memory-mapped
+windows; compressed ones (and hashed ones) are read ahead on a helper thread.
 """
 
 from __future__ import annotations
 
-import gzip
-import hashlib
 import io
 import mmap
 import os
 import queue
-import struct
 import threading
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import BinaryIO, NamedTuple
+from typing import BinaryIO
 
-from . import fs
-from .errors import RecordError
+from ..errors import RecordError
+from .base import Problem, Record
+from .compression import detect_compression, open_reader
+from .crc import crc32c, masked_crc, unmask
+from .framing import FOOTER_SIZE, HEADER_SIZE, header_struct, u32, u64
 
-
-def _load_crc32c():
-    """The `crc32c` function of the crc32c package's C extension.
-
-    The package's __init__ looks its own version up through importlib.metadata,
-    which costs about 60 ms at every start of every command, more than a whole
-    `tfr-inspect` on a small file otherwise takes. Load the extension module by
-    itself (finding the package does not run it); fall back to a plain import.
-    """
-    import importlib.machinery
-    import importlib.util
-    import os
-
-    try:
-        spec = importlib.util.find_spec("crc32c")
-        for folder in (spec and spec.submodule_search_locations) or ():
-            for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-                path = os.path.join(folder, "_crc32c" + suffix)
-                if os.path.exists(path):
-                    loader = importlib.machinery.ExtensionFileLoader("crc32c._crc32c", path)
-                    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
-                    loader.exec_module(module)
-                    return module.crc32c
-    except (ImportError, OSError, AttributeError):
-        pass
-    from crc32c import crc32c
-
-    return crc32c
-
-
-crc32c = _load_crc32c()  # crc32c(buffer, value=0) -> the plain (unmasked) CRC32C of any buffer
-
-COMPRESSIONS = ("none", "gzip", "zlib")
-HEADER_SIZE = 12  # length (8) + length CRC (4)
-FOOTER_SIZE = 4
-# TensorFlow's writers use zlib's default level for both gzip and zlib.
-_COMPRESS_LEVEL = 6
-# read_up_to reads in pieces of at most this size, so that a corrupt length
-# (an idx header's, say) costs at most what the file really holds.
-_READ_PIECE = 16 << 20
 # Scans read ahead in a few blocks of this size (see _ReadAhead): large enough that
 # per-block costs vanish, small enough to stay in the CPU caches while checked
 # (1-4 MiB measure the same), and a constant few MiB of memory per scan.
@@ -76,229 +31,6 @@ _BLOCKS = 3
 # Plain files are scanned through memory-mapped windows of this size (_MappedWindows);
 # a multiple of mmap.ALLOCATIONGRANULARITY, which window offsets must be.
 _WINDOW_SIZE = 16 << 20
-
-_u32 = struct.Struct("<I")
-_u64 = struct.Struct("<Q")
-_header = struct.Struct("<QI")  # length, masked CRC of the length
-
-
-def masked_crc(data: bytes | bytearray | memoryview) -> int:
-    # crc32c (hardware CRC32C) takes any buffer, so views of larger buffers (numpy
-    # rows, blocks of a file) need no copy, and it releases the GIL on large ones.
-    crc = crc32c(data)
-    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
-
-
-def unmask(masked: int) -> int:
-    """The CRC32C a masked CRC was made from (the inverse of the rotate-and-add)."""
-    rotated = (masked - 0xA282EAD8) & 0xFFFFFFFF
-    return ((rotated << 15) | (rotated >> 17)) & 0xFFFFFFFF
-
-
-def frame(data: bytes) -> bytes:
-    """One record exactly as `tf.io.TFRecordWriter` puts it on disk (uncompressed)."""
-    header = _u64.pack(len(data))
-    return header + _u32.pack(masked_crc(header)) + data + _u32.pack(masked_crc(data))
-
-
-# ---------------------------------------------------------------- writing
-
-
-class _ZlibWriter(io.RawIOBase):
-    """A write-only zlib stream, the format of TF's `compression_type='ZLIB'`."""
-
-    def __init__(self, raw: BinaryIO) -> None:
-        self._raw = raw
-        self._z = zlib.compressobj(_COMPRESS_LEVEL)
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data) -> int:  # type: ignore[override]
-        self._raw.write(self._z.compress(data))
-        return len(data)
-
-    def close(self) -> None:
-        if not self.closed:
-            self._raw.write(self._z.flush())
-        super().close()
-
-
-def open_compressed_writer(raw: BinaryIO, compression: str) -> BinaryIO:
-    """Wrap a binary file for writing; `close()` of the wrapper leaves `raw` open."""
-    if compression == "none":
-        return raw
-    if compression == "gzip":
-        # mtime=0 and no file name keep the gzip header, and so the shard, reproducible.
-        return gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=_COMPRESS_LEVEL, mtime=0)
-    if compression == "zlib":
-        return _ZlibWriter(raw)  # type: ignore[return-value]
-    raise ValueError(f"unknown compression {compression!r}; expected one of {COMPRESSIONS}")
-
-
-class _HashingFile:
-    """A write-only file that keeps the sha256 of what reaches the disk.
-
-    Hashing and writing both release the GIL, so they run on a helper thread and
-    overlap with the framing of the next records; one queue keeps their order.
-    A write error surfaces at the next write or at close.
-    """
-
-    def __init__(self, path: str) -> None:
-        self._f = fs.open_file(path, "wb")
-        self.hash = hashlib.sha256()
-        self.size = 0
-        self._queue: queue.Queue = queue.Queue(maxsize=8)  # bounds what waits in memory
-        self._error: OSError | None = None
-        self._thread = threading.Thread(target=self._drain, daemon=True)
-        self._thread.start()
-
-    def _drain(self) -> None:
-        while (data := self._queue.get()) is not None:
-            if self._error is None:
-                try:
-                    self.hash.update(data)
-                    self._f.write(data)
-                    self.size += memoryview(data).nbytes
-                except Exception as e:  # any failure ends the writing, and is raised in the writer
-                    self._error = e if isinstance(e, OSError) else OSError(f"{type(e).__name__}: {e}")
-
-    def write(self, data) -> int:
-        if self._error is not None:
-            raise self._error
-        self._queue.put(data)
-        return len(data)
-
-    def flush(self) -> None:
-        pass  # the helper thread writes everything before close() returns
-
-    def close(self) -> None:
-        self._queue.put(None)
-        self._thread.join()
-        self._f.close()
-        if self._error is not None:
-            raise self._error
-
-
-class RecordWriter:
-    """Writes framed records to a path; a context manager.
-
-    `sha256()` is the digest of the file as written to disk.
-    """
-
-    def __init__(self, path: str, compression: str = "none") -> None:
-        self.path = path
-        self._raw = _HashingFile(path)
-        self._out = open_compressed_writer(self._raw, compression)  # type: ignore[arg-type]
-
-    def write(self, data: bytes) -> None:
-        self._out.write(frame(data))
-
-    def write_framed(self, framed: bytes | memoryview) -> None:
-        """Write records that were framed elsewhere (e.g. in a worker process)."""
-        self._out.write(framed)
-
-    def close(self) -> None:
-        if self._out is not self._raw:
-            self._out.close()
-        self._raw.close()
-
-    def sha256(self) -> str:
-        return self._raw.hash.hexdigest()
-
-    def bytes_written(self) -> int:
-        """The file's size on disk (after compression), known without a stat."""
-        return self._raw.size
-
-    def __enter__(self) -> RecordWriter:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-
-# ---------------------------------------------------------------- reading
-
-
-class Record(NamedTuple):  # a tuple: a scan makes one per record, cheaply
-    index: int
-    offset: int  # of the record's header, in the uncompressed stream
-    data: bytes
-
-
-def detect_compression(head: bytes) -> str:
-    """Guess a file's compression from its first bytes.
-
-    A valid plain header wins (its CRC proves it), then the gzip magic, then a
-    zlib header; anything else is read as plain so the reader can report the
-    broken header precisely.
-    """
-    if len(head) >= HEADER_SIZE and masked_crc(head[:8]) == _u32.unpack_from(head, 8)[0]:
-        return "none"
-    if head[:2] == b"\x1f\x8b":
-        return "gzip"
-    if len(head) >= 2 and head[0] & 0x0F == 8 and head[0] >> 4 <= 7 and (head[0] << 8 | head[1]) % 31 == 0:
-        return "zlib"
-    return "none"
-
-
-class _ZlibReader(io.RawIOBase):
-    def __init__(self, raw: BinaryIO) -> None:
-        self._raw = raw
-        self._z = zlib.decompressobj()
-        self._pending = b""
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buf) -> int:
-        while not self._pending:
-            if self._z.eof:
-                return 0
-            chunk = self._z.unconsumed_tail or self._raw.read(1 << 16)
-            if not chunk:
-                raise EOFError("zlib stream ended before its end-of-stream marker")
-            self._pending = self._z.decompress(chunk, 1 << 20)
-        n = min(len(buf), len(self._pending))
-        buf[:n] = self._pending[:n]
-        self._pending = self._pending[n:]
-        return n
-
-
-def _open_reader(raw: BinaryIO, compression: str) -> BinaryIO:
-    if compression == "none":
-        return raw
-    if compression == "gzip":
-        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
-    if compression == "zlib":
-        return io.BufferedReader(_ZlibReader(raw), 1 << 20)  # type: ignore[return-value]
-    raise ValueError(f"unknown compression {compression!r}; expected one of {COMPRESSIONS}")
-
-
-def read_up_to(stream: BinaryIO, n: int) -> bytes:
-    """Up to n bytes (fewer only at end of stream), read in pieces so that a
-    lying length or header costs what the stream holds, never n."""
-    first = stream.read(min(n, _READ_PIECE))
-    if len(first) == n or len(first) < min(n, _READ_PIECE):
-        return first
-    parts, got = [first], len(first)
-    while got < n:
-        piece = stream.read(min(_READ_PIECE, n - got))
-        if not piece:
-            break
-        parts.append(piece)
-        got += len(piece)
-    return b"".join(parts)
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One thing wrong in a file: where the damaged record starts, and what is wrong."""
-
-    index: int
-    offset: int  # of the damaged record's header, in the uncompressed stream
-    kind: str  # one of PROBLEM_KINDS
-    message: str
 
 
 PROBLEM_KINDS = (
@@ -309,35 +41,6 @@ PROBLEM_KINDS = (
     "data_crc",  # the payload does not match its CRC
     "corrupt_stream",  # gzip / zlib data that cannot be inflated
 )
-
-
-class HashingReader:
-    """A read-only file that keeps the sha256 and size of everything read through it."""
-
-    def __init__(self, f: BinaryIO) -> None:
-        self._f = f
-        self.hash = hashlib.sha256()
-        self.size = 0
-
-    def read(self, n: int = -1) -> bytes:
-        data = self._f.read(n)
-        self.hash.update(data)
-        self.size += len(data)
-        return data
-
-    def readinto(self, buf) -> int:  # lets io.BufferedReader and gzip wrap it
-        n = self._f.readinto(buf)
-        self.hash.update(memoryview(buf)[:n])
-        self.size += n
-        return n
-
-    def readable(self) -> bool:
-        return True
-
-    def drain(self) -> None:
-        """Read to the end, so that `hash` covers the whole file."""
-        while self.read(1 << 20):
-            pass
 
 
 class _ReadAhead:
@@ -488,7 +191,7 @@ def scan_records(
         if compression == "none" and raw is None:
             yield from _scan_stream(_Cursor(_MappedWindows(f, file_size)), compression, file_size, payload)
             return
-        stream = _open_reader(raw or f, compression)
+        stream = open_reader(raw or f, compression)
         # a small plain file needs no more than its size (a compressed one's is unknown)
         ahead = _ReadAhead(stream, _BLOCK_SIZE if compression != "none" else max(1, min(_BLOCK_SIZE, file_size)))
         try:
@@ -506,12 +209,12 @@ def _scan_stream(cursor: _Cursor, compression: str, file_size: int, payload: str
             # call per record beyond the CRCs (small records are all per-record cost).
             view, pos, end = cursor.view, cursor.pos, cursor.end
             while pos + HEADER_SIZE <= end:
-                length, length_crc = _header.unpack_from(view, pos)
+                length, length_crc = header_struct.unpack_from(view, pos)
                 body = pos + HEADER_SIZE
                 stop = body + length
                 if stop + FOOTER_SIZE > end or crc32c(view[pos : pos + 8]) != unmask(length_crc):
                     break  # across the block's end, or broken: the careful path below
-                if check and crc32c(view[body:stop]) != unmask(_u32.unpack_from(view, stop)[0]):
+                if check and crc32c(view[body:stop]) != unmask(u32.unpack_from(view, stop)[0]):
                     yield Problem(index, offset, "data_crc", "data CRC mismatch (corrupt payload)")
                 else:
                     yield Record(index, offset, bytes(view[body:stop]) if keep else b"")
@@ -526,14 +229,14 @@ def _scan_stream(cursor: _Cursor, compression: str, file_size: int, payload: str
             if problem := header_problem(header, index, offset, compression, file_size):
                 yield problem
                 return
-            (length,) = _u64.unpack_from(header)
+            (length,) = u64.unpack_from(header)
             body = cursor.take(length + FOOTER_SIZE)  # payload and footer in one piece
             if len(body) < length + FOOTER_SIZE:
                 yield Problem(index, offset, "truncated_payload",
                               f"truncated payload: length {length}, file ends after {min(len(body), length)} bytes")  # fmt: skip
                 return
             data = body[:length]
-            if check and masked_crc(data) != _u32.unpack_from(body, length)[0]:
+            if check and masked_crc(data) != u32.unpack_from(body, length)[0]:
                 yield Problem(index, offset, "data_crc", "data CRC mismatch (corrupt payload)")
             else:
                 yield Record(index, offset, bytes(data) if keep else b"")
@@ -558,16 +261,16 @@ def _count_plain(f: BinaryIO, file_size: int) -> Iterator[Record | Problem]:
             return
         yield Record(index, offset, b"")
         index += 1
-        offset += HEADER_SIZE + _u64.unpack_from(header)[0] + FOOTER_SIZE
+        offset += HEADER_SIZE + u64.unpack_from(header)[0] + FOOTER_SIZE
 
 
 def header_problem(header, index: int, offset: int, compression: str, file_size: int) -> Problem | None:
     if len(header) < HEADER_SIZE:
         return Problem(index, offset, "partial_header",
                        f"partial header: {len(header)} trailing bytes, a header needs {HEADER_SIZE}")  # fmt: skip
-    if masked_crc(header[:8]) != _u32.unpack_from(header, 8)[0]:
+    if masked_crc(header[:8]) != u32.unpack_from(header, 8)[0]:
         return Problem(index, offset, "length_crc", "length CRC mismatch (corrupt length field)")
-    (length,) = _u64.unpack_from(header)
+    (length,) = u64.unpack_from(header)
     body_at = offset + HEADER_SIZE
     if compression == "none" and body_at + length + FOOTER_SIZE > file_size:
         return Problem(index, offset, "length_past_eof",

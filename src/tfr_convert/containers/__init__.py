@@ -1,0 +1,40 @@
+"""Containers: how serialized examples sit in a file, beneath the shard writer.
+
+    tfrecord.py      TFRecord (framing.py: the record format; scan.py: the checking
+                     reader; compression.py: gzip / zlib; crc.py: masked CRC32C)
+    array_record.py  ArrayRecord (Riegeli with an index), for random access
+
+`get(name)` is the container of a `--format`; `of_file(path)` is the container
+a file's first bytes say it is (TFRecord when nothing else claims it).
+"""
+
+from __future__ import annotations
+
+from .base import Container, Problem, Record, ShardFileWriter
+
+FORMATS = ("tfrecord", "array_record")
+
+
+def get(name: str) -> Container:
+    if name == "tfrecord":
+        from .tfrecord import TFRecordContainer
+
+        return TFRecordContainer()
+    if name == "array_record":
+        from .array_record import ArrayRecordContainer
+
+        return ArrayRecordContainer()
+    raise ValueError(f"unknown format {name!r}; expected one of {FORMATS}")
+
+
+def of_file(path: str) -> Container:
+    with open(path, "rb") as f:
+        head = f.read(16)
+    for name in reversed(FORMATS):  # the specific signatures first, TFRecord last
+        container = get(name)
+        if container.sniff(head):
+            return container
+    raise AssertionError("unreachable: TFRecord claims every file")
+
+
+__all__ = ["FORMATS", "Container", "Problem", "Record", "ShardFileWriter", "get", "of_file"]

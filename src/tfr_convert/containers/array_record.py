@@ -1,0 +1,166 @@
+"""The ArrayRecord container (Riegeli files with a record index), for random access.
+
+Each record is the serialized example itself; ArrayRecord adds its own chunk
+headers, highwayhash checksums and a footer index. Written with `group_size:1`
+(one record per chunk), as TensorFlow Datasets writes it and as Grain requires
+for random access (it logs an error for any other group size), and uncompressed
+by default: per-record compression saves little on image bytes and costs most of
+the write time (see the README's Choices); `--compression zstd` turns it on.
+
+The library (`array-record`) is an extra, imported only here and only when used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from ..errors import RecordError, TfrConvertError
+from .base import Container, Problem, Record, ShardFileWriter
+
+WRITER_OPTIONS = {"none": "group_size:1,uncompressed", "zstd": "group_size:1,zstd:3"}
+# The first bytes of every Riegeli file: the signature chunk's header.
+SIGNATURE = bytes.fromhex("83af70d10d884a3f")
+# Records read per call when scanning: bounded memory, few calls.
+_RANGE = 256
+_HASH_BLOCK = 1 << 20
+
+
+def _module():
+    try:
+        from array_record.python import array_record_module
+    except ImportError:
+        raise TfrConvertError(
+            "ArrayRecord files need the array-record package: pip install 'tfr-convert[array_record]'"
+        ) from None
+    return array_record_module
+
+
+class ArrayRecordWriter(ShardFileWriter):
+    def __init__(self, path: str, compression: str) -> None:
+        self.path = path
+        self._writer = _module().ArrayRecordWriter(path, WRITER_OPTIONS[compression])
+        self._size: int | None = None
+        self._sha256 = ""
+
+    def write(self, blob: memoryview, sizes: list[int]) -> None:
+        write, start = self._writer.write, 0
+        for size in sizes:
+            write(bytes(blob[start : start + size]))  # the binding takes bytes only
+            start += size
+
+    def close(self) -> None:
+        if self._size is not None:
+            return
+        self._writer.close()
+        # The library writes the file itself: hash what reached the disk.
+        digest, size = hashlib.sha256(), 0
+        with open(self.path, "rb") as f:
+            while block := f.read(_HASH_BLOCK):
+                digest.update(block)
+                size += len(block)
+        self._size, self._sha256 = size, digest.hexdigest()
+
+    def bytes_written(self) -> int:
+        assert self._size is not None, "known after close"
+        return self._size
+
+    def sha256(self) -> str:
+        return self._sha256
+
+
+def _reader(path: str):
+    try:
+        return _module().ArrayRecordReader(path, "readahead_buffer_size:16M,max_parallelism:0")
+    except (RuntimeError, ValueError) as e:
+        raise RecordError(path, 0, 0, f"not a readable ArrayRecord file: {_first_line(e)}") from None
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def _byte_of(message: str) -> int | None:
+    m = re.search(r"at byte (\d+)", message)
+    return int(m[1]) if m else None
+
+
+class ArrayRecordContainer(Container):
+    name = "array_record"
+    compressions = tuple(WRITER_OPTIONS)
+    extra = "array_record"
+
+    def available(self) -> bool:
+        try:
+            _module()
+        except TfrConvertError:
+            return False
+        return True
+
+    def writer(self, path: str, compression: str) -> ArrayRecordWriter:
+        return ArrayRecordWriter(path, compression)
+
+    def sniff(self, head: bytes) -> bool:
+        return head.startswith(SIGNATURE)
+
+    def _scan(self, path: str) -> Iterator[Record | Problem]:
+        reader = _reader(path)
+        try:
+            total = reader.num_records()
+            for start in range(0, total, _RANGE):
+                try:
+                    batch = reader.read(start, min(start + _RANGE, total))
+                except RuntimeError as e:
+                    # Riegeli names the damaged chunk; our unit is the record range it fell in
+                    message = _first_line(e)
+                    yield Problem(start, _byte_of(message), "corrupt_chunk", message)
+                    return
+                for k, data in enumerate(batch):
+                    yield Record(start + k, None, data)
+        finally:
+            reader.close()
+
+    def records(self, path: str) -> Iterator[Record]:
+        for item in self._scan(path):
+            if isinstance(item, Problem):
+                raise RecordError(path, item.index, item.offset or 0, item.message)
+            yield item
+
+    def count(self, path: str) -> int:
+        reader = _reader(path)
+        try:
+            return reader.num_records()  # from the footer index
+        finally:
+            reader.close()
+
+    def verify(self, path: str, with_sha256: bool) -> dict[str, Any]:
+        problems, records = [], 0
+        try:
+            for item in self._scan(path):
+                if isinstance(item, Problem):
+                    problems.append(item)
+                else:
+                    records += 1
+        except RecordError as e:
+            problems.append(Problem(0, None, "corrupt_chunk", e.problem))
+        result: dict[str, Any] = {"compression": "none", "records": records, "problems": problems}
+        if with_sha256:
+            digest = hashlib.sha256()
+            with open(path, "rb") as f:
+                while block := f.read(_HASH_BLOCK):
+                    digest.update(block)
+            result["sha256"] = digest.hexdigest()
+        return result
+
+
+def read_range(path: str, start: int, stop: int) -> Iterator[bytes]:
+    """Records [start, stop) of one file, in order (for tfr_convert.load)."""
+    reader = _reader(path)
+    try:
+        for at in range(start, stop, _RANGE):
+            yield from reader.read(at, min(at + _RANGE, stop))
+    finally:
+        reader.close()

@@ -1,0 +1,94 @@
+"""What a container is to the shard writer and the inspector.
+
+A container decides how serialized examples sit in a file. Encoders leave
+`head` bytes before and `tail` bytes after every payload; `seal` fills them in
+place (TFRecord's length header and CRCs; nothing for ArrayRecord). The shard
+writer writes sealed records through `writer`; the inspector reads any file of
+the container through `records`, `count` and `verify`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+
+class Record(NamedTuple):  # a tuple: a scan makes one per record, cheaply
+    index: int
+    offset: int | None  # of the record's start in the (uncompressed) file, where the container has one
+    data: bytes
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong in a file: where the damaged record starts, and what is wrong."""
+
+    index: int
+    offset: int | None  # of the damaged record's start, in the uncompressed stream (None: unknown)
+    kind: str
+    message: str
+
+
+class ShardFileWriter(ABC):
+    """Writes sealed records to one file; `bytes_written` and `sha256` are known after close."""
+
+    path: str
+
+    @abstractmethod
+    def write(self, blob: memoryview, sizes: list[int]) -> None:
+        """Sealed records back to back in blob, slot sizes (margins included) in sizes."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    @abstractmethod
+    def bytes_written(self) -> int: ...
+
+    @abstractmethod
+    def sha256(self) -> str: ...
+
+    def __enter__(self) -> ShardFileWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Container(ABC):
+    #: file format name: in shard file names and dataset_info.json's fileFormat
+    name: str
+    #: bytes an encoder leaves free before and after each payload, for `seal`
+    head: int = 0
+    tail: int = 0
+    #: --compression values this container accepts
+    compressions: tuple[str, ...] = ("none",)
+    #: extra to install when the container's library is missing, or "" when always available
+    extra: str = ""
+
+    def available(self) -> bool:
+        return True
+
+    def seal(self, blob: bytearray | memoryview, sizes: list[int]) -> None:
+        """Fill every slot's margins in place (slot sizes include them)."""
+        return None
+
+    @abstractmethod
+    def writer(self, path: str, compression: str) -> ShardFileWriter: ...
+
+    @abstractmethod
+    def sniff(self, head: bytes) -> bool:
+        """Whether a file starting with these bytes (at least 16, when the file has them) is ours."""
+
+    @abstractmethod
+    def records(self, path: str) -> Iterator[Record]:
+        """Every record of a file, checked as the container can; the first problem raises RecordError."""
+
+    @abstractmethod
+    def count(self, path: str) -> int:
+        """How many records a file holds, by the cheapest check the container has."""
+
+    @abstractmethod
+    def verify(self, path: str, with_sha256: bool) -> dict[str, Any]:
+        """{compression, records, problems: [Problem], [sha256]} of one file, checking everything."""

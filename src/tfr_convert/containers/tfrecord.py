@@ -1,0 +1,155 @@
+"""The TFRecord container: framed records, optionally gzip / zlib compressed.
+
+Writing: records arrive sealed (framed in place, see framing.py); the writer
+hashes and writes them on a helper thread. Reading goes through scan.py.
+The bytes equal `tf.io.TFRecordWriter`'s.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import queue
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from .. import fs
+from ..streams import HashingReader
+from .base import Container, Problem, Record, ShardFileWriter
+from .compression import COMPRESSIONS, detect_compression, open_compressed_writer
+from .framing import FOOTER_SIZE, HEADER_SIZE, seal
+from .scan import count_records, read_records, scan_records
+
+
+class _HashingFile:
+    """A write-only file that keeps the sha256 of what reaches the disk.
+
+    Hashing and writing both release the GIL, so they run on a helper thread and
+    overlap with the framing of the next records; one queue keeps their order.
+    A write error surfaces at the next write or at close.
+    """
+
+    def __init__(self, path: str) -> None:
+        self._f = fs.open_file(path, "wb")
+        self.hash = hashlib.sha256()
+        self.size = 0
+        self._queue: queue.Queue = queue.Queue(maxsize=8)  # bounds what waits in memory
+        self._error: OSError | None = None
+        self._thread = threading.Thread(target=self._drain, daemon=True)
+        self._thread.start()
+
+    def _drain(self) -> None:
+        while (data := self._queue.get()) is not None:
+            if self._error is None:
+                try:
+                    self.hash.update(data)
+                    self._f.write(data)
+                    self.size += memoryview(data).nbytes
+                except Exception as e:  # any failure ends the writing, and is raised in the writer
+                    self._error = e if isinstance(e, OSError) else OSError(f"{type(e).__name__}: {e}")
+
+    def write(self, data) -> int:
+        if self._error is not None:
+            raise self._error
+        self._queue.put(data)
+        return len(data)
+
+    def flush(self) -> None:
+        pass  # the helper thread writes everything before close() returns
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._thread.join()
+        self._f.close()
+        if self._error is not None:
+            raise self._error
+
+
+class RecordWriter(ShardFileWriter):
+    """Writes sealed (framed) records to a path. `sha256()` is the digest of the file as on disk."""
+
+    def __init__(self, path: str, compression: str = "none") -> None:
+        self.path = path
+        self._raw = _HashingFile(path)
+        self._out = open_compressed_writer(self._raw, compression)  # type: ignore[arg-type]
+
+    def write(self, blob: memoryview | bytes, sizes: list[int] | None = None) -> None:
+        self._out.write(blob)
+
+    def close(self) -> None:
+        if self._out is not self._raw:
+            self._out.close()
+        self._raw.close()
+
+    def sha256(self) -> str:
+        return self._raw.hash.hexdigest()
+
+    def bytes_written(self) -> int:
+        """The file's size on disk (after compression), known without a stat."""
+        return self._raw.size
+
+
+class TFRecordContainer(Container):
+    name = "tfrecord"
+    head, tail = HEADER_SIZE, FOOTER_SIZE
+    compressions = COMPRESSIONS
+
+    def seal(self, blob: bytearray | memoryview, sizes: list[int]) -> None:
+        seal(blob, sizes)
+
+    def writer(self, path: str, compression: str) -> RecordWriter:
+        return RecordWriter(path, compression)
+
+    def sniff(self, head: bytes) -> bool:
+        return True  # the fallback: anything else is read as TFRecord, and its problems named
+
+    def records(self, path: str) -> Iterator[Record]:
+        return read_records(path)
+
+    def count(self, path: str) -> int:
+        return count_records(path)
+
+    def verify(self, path: str, with_sha256: bool) -> dict[str, Any]:
+        compression = compression_of(path)
+        problems: list[Problem] = []
+        records = 0
+        with open(path, "rb", buffering=8 << 10) as f:
+            reader = HashingReader(f) if with_sha256 else None
+            for item in scan_records(path, compression, payload="check", raw=reader):  # type: ignore[arg-type]
+                if isinstance(item, Problem):
+                    problems.append(item)
+                    if item.kind != "data_crc":
+                        continue  # the damaged record was not a record
+                records += 1
+            if reader is not None:
+                reader.drain()
+        result: dict[str, Any] = {"compression": compression, "records": records, "problems": problems}
+        if reader is not None:
+            result["sha256"] = reader.hash.hexdigest()
+        return result
+
+
+def compression_of(path: str) -> str:
+    with open(path, "rb") as f:
+        return detect_compression(f.read(HEADER_SIZE))
+
+
+def index_lines(path: str) -> bytes:
+    """The index of one uncompressed TFRecord file, in the text format NVIDIA DALI and the
+    PyTorch `tfrecord` package read: per record, the byte offset of its start and the
+    length of the whole framed record (framing and length CRCs checked)."""
+    import os
+
+    from ..errors import SourceError
+
+    if compression_of(path) != "none":
+        raise SourceError(
+            f"{path}: compressed files cannot be indexed (offsets would point into the compressed stream)"
+        )
+    starts = []
+    for item in scan_records(path, "none", payload="skip"):
+        if isinstance(item, Problem):
+            raise SourceError(f"{path}: record {item.index} at byte offset {item.offset}: {item.message}")
+        starts.append(item.offset)
+    ends = [*starts[1:], os.path.getsize(path)][: len(starts)]  # a record ends where the next one starts
+    return "".join(f"{start} {end - start}\n" for start, end in zip(starts, ends, strict=True)).encode()

@@ -1,0 +1,103 @@
+"""One reader of a dataset directory's metadata, for the loader and the inspector alike.
+
+dataset_info.json (name, file format, splits and their shard lengths),
+features.json, manifest.json (options, per-shard bytes and sha256) and the
+{feature}.labels.txt files. Paths may be remote (read through `fs`).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cached_property
+from typing import Any
+
+from . import fs
+from .errors import SourceError
+from .shards import ShardName
+
+INFO, FEATURES, MANIFEST = "dataset_info.json", "features.json", "manifest.json"
+_LABELS_SUFFIX = ".labels.txt"
+
+
+def load_json(directory: str, name: str) -> Any:
+    """A metadata file of a dataset directory, or None if absent; unreadable -> SourceError."""
+    path = fs.join(directory, name)
+    if not fs.exists(path):
+        return None
+    try:
+        return json.loads(fs.read_bytes(path).decode("utf-8"))
+    except (OSError, ValueError) as e:
+        raise SourceError(f"{path}: unreadable metadata: {e}") from None
+
+
+def class_names(directory: str) -> dict[str, list[str]]:
+    """{feature: names} from the {feature}.labels.txt files of a dataset directory."""
+    names = {}
+    for entry in sorted(fs.listdir(directory)):
+        if entry.endswith(_LABELS_SUFFIX):
+            text = fs.read_bytes(fs.join(directory, entry)).decode("utf-8")
+            names[entry[: -len(_LABELS_SUFFIX)]] = text.splitlines()
+    return names
+
+
+class DatasetDir:
+    """A dataset directory; each file is read when first asked for."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    @staticmethod
+    def holds_dataset(path: str) -> bool:
+        return fs.isfile(fs.join(path, INFO))
+
+    @cached_property
+    def info(self) -> dict[str, Any]:
+        info = load_json(self.path, INFO)
+        if info is None:
+            raise SourceError(f"{self.path}: not a tfr-convert dataset (no {INFO})")
+        if not isinstance(info, dict) or not isinstance(info.get("splits"), list) or "name" not in info:
+            raise SourceError(f"{fs.join(self.path, INFO)}: no name or splits in it")
+        return info
+
+    @cached_property
+    def features(self) -> dict[str, Any]:
+        """features.json's features (name -> TFDS feature description), {} if absent."""
+        content = load_json(self.path, FEATURES) or {}
+        return (content.get("featuresDict") or {}).get("features") or {}
+
+    @cached_property
+    def manifest(self) -> dict[str, Any]:
+        return load_json(self.path, MANIFEST) or {}
+
+    @property
+    def name(self) -> str:
+        return self.info["name"]
+
+    @property
+    def file_format(self) -> str:
+        return self.info.get("fileFormat") or "tfrecord"
+
+    @property
+    def options(self) -> dict[str, Any]:
+        return self.manifest.get("options") or {}
+
+    def splits(self) -> dict[str, list[int]]:
+        """{split: shard lengths}, in the order dataset_info.json lists them."""
+        return {s["name"]: [int(n) for n in s.get("shardLengths", [])] for s in self.info["splits"]}
+
+    def shard_names(self, split: str) -> list[str]:
+        lengths = self.splits()[split]
+        return [ShardName(self.name, split, i, len(lengths), self.file_format).filename for i in range(len(lengths))]
+
+    def recorded_shards(self) -> dict[str, dict[str, Any]]:
+        """{file: {records, bytes, sha256}} of every shard the manifest lists."""
+        return {
+            shard["file"]: shard
+            for split in (self.manifest.get("splits") or {}).values()
+            if isinstance(split, dict)
+            for shard in split.get("shards", [])
+            if isinstance(shard, dict) and "file" in shard
+        }
+
+    def class_names(self) -> dict[str, list[str]]:
+        return class_names(self.path)

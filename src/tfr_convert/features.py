@@ -1,0 +1,52 @@
+"""How each feature should look to readers: the converters declare, metadata describes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+TFDS_FEATURES = "tensorflow_datasets.core.features."
+
+
+@dataclass(frozen=True)
+class FeatureSpec:
+    """One feature as the reader should see it.
+
+    kind: "tensor" (dtype int64 / float32 / string, fixed shape), "image"
+    (encoded PNG/JPEG bytes with a shape), or "class_label" (int64 with names).
+    """
+
+    kind: str
+    dtype: str = "int64"
+    shape: tuple[int | None, ...] = ()
+    encoding: str | None = None
+    num_classes: int | None = None
+
+    @classmethod
+    def tensor(cls, dtype: str, shape: tuple[int | None, ...] = ()) -> FeatureSpec:
+        return cls("tensor", dtype, shape)
+
+    @classmethod
+    def image(cls, shape: tuple[int | None, ...], encoding: str) -> FeatureSpec:
+        return cls("image", "uint8", shape, encoding)
+
+    @classmethod
+    def class_label(cls, num_classes: int) -> FeatureSpec:
+        return cls("class_label", "int64", (), None, num_classes)
+
+    def to_tfds(self) -> dict[str, Any]:
+        dims = {"dimensions": [str(-1 if d is None else d) for d in self.shape]} if self.shape else {}
+        if self.kind == "class_label":
+            return {
+                "pythonClassName": TFDS_FEATURES + "class_label_feature.ClassLabel",
+                "classLabel": {"numClasses": str(self.num_classes)},
+            }
+        if self.kind == "image":
+            image: dict[str, Any] = {"shape": dims, "dtype": self.dtype}
+            if self.encoding:  # absent: mixed or other formats, decoded by content
+                image["encodingFormat"] = self.encoding
+            return {"pythonClassName": TFDS_FEATURES + "image_feature.Image", "image": image}
+        return {
+            "pythonClassName": TFDS_FEATURES + "tensor_feature.Tensor",
+            "tensor": {"shape": dims, "dtype": self.dtype, "encoding": "none"},
+        }

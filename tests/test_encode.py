@@ -1,0 +1,126 @@
+"""The encoder seam: columnar fast paths equal the per-item path, sealing equals framing,
+and an item's error reaches the caller as itself, with its location."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+from helpers import write_cifar, write_mnist
+
+from tfr_convert.containers import get as container
+from tfr_convert.containers.framing import FOOTER_SIZE, HEADER_SIZE, frame, seal
+from tfr_convert.converters.cifar import CifarConverter
+from tfr_convert.converters.mnist import MnistConverter
+from tfr_convert.encode import encode_items, uniform_rows
+from tfr_convert.errors import FeatureError, RecordError, SourceError, TfrConvertError
+from tfr_convert.example import serialize
+from tfr_convert.features import FeatureSpec
+from tfr_convert.pipeline import encode_sealed
+
+
+def per_item(converter, items) -> bytes:
+    return b"".join(frame(serialize(converter.encode(item))) for item in items)
+
+
+def test_uniform_rows_equal_serialize_with_the_margins_left_free():
+    rng = np.random.default_rng(0)
+    pixels = rng.integers(0, 256, (50, 12), dtype=np.uint8)
+    labels = rng.integers(0, 128, 50)
+    prototype = {"img": b"", "img_label": 0, "label": 3, "name": "seven", "x": [1.5, 2.5], "i": -5}
+    rows = uniform_rows(prototype, {"img": pixels, "img_label": labels}, head=5, tail=3)
+    assert rows is not None and rows.shape[0] == 50
+    for row, p, lbl in zip(rows, pixels, labels, strict=True):
+        assert row[5:-3].tobytes() == serialize({**prototype, "img": p.tobytes(), "img_label": int(lbl)})
+
+
+def test_values_outside_the_layout_fall_back():
+    pixels = np.zeros((3, 4), np.uint8)
+    assert uniform_rows({"img": b"", "label": 0}, {"img": pixels, "label": np.array([1, 200, 3])}) is None
+    assert uniform_rows({"img": b"", "label": 0}, {"img": pixels, "label": np.array([1, -1, 3])}) is None
+
+
+@pytest.mark.parametrize("payloads", [[b""], [b"a", b"", b"x" * 300, bytes(range(256)) * 9], [b"same"] * 7])
+def test_seal_fills_margins_exactly_as_frame(payloads):
+    blob = bytearray().join(bytes(HEADER_SIZE) + p + bytes(FOOTER_SIZE) for p in payloads)
+    seal(blob, [HEADER_SIZE + len(p) + FOOTER_SIZE for p in payloads])
+    assert bytes(blob) == b"".join(frame(p) for p in payloads)
+
+
+def test_mnist_batches_equal_the_per_item_path(tmp_path):
+    write_mnist(tmp_path, n_train=300, n_test=20)
+    converter = MnistConverter(str(tmp_path))
+    items = converter.source_splits()["train"][::-1]  # any order, as after shuffling
+    assert converter.encode_batch(items) is not None  # the columnar path is the one tested
+    encoded = encode_sealed(converter, items, "fail", container("tfrecord"))
+    assert bytes(encoded.blob) == per_item(converter, items) and sum(encoded.sizes) == len(encoded.blob)
+    assert MnistConverter(str(tmp_path), image_format="png").encode_batch(items) is None
+
+
+def test_cifar_batches_equal_the_per_item_path(tmp_path):
+    for variant in ("cifar10", "cifar100"):
+        src = write_cifar(tmp_path / variant, variant, per_batch=30)
+        converter = CifarConverter(str(src["path"]))
+        items = converter.source_splits()["train"][::-1]
+        assert converter.encode_batch(items) is not None
+        encoded = encode_sealed(converter, items, "fail", container("tfrecord"))
+        assert bytes(encoded.blob) == per_item(converter, items)
+
+
+def test_array_record_records_are_the_bare_serialized_examples(tmp_path):
+    write_mnist(tmp_path, n_train=20, n_test=4)
+    converter = MnistConverter(str(tmp_path))
+    items = converter.source_splits()["test"]
+    encoded = encode_sealed(converter, items, "fail", container("array_record"))
+    assert bytes(encoded.blob) == b"".join(serialize(converter.encode(i)) for i in items)
+
+
+class Failing(MnistConverter):
+    """Encodes items by the per-item path, raising `error` for item ("train", 1)."""
+
+    error: TfrConvertError
+
+    def encode_batch(self, items):
+        return None
+
+    def encode(self, item):
+        if item == ("train", 1):
+            raise self.error
+        return super().encode(item)
+
+
+@pytest.mark.parametrize(
+    "error",
+    [RecordError("x.tfrecord", 3, 96, "data CRC mismatch"), FeatureError("value too large"), SourceError("bad row")],
+)
+def test_an_items_error_is_reraised_as_itself_with_its_location(tmp_path, error):
+    write_mnist(tmp_path, n_train=4, n_test=2)
+    converter = Failing(str(tmp_path))
+    converter.error = error
+    with pytest.raises(type(error)) as caught:
+        encode_items(converter, [("train", 0), ("train", 1)])
+    assert caught.value is error  # not rebuilt from its class
+    message = str(caught.value)
+    assert message.startswith(f"{converter.describe(('train', 1))}: ") and str(error.args[0]) in message
+    # the location survives the trip from a worker process
+    copy = pickle.loads(pickle.dumps(caught.value))
+    assert type(copy) is type(error) and str(copy) == message
+
+
+def test_skip_lists_the_failing_item_and_keeps_the_rest(tmp_path):
+    write_mnist(tmp_path, n_train=4, n_test=2)
+    converter = Failing(str(tmp_path))
+    converter.error = FeatureError("value too large")
+    encoded = encode_items(converter, [("train", 0), ("train", 1), ("train", 2)], on_error="skip")
+    assert len(encoded.sizes) == 2
+    assert encoded.skipped == [{"item": converter.describe(("train", 1)), "reason": "value too large"}]
+
+
+def test_features_other_than_declared_are_an_error_naming_the_item(tmp_path):
+    write_mnist(tmp_path, n_train=2, n_test=1)
+    converter = Failing(str(tmp_path))
+    converter.error = SourceError("unused")
+    converter.features = {**converter.features, "extra": FeatureSpec.tensor("int64")}
+    with pytest.raises(SourceError, match=r"image 0: features .* differ from the declared"):
+        encode_items(converter, [("train", 0)])
