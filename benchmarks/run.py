@@ -8,6 +8,7 @@ Builds synthetic inputs of the real sizes (cached in --work):
   images     5 000 JPEGs of 512x384 in 10 class folders, re-encoded to JPEG;
   inspect    a 1 GiB file of 100 KiB records.
 and measures, as subprocesses, medians of --repeat runs:
+  (d) MNIST and CIFAR-10 written as ArrayRecord vs as TFRecord, runs interleaved (records/s);
   (a) tfr-convert end to end (default workers: all cores), wall time and peak RSS;
   (b) the tutorial loop (benchmarks/tutorial_loops.py) on the same data, TensorFlow import included;
   (c) the floor: reading / decompressing the input (gzip -dc, cat) plus writing as many
@@ -171,6 +172,21 @@ def main() -> None:
         f"cat {cifar_src}/*", work / "o-cifar", work, args.repeat,
     )  # fmt: skip
 
+    results["array_record"] = {}
+    for key, converter, src, n in (("mnist", "mnist", mnist_src, 70_000 // scale),
+                                   ("cifar10", "cifar", cifar_src, 60_000 // scale)):  # fmt: skip
+        times: dict[str, list[float]] = {"tfrecord": [], "array_record": []}
+        for _ in range(args.repeat):
+            for file_format, acc in times.items():  # interleaved: a slow moment cannot flatter one side
+                out = work / f"o-{key}-{file_format}"
+                shutil.rmtree(out, ignore_errors=True)
+                acc.append(measure([CONVERT, converter, src, "--out", out, "--quiet", "--format", file_format])[0])
+        row = {f: n / median(t) for f, t in times.items()}
+        row["ratio"] = row["array_record"] / row["tfrecord"]
+        results["array_record"][key] = row
+        print(f"{key:8s} records/s: TFRecord {row['tfrecord']:,.0f}  ArrayRecord {row['array_record']:,.0f}  "
+              f"({row['ratio']:.2f})", flush=True)  # fmt: skip
+
     images_src = work / "images"
     count, size = (5000, (512, 384)) if not args.quick else (40, (128, 96))
     make_images(images_src, count, size)
@@ -236,6 +252,9 @@ def main() -> None:
         )
     lines.append(f"| images ({count}, JPEG re-encode) | {images['workers2_s']:.2f} s (1 worker: {images['workers1_s']:.2f} s) "
                  f"| {images['tutorial_s']:.2f} s | | {images['rss_mib_all']:.0f} MiB |")  # fmt: skip
+    lines += ["", "| writing (records/s) | TFRecord | ArrayRecord | ArrayRecord / TFRecord |", "|---|---|---|---|"]
+    for key, row in results["array_record"].items():
+        lines.append(f"| {key} | {row['tfrecord']:,.0f} | {row['array_record']:,.0f} | {row['ratio']:.2f} |")
     report = "\n".join(lines) + "\n"
     print("\n" + report)
     Path(args.out).write_text(report)

@@ -16,6 +16,8 @@ import tensorflow_datasets as tfds
 from helpers import final_files
 from PIL import Image
 
+from tfr_convert.converters.mnist import MnistConverter
+from tfr_convert.errors import FeatureError, RecordError, SourceError, TfrConvertError
 from tfr_convert.shards import ShardName
 
 pytest.importorskip("apache_beam")
@@ -174,9 +176,10 @@ def test_remote_csv_and_images_are_read_in_place(cli, tmp_path):
     assert missing.exit_code == 1 and "nope.csv" in missing.stderr
 
 
-def test_beam_runs_the_fixed_layout_converters_too(cli, mnist_src, tmp_path):
+@pytest.mark.parametrize("file_format", ["tfrecord", "array_record"])
+def test_beam_runs_the_fixed_layout_converters_too(cli, mnist_src, tmp_path, file_format):
     src, _ = mnist_src
-    common = ["mnist", src, "--validation-size", 8, "--examples-per-shard", 10, "--quiet"]
+    common = ["mnist", src, "--validation-size", 8, "--examples-per-shard", 10, "--quiet", "--format", file_format]
     assert cli.convert(*common, "--out", tmp_path / "local").exit_code == 0
     beam = cli.convert(*common, "--out", tmp_path / "beam", "--engine", "beam")
     assert beam.exit_code == 0, beam.output
@@ -203,3 +206,36 @@ def test_remote_mnist_source_is_copied_through_gfile(cli, mnist_src, tmp_path):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
     gone = cli.convert("mnist", "ram://tfr-convert-mnist/nowhere", "--out", tmp_path / "c", "--quiet")
     assert gone.exit_code == 1 and "nowhere" in gone.stderr and not (tmp_path / "c").exists()
+
+
+class FailingMnist(MnistConverter):
+    """MNIST encoded item by item, with `error` raised for the train item at index 1."""
+
+    def __init__(self, src, error):
+        super().__init__(src)
+        self.error = error
+
+    def encode_batch(self, items):
+        return None
+
+    def encode(self, item):
+        if item == ("train", 1):
+            raise self.error
+        return super().encode(item)
+
+
+@pytest.mark.parametrize("make_error", [lambda: FeatureError("feature 'x': integer 2**70 does not fit in int64"),
+                                        lambda: SourceError("cannot read: broken"),
+                                        lambda: RecordError("a.tfrecord", 4, 100, "bad CRC")])  # fmt: skip
+def test_every_library_error_reaches_the_launcher_as_the_local_engines_message(mnist_src, tmp_path, make_error):
+    from tfr_convert import beam_engine, pipeline
+
+    src, _ = mnist_src
+    messages = []
+    for engine, out in ((pipeline.run, tmp_path / "local"), (beam_engine.run, tmp_path / "beam")):
+        with pytest.raises(TfrConvertError) as caught:
+            engine(FailingMnist(str(src), make_error()), pipeline.RunOptions(out=str(out)))
+        messages.append(str(caught.value))
+        assert final_files(out) == []
+    assert messages[0] == messages[1]
+    assert messages[0] == f"{src}/train-images-idx3-ubyte.gz: image 1: {make_error()}"

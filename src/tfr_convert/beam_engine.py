@@ -40,8 +40,9 @@ from .shards import TEMP_PREFIX, OutputDir, ShardCutter, ShardFile, ShardPolicy,
 _PREFIX = f"{TEMP_PREFIX}beam-"
 # What a worker's TfrConvertError becomes on its way through the runner (which
 # wraps it in its own exceptions and may carry only its text between machines):
-# one marked line the launcher finds, whatever the error's class.
-_MARK = "tfr-convert error >>> "
+# one marked line the launcher finds, whatever the error's class (runners add
+# their own words around it, so both ends are marked).
+_MARK, _END = "tfr-convert error >>> ", " <<<"
 _EXTRAS = f"{_PREFIX}extras.json"
 _BATCHES_PER_PLAN_FILE = 256
 
@@ -165,7 +166,7 @@ def _encode_batch(
     try:
         encoded = encode_sealed(converter, items, on_error, container)
     except TfrConvertError as e:
-        raise WorkerError(f"{_MARK}{e}") from None
+        raise WorkerError(f"{_MARK}{e}{_END}") from None
     return split, b, encoded._replace(blob=bytes(encoded.blob))  # a view or bytearray: Beam pickles bytes
 
 
@@ -289,6 +290,6 @@ def _worker_message(error: Exception) -> str:
     """What a worker raised, as its one marked line, without the runner's decoration."""
     text = str(error).strip()
     for line in text.splitlines():
-        if _MARK in line:
-            return line.split(_MARK, 1)[1].strip().rstrip("'\"]")
+        if _MARK in line and _END in line:
+            return line.split(_MARK, 1)[1].rsplit(_END, 1)[0]
     return f"the Beam pipeline failed: {text.splitlines()[0] if text else type(error).__name__}"

@@ -1,0 +1,67 @@
+"""The layout draws the data flow: these import rules keep it that way.
+
+sources (converters/) -> encode -> containers -> shards -> metadata, engines
+driving; inspect/ reads any file without knowing any converter.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "src" / "tfr_convert"
+
+
+def imports(path: Path) -> list[tuple[str, list[str]]]:
+    """(module imported, names taken from it) of every import in a file, made absolute."""
+    tree = ast.parse(path.read_text())
+    package = ".".join(("tfr_convert", *path.relative_to(PACKAGE).parent.parts))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, []) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")
+            if node.level:
+                base = base[: len(base) - node.level + 1]
+                module = ".".join([*base, node.module] if node.module else base)
+            else:
+                module = node.module or ""
+            found.append((module, [alias.name for alias in node.names]))
+    return found
+
+
+def modules_imported(folder: str) -> set[str]:
+    found = set()
+    for path in (PACKAGE / folder).rglob("*.py"):
+        for module, names in imports(path):
+            found.add(module)
+            found |= {f"{module}.{name}" for name in names}
+    return found
+
+
+def test_no_converter_imports_framing_containers_or_the_encoder():
+    imported = modules_imported("converters")
+    banned = ("tfr_convert.containers", "tfr_convert.encode", "tfr_convert.shards", "tfr_convert.pipeline")
+    assert not {m for m in imported if m.startswith(banned)}
+
+
+def test_inspect_imports_no_converter():
+    assert not {m for m in modules_imported("inspect") if m.startswith("tfr_convert.converters")}
+
+
+def test_no_layer_imports_upward():
+    engine_and_cli = ("tfr_convert.pipeline", "tfr_convert.beam_engine", "tfr_convert.cli")
+    for folder in ("converters", "containers", "inspect"):
+        assert not {m for m in modules_imported(folder) if m.startswith(engine_and_cli)}, folder
+    for module in ("pipeline.py", "shards.py", "encode.py", "metadata.py", "loader.py"):
+        imported = {m for m, _ in imports(PACKAGE / module)}
+        assert not {m for m in imported if m.startswith(("tfr_convert.inspect", "tfr_convert.cli"))}, module
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_private_name_is_imported_across_modules(path):
+    private = [(m, n) for m, names in imports(path) if m.startswith("tfr_convert") for n in names if n.startswith("_") and not n.startswith("__")]
+    assert private == []
