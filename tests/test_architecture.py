@@ -63,5 +63,11 @@ def test_no_layer_imports_upward():
 
 @pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_no_private_name_is_imported_across_modules(path):
-    private = [(m, n) for m, names in imports(path) if m.startswith("tfr_convert") for n in names if n.startswith("_") and not n.startswith("__")]
+    private = [
+        (m, n)
+        for m, names in imports(path)
+        if m.startswith("tfr_convert")
+        for n in names
+        if n.startswith("_") and not n.startswith("__")
+    ]
     assert private == []
