@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tfr_convert.converters.mnist import FILES, idx_bytes
+from tfr_convert.converters.mnist import FILES, MnistConverter, idx_bytes
 
 
 def write_mnist(directory: Path, n_train: int = 40, n_test: int = 12, gz: bool = True, seed: int = 0,
@@ -77,3 +77,19 @@ def write_cifar(root: Path, variant: str = "cifar10", per_batch: int = 4, archiv
             tar.add(folder, arcname=layout.folder)
         result["path"] = path
     return result
+
+
+class FailingMnist(MnistConverter):
+    """MNIST encoded item by item (no columnar path), with `error` raised for the train item at index 1."""
+
+    def __init__(self, src: str, error: Exception) -> None:
+        super().__init__(src)
+        self.error = error
+
+    def encode_batch(self, items):
+        return None
+
+    def encode(self, item):
+        if item == ("train", 1):
+            raise self.error
+        return super().encode(item)

@@ -13,10 +13,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
-from helpers import final_files
+from helpers import FailingMnist, final_files
 from PIL import Image
 
-from tfr_convert.converters.mnist import MnistConverter
 from tfr_convert.errors import FeatureError, RecordError, SourceError, TfrConvertError
 from tfr_convert.shards import ShardName
 
@@ -206,22 +205,6 @@ def test_remote_mnist_source_is_copied_through_gfile(cli, mnist_src, tmp_path):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
     gone = cli.convert("mnist", "ram://tfr-convert-mnist/nowhere", "--out", tmp_path / "c", "--quiet")
     assert gone.exit_code == 1 and "nowhere" in gone.stderr and not (tmp_path / "c").exists()
-
-
-class FailingMnist(MnistConverter):
-    """MNIST encoded item by item, with `error` raised for the train item at index 1."""
-
-    def __init__(self, src, error):
-        super().__init__(src)
-        self.error = error
-
-    def encode_batch(self, items):
-        return None
-
-    def encode(self, item):
-        if item == ("train", 1):
-            raise self.error
-        return super().encode(item)
 
 
 @pytest.mark.parametrize("make_error", [lambda: FeatureError("feature 'x': integer 2**70 does not fit in int64"),

@@ -182,3 +182,18 @@ def test_progress_bar_on_a_terminal_unless_quiet(mnist_src, tmp_path):
     drawn = _stderr_on_a_terminal("mnist", src, "--out", tmp_path / "a")
     assert "0/52 [" in drawn and "ex/s]" in drawn
     assert _stderr_on_a_terminal("mnist", src, "--out", tmp_path / "b", "--quiet") == ""
+
+
+@pytest.mark.parametrize("mode", ["--count", "--verify"])
+def test_count_and_verify_never_import_numpy(cli, mnist_src, tmp_path, mode):
+    # numpy costs more start-up time than a --verify of a small file takes
+    src, _ = mnist_src
+    assert cli.convert("mnist", src, "--out", tmp_path / "o", "--quiet").exit_code == 0
+    code = (
+        f"import sys; from tfr_convert.cli import inspect; "
+        f"inspect([{mode!r}, {str(tmp_path / 'o')!r}], standalone_mode=False); "
+        f"print('numpy' in sys.modules)"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip().splitlines()[-1] == "False"

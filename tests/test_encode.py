@@ -7,14 +7,14 @@ import pickle
 
 import numpy as np
 import pytest
-from helpers import write_cifar, write_mnist
+from helpers import FailingMnist, write_cifar, write_mnist
 
 from tfr_convert.containers import get as container
 from tfr_convert.containers.framing import FOOTER_SIZE, HEADER_SIZE, frame, seal
 from tfr_convert.converters.cifar import CifarConverter
 from tfr_convert.converters.mnist import MnistConverter
 from tfr_convert.encode import encode_items, uniform_rows
-from tfr_convert.errors import FeatureError, RecordError, SourceError, TfrConvertError
+from tfr_convert.errors import FeatureError, RecordError, SourceError
 from tfr_convert.example import serialize
 from tfr_convert.features import FeatureSpec
 from tfr_convert.pipeline import encode_sealed
@@ -76,28 +76,13 @@ def test_array_record_records_are_the_bare_serialized_examples(tmp_path):
     assert bytes(encoded.blob) == b"".join(serialize(converter.encode(i)) for i in items)
 
 
-class Failing(MnistConverter):
-    """Encodes items by the per-item path, raising `error` for item ("train", 1)."""
-
-    error: TfrConvertError
-
-    def encode_batch(self, items):
-        return None
-
-    def encode(self, item):
-        if item == ("train", 1):
-            raise self.error
-        return super().encode(item)
-
-
 @pytest.mark.parametrize(
     "error",
     [RecordError("x.tfrecord", 3, 96, "data CRC mismatch"), FeatureError("value too large"), SourceError("bad row")],
 )
 def test_an_items_error_is_reraised_as_itself_with_its_location(tmp_path, error):
     write_mnist(tmp_path, n_train=4, n_test=2)
-    converter = Failing(str(tmp_path))
-    converter.error = error
+    converter = FailingMnist(str(tmp_path), error)
     with pytest.raises(type(error)) as caught:
         encode_items(converter, [("train", 0), ("train", 1)])
     assert caught.value is error  # not rebuilt from its class
@@ -110,8 +95,7 @@ def test_an_items_error_is_reraised_as_itself_with_its_location(tmp_path, error)
 
 def test_skip_lists_the_failing_item_and_keeps_the_rest(tmp_path):
     write_mnist(tmp_path, n_train=4, n_test=2)
-    converter = Failing(str(tmp_path))
-    converter.error = FeatureError("value too large")
+    converter = FailingMnist(str(tmp_path), FeatureError("value too large"))
     encoded = encode_items(converter, [("train", 0), ("train", 1), ("train", 2)], on_error="skip")
     assert len(encoded.sizes) == 2
     assert encoded.skipped == [{"item": converter.describe(("train", 1)), "reason": "value too large"}]
@@ -119,8 +103,7 @@ def test_skip_lists_the_failing_item_and_keeps_the_rest(tmp_path):
 
 def test_features_other_than_declared_are_an_error_naming_the_item(tmp_path):
     write_mnist(tmp_path, n_train=2, n_test=1)
-    converter = Failing(str(tmp_path))
-    converter.error = SourceError("unused")
+    converter = FailingMnist(str(tmp_path), SourceError("unused"))
     converter.features = {**converter.features, "extra": FeatureSpec.tensor("int64")}
     with pytest.raises(SourceError, match=r"image 0: features .* differ from the declared"):
         encode_items(converter, [("train", 0)])

@@ -298,3 +298,48 @@ def test_modes_are_exclusive_and_every_json_parses(cli, mnist_src, tmp_path):
         assert json.loads(result.stdout)["mode"] in ("count", "summary", "verify", "stats", "grid", "index")
     both = cli.inspect(out, "--verify", "--stats")
     assert both.exit_code == 2 and "choose one of --verify, --stats" in both.stderr
+
+
+def _shards_without_metadata(cli, mnist_src, out: Path) -> list[Path]:
+    src, _ = mnist_src
+    assert cli.convert("mnist", src, "--out", out, "--examples-per-shard", 5, "--quiet").exit_code == 0
+    for name in ("dataset_info.json", "manifest.json", "features.json"):
+        (out / name).unlink()
+    return sorted(out.glob("mnist-train.tfrecord-*"))
+
+
+def test_verify_finds_missing_shards_from_the_names_alone(cli, mnist_src, tmp_path):
+    shards = _shards_without_metadata(cli, mnist_src, tmp_path / "o")
+    assert len(shards) == 8
+    shards[3].unlink()
+    shards[6].unlink()
+    result = cli.inspect(tmp_path / "o", "--verify", "--json")
+    assert result.exit_code == 1
+    problems = [p for d in json.loads(result.stdout)["datasets"] for p in d["problems"]]
+    assert [(p["kind"], p["file"]) for p in problems] == [
+        ("missing_shard", shards[3].name),
+        ("missing_shard", shards[6].name),
+    ]
+    text = cli.inspect(str(tmp_path / "o" / "mnist-*"), "--verify")  # a glob names them too
+    assert text.exit_code == 1 and f"{shards[3].name}: missing_shard: shard 3 of 8 is absent" in text.stdout
+
+
+def test_verify_finds_two_shard_counts_for_one_split(cli, mnist_src, tmp_path):
+    shards = _shards_without_metadata(cli, mnist_src, tmp_path / "o")
+    stray = shards[0].with_name(shards[0].name.replace("-of-00008", "-of-00009"))
+    stray.write_bytes(shards[0].read_bytes())  # a leftover of an older run, say
+    result = cli.inspect(tmp_path / "o", "--verify", "--json")
+    assert result.exit_code == 1
+    kinds = [p["kind"] for d in json.loads(result.stdout)["datasets"] for p in d["problems"]]
+    assert kinds[0] == "mixed_shard_counts" and kinds.count("missing_shard") == 8  # 1..8 of 9
+
+
+def test_with_metadata_a_missing_shard_is_reported_once(cli, mnist_src, tmp_path):
+    src, _ = mnist_src
+    out = tmp_path / "o"
+    assert cli.convert("mnist", src, "--out", out, "--examples-per-shard", 5, "--quiet").exit_code == 0
+    victim = sorted(out.glob("mnist-train.tfrecord-*"))[2]
+    victim.unlink()
+    result = cli.inspect(out, "--verify", "--json")
+    problems = [p for d in json.loads(result.stdout)["datasets"] for p in d["problems"]]
+    assert result.exit_code == 1 and [(p["kind"], p["file"]) for p in problems] == [("missing_shard", victim.name)]

@@ -6,7 +6,10 @@ place that knows the mask, for single values and for numpy arrays of CRCs.
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # numpy is imported where arrays are masked: reading files needs none of it
+    import numpy as np
 
 _MASK_DELTA = 0xA282EAD8
 
@@ -53,6 +56,8 @@ def masked_crc(data: bytes | bytearray | memoryview) -> int:
 
 def mask_array(crcs: np.ndarray) -> np.ndarray:
     """masked_crc's mask over a uint32 array of plain CRCs, all at once (wrapping)."""
+    import numpy as np
+
     crcs = crcs.astype(np.uint32, copy=False)
     return ((crcs >> 15) | (crcs << 17)) + np.uint32(_MASK_DELTA)
 

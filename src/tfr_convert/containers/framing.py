@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import struct
 
-import numpy as np
-
 from .crc import crc32c, mask_array, masked_crc
 
 HEADER_SIZE = 12  # length (8) + length CRC (4)
@@ -42,6 +40,8 @@ def seal(blob: bytearray | memoryview, sizes: list[int]) -> None:
     free bytes. Headers and footers are scattered with numpy; only the payload
     CRCs need a call per record.
     """
+    import numpy as np  # here: scanning files, which imports this module, needs no numpy
+
     n = len(sizes)
     if not n:
         return

@@ -83,6 +83,37 @@ def verify_dataset(directory: str, checked: dict[str, dict[str, Any]]) -> list[d
     return problems
 
 
+def shard_set_problems(paths: list[str], covered: list[str]) -> dict[str, list[dict[str, str]]]:
+    """{directory: problems} of shard sets incomplete by their names alone: for one dataset
+    and split, indices missing from 0..N-1, or two different `-of-N` counts. Directories in
+    `covered` are left out: their dataset_info.json lists every shard (verify_dataset)."""
+    sets: dict[tuple[str, str, str, str], dict[int, set[int]]] = {}
+    done = {os.path.normpath(d) for d in covered}
+    for path in paths:
+        shard = ShardName.parse(path)
+        directory = os.path.normpath(os.path.dirname(path) or ".")
+        if shard is None or directory in done:
+            continue
+        key = (directory, shard.name, shard.split, shard.file_format)
+        sets.setdefault(key, {}).setdefault(shard.count, set()).add(shard.index)
+    found: dict[str, list[dict[str, str]]] = {}
+    for (directory, name, split, file_format), by_count in sorted(sets.items()):
+        problems = found.setdefault(directory, [])
+        if len(by_count) > 1:
+            counts = ", ".join(f"-of-{n:05d}" for n in sorted(by_count))
+            problems.append(_problem("mixed_shard_counts", f"{name}-{split}.{file_format}-*",
+                                     f"shards of one split name different totals: {counts}"))  # fmt: skip
+        for count, indices in sorted(by_count.items()):
+            missing = sorted(set(range(count)) - indices)
+            for index in missing[:10]:
+                file = ShardName(name, split, index, count, file_format).filename
+                problems.append(_problem("missing_shard", file, f"shard {index} of {count} is absent"))
+            if len(missing) > 10:
+                problems.append(_problem("missing_shard", f"{name}-{split}.{file_format}-*-of-{count:05d}",
+                                         f"{len(missing) - 10} more of {count} shards absent"))  # fmt: skip
+    return {d: p for d, p in found.items() if p}
+
+
 def verify(paths: list[str]) -> dict[str, Any]:
     inputs = resolve(paths)
     # sha256 costs more than reading and CRC together: only where a manifest has one to compare
@@ -90,6 +121,8 @@ def verify(paths: list[str]) -> dict[str, Any]:
     files = [verify_file(p, any(p.startswith(d) for d in with_manifest)) for p in inputs.files]
     by_path = {os.path.normpath(f["path"]): f for f in files}
     datasets = [{"path": d, "problems": verify_dataset(d, by_path)} for d in inputs.datasets]
+    # without metadata, the names alone still show a shard set with gaps
+    datasets += [{"path": d, "problems": p} for d, p in shard_set_problems(inputs.files, inputs.datasets).items()]
     count = sum(len(f["problems"]) for f in files) + sum(len(d["problems"]) for d in datasets)
     return {
         "mode": "verify",
