@@ -37,12 +37,13 @@ def _bound(text: str | None, total: int, default: int) -> int:
     return min(max(value, 0), total)
 
 
-def plan_split(directory: str, split: str) -> tuple[list[ShardSlice], int]:
+def plan_split(directory: str | DatasetDir, split: str) -> tuple[list[ShardSlice], int]:
     """Shard slices (and the example count) of `split`, e.g. "train", "train[:10%]", "test[100:200]".
 
     Shards must be present with the sizes the manifest records.
     """
-    dataset = DatasetDir(directory)
+    dataset = directory if isinstance(directory, DatasetDir) else DatasetDir(directory)
+    directory = dataset.path
     splits = dataset.splits()
     m = _SLICE.match(split.replace(" ", ""))
     if not m or m["split"] not in splits:
@@ -68,11 +69,11 @@ def plan_split(directory: str, split: str) -> tuple[list[ShardSlice], int]:
     return slices, max(stop - start, 0)
 
 
-def _decoders(directory: str):
+def _decoders(dataset: DatasetDir):
     """(parse spec, {feature: decode fn}) from features.json and the manifest."""
     import tensorflow as tf
 
-    dataset = DatasetDir(directory)
+    directory = dataset.path
     features = dataset.features
     if not features:
         raise SourceError(f"{directory}: not a tfr-convert dataset (no features.json)")
@@ -128,9 +129,9 @@ def load(
     """
     import tensorflow as tf
 
-    slices, _ = plan_split(directory, split)
-    spec, decoders, labels = _decoders(directory)
-    dataset_dir = DatasetDir(directory)
+    dataset_dir = DatasetDir(directory)  # its metadata is read once, for all of the below
+    slices, _ = plan_split(dataset_dir, split)
+    spec, decoders, labels = _decoders(dataset_dir)
     compression = {"gzip": "GZIP", "zlib": "ZLIB"}.get(dataset_dir.options.get("compression", "none"), "")
     read_shard = _array_record_shard if dataset_dir.file_format == "array_record" else _tfrecord_shard(compression)
     if as_supervised:

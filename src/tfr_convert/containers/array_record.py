@@ -12,12 +12,12 @@ The library (`array-record`) is an extra, imported only here and only when used.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Iterator
 from typing import Any
 
 from ..errors import RecordError, TfrConvertError
+from ..streams import HashingReader
 from .base import Container, Problem, Record, ShardFileWriter
 
 WRITER_OPTIONS = {"none": "group_size:1,uncompressed", "zstd": "group_size:1,zstd:3"}
@@ -25,7 +25,6 @@ WRITER_OPTIONS = {"none": "group_size:1,uncompressed", "zstd": "group_size:1,zst
 SIGNATURE = bytes.fromhex("83af70d10d884a3f")
 # Records read per call when scanning: bounded memory, few calls.
 _RANGE = 256
-_HASH_BLOCK = 1 << 20
 
 
 def _module():
@@ -55,13 +54,8 @@ class ArrayRecordWriter(ShardFileWriter):
         if self._size is not None:
             return
         self._writer.close()
-        # The library writes the file itself: hash what reached the disk.
-        digest, size = hashlib.sha256(), 0
-        with open(self.path, "rb") as f:
-            while block := f.read(_HASH_BLOCK):
-                digest.update(block)
-                size += len(block)
-        self._size, self._sha256 = size, digest.hexdigest()
+        hashed = _hashed(self.path)  # the library writes the file itself: hash what reached the disk
+        self._size, self._sha256 = hashed.size, hashed.hash.hexdigest()
 
     def bytes_written(self) -> int:
         assert self._size is not None, "known after close"
@@ -69,6 +63,13 @@ class ArrayRecordWriter(ShardFileWriter):
 
     def sha256(self) -> str:
         return self._sha256
+
+
+def _hashed(path: str) -> HashingReader:
+    with open(path, "rb") as f:
+        reader = HashingReader(f)
+        reader.drain()
+    return reader
 
 
 def _reader(path: str):
@@ -148,11 +149,7 @@ class ArrayRecordContainer(Container):
             problems.append(Problem(0, None, "corrupt_chunk", e.problem))
         result: dict[str, Any] = {"compression": "none", "records": records, "problems": problems}
         if with_sha256:
-            digest = hashlib.sha256()
-            with open(path, "rb") as f:
-                while block := f.read(_HASH_BLOCK):
-                    digest.update(block)
-            result["sha256"] = digest.hexdigest()
+            result["sha256"] = _hashed(path).hash.hexdigest()
         return result
 
 

@@ -137,14 +137,15 @@ class Background:
         self._values[key] = self._pool.submit(fn, *args)
 
     def get(self, key: str) -> Any:
-        return settle(self._values, key)
-
-    def roots(self) -> list[str]:
-        """The files or folders `encode` reads (engines spawn, not fork, for remote ones)."""
-        return []
+        """The value, waiting for it if the thread is still computing it (its error is raised here)."""
+        value = self._values[key]
+        if isinstance(value, Future):
+            value = self._values[key] = value.result()
+        return value
 
     def settle(self) -> None:
-        settle_all(self._values)
+        for key in self._values:
+            self.get(key)
         if self._pool is not None:
             self._pool.shutdown(wait=True)  # the thread is gone before anyone forks
             self._pool = None
@@ -152,18 +153,3 @@ class Background:
     def __getstate__(self) -> dict[str, Any]:
         self.settle()
         return {"_pool": None, "_values": self._values}
-
-
-def settle(pending: dict[str, Any], key: str) -> Any:
-    """The value at `key`, waiting for it if a thread is still computing it (a Future),
-    and keeping it: converters load arrays on threads while the splits are planned."""
-    value = pending[key]
-    if isinstance(value, Future):
-        value = pending[key] = value.result()
-    return value
-
-
-def settle_all(pending: dict[str, Any]) -> None:
-    """Wait for every value (before a converter is copied: no futures in it)."""
-    for key in pending:
-        settle(pending, key)
