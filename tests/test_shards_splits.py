@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from tfr_convert.containers import get as container
 from tfr_convert.containers.framing import frame
 from tfr_convert.errors import OutputError, SourceError
-from tfr_convert.shards import OutputDir, ShardName, ShardPolicy, SplitWriter
+from tfr_convert.outdir import OutputDir
+from tfr_convert.shards import ShardName, ShardPolicy, SplitWriter
 from tfr_convert.splits import assign, carve, seeded_order
 
 
@@ -95,9 +96,9 @@ def test_output_dir_refuses_non_empty_and_cleans_up_on_failure(tmp_path):
         writer = SplitWriter(od, "train", 3, ShardPolicy(examples_per_shard=1), container("tfrecord"), "none")
         writer.write_chunk(frame(b"a"), [len(frame(b"a"))])
         writer.write_chunk(frame(b"b"), [len(frame(b"b"))])
-        assert len(os.listdir(fresh)) == 2
+        assert len(os.listdir(od.build)) == 2 and not fresh.exists()  # built beside --out
         raise RuntimeError("boom")
-    assert not fresh.exists()  # created by the run, so removed with it
+    assert sorted(os.listdir(tmp_path)) == ["out"]  # the work beside it is gone too
 
 
 def test_split_writer_counts_must_match(tmp_path):
@@ -152,4 +153,4 @@ def test_a_failed_split_leaves_no_writer_thread_or_file(tmp_path):
             assert threading.active_count() == before + 1  # the shard's hashing/writing helper
             raise RuntimeError("boom")
     assert threading.active_count() == before
-    assert not (tmp_path / "o").exists()
+    assert os.listdir(tmp_path) == []

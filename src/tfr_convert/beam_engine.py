@@ -34,8 +34,10 @@ from typing import Any
 from . import containers, fs
 from .converters.base import Converter
 from .errors import TfrConvertError
+from .journal import hashable, jsonable
+from .outdir import OutputDir
 from .pipeline import RunOptions, Summary, encode_sealed, finish, plan_splits
-from .shards import TEMP_PREFIX, OutputDir, ShardCutter, ShardFile, ShardPolicy, SplitResult
+from .shards import TEMP_PREFIX, ShardCutter, ShardFile, ShardPolicy, SplitResult
 
 _PREFIX = f"{TEMP_PREFIX}beam-"
 # What a worker's TfrConvertError becomes on its way through the runner (which
@@ -84,7 +86,7 @@ def run(
         progress(0, sum(totals.values()))
     with OutputDir(options.out, options.overwrite) as out:
         try:
-            plan_files = _write_plan(plan, converter.chunk_size, options.out)
+            plan_files = _write_plan(plan, converter.chunk_size, out.build)
             with beam.Pipeline(options=PipelineOptions(shlex.split(beam_options))) as pipeline:
                 encoded = (
                     pipeline
@@ -105,19 +107,19 @@ def run(
                     | "Pieces" >> beam.FlatMap(_pieces, cuts=beam.pvalue.AsDict(cuts))
                     | "ByShard" >> beam.GroupByKey()
                     | "WriteShard"
-                    >> beam.Map(_write_shard, out=options.out, container=container, compression=options.compression)
+                    >> beam.Map(_write_shard, out=out.build, container=container, compression=options.compression)
                 )
                 _ = (
                     encoded
                     | "Extras" >> beam.Map(lambda e: _extras_of(e[2]))
                     | "Gather" >> beam.CombineGlobally(_merge_extras)
-                    | "WriteExtras" >> beam.Map(_write_json, path=fs.join(options.out, _EXTRAS))
+                    | "WriteExtras" >> beam.Map(_write_json, path=fs.join(out.build, _EXTRAS))
                 )
         except TfrConvertError:
-            _remove_temporaries(options.out)
+            _remove_temporaries(out.build)
             raise
         except Exception as e:  # Beam wraps what a worker raised; keep the message, not Beam's stack
-            _remove_temporaries(options.out)
+            _remove_temporaries(out.build)
             raise TfrConvertError(_worker_message(e)) from None
         results, observations, skipped, found_warnings = _read_reports(out, list(plan))
         if progress:
@@ -151,7 +153,7 @@ def _write_plan(plan: dict[str, list[Hashable]], batch_size: int, out: str) -> l
 
 def _read_plan(path: str) -> Iterator[tuple[str, int, list[Hashable]]]:
     for split, b, items in json.loads(fs.read_bytes(path)):
-        yield split, b, [_hashable(item) for item in items]
+        yield split, b, [hashable(item) for item in items]
 
 
 class WorkerError(Exception):
@@ -222,7 +224,7 @@ def _write_shard(
 
 def _extras_of(encoded: Any) -> dict[str, Any]:
     observed = Counter(o for o in encoded.observations if o is not None)
-    return {"observations": [[_jsonable(o), n] for o, n in observed.items()],
+    return {"observations": [[jsonable(o), n] for o, n in observed.items()],
             "skipped": encoded.skipped, "warnings": encoded.warnings}  # fmt: skip
 
 
@@ -232,14 +234,6 @@ def _merge_extras(parts: Iterable[dict[str, Any]]) -> dict[str, Any]:
         for k in merged:
             merged[k] += part[k]
     return merged
-
-
-def _jsonable(value: Any) -> Any:
-    return [_jsonable(v) for v in value] if isinstance(value, tuple) else value
-
-
-def _hashable(value: Any) -> Any:
-    return tuple(_hashable(v) for v in value) if isinstance(value, list) else value
 
 
 def _write_json(data: Any, path: str) -> None:
@@ -254,10 +248,10 @@ def _read_reports(out: OutputDir, splits: list[str]):
     """SplitResults (shards in order) and the gathered extras, from the workers' reports."""
     by_split: dict[str, list[dict[str, Any]]] = {split: [] for split in splits}
     extras: dict[str, Any] = {"observations": [], "skipped": [], "warnings": []}
-    for entry in fs.listdir(out.path):
+    for entry in fs.listdir(out.build):
         if not (entry.startswith(_PREFIX) and entry.endswith(".json")):
             continue
-        path = fs.join(out.path, entry)
+        path = fs.join(out.build, entry)
         report = json.loads(fs.read_bytes(path))
         fs.remove(path)
         if entry.startswith(f"{_PREFIX}plan-"):
@@ -275,7 +269,7 @@ def _read_reports(out: OutputDir, splits: list[str]):
         results.append(result)
     observations: Counter[Hashable] = Counter()
     for observed, n in extras["observations"]:
-        observations[_hashable(observed)] += n
+        observations[hashable(observed)] += n
     return results, observations, extras["skipped"], extras["warnings"]
 
 

@@ -168,7 +168,14 @@ def common_options(f):
             metavar="TEXT",
             help='Beam pipeline options, e.g. "--runner=DataflowRunner --project=P --region=R".',
         ),
-        click.option("--overwrite", is_flag=True, help="Replace an existing non-empty output directory."),
+        click.option(
+            "--overwrite",
+            is_flag=True,
+            help="Replace the dataset in a non-empty output directory (only its files), or an interrupted run's work.",
+        ),
+        click.option(
+            "--resume", is_flag=True, help="Finish an interrupted run of the same command, keeping its finished shards."
+        ),
         click.option("--index", is_flag=True, help="Write <shard>.index files for DALI / the tfrecord package."),
         click.option("--quiet", is_flag=True, help="No progress bar."),
         click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON document."),
@@ -184,7 +191,7 @@ def _apply(decorators, f):
 
 
 def _run_options(*, out, name, num_shards, examples_per_shard, shard_size, file_format, compression, seed, shuffle,
-                 workers, overwrite, index, validation_size=0, on_error="fail"):  # fmt: skip
+                 workers, overwrite, resume, index, validation_size=0, on_error="fail"):  # fmt: skip
     """RunOptions from the common options; checked before any input is read."""
     from . import containers, fs
     from .pipeline import RunOptions, default_workers
@@ -206,6 +213,8 @@ def _run_options(*, out, name, num_shards, examples_per_shard, shard_size, file_
         raise click.UsageError("--index is for TFRecord shards (ArrayRecord files carry their own index)")
     if index and fs.is_remote(out):
         raise click.UsageError("--index needs a local --out")
+    if resume and fs.is_remote(out):
+        raise click.UsageError("--resume needs a local --out")
     if sum(x is not None for x in (num_shards, examples_per_shard, shard_size)) > 1:
         raise click.UsageError("give at most one of --num-shards, --examples-per-shard, --shard-size")
     if index and compression != "none":
@@ -221,6 +230,7 @@ def _run_options(*, out, name, num_shards, examples_per_shard, shard_size, file_
         validation_size=validation_size,
         workers=workers or default_workers(),
         overwrite=overwrite,
+        resume=resume,
         on_error=on_error,
         index=index,
     )
@@ -238,12 +248,15 @@ def _run(make_converter, quiet: bool, as_json: bool, engine: str, beam_options: 
 
         if not beam_engine.available():
             raise click.UsageError(beam_engine.INSTALL_HINT)
+        if options.resume:
+            raise click.UsageError("--resume is for --engine local (Beam's runners retry failed work themselves)")
         run = functools.partial(beam_engine.run, beam_options=beam_options)
     else:
         if beam_options:
             raise click.UsageError("--beam-options needs --engine beam")
         from .pipeline import run
     started = time.perf_counter()
+    _terminate_as_interrupt()
     converter = make_converter()
     progress, close_bar = _progress_bar(quiet)
     try:
@@ -267,6 +280,17 @@ def _run(make_converter, quiet: bool, as_json: bool, engine: str, beam_options: 
         f"{summary.name}: {per_split} examples in {shards} shards, {size}, {summary.seconds:.1f} s -> {summary.out}"
         f"{skipped}"
     )
+
+
+def _terminate_as_interrupt() -> None:
+    """SIGTERM (a CI timeout, `kill`, a preempted VM) ends a run as Ctrl-C does:
+    the unfinished shard removed, the finished ones kept for --resume."""
+    import signal
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
 
 
 def published_dataset_options(variants: list[str], default_help: str):

@@ -51,6 +51,10 @@ class RecordError(TfrConvertError):
         return (type(self), (self.path, self.index, self.offset, self.problem), self.__dict__)
 
 
+class Interrupted(TfrConvertError):
+    """The run was interrupted (SIGINT, SIGTERM); what it finished is kept for --resume."""
+
+
 class OutputError(TfrConvertError):
     """The output directory cannot be written as asked (exists, not writable...)."""
 

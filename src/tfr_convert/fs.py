@@ -62,6 +62,17 @@ def _errors_as_oserror(path: str) -> Iterator[None]:
         raise
 
 
+@contextlib.contextmanager
+def naming(path: str) -> Iterator[None]:
+    """An OSError raised inside that names no file (a write's ENOSPC names none) names `path`."""
+    try:
+        yield
+    except OSError as e:
+        if not e.filename:
+            e.filename = path
+        raise
+
+
 def read_bytes(path: str) -> bytes:
     """The whole file."""
     if is_remote(path):

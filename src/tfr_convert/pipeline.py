@@ -29,12 +29,15 @@ from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from . import containers, fs
+from . import __version__, containers, fs
 from . import splits as splitting
 from .converters.base import Converter
 from .encode import Encoded, encode_items
+from .errors import Interrupted
+from .journal import Checkpoint, Progress, ShardEntry, Tally, replay
 from .metadata import metadata_files
-from .shards import OutputDir, ShardPolicy, SplitResult, SplitWriter
+from .outdir import OutputDir, sha256_of
+from .shards import ShardFile, ShardName, ShardPolicy, SplitResult, SplitWriter
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
@@ -54,6 +57,7 @@ class RunOptions:
     validation_size: int = 0
     workers: int = 1
     overwrite: bool = False
+    resume: bool = False  # go on from an interrupted run's journal (local engine)
     on_error: str = "fail"  # or "skip": leave out items that fail to encode, and list them
     index: bool = False  # write <shard>.index files (DALI / tfrecord package format)
 
@@ -73,7 +77,7 @@ class RunOptions:
     def recorded(self) -> dict[str, Any]:
         """The options that shape the output (worker count does not), for the manifest."""
         d = asdict(self)
-        for k in ("out", "workers", "overwrite", "policy"):
+        for k in ("out", "workers", "overwrite", "resume", "policy"):
             d.pop(k)
         return {**d, "shards": self.policy.describe()}
 
@@ -113,9 +117,36 @@ def encode_sealed(
 _job: tuple[Converter, str, containers.Container] | None = None  # the worker process's converter...
 
 
-def _init_worker(converter: Converter, on_error: str, container: containers.Container) -> None:
+def _init_worker(converter: Converter, on_error: str, container: containers.Container, parent: int) -> None:
     global _job
     _job = (converter, on_error, container)
+    _die_with(parent)
+
+
+def _die_with(parent: int) -> None:
+    """Make this worker exit when its parent does, however the parent ends (a SIGKILL
+    runs no cleanup): orphans would hold the caller's stdout and stderr open.
+
+    Interrupts are the parent's to handle: a Ctrl-C reaches the whole process group."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: a thread watches instead
+        threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    if os.getppid() != parent:  # the parent died before the signal was asked for
+        os._exit(1)
+
+
+def _watch_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(1)
+    os._exit(1)
 
 
 def _encode_in_worker(items: Sequence[Hashable]) -> Encoded:
@@ -123,8 +154,8 @@ def _encode_in_worker(items: Sequence[Hashable]) -> Encoded:
     return encode_sealed(_job[0], items, _job[1], _job[2])
 
 
-def _batches(items: Sequence[Hashable], size: int) -> Iterator[Sequence[Hashable]]:
-    for start in range(0, len(items), size):
+def _batches(items: Sequence[Hashable], size: int, first: int) -> Iterator[Sequence[Hashable]]:
+    for start in range(first * size, len(items), size):
         yield items[start : start + size]
 
 
@@ -134,9 +165,11 @@ def _encoded(
     pool: ProcessPoolExecutor | None,
     options: RunOptions,
     container: containers.Container,
+    first: int = 0,
 ) -> Iterator[Encoded]:
-    """Encoded, sealed batches, in item order."""
-    batches = _batches(items, converter.chunk_size)
+    """Encoded, sealed batches, in item order, from batch `first` on (batches are
+    cut from the split's start, so a resumed run cuts them where the first run did)."""
+    batches = _batches(items, converter.chunk_size, first)
     if pool is None:
         for batch in batches:
             yield encode_sealed(converter, batch, options.on_error, container)
@@ -172,7 +205,7 @@ def _pool(converter: Converter, options: RunOptions, container: containers.Conta
         max_workers=options.workers,
         mp_context=multiprocessing.get_context("fork" if forkable else "spawn"),
         initializer=_init_worker,
-        initargs=(converter, options.on_error, container),
+        initargs=(converter, options.on_error, container, os.getpid()),
     )
     pool.submit(int).result()  # start the workers now, before this process starts threads (writers, bars)
     return pool
@@ -194,30 +227,134 @@ def run(converter: Converter, options: RunOptions, progress: Callable[[int, int]
     container = options.container()
     plan = plan_splits(converter, options)
     total = sum(len(items) for items in plan.values())
-    results: list[SplitResult] = []
-    observations: Counter[Hashable] = Counter()
-    skipped = list(converter.skipped)  # found while listing sources
-    found_warnings: list[str] = []
-    with OutputDir(options.out, options.overwrite) as out:
+    name = options.name or converter.dataset_name
+    with OutputDir(options.out, options.overwrite, options.resume) as out:
+        if out.recovered and options.resume:  # the interrupted run had got as far as its swap
+            return _committed(out.path, time.perf_counter() - started)
+        identity = run_identity(converter, options, plan)
+        kept = _resume(out, identity, name, options.file_format) if out.resuming else None
+        journal = out.journal
+        journal.open(identity, kept[0] if kept else None)
+        done = kept[1] if kept else Progress()
+        tally, pending = Tally(), Tally()  # the whole run's; what the journal has not yet got
+        tally.merge(done.tally)
+        tally.skipped[:0] = converter.skipped  # found while listing sources
+        results: list[SplitResult] = []
         pool = None if _runs_inline(converter, plan, options.workers) else _pool(converter, options, container)
-        if progress:
-            progress(0, total)
         try:
+            if progress:
+                progress(0, total)
             for split, items in plan.items():
-                with SplitWriter(out, split, len(items), options.policy, container, options.compression) as writer:
-                    for encoded in _encoded(converter, items, pool, options, container):
-                        writer.write_chunk(encoded.blob, encoded.sizes)
+                shards = [ShardFile(e.file, e.records, e.bytes, e.sha256) for e in done.shards.get(split, [])]
+                if split in done.done:
+                    results.append(SplitResult(split, shards))
+                    if progress:
+                        progress(len(items), total)
+                    continue
+                at = done.at.get(split, Checkpoint())
+
+                def journal_shard(shard: ShardFile, where: Checkpoint, split: str = split) -> None:
+                    entry = ShardEntry(os.path.basename(shard.tmp_path), shard.records, shard.bytes, shard.sha256)
+                    journal.shard_done(split, entry, where, pending)
+                    pending.clear()
+
+                with SplitWriter(
+                    out, split, len(items), options.policy, container, options.compression,
+                    at=at, kept=shards, on_shard=journal_shard,
+                ) as writer:  # fmt: skip
+                    if progress and at.cutter != (0, 0, 0):
+                        progress(at.cutter[0] + at.cutter[1], total)
+                    batches = _encoded(converter, items, pool, options, container, at.batch)
+                    for b, encoded in enumerate(batches, at.batch):
+                        first = at.offset if b == at.batch else 0
+                        view = memoryview(encoded.blob)[sum(encoded.sizes[:first]) :]
+                        writer.write_chunk(view, encoded.sizes[first:], b, first)
+                        for found in (tally, pending):
+                            found.add(encoded.observations[first:], encoded.skipped, encoded.warnings)
                         writer.skip(len(encoded.skipped))
-                        observations.update(o for o in encoded.observations if o is not None)
-                        skipped += encoded.skipped
-                        found_warnings += encoded.warnings
                         if progress:
-                            progress(len(encoded.sizes) + len(encoded.skipped), total)
+                            progress(len(encoded.sizes) - first + len(encoded.skipped), total)
                     results.append(writer.close())
+                journal.split_done(split, pending)
+                pending.clear()
+        except KeyboardInterrupt:
+            raise Interrupted(
+                f"interrupted; the finished shards are kept in {out.work}: run the same command "
+                "with --resume to finish it, or with --overwrite to start over"
+                if out.work
+                else "interrupted"
+            ) from None
         finally:
+            journal.close()
             if pool is not None:
                 pool.shutdown(cancel_futures=True)
-        return finish(converter, options, out, results, observations, skipped, found_warnings, started)
+        return finish(converter, options, out, results, tally.observations, tally.skipped, tally.warnings, started)
+
+
+def _committed(path: str, seconds: float) -> Summary:
+    """The summary of a dataset a killed run had committed (from its manifest)."""
+    from .dataset_dir import DatasetDir
+
+    manifest = DatasetDir(path).manifest
+    splits = {
+        split: {"examples": s["examples"], "shards": len(s["shards"]), "bytes": s["bytes"]}
+        for split, s in manifest["splits"].items()
+    }
+    return Summary(manifest["dataset"], path, splits, seconds, manifest["skipped"], manifest["warnings"])
+
+
+def run_identity(converter: Converter, options: RunOptions, plan: dict[str, list[Hashable]]) -> dict[str, Any]:
+    """What shapes a run's output: a resumed run must match the interrupted one in all of it."""
+    import hashlib
+
+    planned = hashlib.sha256(repr(sorted(plan.items(), key=lambda kv: kv[0])).encode()).hexdigest()
+    return {
+        "tool_version": __version__,
+        "converter": converter.command,
+        "options": {**options.recorded(), "name": options.name or converter.dataset_name, **converter.options()},
+        "sources": converter.sources(),
+        "items": {"splits": {split: len(items) for split, items in plan.items()}, "sha256": planned},
+        "batch": converter.chunk_size,
+    }
+
+
+def _resume(out: OutputDir, identity: dict[str, Any], name: str, file_format: str) -> tuple[list, Progress]:
+    """The journal entries whose shards are still there, whole (size and sha256
+    checked), and what they say was finished; the rest of the build is removed."""
+    entries = out.journal.read(identity)
+    kept: list = []
+    counts: dict[str, int] = {}
+    for entry, _ in entries:
+        counts[entry["split"]] = counts.get(entry["split"], 0) + (1 if "shard" in entry else 0)
+    index: dict[str, int] = {}
+    files = set()
+    for entry, end in entries:
+        if "shard" in entry:
+            shard = ShardEntry(**entry["shard"])
+            split = entry["split"]
+            i = index[split] = index.get(split, -1) + 1
+            found = _find_shard(out.build, shard, ShardName(name, split, i, counts[split], file_format).filename)
+            if found is None:
+                break
+            entry["shard"]["file"] = found
+            files.add(found)
+        kept.append((entry, end))
+    out.keep_only(files)
+    progress = replay(kept)
+    for shards in progress.shards.values():
+        for shard in shards:
+            shard.file = os.path.join(out.build, shard.file)
+    return kept, progress
+
+
+def _find_shard(build: str, shard: ShardEntry, final_name: str) -> str | None:
+    """Where a journaled shard is now (under its temporary name, or its final one if
+    a commit had begun), if it is whole."""
+    for candidate in (shard.file, final_name):
+        path = os.path.join(build, candidate)
+        if os.path.isfile(path) and os.path.getsize(path) == shard.bytes and sha256_of(path) == shard.sha256:
+            return candidate
+    return None
 
 
 def finish(
@@ -249,7 +386,8 @@ def finish(
         skipped=skipped,
         warnings=found_warnings,
     )
-    out.commit(results, files)
+    with fs.naming(out.build):
+        out.commit(results, files)
     splits = {r.split: {"examples": r.records, "shards": len(r.shards), "bytes": r.bytes} for r in results}
     return Summary(name, options.out, splits, time.perf_counter() - started, skipped, found_warnings)
 

@@ -6,11 +6,9 @@
 - `ShardPolicy` decides where one shard ends and the next begins.
 - `ShardCutter` decides, from record sizes alone, where each shard ends.
 - `SplitWriter` writes one split's records to temporary files through a
-  container's writer; the final names (which need the shard count) are given
-  only at commit.
-- `OutputDir` owns the output directory: refuses a non-empty one without
-  overwrite, renames temporaries to final names, writes metadata last, and on
-  failure removes everything it wrote.
+  container's writer, and says where each finished shard leaves off (for the
+  resume journal); the final names (which need the shard count) are given only
+  at commit (outdir.py).
 """
 
 from __future__ import annotations
@@ -18,12 +16,18 @@ from __future__ import annotations
 import os
 import re
 from bisect import bisect_left
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import accumulate
+from typing import TYPE_CHECKING
 
 from . import fs
 from .containers import Container, ShardFileWriter
 from .errors import OutputError
+from .journal import Checkpoint
+
+if TYPE_CHECKING:
+    from .outdir import OutputDir
 
 DEFAULT_SHARD_SIZE = 64 << 20  # bytes: TFDS's lower bound for a shard
 #: every temporary a run writes into the output directory starts with this
@@ -172,95 +176,6 @@ class SplitResult:
         return sum(s.bytes for s in self.shards)
 
 
-def _is_ours(filename: str) -> bool:
-    """Files a previous run of this tool may have left (replaced by --overwrite)."""
-    return (
-        ShardName.parse(filename.removesuffix(".index")) is not None
-        or filename.endswith(".labels.txt")
-        or filename in ("dataset_info.json", "features.json", "manifest.json")
-        or filename.startswith(TEMP_PREFIX)
-    )
-
-
-class OutputDir:
-    """A dataset directory written atomically; use as a context manager.
-
-    Everything is first written under hidden temporary names. `commit()` renames
-    the shards to their final names and writes the metadata files last, so a
-    directory with a `dataset_info.json` is always complete. On an exception
-    every temporary is deleted, and the directory too if this run created it.
-    """
-
-    def __init__(self, path: str, overwrite: bool = False) -> None:
-        self.path = path
-        self.overwrite = overwrite
-        self._created = False
-        self._temps: list[str] = []
-        if fs.exists(path) and not fs.isdir(path):
-            raise OutputError(f"{path}: exists and is not a directory")
-        if fs.isdir(path):
-            if fs.listdir(path) and not overwrite:
-                raise OutputError(f"{path}: output directory is not empty (use --overwrite to replace it)")
-        else:
-            try:
-                fs.makedirs(path)
-            except OSError as e:
-                raise OutputError(f"{path}: cannot create output directory: {e.strerror or e}") from None
-            self._created = True
-
-    def temp_path(self, label: str) -> str:
-        p = fs.join(self.path, f"{TEMP_PREFIX}{len(self._temps):05d}-{label}")
-        self._temps.append(p)
-        return p
-
-    def adopt(self, path: str) -> None:
-        """Count a temporary written elsewhere (by a Beam worker) as this run's."""
-        self._temps.append(path)
-
-    def _write_file(self, name: str, data: bytes) -> None:
-        tmp = self.temp_path(name)
-        with fs.open_file(tmp, "wb") as f:
-            f.write(data)
-        fs.rename(tmp, fs.join(self.path, name))
-
-    @staticmethod
-    def name_shards(results: list[SplitResult], dataset_name: str, file_format: str) -> None:
-        """Fix each shard's final name, now that every split's shard count is known."""
-        for result in results:
-            count = len(result.shards)
-            for i, shard in enumerate(result.shards):
-                shard.final_name = ShardName(dataset_name, result.split, i, count, file_format).filename
-
-    def commit(self, results: list[SplitResult], metadata: dict[str, bytes]) -> None:
-        """Rename named shards into place, then write `metadata` in order (last one last)."""
-        if self.overwrite:
-            for entry in fs.listdir(self.path):
-                full = fs.join(self.path, entry)
-                if _is_ours(entry) and full not in self._temps and not fs.isdir(full):
-                    fs.remove(full)
-        for result in results:
-            for shard in result.shards:
-                fs.rename(shard.tmp_path, fs.join(self.path, shard.final_name))
-        for name, data in metadata.items():
-            self._write_file(name, data)
-        self._temps.clear()
-
-    def abort(self) -> None:
-        for p in self._temps:
-            if fs.exists(p):
-                fs.remove(p)
-        self._temps.clear()
-        if self._created and fs.isdir(self.path) and not fs.listdir(self.path):
-            fs.rmtree(self.path)
-
-    def __enter__(self) -> OutputDir:
-        return self
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        if exc_type is not None:
-            self.abort()
-
-
 class ShardCutter:
     """Where one split's shards end, decided from record sizes alone (no I/O).
 
@@ -268,10 +183,15 @@ class ShardCutter:
     workers report, so both engines cut a split at the same records.
     """
 
-    def __init__(self, total: int, policy: ShardPolicy) -> None:
+    def __init__(self, total: int, policy: ShardPolicy, at: tuple[int, int, int] = (0, 0, 0)) -> None:
+        """`at`: (records written, skipped, bytes) where a shard began, to go on from there."""
         self.total, self.policy = total, policy
-        self.written = self.skipped = self.split_bytes = 0
+        self.written, self.skipped, self.split_bytes = at
         self.shard_records = self.shard_bytes = 0
+
+    @property
+    def state(self) -> tuple[int, int, int]:
+        return (self.written, self.skipped, self.split_bytes)
 
     def cut(self, sizes: list[int]) -> list[tuple[int, int, bool]]:
         """The next records, in runs of (records, bytes, closes the shard): each run
@@ -310,55 +230,85 @@ class ShardCutter:
 
 
 class SplitWriter:
-    """Writes one split's sealed records into shards under temporary names, through a container."""
+    """Writes one split's sealed records into shards under temporary names, through a container.
+
+    The engine says which batch of the split each chunk is (`write_chunk`'s
+    `batch` and `first`, the chunk's first record within it), so that every
+    finished shard can be reported to `on_shard` with where the next one
+    begins: a resumed run starts there (`kept` shards, `at`).
+    """
 
     def __init__(
-        self, out: OutputDir, split: str, total: int, policy: ShardPolicy, container: Container, compression: str
+        self,
+        out: OutputDir,
+        split: str,
+        total: int,
+        policy: ShardPolicy,
+        container: Container,
+        compression: str,
+        *,
+        at: Checkpoint | None = None,
+        kept: list[ShardFile] | None = None,
+        on_shard: Callable[[ShardFile, Checkpoint], None] | None = None,
     ) -> None:
         self.out, self.split, self.container, self.compression = out, split, container, compression
-        self.cutter = ShardCutter(total, policy)
-        self.result = SplitResult(split)
+        at = at or Checkpoint()
+        self.cutter = ShardCutter(total, policy, at.cutter)
+        self.result = SplitResult(split, list(kept or []))
+        self.on_shard = on_shard
         self._writer: ShardFileWriter | None = None
         self._shard_records = 0
+        self._batch, self._next = at.batch, at.offset  # where the open shard's records come from
 
     def skip(self, n: int) -> None:
         """n planned records will not come (left out under on_error="skip")."""
         if self.cutter.skip(n):
             self._close_shard()
 
-    def write_chunk(self, blob: bytes | bytearray | memoryview, sizes: list[int]) -> None:
-        """Write consecutive sealed records given as one blob and their slot sizes; the
-        records between two shard boundaries go to the container's writer in one call."""
+    def write_chunk(
+        self, blob: bytes | bytearray | memoryview, sizes: list[int], batch: int = 0, first: int = 0
+    ) -> None:
+        """Write consecutive sealed records given as one blob and their slot sizes (records
+        `first`... of the split's batch `batch`); the records between two shard boundaries
+        go to the container's writer in one call."""
         view = memoryview(blob).cast("B")
         start = at = 0
         for count, nbytes, closes in self.cutter.cut(sizes):
             self._append(view[start : start + nbytes], sizes[at : at + count])
             self._shard_records += count
-            if closes:
-                self._close_shard()
             start += nbytes
             at += count
+            if closes:
+                self._batch, self._next = batch, first + at
+                self._close_shard()
+        # a shard closed by what comes after this chunk (skips, the end) begins the next batch
+        self._batch, self._next = batch + 1, 0
 
     def _append(self, records: memoryview, sizes: list[int]) -> None:
         if self._writer is None:  # opened lazily: an empty split writes no file
             path = self.out.temp_path(f"{self.split}-{len(self.result.shards):05d}")
             self._writer = self.container.writer(path, self.compression)
-        self._writer.write(records, sizes)
+        with fs.naming(self._writer.path):
+            self._writer.write(records, sizes)
 
     def _close_shard(self) -> None:
         w = self._writer
         assert w is not None
-        w.close()
-        self.result.shards.append(ShardFile(w.path, self._shard_records, w.bytes_written(), w.sha256()))
+        with fs.naming(w.path):
+            w.close()
+        shard = ShardFile(w.path, self._shard_records, w.bytes_written(), w.sha256())
+        self.result.shards.append(shard)
         self._writer = None
         self._shard_records = 0
+        if self.on_shard is not None:
+            self.on_shard(shard, Checkpoint(self._batch, self._next, self.cutter.state))
 
     def __enter__(self) -> SplitWriter:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
         # On failure, close the open shard (its helper thread and file) without
-        # recording it; OutputDir.abort then removes the temporary file.
+        # recording it; the output directory then removes the temporary file.
         if exc_type is not None and self._writer is not None:
             try:
                 self._writer.close()

@@ -1,0 +1,210 @@
+"""The resume journal: what an interrupted run had finished, so `--resume` can go on.
+
+One JSON object per line, appended as the run goes:
+- first, the run's identity: everything that shapes the output (tool version,
+  converter, options, source fingerprints, a hash of the planned items). A
+  resumed run must present the same identity, or it is refused naming what differs.
+- one line per finished shard: its temporary file, records, bytes and sha256,
+  where the next shard starts (the batch of the split and the record within it)
+  and the shard cutter's counters there;
+- one line per finished split.
+Each line also carries what the batches consumed since the previous line added
+to the run's tally (the converter's observations, skipped items, warnings),
+since those go into the metadata and must come out the same.
+
+A torn last line (the run died while appending it) is ignored: the shard it
+described is written again. Lines are flushed, not fsynced: the files they
+describe are checked by size and sha256 before being kept, which also catches
+what a power loss may have torn.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import OutputError
+
+
+def jsonable(value: Any) -> Any:
+    """Tuples (observations are tuples) as JSON lists; see `hashable`."""
+    return [jsonable(v) for v in value] if isinstance(value, tuple) else value
+
+
+def hashable(value: Any) -> Any:
+    """The inverse of `jsonable`: JSON lists back to tuples."""
+    return tuple(hashable(v) for v in value) if isinstance(value, list) else value
+
+
+@dataclass
+class Tally:
+    """What encoding found besides records: observations, skipped items, warnings."""
+
+    observations: Counter[Hashable] = field(default_factory=Counter)
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def add(self, observations: list[Hashable], skipped: list[dict[str, str]], warnings: list[str]) -> None:
+        self.observations.update(o for o in observations if o is not None)
+        self.skipped += skipped
+        self.warnings += warnings
+
+    def clear(self) -> None:
+        self.observations.clear()
+        self.skipped.clear()
+        self.warnings.clear()
+
+    def merge(self, other: Tally) -> None:
+        self.observations.update(other.observations)
+        self.skipped += other.skipped
+        self.warnings += other.warnings
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "observations": [[jsonable(k), n] for k, n in self.observations.items()],
+            "skipped": self.skipped,
+            "warnings": self.warnings,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Tally:
+        tally = cls(Counter(), list(data["skipped"]), list(data["warnings"]))
+        for observed, n in data["observations"]:
+            tally.observations[hashable(observed)] += n
+        return tally
+
+
+@dataclass
+class Checkpoint:
+    """Where a split's next shard begins: batch `batch` of the split, its record
+    `offset` (records before it are in finished shards), and the cutter's counters."""
+
+    batch: int = 0
+    offset: int = 0
+    cutter: tuple[int, int, int] = (0, 0, 0)  # records written, skipped, bytes of the split so far
+
+
+@dataclass
+class ShardEntry:
+    file: str  # basename of the temporary in the build directory
+    records: int
+    bytes: int
+    sha256: str
+
+
+@dataclass
+class Progress:
+    """What a journal says was finished."""
+
+    shards: dict[str, list[ShardEntry]] = field(default_factory=dict)  # per split, in order
+    done: list[str] = field(default_factory=list)  # splits finished
+    at: dict[str, Checkpoint] = field(default_factory=dict)  # per split begun and not done
+    tally: Tally = field(default_factory=Tally)
+
+
+def _differences(recorded: Any, current: Any, prefix: str = "") -> list[str]:
+    if isinstance(recorded, dict) and isinstance(current, dict):
+        found = []
+        for key in sorted(set(recorded) | set(current), key=str):
+            found += _differences(recorded.get(key), current.get(key), f"{prefix}{key}.")
+        return found
+    if recorded == current:
+        return []
+    shown = [json.dumps(v, sort_keys=True) for v in (recorded, current)]
+    shown = [s if len(s) <= 60 else s[:57] + "..." for s in shown]
+    return [f"{prefix.rstrip('.')}: {shown[0]} then, {shown[1]} now"]
+
+
+class Journal:
+    """The journal of one run, in its work directory (no path: a run that keeps none)."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self._file: Any = None
+
+    def exists(self) -> bool:
+        return self.path is not None and os.path.exists(self.path)
+
+    def read(self, identity: dict[str, Any]) -> list[tuple[dict[str, Any], int]]:
+        """The finished steps of the interrupted run, each with the journal's length
+        after it; OutputError if that run was not this one (its identity differs)."""
+        with open(self.path, "rb") as f:
+            data = f.read()
+        entries, at = [], 0
+        while (end := data.find(b"\n", at)) >= 0:
+            try:
+                entries.append((json.loads(data[at:end]), end + 1))
+            except ValueError:
+                break  # a torn line: the run died while appending it
+            at = end + 1
+        if not entries or "identity" not in entries[0][0]:
+            return []
+        differences = _differences(entries[0][0]["identity"], json.loads(json.dumps(identity)))
+        if differences:
+            shown = "; ".join(differences[:5]) + (f"; {len(differences) - 5} more" if len(differences) > 5 else "")
+            raise OutputError(
+                f"cannot --resume: the interrupted run differs from this one ({shown}); "
+                "run the same command, or use --overwrite to start over"
+            )
+        return entries[1:]
+
+    def open(self, identity: dict[str, Any], kept: list[tuple[dict[str, Any], int]] | None = None) -> None:
+        """Begin appending: after the `kept` entries of a journal just read, or anew."""
+        if self.path is None:
+            return
+        if kept is None:
+            with open(self.path, "w", encoding="utf-8") as f:
+                f.write(json.dumps({"identity": identity}, sort_keys=True) + "\n")
+        else:
+            with open(self.path, "r+b") as f:
+                f.truncate(kept[-1][1] if kept else len(f.readline()))
+        self._file = open(self.path, "a", encoding="utf-8")
+
+    def shard_done(self, split: str, shard: ShardEntry, at: Checkpoint, tally: Tally) -> None:
+        self._append(
+            {
+                "split": split,
+                "shard": vars(shard),
+                "batch": at.batch,
+                "offset": at.offset,
+                "cutter": list(at.cutter),
+                "tally": tally.to_json(),
+            }
+        )
+
+    def split_done(self, split: str, tally: Tally) -> None:
+        self._append({"split": split, "done": True, "tally": tally.to_json()})
+
+    def _append(self, line: dict[str, Any]) -> None:
+        if self._file is None:
+            return
+        self._file.write(json.dumps(line, sort_keys=True) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+def replay(entries: list[tuple[dict[str, Any], int]]) -> Progress:
+    """What the journal entries say was finished."""
+    progress = Progress()
+    for entry, _ in entries:
+        split = entry["split"]
+        progress.tally.merge(Tally.from_json(entry["tally"]))
+        if entry.get("done"):
+            progress.done.append(split)
+            progress.at.pop(split, None)
+            continue
+        progress.shards.setdefault(split, []).append(ShardEntry(**entry["shard"]))
+        progress.at[split] = Checkpoint(entry["batch"], entry["offset"], tuple(entry["cutter"]))
+    return progress
+
+
+def shard_of(entry: dict[str, Any]) -> ShardEntry | None:
+    return ShardEntry(**entry["shard"]) if "shard" in entry else None

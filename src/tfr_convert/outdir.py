@@ -1,0 +1,399 @@
+"""The output directory: one run at a time, built aside, swapped in whole.
+
+A local `--out DIR` is not written into while a run works. Everything happens in
+a work directory beside it, `PARENT/.DIR.tfr-convert/`:
+
+    lock        held (fcntl) by the live run, holding its pid; a dead run's lock is free
+    journal     what is finished, for --resume (journal.py)
+    new/        the dataset being built: shards under temporary names, then metadata
+    committing  the new manifest's sha256, written just before the swap
+
+The commit is one atomic step: `new/` is renamed onto DIR (absent or an empty
+directory) or exchanged with it (renameat2's RENAME_EXCHANGE), so at every moment
+DIR holds the old dataset or the new one. Entries of DIR that are not the old
+dataset's files (its manifest lists them) are carried over: hard-linked into
+`new/` before the exchange, and what cannot be linked (folders) moved back after
+it. A run killed after the swap is finished by the next run (`recover`).
+
+Where no sibling can be made on DIR's filesystem (DIR is a mount point, or its
+parent is not writable) the work directory is `DIR/.tfr-convert/`, and for a
+remote DIR (object stores have no folders to swap) DIR itself: the commit then
+moves files into DIR one by one (`dataset_info.json` of the old dataset removed
+first, the new one written last), which is not atomic.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import shutil
+import stat
+from typing import Any
+
+from . import fs
+from .dataset_dir import FEATURES, INFO, MANIFEST, load_json
+from .errors import Interrupted, OutputError
+from .journal import Journal
+from .shards import TEMP_PREFIX, ShardName, SplitResult
+
+_LABELS_SUFFIX = ".labels.txt"
+
+
+class Lock:
+    """An exclusive lock on a file (fcntl: released by the kernel when its holder
+    dies, and not inherited by forked workers), holding the holder's pid."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._fd: int | None = None
+
+    def acquire(self, what: str) -> None:
+        import fcntl
+
+        for _ in range(20):
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            except FileNotFoundError:
+                continue  # its folder was removed by a run that just ended
+            try:
+                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as e:
+                holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+                os.close(fd)
+                if e.errno not in (errno.EAGAIN, errno.EACCES):
+                    raise OutputError(f"{self.path}: cannot lock: {e.strerror}") from None
+                raise OutputError(
+                    f"{what}: another tfr-convert run (pid {holder}) is writing this output; "
+                    "wait for it to end, or stop it, and run again"
+                ) from None
+            try:
+                same = os.stat(self.path).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:  # not a file that the previous holder unlinked while we waited to open it
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+                self._fd = fd
+                return
+            os.close(fd)
+        raise OutputError(f"{self.path}: cannot take the lock (it keeps being replaced)")
+
+    def release(self) -> None:
+        if self._fd is not None:
+            try:
+                os.unlink(self.path)
+            except OSError:
+                pass
+            os.close(self._fd)
+            self._fd = None
+
+
+def _exchange(a: str, b: str) -> bool:
+    """Swap two paths atomically (Linux renameat2); False where that is not supported."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP):
+        return False
+    raise OSError(code, os.strerror(code), b)
+
+
+def dataset_files(directory: str) -> set[str]:
+    """The files that make up the tfr-convert dataset in a directory, by its manifest
+    (shards, their .index files, labels files of its features, the metadata); also
+    the temporaries an older version may have left."""
+    found = {e for e in fs.listdir(directory) if e.startswith(TEMP_PREFIX)} if fs.isdir(directory) else set()
+    manifest = load_json(directory, MANIFEST)
+    if not isinstance(manifest, dict) or manifest.get("tool") != "tfr-convert":
+        return found
+    for split in (manifest.get("splits") or {}).values():
+        for shard in split.get("shards") or []:
+            found |= {shard["file"], shard["file"] + ".index"}
+    features = ((load_json(directory, FEATURES) or {}).get("featuresDict") or {}).get("features") or {}
+    found |= {name + _LABELS_SUFFIX for name in features}
+    return found | {INFO, FEATURES, MANIFEST}
+
+
+def sha256_of(path: str) -> str | None:
+    """A local file's sha256, or None if it cannot be read."""
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            while block := f.read(1 << 20):
+                digest.update(block)
+    except OSError:
+        return None
+    return digest.hexdigest()
+
+
+def _remove(path: str) -> None:
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    elif os.path.lexists(path):
+        os.remove(path)
+
+
+class OutputDir:
+    """The output of one run; use as a context manager.
+
+    `build` is where the run writes (`temp_path` names files in it); `commit`
+    puts the finished dataset in place. On an exception the work is removed; on
+    an interrupt (KeyboardInterrupt: SIGINT, or SIGTERM through the CLI) the
+    finished shards and the journal are kept for --resume.
+    """
+
+    def __init__(self, path: str, overwrite: bool = False, resume: bool = False) -> None:
+        self.overwrite, self.resume = overwrite, resume
+        self.recovered = False  # a killed run's commit was finished on the way in
+        self.in_place = False
+        self._temps: list[str] = []
+        self._lock: Lock | None = None
+        if fs.is_remote(path):
+            self.path = self.build = path.rstrip("/")
+            self.work = None
+            self.journal = Journal(None)
+            self._open_remote()
+        else:
+            self.path = os.path.realpath(path)
+            self._open_local()
+
+    # ------------------------------------------------------------ opening
+
+    def _open_remote(self) -> None:
+        if fs.isdir(self.path):
+            if fs.listdir(self.path) and not self.overwrite:
+                raise OutputError(f"{self.path}: output directory is not empty (use --overwrite to replace it)")
+        else:
+            fs.makedirs(self.path)
+
+    def _open_local(self) -> None:
+        path = self.path
+        if os.path.lexists(path) and not os.path.isdir(path):
+            raise OutputError(f"{path}: exists and is not a directory")
+        parent = os.path.dirname(path)
+        try:
+            os.makedirs(parent, exist_ok=True)
+        except OSError as e:
+            raise OutputError(f"{parent}: cannot create the output's parent directory: {e.strerror}") from None
+        self.in_place = os.path.isdir(path) and (
+            os.stat(path).st_dev != os.stat(parent).st_dev or not os.access(parent, os.W_OK | os.X_OK)
+        )
+        self.work = (
+            os.path.join(path, ".tfr-convert")
+            if self.in_place
+            else os.path.join(parent, f".{os.path.basename(path)}.tfr-convert")
+        )
+        self.build = os.path.join(self.work, "new")
+        self.journal = Journal(os.path.join(self.work, "journal"))
+        self._lock = Lock(os.path.join(self.work, "lock"))
+        try:
+            self._lock.acquire(path)
+        except PermissionError as e:
+            raise OutputError(f"{self.work}: cannot create the work directory: {e.strerror}") from None
+        try:
+            self.recovered = self.recover()
+            self._check_start()
+            os.makedirs(self.build, exist_ok=True)
+        except BaseException:
+            self.close()
+            raise
+
+    def _entries(self) -> list[str]:
+        """What DIR holds, besides this run's own work directory."""
+        if not os.path.isdir(self.path):
+            return []
+        return [e for e in os.listdir(self.path) if not (self.in_place and e == ".tfr-convert")]
+
+    def _check_start(self) -> None:
+        partial = os.path.isdir(self.build) or self.journal.exists()
+        if self._entries() and not self.overwrite:
+            hint = " (use --overwrite to replace it" + (
+                ", with --resume to finish the interrupted run)" if partial else ")"
+            )
+            raise OutputError(f"{self.path}: output directory is not empty{hint}")
+        if partial and not (self.resume or self.overwrite):
+            raise OutputError(
+                f"{self.path}: an interrupted run's unfinished work is in {self.work}; "
+                "run the same command with --resume to finish it, or with --overwrite to start over"
+            )
+        if partial and not self.resume:
+            for entry in ("new", "journal", "committing", "old"):
+                _remove(os.path.join(self.work, entry))
+
+    @property
+    def resuming(self) -> bool:
+        return self.resume and self.journal.exists()
+
+    # ------------------------------------------------------------ writing
+
+    def temp_path(self, label: str) -> str:
+        p = fs.join(self.build, f"{TEMP_PREFIX}{label}")
+        self._temps.append(p)
+        return p
+
+    def adopt(self, path: str) -> None:
+        """Count a temporary written elsewhere (by a Beam worker) as this run's."""
+        self._temps.append(path)
+
+    def keep_only(self, files: set[str]) -> None:
+        """Remove from the build directory whatever a resumed run does not keep."""
+        for entry in os.listdir(self.build):
+            if entry not in files:
+                _remove(os.path.join(self.build, entry))
+
+    @staticmethod
+    def name_shards(results: list[SplitResult], dataset_name: str, file_format: str) -> None:
+        """Fix each shard's final name, now that every split's shard count is known."""
+        for result in results:
+            count = len(result.shards)
+            for i, shard in enumerate(result.shards):
+                shard.final_name = ShardName(dataset_name, result.split, i, count, file_format).filename
+
+    def _write_file(self, name: str, data: bytes) -> None:
+        tmp = self.temp_path(name)
+        with fs.naming(tmp), fs.open_file(tmp, "wb") as f:
+            f.write(data)
+        fs.rename(tmp, fs.join(self.build, name))
+
+    def commit(self, results: list[SplitResult], metadata: dict[str, bytes]) -> None:
+        """Put the dataset in place: shards under their final names, then `metadata`
+        in order (last one last), then the swap."""
+        for result in results:
+            for shard in result.shards:
+                final = fs.join(self.build, shard.final_name)
+                if shard.tmp_path != final:
+                    fs.rename(shard.tmp_path, final)
+        if self.work is None or self.in_place:
+            self._commit_in_place(results, metadata)
+            return
+        for name, data in metadata.items():
+            self._write_file(name, data)
+        self._temps.clear()
+        self._write_atomically(os.path.join(self.work, "committing"), hashlib.sha256(metadata[MANIFEST]).hexdigest())
+        self._swap()
+        self._finish_swap()
+
+    @staticmethod
+    def _write_atomically(path: str, text: str) -> None:
+        with open(path + ".tmp", "w", encoding="ascii") as f:
+            f.write(text)
+        os.replace(path + ".tmp", path)
+
+    def _swap(self) -> None:
+        if os.path.isdir(self.path):  # the folder the user made keeps its permissions
+            os.chmod(self.build, stat.S_IMODE(os.stat(self.path).st_mode))
+        if not os.path.isdir(self.path) or not os.listdir(self.path):
+            os.replace(self.build, self.path)  # replaces an empty directory in one step
+            return
+        old = dataset_files(self.path) if self.overwrite else set()
+        new = set(os.listdir(self.build))
+        for entry in os.listdir(self.path):
+            source = os.path.join(self.path, entry)
+            if entry in old:
+                continue
+            if entry in new:
+                if os.path.isdir(source) and not os.path.islink(source):
+                    raise OutputError(
+                        f"{source}: a folder is in the way of the new dataset's file of that name; move it away"
+                    )
+                continue  # a file named like one of the new dataset's: --overwrite replaces it
+            if not os.path.isdir(source) or os.path.islink(source):
+                try:
+                    os.link(source, os.path.join(self.build, entry), follow_symlinks=False)
+                except OSError:
+                    pass  # moved back after the swap instead
+        if not _exchange(self.build, self.path):
+            os.replace(self.path, os.path.join(self.work, "old"))  # no exchange here: a brief window
+            os.replace(self.build, self.path)
+
+    def _finish_swap(self) -> None:
+        """After the swap: entries of the old DIR that are not its dataset's move back."""
+        old = next((p for p in (os.path.join(self.work, "old"), self.build) if os.path.isdir(p)), None)
+        if old is not None:
+            own = dataset_files(old)
+            for entry in os.listdir(old):
+                if entry not in own and not os.path.lexists(os.path.join(self.path, entry)):
+                    os.replace(os.path.join(old, entry), os.path.join(self.path, entry))
+        for entry in ("old", "new", "journal", "committing"):
+            _remove(os.path.join(self.work, entry))
+
+    def recover(self) -> bool:
+        """Finish the commit of a run killed after it began the swap; True if it did."""
+        marker = os.path.join(self.work, "committing")
+        if not os.path.exists(marker):
+            return False
+        if not os.path.isdir(self.path) and os.path.isdir(self.build):
+            os.replace(self.build, self.path)  # killed inside the no-exchange window
+        with open(marker, encoding="ascii") as f:
+            expected = f.read().strip()
+        if sha256_of(os.path.join(self.path, MANIFEST)) != expected:
+            os.remove(marker)  # not swapped: the build is kept, for --resume
+            return False
+        self._finish_swap()
+        return True
+
+    def _commit_in_place(self, results: list[SplitResult], metadata: dict[str, bytes]) -> None:
+        """Files moved into DIR one by one (remote DIR, or no work directory beside DIR)."""
+        old = dataset_files(self.path) if self.overwrite else set()
+        if INFO in old:  # first: a crash from here on leaves no directory claiming to be complete
+            fs.remove(fs.join(self.path, INFO))
+        new = {s.final_name for r in results for s in r.shards} | set(metadata)
+        for entry in sorted(old - new - {INFO}):
+            if fs.exists(fs.join(self.path, entry)):
+                fs.remove(fs.join(self.path, entry))
+        if self.build != self.path:
+            for name in sorted(new - set(metadata)):
+                fs.rename(fs.join(self.build, name), fs.join(self.path, name))
+        for name, data in metadata.items():
+            tmp = self.temp_path(name)
+            with fs.naming(tmp), fs.open_file(tmp, "wb") as f:
+                f.write(data)
+            fs.rename(tmp, fs.join(self.path, name))
+        self._temps.clear()
+        if self.work is not None:
+            for entry in ("new", "journal", "committing"):
+                _remove(os.path.join(self.work, entry))
+
+    # ------------------------------------------------------------ ending
+
+    def abort(self, keep: bool) -> None:
+        """After a failure: remove the work (or, `keep`, leave it for --resume)."""
+        if self.work is None:
+            for p in self._temps:
+                if fs.exists(p):
+                    fs.remove(p)
+        elif not keep and not os.path.exists(os.path.join(self.work, "committing")):
+            # (with the swap begun, what is there is for the next run's `recover`)
+            for entry in ("new", "journal", "committing"):
+                _remove(os.path.join(self.work, entry))
+        self._temps.clear()
+
+    def close(self) -> None:
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+            if self.work is not None:
+                try:
+                    os.rmdir(self.work)  # only if nothing is kept in it
+                except OSError:
+                    pass
+
+    def __enter__(self) -> OutputDir:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        try:
+            if exc_type is not None:
+                self.abort(keep=issubclass(exc_type, (KeyboardInterrupt, Interrupted)))
+        finally:
+            self.close()
