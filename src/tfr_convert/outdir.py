@@ -7,6 +7,7 @@ a work directory beside it, `PARENT/.DIR.tfr-convert/`:
     journal     what is finished, for --resume (journal.py)
     new/        the dataset being built: shards under temporary names, then metadata
     committing  the new manifest's sha256, written just before the swap
+    trash/      the old dataset, after the swap, while it is deleted
 
 The commit is one atomic step: `new/` is renamed onto DIR (absent or an empty
 directory) or exchanged with it (renameat2's RENAME_EXCHANGE), so at every moment
@@ -152,9 +153,18 @@ class OutputDir:
     finished shards and the journal are kept for --resume.
     """
 
-    def __init__(self, path: str, overwrite: bool = False, resume: bool = False) -> None:
-        self.overwrite, self.resume = overwrite, resume
-        self.recovered = False  # a killed run's commit was finished on the way in
+    def __init__(
+        self,
+        path: str,
+        overwrite: bool = False,
+        resume: bool = False,
+        identity: dict[str, Any] | None = None,
+    ) -> None:
+        """`identity`: what shapes the run's output (journal.py); --resume checks the
+        interrupted run's journal against it before anything is touched."""
+        self.overwrite, self.resume, self.identity = overwrite, resume, identity or {}
+        self.entries: list[tuple[dict[str, Any], int]] = []  # the journal's, when resuming
+        self.finished = False  # --resume found the run done (see pipeline.run)
         self.in_place = False
         self._temps: list[str] = []
         self._lock: Lock | None = None
@@ -201,9 +211,16 @@ class OutputDir:
         except PermissionError as e:
             raise OutputError(f"{self.work}: cannot create the work directory: {e.strerror}") from None
         try:
-            self.recovered = self.recover()
-            self._check_start()
-            os.makedirs(self.build, exist_ok=True)
+            _remove(os.path.join(self.work, "trash"))  # an old dataset a killed run was deleting
+            self.recover()
+            partial = os.path.isdir(self.build) or self.journal.exists()
+            # --resume after a run that had finished (or whose commit `recover` just finished)
+            self.finished = self.resume and not partial and self._is_this_run(load_json(path, MANIFEST))
+            if self.resuming:
+                self.entries = self.journal.read(self.identity)
+            if not self.finished:
+                self._check_start(partial)
+                os.makedirs(self.build, exist_ok=True)
         except BaseException:
             self.close()
             raise
@@ -214,8 +231,7 @@ class OutputDir:
             return []
         return [e for e in os.listdir(self.path) if not (self.in_place and e == ".tfr-convert")]
 
-    def _check_start(self) -> None:
-        partial = os.path.isdir(self.build) or self.journal.exists()
+    def _check_start(self, partial: bool) -> None:
         if self._entries() and not self.overwrite:
             hint = " (use --overwrite to replace it" + (
                 ", with --resume to finish the interrupted run)" if partial else ")"
@@ -229,6 +245,15 @@ class OutputDir:
         if partial and not self.resume:
             for entry in ("new", "journal", "committing", "old"):
                 _remove(os.path.join(self.work, entry))
+
+    def _is_this_run(self, manifest: Any) -> bool:
+        """Whether a dataset's manifest records this run's sources and options."""
+        if not isinstance(manifest, dict) or not self.identity:
+            return False
+        recorded = manifest.get("options") or {}
+        return manifest.get("sources") == self.identity["sources"] and all(
+            recorded.get(k) == v for k, v in self.identity["options"].items()
+        )
 
     @property
     def resuming(self) -> bool:
@@ -279,8 +304,15 @@ class OutputDir:
         for name, data in metadata.items():
             self._write_file(name, data)
         self._temps.clear()
+        replace = os.path.isdir(self.path) and os.listdir(self.path)
+        if replace:
+            self._carry_over()
         self._write_atomically(os.path.join(self.work, "committing"), hashlib.sha256(metadata[MANIFEST]).hexdigest())
-        self._swap()
+        if not replace:
+            os.replace(self.build, self.path)  # replaces an empty directory in one step
+        elif not _exchange(self.build, self.path):
+            os.replace(self.path, os.path.join(self.work, "old"))  # no exchange here: a brief window
+            os.replace(self.build, self.path)
         self._finish_swap()
 
     @staticmethod
@@ -289,32 +321,29 @@ class OutputDir:
             f.write(text)
         os.replace(path + ".tmp", path)
 
-    def _swap(self) -> None:
-        if os.path.isdir(self.path):  # the folder the user made keeps its permissions
-            os.chmod(self.build, stat.S_IMODE(os.stat(self.path).st_mode))
-        if not os.path.isdir(self.path) or not os.listdir(self.path):
-            os.replace(self.build, self.path)  # replaces an empty directory in one step
-            return
+    def _carry_over(self) -> None:
+        """Before the exchange: DIR's entries that are not its dataset's, hard-linked into
+        the new build (folders are moved back after it); a folder where the new dataset
+        puts a file stops the commit."""
+        os.chmod(self.build, stat.S_IMODE(os.stat(self.path).st_mode))  # the user's folder keeps its mode
         old = dataset_files(self.path) if self.overwrite else set()
         new = set(os.listdir(self.build))
         for entry in os.listdir(self.path):
             source = os.path.join(self.path, entry)
             if entry in old:
                 continue
+            folder = os.path.isdir(source) and not os.path.islink(source)
             if entry in new:
-                if os.path.isdir(source) and not os.path.islink(source):
+                if folder:
                     raise OutputError(
                         f"{source}: a folder is in the way of the new dataset's file of that name; move it away"
                     )
                 continue  # a file named like one of the new dataset's: --overwrite replaces it
-            if not os.path.isdir(source) or os.path.islink(source):
+            if not folder:
                 try:
                     os.link(source, os.path.join(self.build, entry), follow_symlinks=False)
                 except OSError:
                     pass  # moved back after the swap instead
-        if not _exchange(self.build, self.path):
-            os.replace(self.path, os.path.join(self.work, "old"))  # no exchange here: a brief window
-            os.replace(self.build, self.path)
 
     def _finish_swap(self) -> None:
         """After the swap: entries of the old DIR that are not its dataset's move back."""
@@ -324,23 +353,24 @@ class OutputDir:
             for entry in os.listdir(old):
                 if entry not in own and not os.path.lexists(os.path.join(self.path, entry)):
                     os.replace(os.path.join(old, entry), os.path.join(self.path, entry))
-        for entry in ("old", "new", "journal", "committing"):
+            # out of the way in one step: once its removal has begun, its manifest may be gone
+            os.replace(old, os.path.join(self.work, "trash"))
+        for entry in ("journal", "committing", "trash"):
             _remove(os.path.join(self.work, entry))
 
-    def recover(self) -> bool:
-        """Finish the commit of a run killed after it began the swap; True if it did."""
+    def recover(self) -> None:
+        """Finish the commit of a run killed after it began the swap."""
         marker = os.path.join(self.work, "committing")
         if not os.path.exists(marker):
-            return False
+            return
         if not os.path.isdir(self.path) and os.path.isdir(self.build):
             os.replace(self.build, self.path)  # killed inside the no-exchange window
         with open(marker, encoding="ascii") as f:
             expected = f.read().strip()
         if sha256_of(os.path.join(self.path, MANIFEST)) != expected:
             os.remove(marker)  # not swapped: the build is kept, for --resume
-            return False
+            return
         self._finish_swap()
-        return True
 
     def _commit_in_place(self, results: list[SplitResult], metadata: dict[str, bytes]) -> None:
         """Files moved into DIR one by one (remote DIR, or no work directory beside DIR)."""

@@ -228,11 +228,11 @@ def run(converter: Converter, options: RunOptions, progress: Callable[[int, int]
     plan = plan_splits(converter, options)
     total = sum(len(items) for items in plan.values())
     name = options.name or converter.dataset_name
-    with OutputDir(options.out, options.overwrite, options.resume) as out:
-        if out.recovered and options.resume:  # the interrupted run had got as far as its swap
+    identity = run_identity(converter, options, plan)
+    with OutputDir(options.out, options.overwrite, options.resume, identity) as out:
+        if out.finished:
             return _committed(out.path, time.perf_counter() - started)
-        identity = run_identity(converter, options, plan)
-        kept = _resume(out, identity, name, options.file_format) if out.resuming else None
+        kept = _resume(out, name, options.file_format) if out.resuming else None
         journal = out.journal
         journal.open(identity, kept[0] if kept else None)
         done = kept[1] if kept else Progress()
@@ -292,7 +292,7 @@ def run(converter: Converter, options: RunOptions, progress: Callable[[int, int]
 
 
 def _committed(path: str, seconds: float) -> Summary:
-    """The summary of a dataset a killed run had committed (from its manifest)."""
+    """The summary of a dataset already committed, from its manifest."""
     from .dataset_dir import DatasetDir
 
     manifest = DatasetDir(path).manifest
@@ -318,10 +318,10 @@ def run_identity(converter: Converter, options: RunOptions, plan: dict[str, list
     }
 
 
-def _resume(out: OutputDir, identity: dict[str, Any], name: str, file_format: str) -> tuple[list, Progress]:
+def _resume(out: OutputDir, name: str, file_format: str) -> tuple[list, Progress]:
     """The journal entries whose shards are still there, whole (size and sha256
     checked), and what they say was finished; the rest of the build is removed."""
-    entries = out.journal.read(identity)
+    entries = out.entries
     kept: list = []
     counts: dict[str, int] = {}
     for entry, _ in entries:

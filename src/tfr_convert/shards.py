@@ -258,12 +258,12 @@ class SplitWriter:
         self.on_shard = on_shard
         self._writer: ShardFileWriter | None = None
         self._shard_records = 0
-        self._batch, self._next = at.batch, at.offset  # where the open shard's records come from
+        self._batch = at.batch - 1  # the last batch written (none yet)
 
     def skip(self, n: int) -> None:
         """n planned records will not come (left out under on_error="skip")."""
         if self.cutter.skip(n):
-            self._close_shard()
+            self._close_shard(self._after_chunk())
 
     def write_chunk(
         self, blob: bytes | bytearray | memoryview, sizes: list[int], batch: int = 0, first: int = 0
@@ -272,6 +272,7 @@ class SplitWriter:
         `first`... of the split's batch `batch`); the records between two shard boundaries
         go to the container's writer in one call."""
         view = memoryview(blob).cast("B")
+        written, skipped, split_bytes = self.cutter.state  # (the cutter counts the whole chunk at once)
         start = at = 0
         for count, nbytes, closes in self.cutter.cut(sizes):
             self._append(view[start : start + nbytes], sizes[at : at + count])
@@ -279,10 +280,8 @@ class SplitWriter:
             start += nbytes
             at += count
             if closes:
-                self._batch, self._next = batch, first + at
-                self._close_shard()
-        # a shard closed by what comes after this chunk (skips, the end) begins the next batch
-        self._batch, self._next = batch + 1, 0
+                self._close_shard(Checkpoint(batch, first + at, (written + at, skipped, split_bytes + start)))
+        self._batch = batch
 
     def _append(self, records: memoryview, sizes: list[int]) -> None:
         if self._writer is None:  # opened lazily: an empty split writes no file
@@ -291,7 +290,11 @@ class SplitWriter:
         with fs.naming(self._writer.path):
             self._writer.write(records, sizes)
 
-    def _close_shard(self) -> None:
+    def _after_chunk(self) -> Checkpoint:
+        """Where a shard closed by what follows a chunk (skips, the split's end) leaves off."""
+        return Checkpoint(self._batch + 1, 0, self.cutter.state)
+
+    def _close_shard(self, where: Checkpoint) -> None:
         w = self._writer
         assert w is not None
         with fs.naming(w.path):
@@ -301,7 +304,7 @@ class SplitWriter:
         self._writer = None
         self._shard_records = 0
         if self.on_shard is not None:
-            self.on_shard(shard, Checkpoint(self._batch, self._next, self.cutter.state))
+            self.on_shard(shard, where)
 
     def __enter__(self) -> SplitWriter:
         return self
@@ -318,6 +321,6 @@ class SplitWriter:
 
     def close(self) -> SplitResult:
         if self._writer is not None:
-            self._close_shard()
+            self._close_shard(self._after_chunk())
         self.cutter.check_complete(self.split)
         return self.result

@@ -1,0 +1,66 @@
+"""Run tfr-convert and SIGKILL it right after its Nth filesystem change.
+
+    KILL_AT=N python kill_at.py ARGS...   (N=0: never; COUNT_TO=FILE: write the count there at the end)
+
+Every call that changes the filesystem (creating, opening for writing, renaming,
+linking, removing, chmod) is counted in the converting process, wherever in the
+code it happens, and after the Nth the process sends itself SIGKILL: no cleanup,
+no atexit, no flush, as when the OOM killer or a preempted VM ends a run.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import shutil
+import signal
+import sys
+
+KILL_AT = int(os.environ.get("KILL_AT", "0"))
+MAIN = os.getpid()
+calls = 0
+
+
+def counted(function):
+    def call(*args, **kwargs):
+        global calls
+        result = function(*args, **kwargs)
+        if os.getpid() == MAIN:
+            calls += 1
+            if calls == KILL_AT:
+                os.kill(MAIN, signal.SIGKILL)
+        return result
+
+    return call
+
+
+for name in ("replace", "rename", "remove", "unlink", "link", "rmdir", "mkdir", "chmod", "truncate", "ftruncate"):
+    setattr(os, name, counted(getattr(os, name)))
+
+_open, _os_open = builtins.open, os.open
+
+
+def open_counted(file, mode="r", *args, **kwargs):
+    return (counted(_open) if any(c in mode for c in "wax+") else _open)(file, mode, *args, **kwargs)
+
+
+def os_open_counted(path, flags, *args, **kwargs):
+    writes = flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT)
+    return (counted(_os_open) if writes else _os_open)(path, flags, *args, **kwargs)
+
+
+builtins.open, os.open = open_counted, os_open_counted
+shutil.rmtree.avoids_symlink_attacks  # noqa: B018  (rmtree reaches os.unlink/os.rmdir through the module: counted)
+
+if __name__ == "__main__":
+    from tfr_convert.cli import convert
+
+    try:
+        convert.main(sys.argv[1:], standalone_mode=False)
+        code = 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 1
+    if os.environ.get("COUNT_TO"):
+        with _open(os.environ["COUNT_TO"], "w") as f:
+            f.write(f"{calls}\n")
+    os._exit(code)

@@ -1,0 +1,268 @@
+"""Never lose a dataset: real SIGKILLs at every filesystem change, --resume, the lock, SIGTERM.
+
+The kills are real: `kill_at.py` runs tfr-convert in a child process that sends
+itself SIGKILL right after its Nth filesystem change (create, write-open,
+rename, link, remove...), for every N the run makes.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from helpers import write_mnist
+
+HERE = Path(__file__).resolve().parent
+SCRIPTS = Path(sys.executable).parent
+
+
+def files(directory: Path) -> dict[str, bytes]:
+    """Every file under a directory (relative path -> bytes), {} if it is gone."""
+    if not directory.exists():
+        return {}
+    return {str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def killed_at(n: int, *args, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "KILL_AT": str(n)}
+    return subprocess.run(
+        [sys.executable, str(HERE / "kill_at.py"), *map(str, args)], capture_output=True, env=env, timeout=120
+    )
+
+
+def changes_made(*args, count_file: Path) -> int:
+    """How many filesystem changes a whole run makes (as kill_at.py counts them)."""
+    env = {**os.environ, "KILL_AT": "0", "COUNT_TO": str(count_file)}
+    cmd = [sys.executable, str(HERE / "kill_at.py"), *map(str, args)]
+    proc = subprocess.run(cmd, capture_output=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return int(count_file.read_text())
+
+
+def work_dir(out: Path) -> Path:
+    return out.parent / f".{out.name}.tfr-convert"
+
+
+@pytest.fixture
+def mnist(tmp_path):
+    src = tmp_path / "src"
+    write_mnist(src)
+    return src
+
+
+def test_resume_after_a_kill_at_any_filesystem_change_gives_the_uninterrupted_bytes(cli, mnist, tmp_path):
+    args = ["mnist", mnist, "--examples-per-shard", "5"]
+    reference = tmp_path / "reference"
+    assert cli.convert(*args, "--out", reference).exit_code == 0
+    expected = files(reference)
+    out = tmp_path / "out"
+    total = changes_made(*args, "--out", tmp_path / "counted", count_file=tmp_path / "count")
+    assert total > 20  # shards, journal, metadata, swap: every step is a kill point
+    resumed_with_shards_kept = 0
+    for n in range(1, total + 1):
+        shutil.rmtree(out, ignore_errors=True)
+        shutil.rmtree(work_dir(out), ignore_errors=True)
+        run = killed_at(n, *args, "--out", out)
+        assert run.returncode == -signal.SIGKILL, (n, run.stderr)
+        assert files(out) in ({}, expected), n  # nothing, or the whole dataset: never part of it
+        journal = work_dir(out) / "journal"
+        kept = journal.exists() and journal.read_text().count('"shard"')
+        result = cli.convert(*args, "--out", out, "--resume")
+        assert result.exit_code == 0, (n, result.output)
+        assert files(out) == expected, n
+        assert not work_dir(out).exists(), n
+        resumed_with_shards_kept += bool(kept)
+    assert resumed_with_shards_kept > 5  # the resumes did go on from finished shards
+
+
+def test_a_kill_at_any_step_of_an_overwrite_leaves_the_old_or_the_new_dataset(cli, mnist, tmp_path):
+    old_args = ["mnist", mnist, "--examples-per-shard", "5"]
+    new_args = ["mnist", mnist, "--examples-per-shard", "7", "--seed", "1", "--overwrite"]
+    old, new = tmp_path / "old", tmp_path / "new"
+    assert cli.convert(*old_args, "--out", old).exit_code == 0
+    assert cli.convert(*new_args, "--out", new).exit_code == 0
+    old_files, new_files = files(old), files(new)
+    assert old_files != new_files
+    theirs = {  # the user's files beside the dataset: --overwrite must not touch them
+        "notes.txt": b"mine",
+        "mine.labels.txt": b"a\nb\n",
+        "other-train.tfrecord-00000-of-00001": b"another dataset's shard",
+        "sub/deep.txt": b"in a folder",
+    }
+    pristine = tmp_path / "pristine"
+    shutil.copytree(old, pristine)
+    for name, data in theirs.items():
+        (pristine / name).parent.mkdir(exist_ok=True)
+        (pristine / name).write_bytes(data)
+    out = tmp_path / "out"
+    counted = shutil.copytree(pristine, tmp_path / "counted")
+    total = changes_made(*new_args, "--out", counted, count_file=tmp_path / "count")
+    for n in range(1, total + 1):
+        shutil.rmtree(out, ignore_errors=True)
+        shutil.rmtree(work_dir(out), ignore_errors=True)
+        shutil.copytree(pristine, out)
+        run = killed_at(n, *new_args, "--out", out)
+        assert run.returncode == -signal.SIGKILL, (n, run.stderr)
+        dataset = {k: v for k, v in files(out).items() if k not in theirs}
+        assert dataset in (old_files, new_files), n
+        # the next run finishes or discards what the killed one left, and the user's files are all there
+        result = cli.convert(*new_args, "--out", out, "--resume")
+        assert result.exit_code == 0, (n, result.output)
+        assert files(out) == {**new_files, **theirs}, n
+        assert not work_dir(out).exists()
+
+
+def test_overwrite_replaces_only_the_old_datasets_files_and_a_folder_in_the_way_stops_it(cli, mnist, tmp_path):
+    out = tmp_path / "out"
+    assert cli.convert("mnist", mnist, "--out", out, "--examples-per-shard", "5").exit_code == 0
+    (out / "user.labels.txt").write_text("mine\n")
+    (out / "notes").mkdir()
+    (out / "notes" / "n.txt").write_bytes(b"x")
+    before = files(out)
+    (out / "mnist-train.tfrecord-00000-of-00002").mkdir()  # where the new dataset's first shard goes
+    result = cli.convert("mnist", mnist, "--out", out, "--examples-per-shard", "30", "--overwrite")
+    assert result.exit_code == 1
+    assert "mnist-train.tfrecord-00000-of-00002: a folder is in the way" in result.output
+    assert files(out) == before  # the old dataset, whole
+    assert not work_dir(out).exists()
+    (out / "mnist-train.tfrecord-00000-of-00002").rmdir()
+    assert cli.convert("mnist", mnist, "--out", out, "--examples-per-shard", "30", "--overwrite").exit_code == 0
+    after = files(out)
+    assert after["user.labels.txt"] == b"mine\n" and after["notes/n.txt"] == b"x"
+    assert not [name for name in after if name.startswith("mnist-train.tfrecord-") and name.endswith("-of-00008")]
+    assert cli.inspect(out, "--verify").exit_code == 0
+
+
+def test_resume_refuses_another_runs_work_naming_what_differs(cli, mnist, tmp_path):
+    out = tmp_path / "out"
+    args = ["mnist", mnist, "--out", out, "--examples-per-shard", "5"]
+    assert killed_at(25, *args).returncode == -signal.SIGKILL
+    result = cli.convert(*args, "--resume", "--seed", "3")
+    assert result.exit_code == 1
+    assert "cannot --resume" in result.output and "options.seed: 0 then, 3 now" in result.output
+    plain = cli.convert(*args)
+    assert plain.exit_code == 1 and "--resume to finish it, or with --overwrite to start over" in plain.output
+    assert cli.convert(*args, "--resume").exit_code == 0
+    assert cli.inspect(out, "--verify").exit_code == 0
+
+
+def test_resume_rewrites_a_finished_shard_that_was_damaged(cli, mnist, tmp_path):
+    out, reference = tmp_path / "out", tmp_path / "reference"
+    args = ["mnist", mnist, "--examples-per-shard", "5"]
+    assert cli.convert(*args, "--out", reference).exit_code == 0
+    assert killed_at(10, *args, "--out", out).returncode == -signal.SIGKILL  # 4 train shards written
+    shards = sorted((work_dir(out) / "new").glob(".tfr-convert-tmp-train-*"))
+    assert len(shards) >= 3
+    data = bytearray(shards[1].read_bytes())
+    data[100] ^= 1
+    shards[1].write_bytes(bytes(data))
+    assert cli.convert(*args, "--out", out, "--resume").exit_code == 0
+    assert files(out) == files(reference)
+
+
+def _start(*args) -> subprocess.Popen:
+    return subprocess.Popen(
+        [str(SCRIPTS / "tfr-convert"), *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+
+
+def _wait_for(condition, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.005)
+
+
+@pytest.fixture
+def slow_images(tmp_path):
+    """A folder of PNGs that takes a run some seconds to re-encode (to catch it mid-run)."""
+    import numpy as np
+    from PIL import Image
+
+    root = tmp_path / "images"
+    rng = np.random.default_rng(0)
+    for c in ("a", "b"):
+        (root / c).mkdir(parents=True)
+        for i in range(60):
+            Image.fromarray(rng.integers(0, 256, (256, 256, 3), dtype=np.uint8)).save(root / c / f"{i}.png")
+    return root
+
+
+def test_a_second_run_into_a_held_output_is_refused_and_the_first_finishes(cli, slow_images, tmp_path):
+    out = tmp_path / "out"
+    args = ["images", slow_images, "--out", out, "--image-format", "png", "--workers", "1", "--quiet"]
+    first = _start(*args)
+    lock = work_dir(out) / "lock"
+    _wait_for(lambda: lock.exists() and lock.read_text().strip() == str(first.pid))
+    first.send_signal(signal.SIGSTOP)  # hold it mid-run
+    try:
+        second = cli.convert(*args)
+        overwrite = cli.convert(*args, "--overwrite")
+    finally:
+        first.send_signal(signal.SIGCONT)
+    for result in (second, overwrite):
+        assert result.exit_code == 1
+        assert f"another tfr-convert run (pid {first.pid}) is writing this output" in result.output
+    assert first.wait(timeout=120) == 0
+    assert cli.inspect(out, "--verify").exit_code == 0
+    assert not work_dir(out).exists()
+
+
+def test_a_dead_runs_lock_does_not_block(cli, mnist, tmp_path):
+    out = tmp_path / "out"
+    work_dir(out).mkdir()
+    (work_dir(out) / "lock").write_text("999999\n")  # its holder is gone: the kernel holds no lock
+    assert cli.convert("mnist", mnist, "--out", out).exit_code == 0
+    assert not work_dir(out).exists()
+
+
+def test_sigterm_stops_a_run_as_ctrl_c_does_and_resume_finishes_it(cli, slow_images, tmp_path):
+    out, reference = tmp_path / "out", tmp_path / "reference"
+    args = ["images", slow_images, "--image-format", "png", "--workers", "2", "--examples-per-shard", "4", "--quiet"]
+    run = _start(*args, "--out", out)
+    journal = work_dir(out) / "journal"
+    _wait_for(lambda: journal.exists() and journal.read_text().count('"shard"') >= 2)
+    run.send_signal(signal.SIGTERM)
+    _, stderr = run.communicate(timeout=60)
+    assert run.returncode == 1
+    assert b"interrupted; the finished shards are kept in" in stderr and b"Traceback" not in stderr
+    assert not out.exists()
+    left = os.listdir(work_dir(out) / "new")
+    assert left and all(name.startswith(".tfr-convert-tmp-") for name in left)
+    assert not (work_dir(out) / "lock").exists()
+    assert cli.convert(*args, "--out", out, "--resume").exit_code == 0
+    assert cli.convert(*args, "--out", reference).exit_code == 0
+    assert files(out) == files(reference)
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
+def test_workers_do_not_outlive_a_killed_parent(slow_images, tmp_path):
+    run = _start("images", slow_images, "--out", tmp_path / "out", "--image-format", "png", "--workers", "2")
+    _wait_for(lambda: len(_children(run.pid)) >= 2)
+    workers = _children(run.pid)
+    run.kill()
+    run.wait(timeout=30)
+    deadline = time.monotonic() + 5
+    while any(_alive(w) for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [w for w in workers if _alive(w)]
