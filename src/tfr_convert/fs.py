@@ -73,14 +73,41 @@ def naming(path: str) -> Iterator[None]:
         raise
 
 
-def read_bytes(path: str) -> bytes:
-    """The whole file."""
+def read_bytes(path: str, inside: str | None = None) -> bytes:
+    """The whole file. A local one must be a regular file (a FIFO would block, a
+    device never end) and, given `inside` (a real path), must really be under it
+    when opened, whatever was swapped in since it was listed."""
     if is_remote(path):
         with _errors_as_oserror(path):
             with _gfile().GFile(path, "rb") as f:
                 return f.read()
-    with open(path, "rb") as f:
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with open(fd, "rb") as f:
+        check_regular(path, os.fstat(fd).st_mode)
+        if inside is not None and os.path.isdir("/proc/self/fd"):
+            opened = os.readlink(f"/proc/self/fd/{fd}")  # what was opened, every link resolved
+            if os.path.commonpath([opened, inside]) != inside:
+                from .errors import SourceError
+
+                raise SourceError(f"now resolves to {opened}, outside {inside} (changed after listing)").locate(path)
         return f.read()
+
+
+def check_regular(path: str, mode: int) -> None:
+    """SourceError unless `mode` (an os.stat st_mode) is a regular file's."""
+    import stat
+
+    if not stat.S_ISREG(mode):
+        from .errors import SourceError
+
+        kind = (
+            "a FIFO"
+            if stat.S_ISFIFO(mode)
+            else "a device"
+            if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else ("a socket" if stat.S_ISSOCK(mode) else "a folder" if stat.S_ISDIR(mode) else "not a file")
+        )
+        raise SourceError(f"{kind}, not a regular file").locate(path)
 
 
 def join(path: str, *parts: str) -> str:

@@ -2,15 +2,15 @@
 
 The reader checks both CRCs and says exactly which record, at which byte offset,
 is broken, where TensorFlow's reader crashes on an absurd length or silently
-drops a few trailing bytes. Plain files are scanned through memory-mapped
-windows; compressed ones (and hashed ones) are read ahead on a helper thread.
+drops a few trailing bytes. Files are read ahead on a helper thread into a few
+recycled blocks; not memory-mapped, since touching a mapped page of a file that
+another process truncated meanwhile kills the reader (SIGBUS), where a read
+just ends early and the scan reports the truncation.
 """
 
 from __future__ import annotations
 
 import io
-import mmap
-import os
 import queue
 import threading
 import zlib
@@ -28,9 +28,6 @@ from .framing import FOOTER_SIZE, HEADER_SIZE, header_struct, u32, u64
 # (1-4 MiB measure the same), and a constant few MiB of memory per scan.
 _BLOCK_SIZE = 1 << 20
 _BLOCKS = 3
-# Plain files are scanned through memory-mapped windows of this size (_MappedWindows);
-# a multiple of mmap.ALLOCATIONGRANULARITY, which window offsets must be.
-_WINDOW_SIZE = 16 << 20
 
 
 PROBLEM_KINDS = (
@@ -92,36 +89,8 @@ class _ReadAhead:
         self._free = self._full = queue.SimpleQueue()
 
 
-class _MappedWindows:
-    """A plain file's consecutive windows, memory-mapped: a scan's blocks with no copy.
-
-    Reading copies every byte once (that copy is all `cat FILE > /dev/null` costs);
-    a CRC over a view of the mapped page cache copies nothing, and needs no second
-    thread, so it stays fast on a busy machine too. A window is unmapped as soon as
-    nothing refers to it (the cursor has moved on): memory stays at a window or two,
-    whatever the file's size. The size is checked before each window, since touching
-    a page of a file truncated meanwhile would kill the process (SIGBUS).
-    """
-
-    def __init__(self, f: BinaryIO, file_size: int) -> None:
-        self._fd, self._size, self._at = f.fileno(), file_size, 0
-
-    def next_block(self) -> tuple[memoryview, int]:
-        if self._at >= self._size:
-            return memoryview(b""), 0
-        if os.fstat(self._fd).st_size < self._size:
-            raise OSError(f"the file shrank while being read (it was {self._size} bytes)")
-        n = min(_WINDOW_SIZE, self._size - self._at)
-        window = mmap.mmap(self._fd, n, access=mmap.ACCESS_READ, offset=self._at)
-        self._at += n
-        return memoryview(window), n
-
-    def recycle(self, block: memoryview) -> None:
-        pass  # unmapped when its last view is gone
-
-
 class _Cursor:
-    """The stream as consecutive byte ranges, from blocks (_ReadAhead, _MappedWindows).
+    """The stream as consecutive byte ranges, from a _ReadAhead's blocks.
 
     `take(n)` returns the next n bytes (fewer only at the end of the stream): a view
     into the current block when they lie inside it (no copy), else a buffer
@@ -129,7 +98,7 @@ class _Cursor:
     holds. A view is only valid until the next `take`.
     """
 
-    def __init__(self, ahead: _ReadAhead | _MappedWindows) -> None:
+    def __init__(self, ahead: _ReadAhead) -> None:
         self._ahead = ahead
         self._block: bytearray | memoryview | None = None
         # the current block's bytes and the unread part of them (the scan's fast path reads these)
@@ -187,9 +156,6 @@ def scan_records(
         f.seek(0)
         if payload == "skip" and compression == "none" and raw is None:
             yield from _count_plain(f, file_size)
-            return
-        if compression == "none" and raw is None:
-            yield from _scan_stream(_Cursor(_MappedWindows(f, file_size)), compression, file_size, payload)
             return
         stream = open_reader(raw or f, compression)
         # a small plain file needs no more than its size (a compressed one's is unknown)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator
 from typing import Any
 
 from .. import fs
@@ -47,15 +47,33 @@ def _visible(name: str) -> bool:
 
 def list_files(root: str) -> list[str]:
     """Relative paths of every visible regular file under root, sorted."""
+    if not fs.is_remote(root):
+        return sorted(_list_local(root, ""))
     found = []
-    top = root.rstrip("/") if fs.is_remote(root) else root
+    top = root.rstrip("/")
     for directory, dirs, files in fs.walk(top):
         dirs[:] = sorted(d for d in dirs if _visible(d))
         for name in files:
             if _visible(name):
-                full = fs.join(directory, name)
-                found.append(full[len(top) + 1 :] if fs.is_remote(top) else os.path.relpath(full, root))
+                found.append(fs.join(directory, name)[len(top) + 1 :])
     return sorted(found)
+
+
+def _list_local(root: str, rel: str) -> Iterator[str]:
+    """As os.walk lists them (links to folders not followed), refusing what is neither
+    a folder, a regular file nor a link: a FIFO would hang the run, a device never end."""
+    with os.scandir(os.path.join(root, rel)) as entries:
+        for entry in entries:
+            if not _visible(entry.name):
+                continue
+            path = os.path.join(rel, entry.name)
+            if entry.is_dir():
+                if not entry.is_symlink():
+                    yield from _list_local(root, path)
+            elif entry.is_symlink() or entry.is_file(follow_symlinks=False):
+                yield path
+            else:
+                fs.check_regular(entry.path, entry.stat(follow_symlinks=False).st_mode)
 
 
 class ImagesConverter(Converter):
@@ -328,7 +346,7 @@ class ImagesConverter(Converter):
     def encode(self, item: Hashable) -> dict[str, Any]:
         rel, _, label, extras = item  # type: ignore[misc]
         try:
-            data = fs.read_bytes(fs.join(self.root, rel))
+            data = fs.read_bytes(fs.join(self.root, rel), inside=None if self._remote else self._real_root)
         except OSError as e:
             raise SourceError(f"cannot read: {e.strerror or e}") from None
         if self.image_format == "keep":
