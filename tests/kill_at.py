@@ -1,22 +1,27 @@
-"""Run tfr-convert and SIGKILL it right after its Nth filesystem change.
+"""Run tfr-convert and SIGKILL it right after its Nth filesystem change, or make that change fail.
 
     KILL_AT=N python kill_at.py ARGS...   (N=0: never; COUNT_TO=FILE: write the count there at the end)
+    FAIL_AT=N python kill_at.py ARGS...   (the Nth change raises ENOSPC instead of happening)
 
 Every call that changes the filesystem (creating, opening for writing, renaming,
 linking, removing, chmod) is counted in the converting process, wherever in the
 code it happens, and after the Nth the process sends itself SIGKILL: no cleanup,
 no atexit, no flush, as when the OOM killer or a preempted VM ends a run.
+With FAIL_AT the Nth change is not made and raises "No space left on device",
+as a full disk would, so every step's error handling is reached.
 """
 
 from __future__ import annotations
 
 import builtins
+import errno
 import os
 import shutil
 import signal
 import sys
 
 KILL_AT = int(os.environ.get("KILL_AT", "0"))
+FAIL_AT = int(os.environ.get("FAIL_AT", "0"))
 MAIN = os.getpid()
 calls = 0
 
@@ -24,6 +29,9 @@ calls = 0
 def counted(function):
     def call(*args, **kwargs):
         global calls
+        if os.getpid() == MAIN and calls + 1 == FAIL_AT:
+            calls += 1
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), args[0] if args else None)
         result = function(*args, **kwargs)
         if os.getpid() == MAIN:
             calls += 1
@@ -56,8 +64,9 @@ if __name__ == "__main__":
     from tfr_convert.cli import convert
 
     try:
-        convert.main(sys.argv[1:], standalone_mode=False)
-        code = 0
+        # outside standalone mode click returns the exit code of a ctx.exit() instead of raising
+        returned = convert.main(sys.argv[1:], standalone_mode=False)
+        code = returned if isinstance(returned, int) else 0
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else 1
     if os.environ.get("COUNT_TO"):

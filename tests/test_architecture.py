@@ -56,9 +56,13 @@ def test_no_layer_imports_upward():
     engine_and_cli = ("tfr_convert.pipeline", "tfr_convert.beam_engine", "tfr_convert.cli")
     for folder in ("converters", "containers", "inspect"):
         assert not {m for m in modules_imported(folder) if m.startswith(engine_and_cli)}, folder
-    for module in ("pipeline.py", "shards.py", "encode.py", "metadata.py", "loader.py"):
+    for module in ("pipeline.py", "shards.py", "encode.py", "metadata.py", "loader.py", "outdir.py", "journal.py"):
         imported = {m for m, _ in imports(PACKAGE / module)}
         assert not {m for m in imported if m.startswith(("tfr_convert.inspect", "tfr_convert.cli"))}, module
+    # The output directory and its journal are driven by the engines, never the other way round.
+    for module in ("shards.py", "encode.py", "metadata.py", "outdir.py", "journal.py"):
+        imported = {m for m, _ in imports(PACKAGE / module)}
+        assert not {m for m in imported if m.startswith(engine_and_cli)}, module
 
 
 @pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE)))

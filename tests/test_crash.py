@@ -29,11 +29,16 @@ def files(directory: Path) -> dict[str, bytes]:
     return {str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
 
 
-def killed_at(n: int, *args, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    env = {**os.environ, "KILL_AT": str(n)}
+def killed_at(n: int, *args, mode: str = "KILL_AT") -> subprocess.CompletedProcess:
+    env = {**os.environ, mode: str(n)}
     return subprocess.run(
         [sys.executable, str(HERE / "kill_at.py"), *map(str, args)], capture_output=True, env=env, timeout=120
     )
+
+
+def failed_at(n: int, *args) -> subprocess.CompletedProcess:
+    """Run tfr-convert with its Nth filesystem change failing with ENOSPC."""
+    return killed_at(n, *args, mode="FAIL_AT")
 
 
 def changes_made(*args, count_file: Path) -> int:
@@ -81,14 +86,21 @@ def test_resume_after_a_kill_at_any_filesystem_change_gives_the_uninterrupted_by
     assert resumed_with_shards_kept > 5  # the resumes did go on from finished shards
 
 
-def test_a_kill_at_any_step_of_an_overwrite_leaves_the_old_or_the_new_dataset(cli, mnist, tmp_path):
+@pytest.fixture
+def overwrite(cli, mnist, tmp_path):
+    """An old dataset in `old`, and an --overwrite run that gives another one:
+    (old, that run's arguments, the old files, the files it gives)."""
     old_args = ["mnist", mnist, "--examples-per-shard", "5"]
     new_args = ["mnist", mnist, "--examples-per-shard", "7", "--seed", "1", "--overwrite"]
     old, new = tmp_path / "old", tmp_path / "new"
     assert cli.convert(*old_args, "--out", old).exit_code == 0
     assert cli.convert(*new_args, "--out", new).exit_code == 0
-    old_files, new_files = files(old), files(new)
-    assert old_files != new_files
+    assert files(old) != files(new)
+    return old, new_args, files(old), files(new)
+
+
+def test_a_kill_at_any_step_of_an_overwrite_leaves_the_old_or_the_new_dataset(cli, overwrite, tmp_path):
+    old, new_args, old_files, new_files = overwrite
     theirs = {  # the user's files beside the dataset: --overwrite must not touch them
         "notes.txt": b"mine",
         "mine.labels.txt": b"a\nb\n",
@@ -116,6 +128,33 @@ def test_a_kill_at_any_step_of_an_overwrite_leaves_the_old_or_the_new_dataset(cl
         assert result.exit_code == 0, (n, result.output)
         assert files(out) == {**new_files, **theirs}, n
         assert not work_dir(out).exists()
+
+
+def test_a_write_failing_at_any_step_of_an_overwrite_is_reported_and_leaves_a_whole_dataset(cli, overwrite, tmp_path):
+    old, new_args, old_files, new_files = overwrite
+    out = tmp_path / "out"
+    total = changes_made(*new_args, "--out", shutil.copytree(old, tmp_path / "counted"), count_file=tmp_path / "n")
+    outcomes = set()
+    for n in range(1, total + 1):
+        shutil.rmtree(out, ignore_errors=True)
+        shutil.rmtree(work_dir(out), ignore_errors=True)
+        shutil.copytree(old, out)
+        run = failed_at(n, *new_args, "--out", out)
+        stderr = run.stderr.decode()
+        assert "Traceback" not in stderr, (n, stderr)
+        dataset = files(out)
+        # exit 0: a failure the run may ignore (a mkdir of a folder that exists)
+        assert run.returncode == 0 or (run.returncode == 1 and "No space left on device" in stderr), (n, stderr)
+        if run.returncode == 0 or "the new dataset is in place" in stderr:  # only tidying up after the swap failed
+            assert dataset == new_files, n
+        else:
+            assert dataset == old_files, n  # nothing of the failed run is final
+        outcomes.add(dataset == new_files)
+        assert cli.inspect(out, "--verify").exit_code == 0, n
+        result = cli.convert(*new_args, "--out", out)  # the next run finishes or clears what is left
+        assert result.exit_code == 0, (n, result.output)
+        assert files(out) == new_files and not work_dir(out).exists(), n
+    assert outcomes == {True, False}
 
 
 def test_overwrite_replaces_only_the_old_datasets_files_and_a_folder_in_the_way_stops_it(cli, mnist, tmp_path):

@@ -145,6 +145,22 @@ def test_csv_columns_become_typed_features_and_label_column_gets_names(cli, tmp_
     assert features["colour"].names == ["blue", "red"]
 
 
+def test_a_label_column_with_a_slash_gets_tfds_labels_file_name(cli, tmp_path):
+    for i in range(4):
+        save(tmp_path / "img" / f"{i}.png", rgb())
+    csv = tmp_path / "labels.csv"
+    csv.write_text("path,kind/colour\n" + "".join(f"{i}.png,{['red', 'blue'][i % 2]}\n" for i in range(4)))
+    out = tmp_path / "out"
+    result = cli.convert("images", tmp_path / "img", "--labels", csv, "--label-column", "kind/colour", "--out", out)
+    assert result.exit_code == 0, result.stderr
+    assert (out / "kind.colour.labels.txt").read_text() == "blue\nred\n"  # TFDS turns '/' into '.'
+    assert tfds.builder_from_directory(str(out)).info.features["kind/colour"].names == ["blue", "red"]
+    stats = json.loads(cli.inspect(out, "--stats", "--json").stdout)
+    assert stats["features"]["kind/colour"]["histogram"] == {"0": 2, "1": 2}  # known as a class label
+    assert cli.convert("images", tmp_path / "img", "--labels", csv, "--out", out, "--overwrite").exit_code == 0
+    assert not (out / "kind.colour.labels.txt").exists()  # the old dataset's labels file went with it
+
+
 def test_path_column_detected_by_content_or_named(cli, tmp_path):
     root = tmp_path / "d"
     for i in range(3):

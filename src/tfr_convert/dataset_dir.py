@@ -13,10 +13,10 @@ from typing import Any
 
 from . import fs
 from .errors import SourceError
+from .features import LABELS_SUFFIX, labels_filename
 from .shards import ShardName
 
 INFO, FEATURES, MANIFEST = "dataset_info.json", "features.json", "manifest.json"
-_LABELS_SUFFIX = ".labels.txt"
 
 
 def load_json(directory: str, name: str) -> Any:
@@ -32,11 +32,13 @@ def load_json(directory: str, name: str) -> Any:
 
 def class_names(directory: str) -> dict[str, list[str]]:
     """{feature: names} from the {feature}.labels.txt files of a dataset directory."""
+    features = ((load_json(directory, FEATURES) or {}).get("featuresDict") or {}).get("features") or {}
+    feature_of = {labels_filename(name): name for name in features}
     names = {}
     for entry in sorted(fs.listdir(directory)):
-        if entry.endswith(_LABELS_SUFFIX):
+        if entry.endswith(LABELS_SUFFIX):
             text = fs.read_bytes(fs.join(directory, entry)).decode("utf-8")
-            names[entry[: -len(_LABELS_SUFFIX)]] = text.splitlines()
+            names[feature_of.get(entry, entry[: -len(LABELS_SUFFIX)])] = text.splitlines()
     return names
 
 

@@ -6,6 +6,13 @@ from dataclasses import dataclass
 from typing import Any
 
 TFDS_FEATURES = "tensorflow_datasets.core.features."
+LABELS_SUFFIX = ".labels.txt"
+
+
+def labels_filename(feature: str) -> str:
+    """The file holding a ClassLabel feature's names, named as TFDS names it: a '/' in
+    the feature name becomes '.' so the name stays one file in the dataset directory."""
+    return feature.replace("/", ".") + LABELS_SUFFIX
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ import json
 from typing import Any
 
 from . import __version__
-from .features import TFDS_FEATURES, FeatureSpec
+from .features import TFDS_FEATURES, FeatureSpec, labels_filename
 from .shards import ShardName, SplitResult
 
 DATASET_VERSION = "1.0.0"
@@ -110,7 +110,7 @@ def metadata_files(
     warnings: list[str],
 ) -> dict[str, bytes]:
     """All metadata files in write order; dataset_info.json last, as TFDS's marker of completeness."""
-    files = {f"{feature}.labels.txt": labels_txt(names) for feature, names in sorted(labels.items())}
+    files = {labels_filename(feature): labels_txt(names) for feature, names in sorted(labels.items())}
     files["features.json"] = features_json(features)
     files[MANIFEST] = manifest_json(name, converter, options, sources, results, skipped, warnings)
     files["dataset_info.json"] = dataset_info_json(name, description, file_format, results)

@@ -35,10 +35,9 @@ from typing import Any
 from . import fs
 from .dataset_dir import FEATURES, INFO, MANIFEST, load_json
 from .errors import Interrupted, OutputError
+from .features import labels_filename
 from .journal import Journal
 from .shards import TEMP_PREFIX, ShardName, SplitResult
-
-_LABELS_SUFFIX = ".labels.txt"
 
 
 class Lock:
@@ -74,9 +73,13 @@ class Lock:
             except FileNotFoundError:
                 same = False
             if same:  # not a file that the previous holder unlinked while we waited to open it
-                os.ftruncate(fd, 0)
-                os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
                 self._fd = fd
+                try:
+                    os.ftruncate(fd, 0)
+                    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+                except OSError:
+                    self.release()
+                    raise
                 return
             os.close(fd)
         raise OutputError(f"{self.path}: cannot take the lock (it keeps being replaced)")
@@ -121,7 +124,7 @@ def dataset_files(directory: str) -> set[str]:
         for shard in split.get("shards") or []:
             found |= {shard["file"], shard["file"] + ".index"}
     features = ((load_json(directory, FEATURES) or {}).get("featuresDict") or {}).get("features") or {}
-    found |= {name + _LABELS_SUFFIX for name in features}
+    found |= {labels_filename(name) for name in features}
     return found | {INFO, FEATURES, MANIFEST}
 
 
@@ -208,8 +211,13 @@ class OutputDir:
         self._lock = Lock(os.path.join(self.work, "lock"))
         try:
             self._lock.acquire(path)
-        except PermissionError as e:
-            raise OutputError(f"{self.work}: cannot create the work directory: {e.strerror}") from None
+        except OSError as e:
+            try:
+                os.rmdir(self.work)  # if this run made it and nothing is in it
+            except OSError:
+                pass
+            where = e.filename if isinstance(e.filename, str) else self._lock.path
+            raise OutputError(f"{where}: cannot create the work directory: {e.strerror}") from None
         try:
             _remove(os.path.join(self.work, "trash"))  # an old dataset a killed run was deleting
             self.recover()
@@ -313,7 +321,14 @@ class OutputDir:
         elif not _exchange(self.build, self.path):
             os.replace(self.path, os.path.join(self.work, "old"))  # no exchange here: a brief window
             os.replace(self.build, self.path)
-        self._finish_swap()
+        try:
+            self._finish_swap()
+        except OSError as e:
+            where = e.filename or self.work
+            raise OutputError(
+                f"{where}: {e.strerror}: the new dataset is in place in {self.path}, but tidying up after it "
+                f"failed; the next tfr-convert run into this output finishes that from {self.work}"
+            ) from None
 
     @staticmethod
     def _write_atomically(path: str, text: str) -> None:
