@@ -484,9 +484,15 @@ def images(image_dir, labels_csv, path_column, label_column, headerless_labels, 
 @click.option("--grid", "grid_out", type=click.Path(dir_okay=False), metavar="OUT.png", help="Draw the first images.")
 @click.option("--grid-count", type=click.IntRange(1, 1024), default=64, show_default=True, help="Images in --grid.")
 @click.option("--write-index", is_flag=True, help="Write FILE.index (DALI / tfrecord package format) for each file.")
+@click.option("--all", "every", is_flag=True, help="Infer the schema from every record, not the first of each file.")
+@click.option("--max-record-size", type=ByteSize(), metavar="SIZE",
+              help="Largest record the schema, --stats and --grid read whole; larger ones are reported. [default: 64MiB]")  # fmt: skip
+@click.option("--max-pixels", type=click.IntRange(min=1),
+              help="Largest image --grid decodes; larger ones are reported. [default: 25000000]")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON document.")
 @click.version_option(__version__, prog_name="tfr-inspect")
-def inspect(paths, count, head, verify, stats, grid_out, grid_count, write_index, as_json) -> None:
+def inspect(paths, count, head, verify, stats, grid_out, grid_count, write_index, every, max_record_size, max_pixels,
+            as_json) -> None:  # fmt: skip
     """Look inside TFRecord files: records, schema, first examples; --verify, --stats, --grid.
 
     PATH is a file, a dataset directory or a glob. Every mode checks CRCs as it reads;
@@ -497,6 +503,8 @@ def inspect(paths, count, head, verify, stats, grid_out, grid_count, write_index
     if len(modes) > 1:
         raise click.UsageError(f"choose one of {', '.join(modes)}")
     paths = list(paths)
+    # the limits' defaults live with the readers (containers.MAX_RECORD_BYTES, grid.MAX_PIXELS)
+    limit = {"max_record": max_record_size} if max_record_size else {}
     if count:
         from .inspect.summary import count as count_files
         from .inspect.summary import format_files
@@ -513,12 +521,12 @@ def inspect(paths, count, head, verify, stats, grid_out, grid_count, write_index
         from .inspect.stats import format_stats
         from .inspect.stats import stats as feature_stats
 
-        report = feature_stats(paths)
+        report = feature_stats(paths, **limit)
         text = format_stats(report)
     elif grid_out:
         from .inspect.grid import grid
 
-        report = grid(paths, grid_out, grid_count)
+        report = grid(paths, grid_out, grid_count, **limit, **({"max_pixels": max_pixels} if max_pixels else {}))
         text = f"{report['images']} images of {report['feature']!r} -> {report['out']}"
     elif write_index:
         from .inspect.index import write_indexes
@@ -528,7 +536,7 @@ def inspect(paths, count, head, verify, stats, grid_out, grid_count, write_index
     else:
         from .inspect.summary import format_summary, summarize
 
-        report = summarize(paths, head=head)
+        report = summarize(paths, head=head, every=every, **limit)
         text = format_summary(report)
     click.echo(json.dumps(report, indent=2, ensure_ascii=False) if as_json else text)
     if verify and not report["ok"]:

@@ -32,8 +32,7 @@ def load_json(directory: str, name: str) -> Any:
 
 def class_names(directory: str) -> dict[str, list[str]]:
     """{feature: names} from the {feature}.labels.txt files of a dataset directory."""
-    features = ((load_json(directory, FEATURES) or {}).get("featuresDict") or {}).get("features") or {}
-    feature_of = {labels_filename(name): name for name in features}
+    feature_of = {labels_filename(name): name for name in DatasetDir(directory).features}
     names = {}
     for entry in sorted(fs.listdir(directory)):
         if entry.endswith(LABELS_SUFFIX):
@@ -64,12 +63,14 @@ class DatasetDir:
     @cached_property
     def features(self) -> dict[str, Any]:
         """features.json's features (name -> TFDS feature description), {} if absent."""
-        content = load_json(self.path, FEATURES) or {}
-        return (content.get("featuresDict") or {}).get("features") or {}
+        content = load_json(self.path, FEATURES)
+        features = (content.get("featuresDict") or {}).get("features") if isinstance(content, dict) else None
+        return features if isinstance(features, dict) else {}
 
     @cached_property
     def manifest(self) -> dict[str, Any]:
-        return load_json(self.path, MANIFEST) or {}
+        manifest = load_json(self.path, MANIFEST)
+        return manifest if isinstance(manifest, dict) else {}
 
     @property
     def name(self) -> str:
@@ -81,7 +82,8 @@ class DatasetDir:
 
     @property
     def options(self) -> dict[str, Any]:
-        return self.manifest.get("options") or {}
+        options = self.manifest.get("options")
+        return options if isinstance(options, dict) else {}
 
     def splits(self) -> dict[str, list[int]]:
         """{split: shard lengths}, in the order dataset_info.json lists them."""
@@ -93,12 +95,13 @@ class DatasetDir:
 
     def recorded_shards(self) -> dict[str, dict[str, Any]]:
         """{file: {records, bytes, sha256}} of every shard the manifest lists."""
+        splits = self.manifest.get("splits")
         return {
             shard["file"]: shard
-            for split in (self.manifest.get("splits") or {}).values()
-            if isinstance(split, dict)
-            for shard in split.get("shards", [])
-            if isinstance(shard, dict) and "file" in shard
+            for split in (splits.values() if isinstance(splits, dict) else ())
+            if isinstance(split, dict) and isinstance(split.get("shards"), list)
+            for shard in split["shards"]
+            if isinstance(shard, dict) and isinstance(shard.get("file"), str)
         }
 
     def class_names(self) -> dict[str, list[str]]:

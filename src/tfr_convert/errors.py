@@ -61,3 +61,15 @@ class OutputError(TfrConvertError):
 
 class DownloadError(TfrConvertError):
     """A download failed, or its size or checksum does not match the reference."""
+
+
+def shown(value: object, limit: int = 40) -> str:
+    """A value from an untrusted file, for a message: short, and never raising (a
+    4,300-digit integer or a 5,000-deep nesting cannot be repr'd)."""
+    if type(value) is int and value.bit_length() > 64:
+        return f"an integer of {value.bit_length()} bits"
+    try:
+        text = repr(value)
+    except (RecursionError, ValueError, MemoryError):
+        return f"a deeply nested or oversized {type(value).__name__}"
+    return text if len(text) <= limit else text[: limit - 3] + "..."

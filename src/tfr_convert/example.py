@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import FeatureError
+from .errors import FeatureError, shown
 
 BYTES, FLOAT, INT64 = "bytes_list", "float_list", "int64_list"
 
@@ -65,7 +65,7 @@ def _scalar(name: str, value: Any) -> tuple[str, Any]:
     if isinstance(value, (bool, np.bool_, numbers.Integral)):
         as_int = int(value)
         if not _INT64_MIN <= as_int <= _INT64_MAX:
-            raise FeatureError(f"feature {name!r}: integer {as_int} does not fit in int64")
+            raise FeatureError(f"feature {name!r}: integer {shown(as_int)} does not fit in int64")
         return INT64, as_int
     if isinstance(value, (float, np.floating)):
         return FLOAT, float(value)
@@ -225,6 +225,8 @@ def _fields(buf: bytes, pos: int, end: int):
         field_at = pos
         key, pos = _read_varint(buf, pos, end)
         number, wire = key >> 3, key & 7
+        if number == 0:  # protobuf has no field 0: not a message (a run of zeros ends here, not 512K fields later)
+            raise ExampleDecodeError(field_at, "field number 0 (not a protobuf message)")
         if wire == 0:
             value, pos = _read_varint(buf, pos, end)
             yield number, wire, value

@@ -10,7 +10,7 @@ a file's first bytes say it is (TFRecord when nothing else claims it).
 
 from __future__ import annotations
 
-from .base import Container, Problem, Record, ShardFileWriter
+from .base import MAX_RECORD_BYTES, Container, Problem, Record, ShardFileWriter
 
 FORMATS = ("tfrecord", "array_record")
 
@@ -37,4 +37,4 @@ def of_file(path: str) -> Container:
     raise AssertionError("unreachable: TFRecord claims every file")
 
 
-__all__ = ["FORMATS", "Container", "Problem", "Record", "ShardFileWriter", "get", "of_file"]
+__all__ = ["FORMATS", "MAX_RECORD_BYTES", "Container", "Problem", "Record", "ShardFileWriter", "get", "of_file"]

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import RecordError, TfrConvertError
 from ..streams import HashingReader
-from .base import Container, Problem, Record, ShardFileWriter
+from .base import MAX_RECORD_BYTES, Container, Problem, Record, ShardFileWriter
 
 WRITER_OPTIONS = {"none": "group_size:1,uncompressed", "zstd": "group_size:1,zstd:3"}
 # The first bytes of every Riegeli file: the signature chunk's header.
@@ -124,10 +124,14 @@ class ArrayRecordContainer(Container):
         finally:
             reader.close()
 
-    def records(self, path: str) -> Iterator[Record]:
+    def records(self, path: str, max_record: int = MAX_RECORD_BYTES) -> Iterator[Record]:
+        # (Riegeli bounds its chunks itself; the limit keeps the modes that hold records alike)
         for item in self._scan(path):
             if isinstance(item, Problem):
                 raise RecordError(path, item.index, item.offset or 0, item.message)
+            if len(item.data) > max_record:
+                raise RecordError(path, item.index, 0, f"a record of {len(item.data)} bytes, above the {max_record} "
+                                  "read whole (--max-record-size raises it)")  # fmt: skip
             yield item
 
     def count(self, path: str) -> int:

@@ -14,6 +14,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+# What a reader that hands out payloads (schema, stats, grid) takes whole at most, by
+# default: a length field is untrusted, and a compressed stream's size unknown.
+MAX_RECORD_BYTES = 64 << 20
+
 
 class Record(NamedTuple):  # a tuple: a scan makes one per record, cheaply
     index: int
@@ -82,8 +86,9 @@ class Container(ABC):
         """Whether a file starting with these bytes (at least 16, when the file has them) is ours."""
 
     @abstractmethod
-    def records(self, path: str) -> Iterator[Record]:
-        """Every record of a file, checked as the container can; the first problem raises RecordError."""
+    def records(self, path: str, max_record: int = MAX_RECORD_BYTES) -> Iterator[Record]:
+        """Every record of a file, checked as the container can; the first problem raises
+        RecordError, a record above `max_record` bytes too (instead of being handed out)."""
 
     @abstractmethod
     def count(self, path: str) -> int:

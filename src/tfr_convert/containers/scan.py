@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from typing import BinaryIO
 
 from ..errors import RecordError
-from .base import Problem, Record
+from .base import MAX_RECORD_BYTES, Problem, Record
 from .compression import detect_compression, open_reader
 from .crc import crc32c, masked_crc, unmask
 from .framing import FOOTER_SIZE, HEADER_SIZE, header_struct, u32, u64
@@ -37,7 +37,9 @@ PROBLEM_KINDS = (
     "truncated_payload",  # the file (or compressed stream) ends inside a record
     "data_crc",  # the payload does not match its CRC
     "corrupt_stream",  # gzip / zlib data that cannot be inflated
+    "too_large",  # a record above the size a reader that keeps records takes whole
 )
+
 
 
 class _ReadAhead:
@@ -119,6 +121,19 @@ class _Cursor:
             self.pos = k
         return memoryview(part)
 
+    def crc_of_next(self, n: int) -> tuple[int, int]:
+        """(how many of the next n bytes there were, their CRC32C), read block by block:
+        a payload checked, never held whole."""
+        crc = got = 0
+        while got < n:
+            if self.pos >= self.end and not self._advance():
+                break
+            k = min(n - got, self.end - self.pos)
+            crc = crc32c(self.view[self.pos : self.pos + k], crc)
+            self.pos += k
+            got += k
+        return got, crc
+
     def _advance(self) -> bool:
         if self._eof:
             return False
@@ -136,7 +151,12 @@ class _Cursor:
 
 
 def scan_records(
-    path: str, compression: str = "auto", *, payload: str = "keep", raw: BinaryIO | None = None
+    path: str,
+    compression: str = "auto",
+    *,
+    payload: str = "keep",
+    raw: BinaryIO | None = None,
+    max_record: int = MAX_RECORD_BYTES,
 ) -> Iterator[Record | Problem]:
     """Every record and every problem of one file, in order, in constant memory.
 
@@ -147,6 +167,9 @@ def scan_records(
     records carry no data (what --verify needs). "skip": framing and length CRCs
     only, for a fast count; plain files seek past payloads.
     `raw` replaces the opened file (e.g. a HashingReader over it).
+    Memory stays constant whatever a length field declares: "check" and "skip" CRC
+    large payloads block by block; "keep" reports a record above `max_record` bytes
+    as a "too_large" problem (which ends the scan) instead of allocating it.
     """
     with open(path, "rb") as f:
         if compression == "auto":
@@ -161,12 +184,14 @@ def scan_records(
         # a small plain file needs no more than its size (a compressed one's is unknown)
         ahead = _ReadAhead(stream, _BLOCK_SIZE if compression != "none" else max(1, min(_BLOCK_SIZE, file_size)))
         try:
-            yield from _scan_stream(_Cursor(ahead), compression, file_size, payload)
+            yield from _scan_stream(_Cursor(ahead), compression, file_size, payload, max_record)
         finally:
             ahead.close()
 
 
-def _scan_stream(cursor: _Cursor, compression: str, file_size: int, payload: str) -> Iterator[Record | Problem]:
+def _scan_stream(
+    cursor: _Cursor, compression: str, file_size: int, payload: str, max_record: int
+) -> Iterator[Record | Problem]:
     index = offset = 0
     keep, check = payload == "keep", payload != "skip"
     try:
@@ -196,6 +221,25 @@ def _scan_stream(cursor: _Cursor, compression: str, file_size: int, payload: str
                 yield problem
                 return
             (length,) = u64.unpack_from(header)
+            if keep and length > max_record:
+                yield Problem(index, offset, "too_large",
+                              f"a record of {length} bytes, above the {max_record} read whole "
+                              "(--max-record-size raises it; --verify and --count check any size)")  # fmt: skip
+                return
+            if not keep and length > _BLOCK_SIZE:
+                got, crc = cursor.crc_of_next(length)
+                footer = cursor.take(FOOTER_SIZE) if got == length else memoryview(b"")
+                if len(footer) < FOOTER_SIZE:
+                    yield Problem(index, offset, "truncated_payload",
+                                  f"truncated payload: length {length}, file ends after {got} bytes")  # fmt: skip
+                    return
+                if check and crc != unmask(u32.unpack_from(footer)[0]):
+                    yield Problem(index, offset, "data_crc", "data CRC mismatch (corrupt payload)")
+                else:
+                    yield Record(index, offset, b"")
+                index += 1
+                offset += HEADER_SIZE + length + FOOTER_SIZE
+                continue
             body = cursor.take(length + FOOTER_SIZE)  # payload and footer in one piece
             if len(body) < length + FOOTER_SIZE:
                 yield Problem(index, offset, "truncated_payload",
@@ -244,10 +288,10 @@ def header_problem(header, index: int, offset: int, compression: str, file_size:
     return None
 
 
-def read_records(path: str, compression: str = "auto") -> Iterator[Record]:
+def read_records(path: str, compression: str = "auto", max_record: int = MAX_RECORD_BYTES) -> Iterator[Record]:
     """Stream the records of one file, checking every CRC; the first problem
     raises RecordError naming the file, record index and byte offset."""
-    for item in scan_records(path, compression):
+    for item in scan_records(path, compression, max_record=max_record):
         if isinstance(item, Problem):
             raise RecordError(path, item.index, item.offset, item.message)
         yield item

@@ -15,7 +15,7 @@ from typing import Any
 
 from .. import fs
 from ..streams import HashingReader
-from .base import Container, Problem, Record, ShardFileWriter
+from .base import MAX_RECORD_BYTES, Container, Problem, Record, ShardFileWriter
 from .compression import COMPRESSIONS, detect_compression, open_compressed_writer
 from .framing import FOOTER_SIZE, HEADER_SIZE, seal
 from .scan import count_records, read_records, scan_records
@@ -103,8 +103,8 @@ class TFRecordContainer(Container):
     def sniff(self, head: bytes) -> bool:
         return True  # the fallback: anything else is read as TFRecord, and its problems named
 
-    def records(self, path: str) -> Iterator[Record]:
-        return read_records(path)
+    def records(self, path: str, max_record: int = MAX_RECORD_BYTES) -> Iterator[Record]:
+        return read_records(path, max_record=max_record)
 
     def count(self, path: str) -> int:
         return count_records(path)

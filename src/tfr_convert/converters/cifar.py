@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SourceError
+from ..errors import SourceError, shown
 from ..features import FeatureSpec
 from ..streams import HashingReader
 from .base import Background, Columns, Converter, Group, fingerprint
@@ -33,8 +33,10 @@ from .safe_pickle import UnsafePickleError, safe_load
 
 ROW_BYTES = 32 * 32 * 3
 IMAGE_FORMATS = ("raw", "png")
-# No real batch comes near this; it bounds what a hostile archive member can make us hold.
-MAX_MEMBER_BYTES = 512 << 20
+# No real CIFAR file comes near these (a batch is 31 MB, CIFAR-100's train 155 MB, a
+# whole variant under 190 MB); they bound what a hostile archive or folder makes us hold.
+MAX_MEMBER_BYTES = 256 << 20
+MAX_TOTAL_BYTES = 512 << 20
 
 
 @dataclass(frozen=True)
@@ -90,14 +92,31 @@ def _read_folder(folder: str) -> dict[str, tuple[str, bytes]]:
     """{member name: (path for messages, bytes)} of every known file in a folder."""
     wanted = {m for layout in LAYOUTS.values() for m in layout.members}
     found = {}
+    budget = _SizeBudget()
     for name in sorted(wanted):
         path = os.path.join(folder, name)
         if os.path.isfile(path):
-            if os.path.getsize(path) > MAX_MEMBER_BYTES:
-                raise SourceError(f"{path}: larger than any CIFAR file ({os.path.getsize(path)} bytes)")
+            budget.take(path, os.path.getsize(path))
             with open(path, "rb") as f:
                 found[name] = (path, f.read())
     return found
+
+
+class _SizeBudget:
+    """What the CIFAR files of one source may hold: each, and all together."""
+
+    def __init__(self) -> None:
+        self.total = 0
+
+    def take(self, where: str, size: int) -> None:
+        if size > MAX_MEMBER_BYTES:
+            raise SourceError(f"{where}: larger than any CIFAR file ({size} bytes; at most {MAX_MEMBER_BYTES})")
+        self.total += size
+        if self.total > MAX_TOTAL_BYTES:
+            raise SourceError(
+                f"{where}: the CIFAR files reach {self.total} bytes with this one, more than any CIFAR "
+                f"variant holds (at most {MAX_TOTAL_BYTES})"
+            )
 
 
 def _read_archive(archive: str) -> tuple[dict[str, tuple[str, bytes]], dict[str, Any]]:
@@ -105,6 +124,7 @@ def _read_archive(archive: str) -> tuple[dict[str, tuple[str, bytes]], dict[str,
     archive's own fingerprint, hashed on the way."""
     folders = {layout.folder: layout for layout in LAYOUTS.values()}
     found: dict[str, tuple[str, bytes]] = {}
+    budget = _SizeBudget()
     current = None
     try:
         with open(archive, "rb") as f:
@@ -116,8 +136,9 @@ def _read_archive(archive: str) -> tuple[dict[str, tuple[str, bytes]], dict[str,
                     if not member.isfile() or layout is None or name not in layout.members:
                         continue
                     current = f"{archive}:{member.name}"
-                    if member.size > MAX_MEMBER_BYTES:
-                        raise SourceError(f"{current}: larger than any CIFAR file ({member.size} bytes)")
+                    if name in found:
+                        raise SourceError(f"{current}: a second {name} in the archive (the first is {found[name][0]})")
+                    budget.take(current, member.size)
                     stream = tar.extractfile(member)
                     assert stream is not None  # a regular file always has one
                     data = stream.read()
@@ -166,7 +187,7 @@ def _as_dict(obj: Any, where: str) -> dict[str, Any]:
         if isinstance(key, bytes):
             key = key.decode("latin-1")
         if not isinstance(key, str):
-            raise SourceError(f"{where}: unexpected key {key!r}")
+            raise SourceError(f"{where}: unexpected key {shown(key)}")
         out[key] = value
     return out
 
@@ -216,7 +237,7 @@ def _batch(where: str, d: dict[str, Any], kinds: tuple[LabelKind, ...]) -> tuple
         for i, label in enumerate(labels):
             if type(label) is not int or not 0 <= label < kind.num_classes:
                 raise SourceError(
-                    f"{where}: {kind.labels_key}[{i}] = {label!r} is not a class index in 0..{kind.num_classes - 1}"
+                    f"{where}: {kind.labels_key}[{i}] = {shown(label)} is not a class index in 0..{kind.num_classes - 1}"
                 )
         all_labels.append(labels)
     return data, all_labels

@@ -44,7 +44,13 @@ def read(path: str, header: bool = True) -> Table:
         raise SourceError(f"{path}: line {line}: not UTF-8 (byte {e.start}: {raw[e.start : e.start + 1]!r})") from None
     if not text.strip():
         raise SourceError(f"{path}: the CSV is empty")
-    reader = csv.reader(io.StringIO(text, newline=""))
+    nul = text.find("\0")
+    if nul >= 0:  # no path, label or value holds one; it means a binary or mis-encoded (UTF-16?) file
+        line = text.count("\n", 0, nul) + 1
+        column = nul - (text.rfind("\n", 0, nul) + 1) + 1
+        raise SourceError(f"{path}: line {line}: a NUL byte at column {column} (is this a UTF-16 or binary file?)")
+    # strict: a quote that is never closed is an error, not the rest of the file read into one field
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     rows: list[Row] = []
     problems: list[tuple[int, str]] = []
     names: tuple[str, ...] = ()
@@ -65,6 +71,8 @@ def read(path: str, header: bool = True) -> Table:
                 continue
             rows.append(Row(line, values))
     except csv.Error as e:
+        if "unexpected end of data" in str(e):
+            raise SourceError(f"{path}: line {start}: a quote opened here is never closed") from None
         raise SourceError(f"{path}: line {reader.line_num}: malformed CSV: {e}") from None
     if not rows and not problems:
         raise SourceError(f"{path}: the CSV has {'a header but ' if names else ''}no rows")
@@ -84,7 +92,8 @@ def column_type(values: list[str]) -> str:
     """int64 if every value is an integer that fits, float32 if every value is a number, else string."""
     present = [v for v in values if v != ""]
     if present and len(present) == len(values):
-        if all(_INT.fullmatch(v) and abs(int(v)) <= _INT64_MAX for v in present):
+        # (the length test first: int() refuses strings of more than 4,300 digits)
+        if all(len(v) <= 20 and _INT.fullmatch(v) and abs(int(v)) <= _INT64_MAX for v in present):
             return "int64"
         if all(_FLOAT.fullmatch(v) for v in present):
             return "float32"

@@ -39,16 +39,21 @@ _PATH_COLUMN_NAMES = ("path", "file", "filename", "file_name", "filepath", "file
 _JUNK_FILES = {"thumbs.db", "desktop.ini"}  # OS litter that lives in image folders
 _SPLIT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 _RESERVED = {"image", "filename", "format", "height", "width", "channels"}
+# Integer labels from this value up must be dense enough (at least a quarter of 0..max
+# present) to become class indices: ids such as 10000000 would make a table of millions
+# of class names.
+MAX_SPARSE_LABEL = 1000
 
 
 def _visible(name: str) -> bool:
     return not name.startswith(".") and name.lower() not in _JUNK_FILES
 
 
-def list_files(root: str) -> list[str]:
-    """Relative paths of every visible regular file under root, sorted."""
+def list_files(root: str, folder_links: list[str] | None = None) -> list[str]:
+    """Relative paths of every visible regular file under root, sorted; links to
+    folders are not followed (their relative paths go to `folder_links`)."""
     if not fs.is_remote(root):
-        return sorted(_list_local(root, ""))
+        return sorted(_list_local(root, "", [] if folder_links is None else folder_links))
     found = []
     top = root.rstrip("/")
     for directory, dirs, files in fs.walk(top):
@@ -59,7 +64,7 @@ def list_files(root: str) -> list[str]:
     return sorted(found)
 
 
-def _list_local(root: str, rel: str) -> Iterator[str]:
+def _list_local(root: str, rel: str, folder_links: list[str]) -> Iterator[str]:
     """As os.walk lists them (links to folders not followed), refusing what is neither
     a folder, a regular file nor a link: a FIFO would hang the run, a device never end."""
     with os.scandir(os.path.join(root, rel)) as entries:
@@ -68,8 +73,10 @@ def _list_local(root: str, rel: str) -> Iterator[str]:
                 continue
             path = os.path.join(rel, entry.name)
             if entry.is_dir():
-                if not entry.is_symlink():
-                    yield from _list_local(root, path)
+                if entry.is_symlink():
+                    folder_links.append(path)
+                else:
+                    yield from _list_local(root, path, folder_links)
             elif entry.is_symlink() or entry.is_file(follow_symlinks=False):
                 yield path
             else:
@@ -139,7 +146,12 @@ class ImagesConverter(Converter):
         self.skipped.append({"item": where, "reason": reason})
 
     def _class_folders(self) -> list[tuple]:
-        files = list_files(self.root)
+        links: list[str] = []
+        files = list_files(self.root, links)
+        # A link to a folder inside IMAGE_DIR adds nothing (its files are listed where they
+        # are); one leading outside is refused like a file that does.
+        for link in sorted(links):
+            self._inside(link, os.path.join(self.root, link))
         classes = sorted({f.split(os.sep, 1)[0] for f in files if os.sep in f})
         loose = [f for f in files if os.sep not in f]
         if not classes:
@@ -183,7 +195,11 @@ class ImagesConverter(Converter):
         if not self._inside(rel, where):
             return None
         if not self._is_file(rel):
-            self._problem(where, f"image {path!r} not found in {self.root}")
+            full = os.path.join(self.root, rel)
+            if not self._remote and os.path.islink(full):
+                self._problem(where, f"image {path!r} is a symlink that loops or leads nowhere")
+            else:
+                self._problem(where, f"image {path!r} not found in {self.root}")
             return None
         seen[rel] = line
         return rel
@@ -250,6 +266,9 @@ class ImagesConverter(Converter):
             if split_name is not None and not _SPLIT_NAME.fullmatch(split_name):
                 self._problem(where, f"split {split_name!r} is not a name like train, validation or test")
                 continue
+            if any("\n" in row.values[col_index[c]] for c in (path_col, label_column, split_column) if c):
+                self._problem(where, "a path, label or split value runs over several lines (a quote left open?)")
+                continue
             rel = self._resolve(row.values[col_index[path_col]], where, seen, row.line)
             if rel is None:
                 continue
@@ -279,6 +298,14 @@ class ImagesConverter(Converter):
         # Non-negative integer classes keep their numbers as indices; anything else
         # is numbered in sorted order of its distinct values.
         self._integer_labels = dtype == "int64" and min(int(v) for v in values) >= 0
+        if self._integer_labels:
+            top, distinct = max(int(v) for v in values), len(set(values))
+            if top >= MAX_SPARSE_LABEL and top + 1 > 4 * distinct:
+                raise SourceError(
+                    f"{table.path}: --label-column {column}: integers up to {top} but only {distinct} distinct "
+                    f"values; as class indices that is {top + 1} class names. Leave out --label-column to keep "
+                    f"{column} as a plain integer feature"
+                )
         names = (
             [str(i) for i in range(max(int(v) for v in values) + 1)] if self._integer_labels else sorted(set(values))
         )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import io
+import math
 import os
 import struct
 import zlib
@@ -87,7 +88,9 @@ def _inflate(raw: bytes, limit: int) -> _Inflated:
             tail, at = source[at : at + _INFLATE_SLICE], at + _INFLATE_SLICE
         out += inflater.decompress(tail, limit - len(out))  # bounded by what the header declares
         tail = inflater.unconsumed_tail
-    return _Inflated(out, inflater.eof, inflater.unused_data + raw[at : at + 2])
+    # past the stream's end: its first bytes (input not yet fed is not "after" unless the end was reached)
+    after = inflater.unused_data + raw[at : at + 2] if inflater.eof else b""
+    return _Inflated(out, inflater.eof, after)
 
 
 def _read_data(path: str, stream, raw: bytes, header: int, expected: int, gzipped: bool):
@@ -142,7 +145,9 @@ def _read_header(path: str, stream: io.BufferedIOBase, what: str, magic: int, ra
     if len(dims_raw) < 4 * rank:
         raise SourceError(f"{path}: idx header is truncated (needs {4 + 4 * rank} bytes)")
     dims = struct.unpack(f">{rank}I", dims_raw)
-    if rank > 1 and 0 in dims[1:]:
+    if dims[0] == 0:
+        raise SourceError(f"{path}: byte 4: the idx header declares 0 {'images' if rank > 1 else 'labels'}")
+    if 0 in dims[1:]:
         raise SourceError(f"{path}: byte 8: image dimensions {dims[1:]} contain a zero")
     return dims
 
@@ -160,7 +165,7 @@ def parse_idx(path: str, raw: bytes, magic: int, rank: int) -> np.ndarray:
     with _gzip_errors(path):
         dims = _read_header(path, stream, what, magic, rank)
         header = 4 + 4 * rank
-        expected = int(np.prod(dims, dtype=np.uint64))
+        expected = math.prod(dims)  # Python ints: a product of huge dimensions cannot wrap
         data, extra = _read_data(path, stream, raw, header, expected, gzipped)
         if len(data) < expected:
             raise SourceError(

@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import shown
+
 # Plain numeric dtypes a data file can legitimately hold; 'O' (object),
 # structured and void types are absent on purpose.
 _NUMERIC_DTYPES = frozenset(
@@ -57,7 +59,7 @@ class _Dtype:
     def __init__(self, spec: Any, align: Any = False, copy: Any = True) -> None:
         name = _text(spec)
         if not isinstance(name, str) or name not in _NUMERIC_DTYPES:
-            raise UnsafePickleError(f"refused dtype {spec!r}: only plain numeric arrays are accepted")
+            raise UnsafePickleError(f"refused dtype {shown(spec)}: only plain numeric arrays are accepted")
         self.dtype = np.dtype(name)
 
     def __setstate__(self, state: Any) -> None:
@@ -73,13 +75,13 @@ class _Dtype:
 
 def _real_dtype(value: Any) -> np.dtype:
     if not isinstance(value, _Dtype):
-        raise UnsafePickleError(f"refused array dtype {value!r}")
+        raise UnsafePickleError(f"refused array dtype {shown(value)}")
     return value.dtype
 
 
 def _checked_array(shape: Any, dtype: Any, data: Any, order: str = "C") -> np.ndarray:
     if not (isinstance(shape, (tuple, list)) and all(type(d) is int and d >= 0 for d in shape)):
-        raise UnsafePickleError(f"refused array shape {shape!r}")
+        raise UnsafePickleError(f"refused array shape {shown(shape)}")
     dtype = _real_dtype(dtype)
     if not isinstance(data, (bytes, bytearray, pickle.PickleBuffer)):
         raise UnsafePickleError("refused array whose data is not a byte string")
@@ -122,7 +124,7 @@ def _frombuffer(buf: Any, dtype: Any, shape: Any, order: Any) -> np.ndarray:
 
 def _latin1_encode(text: Any, encoding: Any = "latin-1") -> bytes:
     if _text(encoding) not in ("latin1", "latin-1") or not isinstance(text, str):
-        raise UnsafePickleError(f"refused _codecs.encode(..., {encoding!r})")
+        raise UnsafePickleError(f"refused _codecs.encode(..., {shown(encoding)})")
     return text.encode("latin-1")
 
 
@@ -151,29 +153,54 @@ class _AllowlistUnpickler(pickle.Unpickler):
 _STUBS = (_Array, _Dtype, _NdarrayToken)
 # Exact types suffice: pickle builds containers of exactly these types, and no
 # subclass of them is on the allowlist.
-_NEEDS_A_LOOK = frozenset((*_STUBS, dict, list, tuple))
+_CONTAINERS = frozenset((dict, list, tuple))
+_NEEDS_A_LOOK = frozenset((*_STUBS, *_CONTAINERS))
+MAX_DEPTH = 100
 
 
-def _resolve(obj: Any, depth: int = 0) -> Any:
-    """Swap stubs for what they built, through dicts, lists and tuples."""
-    if depth > 100:
-        raise UnsafePickleError("refused: nesting deeper than 100")
-    if isinstance(obj, _Array):
-        return obj.array
-    if isinstance(obj, _Dtype):
-        return obj.dtype
-    if isinstance(obj, _NdarrayToken):
-        raise UnsafePickleError("refused a bare numpy.ndarray reference")
-    # Only stubs and containers need a look: the 10 000 file names of a CIFAR
-    # batch are passed over without a call each.
-    if isinstance(obj, dict):
-        return {_resolve(k, depth + 1): _resolve(v, depth + 1) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        if _NEEDS_A_LOOK.isdisjoint(map(type, obj)):
-            return obj  # e.g. 10 000 labels or file names: nothing to swap
-        resolved = [_resolve(v, depth + 1) if type(v) in _NEEDS_A_LOOK else v for v in obj]
-        return resolved if isinstance(obj, list) else tuple(resolved)
-    return obj
+class _Resolver:
+    """Swaps stubs for what they built, through dicts, lists and tuples.
+
+    Each container is resolved once and its result reused wherever the pickle
+    refers to it again (through the memo), so the work is linear in the number
+    of objects the pickle built — which its size bounds — however the
+    references are shared: ten lists of ten references to the previous list,
+    ten levels deep, are 100 visits, not 10**10. A container that holds itself
+    is refused.
+    """
+
+    def __init__(self) -> None:
+        self.done: dict[int, Any] = {}  # id of a container (alive: the pickle's result holds it) -> result
+        self.open: set[int] = set()
+
+    def resolve(self, obj: Any, depth: int = 0) -> Any:
+        kind = type(obj)
+        if kind is _Array:
+            return obj.array
+        if kind is _Dtype:
+            return obj.dtype
+        if kind is _NdarrayToken:
+            raise UnsafePickleError("refused a bare numpy.ndarray reference")
+        if kind not in _CONTAINERS:
+            return obj
+        key = id(obj)
+        if key in self.done:
+            return self.done[key]
+        if key in self.open:
+            raise UnsafePickleError("refused a container that holds itself")
+        if depth > MAX_DEPTH:
+            raise UnsafePickleError(f"refused: nesting deeper than {MAX_DEPTH}")
+        self.open.add(key)
+        if kind is dict:
+            result: Any = {self.resolve(k, depth + 1): self.resolve(v, depth + 1) for k, v in obj.items()}
+        elif _NEEDS_A_LOOK.isdisjoint(map(type, obj)):
+            result = obj  # e.g. 10 000 labels or file names: nothing to swap, no call each
+        else:
+            items = [self.resolve(v, depth + 1) if type(v) in _NEEDS_A_LOOK else v for v in obj]
+            result = items if kind is list else tuple(items)
+        self.open.discard(key)
+        self.done[key] = result
+        return result
 
 
 def safe_load(data: bytes) -> Any:
@@ -183,7 +210,7 @@ def safe_load(data: bytes) -> Any:
     CIFAR tutorial). Any failure becomes UnsafePickleError.
     """
     try:
-        return _resolve(_AllowlistUnpickler(io.BytesIO(data), encoding="bytes").load())
+        return _Resolver().resolve(_AllowlistUnpickler(io.BytesIO(data), encoding="bytes").load())
     except UnsafePickleError:
         raise
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError,

@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from ..dataset_dir import class_names, load_json
+from ..containers import MAX_RECORD_BYTES
+from ..dataset_dir import DatasetDir, class_names
 from ..errors import SourceError
 from ..example import BYTES
 from ..imageformat import sniff_format
@@ -25,6 +26,9 @@ from .paths import resolve
 from .summary import examples_of
 
 CELL = 96  # pixels per tile side
+# Images larger than this are reported, not decoded (--max-pixels raises it): a tile is
+# 96 pixels wide, and a hostile PNG can declare a billion.
+MAX_PIXELS = 25_000_000
 CAPTION = 14
 _KNOWN_RAW = {784: (28, 28, 1), 3072: (32, 32, 3)}
 
@@ -46,15 +50,21 @@ def _int(example: dict, *names: str) -> int | None:
     return None
 
 
-def _pixels(value: bytes, example: dict, raw_shape: tuple[int, ...] | None) -> np.ndarray:
+def _pixels(value: bytes, example: dict, raw_shape: tuple[int, ...] | None, max_pixels: int) -> np.ndarray:
     from PIL import Image
 
     if sniff_format(value):
         with Image.open(io.BytesIO(value)) as im:
+            if im.width * im.height > max_pixels:
+                raise SourceError(
+                    f"{im.width}x{im.height} = {im.width * im.height} pixels exceeds --max-pixels {max_pixels}"
+                )
+            im.draft("RGB", (CELL, CELL))  # JPEG: decoded at a reduced scale, as the tile needs no more
             return np.asarray(im.convert("RGB"))
     h, w = _int(example, "height"), _int(example, "width")
     c = _int(example, "depth", "channels")
-    shape = (h, w, c) if h and w and c else raw_shape or _KNOWN_RAW.get(len(value))
+    positive = all(v is not None and v > 0 for v in (h, w, c))
+    shape = (h, w, c) if positive else raw_shape or _KNOWN_RAW.get(len(value))
     if shape is None or math.prod(shape) != len(value):
         side = math.isqrt(len(value))
         shape = (side, side, 1) if side * side == len(value) else None
@@ -79,7 +89,9 @@ def _caption(example: dict, names: dict[str, list[str]]) -> str:
     return values[0].decode("utf-8", "replace") if values else ""
 
 
-def grid(paths: list[str], out: str, count: int = 64) -> dict[str, Any]:
+def grid(
+    paths: list[str], out: str, count: int = 64, max_pixels: int = MAX_PIXELS, max_record: int = MAX_RECORD_BYTES
+) -> dict[str, Any]:
     from PIL import Image, ImageDraw
 
     inputs = resolve(paths)
@@ -87,12 +99,14 @@ def grid(paths: list[str], out: str, count: int = 64) -> dict[str, Any]:
     raw_shape = None
     for d in inputs.datasets:
         names.update(class_names(d))
-        raw = ((load_json(d, "manifest.json") or {}).get("options") or {}).get("raw_image") or {}
-        raw_shape = tuple(raw["shape"]) if raw.get("shape") else raw_shape
+        raw = DatasetDir(d).options.get("raw_image")
+        shape = raw.get("shape") if isinstance(raw, dict) else None
+        if isinstance(shape, list) and len(shape) == 3 and all(type(v) is int and v > 0 for v in shape):
+            raw_shape = tuple(shape)
     tiles: list[tuple[np.ndarray, str]] = []
     feature = None
     for path in inputs.files:
-        for record, example in examples_of(path):
+        for record, example in examples_of(path, max_record):
             if len(tiles) >= count:
                 break
             if example is None:
@@ -101,8 +115,8 @@ def grid(paths: list[str], out: str, count: int = 64) -> dict[str, Any]:
             if feature is None or not example.get(feature, (None, []))[1]:
                 continue
             try:
-                pixels = _pixels(example[feature][1][0], example, raw_shape)
-            except (OSError, ValueError) as e:
+                pixels = _pixels(example[feature][1][0], example, raw_shape, max_pixels)
+            except (OSError, ValueError, Image.DecompressionBombError) as e:
                 raise SourceError(f"{path}: record {record.index}: cannot draw {feature!r}: {e}") from None
             except SourceError as e:
                 raise SourceError(f"{path}: record {record.index}: {e}") from None

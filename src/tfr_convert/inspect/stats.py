@@ -19,7 +19,8 @@ import os
 from collections import Counter
 from typing import Any
 
-from ..dataset_dir import class_names, load_json
+from ..containers import MAX_RECORD_BYTES
+from ..dataset_dir import DatasetDir, class_names
 from ..example import BYTES, FLOAT, INT64
 from ..imageformat import sniff_format
 from .paths import resolve, split_of
@@ -129,13 +130,12 @@ class BytesStats:
         return out
 
 
-def stats(paths: list[str]) -> dict[str, Any]:
+def stats(paths: list[str], max_record: int = MAX_RECORD_BYTES) -> dict[str, Any]:
     inputs = resolve(paths)
     label_features: set[str] = set()
     for d in inputs.datasets:
         label_features |= set(class_names(d))
-        features = (load_json(d, "features.json") or {}).get("featuresDict", {}).get("features", {})
-        label_features |= {n for n, f in features.items() if "classLabel" in f}
+        label_features |= {n for n, f in DatasetDir(d).features.items() if isinstance(f, dict) and "classLabel" in f}
     numbers: dict[str, NumberStats] = {}
     strings: dict[str, BytesStats] = {}
     histograms: dict[str, Counter[int]] = {}
@@ -146,7 +146,7 @@ def stats(paths: list[str]) -> dict[str, Any]:
     records = undecodable = 0
     for path in inputs.files:
         split = split_of(path) if path in in_dataset else None
-        for record, example in examples_of(path):
+        for record, example in examples_of(path, max_record):
             records += 1
             if example is None:
                 undecodable += 1

@@ -45,14 +45,17 @@ def verify_dataset(directory: str, checked: dict[str, dict[str, Any]]) -> list[d
     """Shards of a dataset directory against dataset_info.json and manifest.json."""
     dataset = DatasetDir(directory)
     try:
-        splits = dataset.splits()
-    except (SourceError, KeyError, TypeError, ValueError):
-        return [_problem("metadata", "dataset_info.json", "no readable splits in dataset_info.json")]
+        names = {split: list(zip(dataset.shard_names(split), lengths, strict=True))
+                 for split, lengths in dataset.splits().items()}  # fmt: skip
+    except (SourceError, KeyError, TypeError, ValueError, AttributeError) as e:
+        # untrusted JSON of any shape: whatever it lacks, the report says so instead of failing
+        detail = str(e) if isinstance(e, SourceError) else f"{type(e).__name__}: {e}"
+        return [_problem("metadata", "dataset_info.json", f"no readable splits in dataset_info.json ({detail})")]
     problems: list[dict[str, str]] = []
     recorded = dataset.recorded_shards()
     expected = set()
-    for split, lengths in splits.items():
-        for name, length in zip(dataset.shard_names(split), lengths, strict=True):
+    for shards in names.values():
+        for name, length in shards:
             expected.add(name)
             path = os.path.join(directory, name)
             if not os.path.exists(path):

@@ -1,0 +1,29 @@
+"""Run tfr-convert or tfr-inspect in this process, then report its peak memory.
+
+    python peak_rss.py convert|inspect ARGS...
+
+Exits as the command does; the last line on stderr is `peak_rss_mib=N`, the
+process's peak resident set (getrusage), so a test can bound what any input
+makes the tool hold.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import sys
+
+if __name__ == "__main__":
+    from tfr_convert.cli import convert, inspect
+
+    command = {"convert": convert, "inspect": inspect}[sys.argv[1]]
+    try:
+        # outside standalone mode click returns the exit code of a ctx.exit() instead of raising
+        returned = command.main(sys.argv[2:], prog_name=f"tfr-{sys.argv[1]}", standalone_mode=False)
+        code = returned if isinstance(returned, int) else 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 1
+    sys.stdout.flush()
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"peak_rss_mib={peak:.0f}", file=sys.stderr, flush=True)
+    os._exit(code)
