@@ -3,14 +3,13 @@
     python peak_rss.py convert|inspect ARGS...
 
 Exits as the command does; the last line on stderr is `peak_rss_mib=N`, the
-process's peak resident set (getrusage), so a test can bound what any input
+process's peak resident set (VmHWM), so a test can bound what any input
 makes the tool hold.
 """
 
 from __future__ import annotations
 
 import os
-import resource
 import sys
 
 if __name__ == "__main__":
@@ -24,6 +23,9 @@ if __name__ == "__main__":
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else 1
     sys.stdout.flush()
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    # VmHWM, not getrusage's ru_maxrss: Linux carries ru_maxrss over exec, so a child of a
+    # large pytest process would report the parent's size
+    with open("/proc/self/status") as status:
+        peak = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 1024
     print(f"peak_rss_mib={peak:.0f}", file=sys.stderr, flush=True)
     os._exit(code)

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tfr_convert.errors import FeatureError
-from tfr_convert.example import ExampleDecodeError, parse, serialize
+from tfr_convert.example import ExampleDecodeError, outline, parse, serialize
 
 INT64 = st.integers(-(2**63), 2**63 - 1)
 FLOAT32 = st.floats(width=32, allow_nan=False)
@@ -151,6 +151,28 @@ def test_parse_rejects_garbage_with_an_offset():
         parse(b"\x0a\x7f")  # declares 127 bytes, none follow
     with pytest.raises(ExampleDecodeError, match="wire type 7"):
         parse(b"\x0f")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.text(min_size=1, max_size=12), VALUE_AND_FEATURE, max_size=6), st.integers(0, 4))
+def test_an_outline_is_the_parse_cut_to_its_first_values_with_their_count(pairs, keep):
+    data = serialize({name: value for name, (value, _) in pairs.items()})
+    full = parse(data)
+    assert {n: (k, v) for n, (k, v, _) in outline(data).items()} == full
+    for name, (kind, values, count) in outline(data, keep).items():
+        assert (kind, count) == (full[name][0], len(full[name][1]))
+        assert values == full[name][1][:keep] or np.array_equal(values, full[name][1][:keep])
+
+
+def test_an_outline_counts_a_long_packed_list_without_decoding_it():
+    values = np.arange(-500_000, 500_000, dtype=np.int64)
+    kind, first, count = outline(serialize({"n": values}), keep=3)["n"]
+    assert (kind, first, count) == ("int64_list", [-500_000, -499_999, -499_998], 1_000_000)
+
+
+def test_a_run_of_zeros_is_refused_at_its_first_byte():
+    with pytest.raises(ExampleDecodeError, match="byte 0 of the example: field number 0"):
+        parse(bytes(1 << 20))
 
 
 def test_float_rounding_and_overflow_follow_protobuf():

@@ -38,6 +38,7 @@ from .journal import hashable, jsonable
 from .outdir import OutputDir
 from .pipeline import RunOptions, Summary, encode_sealed, finish, plan_splits
 from .shards import TEMP_PREFIX, ShardCutter, ShardFile, ShardPolicy, SplitResult
+from .skips import LISTED, Skips
 
 _PREFIX = f"{TEMP_PREFIX}beam-"
 # What a worker's TfrConvertError becomes on its way through the runner (which
@@ -111,7 +112,7 @@ def run(
                 )
                 _ = (
                     encoded
-                    | "Extras" >> beam.Map(lambda e: _extras_of(e[2]))
+                    | "Extras" >> beam.Map(_extras_of, rank={split: i for i, split in enumerate(plan)})
                     | "Gather" >> beam.CombineGlobally(_merge_extras)
                     | "WriteExtras" >> beam.Map(_write_json, path=fs.join(out.build, _EXTRAS))
                 )
@@ -124,8 +125,10 @@ def run(
         results, observations, skipped, found_warnings = _read_reports(out, list(plan))
         if progress:
             progress(sum(totals.values()), sum(totals.values()))
-        skipped = list(converter.skipped) + skipped
-        return finish(converter, options, out, results, observations, skipped, found_warnings, started)
+        in_order = Skips()
+        in_order.merge(converter.skipped)  # found while listing sources: first, as in the local engine
+        in_order.merge(skipped)
+        return finish(converter, options, out, results, observations, in_order, found_warnings, started)
 
 
 def _write_plan(plan: dict[str, list[Hashable]], batch_size: int, out: str) -> list[str]:
@@ -222,17 +225,30 @@ def _write_shard(
     _write_json(report, path + ".json")
 
 
-def _extras_of(encoded: Any) -> dict[str, Any]:
+def _extras_of(batch: tuple[str, int, Any], rank: dict[str, int]) -> dict[str, Any]:
+    """One encoded batch's extras; its skipped items keyed by where they come in the
+    local engine's order (split, batch, item), since Beam gathers batches in any order."""
+    split, b, encoded = batch
     observed = Counter(o for o in encoded.observations if o is not None)
+    skips = Skips()
+    skips.extend(encoded.skipped)
     return {"observations": [[jsonable(o), n] for o, n in observed.items()],
-            "skipped": encoded.skipped, "warnings": encoded.warnings}  # fmt: skip
+            "skipped": [[[rank[split], b, i], s] for i, s in enumerate(skips.listed)],
+            "skipped_total": skips.total, "skipped_by_kind": dict(skips.by_kind),
+            "warnings": encoded.warnings}  # fmt: skip
 
 
 def _merge_extras(parts: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    merged: dict[str, Any] = {"observations": [], "skipped": [], "warnings": []}
+    """Extras of batches (or of merges: Beam may merge in stages), the skipped items
+    cut to the first LISTED in order."""
+    merged: dict[str, Any] = {"observations": [], "skipped": [], "skipped_total": 0,
+                              "skipped_by_kind": Counter(), "warnings": []}  # fmt: skip
     for part in parts:
-        for k in merged:
-            merged[k] += part[k]
+        merged["observations"] += part["observations"]
+        merged["warnings"] += part["warnings"]
+        merged["skipped"] = sorted(merged["skipped"] + part["skipped"], key=lambda keyed: keyed[0])[:LISTED]
+        merged["skipped_total"] += part["skipped_total"]
+        merged["skipped_by_kind"].update(part["skipped_by_kind"])
     return merged
 
 
@@ -247,7 +263,8 @@ def _write_json(data: Any, path: str) -> None:
 def _read_reports(out: OutputDir, splits: list[str]):
     """SplitResults (shards in order) and the gathered extras, from the workers' reports."""
     by_split: dict[str, list[dict[str, Any]]] = {split: [] for split in splits}
-    extras: dict[str, Any] = {"observations": [], "skipped": [], "warnings": []}
+    extras: dict[str, Any] = {"observations": [], "skipped": [], "skipped_total": 0, "skipped_by_kind": {},
+                              "warnings": []}  # fmt: skip
     for entry in fs.listdir(out.build):
         if not (entry.startswith(_PREFIX) and entry.endswith(".json")):
             continue
@@ -270,7 +287,9 @@ def _read_reports(out: OutputDir, splits: list[str]):
     observations: Counter[Hashable] = Counter()
     for observed, n in extras["observations"]:
         observations[hashable(observed)] += n
-    return results, observations, extras["skipped"], extras["warnings"]
+    skipped = Skips.from_json({"listed": [entry for _, entry in extras["skipped"]],
+                               "total": extras["skipped_total"], "by_kind": extras["skipped_by_kind"]})  # fmt: skip
+    return results, observations, skipped, extras["warnings"]
 
 
 def _remove_temporaries(out: str) -> None:

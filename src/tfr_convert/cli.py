@@ -267,15 +267,19 @@ def _run(make_converter, quiet: bool, as_json: bool, engine: str, beam_options: 
     if not quiet:
         for warning in summary.warnings:
             click.echo(f"warning: {warning}", err=True)
-        for skipped in summary.skipped:
+        for skipped in summary.skipped.listed:
             click.echo(f"skipped: {skipped['item']}: {skipped['reason']}", err=True)
+        more = summary.skipped.total - len(summary.skipped.listed)
+        if more:
+            kinds = "; ".join(f"{n} x {kind}" for kind, n in summary.skipped.by_kind.most_common(5))
+            click.echo(f"skipped: ... and {more} more (listed in manifest.json by kind: {kinds})", err=True)
     if as_json:
         click.echo(json.dumps(summary.to_dict(), indent=2))
         return
     per_split = ", ".join(f"{split} {s['examples']}" for split, s in summary.splits.items())
     shards = sum(s["shards"] for s in summary.splits.values())
     size = human_bytes(sum(s["bytes"] for s in summary.splits.values()))
-    skipped = f" ({len(summary.skipped)} skipped, listed in manifest.json)" if summary.skipped else ""
+    skipped = f" ({summary.skipped.total} skipped, listed in manifest.json)" if summary.skipped.total else ""
     click.echo(
         f"{summary.name}: {per_split} examples in {shards} shards, {size}, {summary.seconds:.1f} s -> {summary.out}"
         f"{skipped}"

@@ -64,12 +64,49 @@ class DownloadError(TfrConvertError):
 
 
 def shown(value: object, limit: int = 40) -> str:
-    """A value from an untrusted file, for a message: short, and never raising (a
-    4,300-digit integer or a 5,000-deep nesting cannot be repr'd)."""
-    if type(value) is int and value.bit_length() > 64:
-        return f"an integer of {value.bit_length()} bits"
-    try:
-        text = repr(value)
-    except (RecursionError, ValueError, MemoryError):
-        return f"a deeply nested or oversized {type(value).__name__}"
+    """A value from an untrusted file, for a message: at most `limit` characters, built
+    without ever forming the whole repr (a list of ten references to a list of ten...,
+    ten levels deep, has a repr of 10**10 items; a 4,300-digit integer has none)."""
+    parts: list[str] = []
+    room = [limit + 1]
+
+    def emit(text: str) -> None:
+        parts.append(text[: room[0]])
+        room[0] -= len(parts[-1])
+
+    def walk(v: object, depth: int) -> None:
+        if room[0] <= 0:
+            return
+        if isinstance(v, (list, tuple, dict, set, frozenset)):
+            if depth > 20:
+                emit("...")
+                return
+            opening, closing = {list: ("[", "]"), tuple: ("(", ")"), dict: ("{", "}")}.get(
+                type(v), (f"{type(v).__name__}({{", "})")
+            )
+            emit(opening)
+            for i, item in enumerate(v.items() if isinstance(v, dict) else v):
+                if room[0] <= 0:
+                    return
+                if i:
+                    emit(", ")
+                if isinstance(v, dict):
+                    walk(item[0], depth + 1)
+                    emit(": ")
+                    walk(item[1], depth + 1)
+                else:
+                    walk(item, depth + 1)
+            emit(closing)
+        elif type(v) is int and v.bit_length() > 64:
+            emit(f"an integer of {v.bit_length()} bits")
+        elif isinstance(v, (bytes, bytearray, str)):
+            emit(repr(v[: limit + 1]))
+        else:
+            try:
+                emit(repr(v))
+            except Exception:  # an untrusted object's repr may fail in any way
+                emit(f"<{type(v).__name__}>")
+
+    walk(value, 0)
+    text = "".join(parts)
     return text if len(text) <= limit else text[: limit - 3] + "..."

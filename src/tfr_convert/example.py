@@ -250,30 +250,55 @@ def _signed(n: int) -> int:
     return n - (1 << 64) if n > _INT64_MAX else n
 
 
-def _parse_list(buf: bytes, kind: str, start: int, end: int) -> list[Any]:
+def _parse_list(buf: bytes, kind: str, start: int, end: int, keep: int | None = None) -> tuple[list[Any], int]:
+    """(the values of one list, or its first `keep`; how many it holds). Counting a long
+    packed list does not decode it: a varint ends at each byte below 0x80."""
     values: list[Any] = []
+    count = 0
+
+    def room() -> int:
+        return (1 << 62) if keep is None else keep - len(values)
+
     for number, wire, value in _fields(buf, start, end):
         if number != 1:
             continue
         if kind == BYTES and wire == 2:
-            values.append(bytes(buf[value[0] : value[1]]))
+            if room() > 0:
+                values.append(bytes(buf[value[0] : value[1]]))
+            count += 1
         elif kind == INT64 and wire == 0:
-            values.append(_signed(value))
+            if room() > 0:
+                values.append(_signed(value))
+            count += 1
         elif kind == INT64 and wire == 2:  # packed
             pos, stop = value
-            while pos < stop:
+            while pos < stop and room() > 0:
                 v, pos = _read_varint(buf, pos, stop)
                 values.append(_signed(v))
+                count += 1
+            if pos < stop:  # the rest only counted
+                if buf[stop - 1] & 0x80:
+                    raise ExampleDecodeError(pos, "truncated varint")
+                count += _varints_in(buf, pos, stop)
         elif kind == FLOAT and wire == 5:
-            values.append(struct.unpack_from("<f", buf, value[0])[0])
+            if room() > 0:
+                values.append(struct.unpack_from("<f", buf, value[0])[0])
+            count += 1
         elif kind == FLOAT and wire == 2:  # packed
             a, b = value
             if (b - a) % 4:
                 raise ExampleDecodeError(a, "packed float list length is not a multiple of 4")
-            values.extend(np.frombuffer(buf, "<f4", (b - a) // 4, a).tolist())
+            n = (b - a) // 4
+            values.extend(np.frombuffer(buf, "<f4", max(0, min(n, room())), a).tolist())
+            count += n
         else:
             raise ExampleDecodeError(start, f"{kind} value has wire type {wire}")
-    return values
+    return values, count
+
+
+def _varints_in(buf: bytes, start: int, stop: int) -> int:
+    """How many varints a packed span holds (each ends at a byte below 0x80)."""
+    return int(np.count_nonzero(np.frombuffer(buf, np.uint8, stop - start, start) < 0x80))
 
 
 def parse(data: bytes) -> dict[str, tuple[str | None, list[Any]]]:
@@ -282,7 +307,13 @@ def parse(data: bytes) -> dict[str, tuple[str | None, list[Any]]]:
     Accepts everything a protobuf parser accepts (packed or unpacked lists,
     repeated or unknown fields), raises ExampleDecodeError otherwise.
     """
-    out: dict[str, tuple[str | None, list[Any]]] = {}
+    return {name: (kind, values) for name, (kind, values, _) in outline(data).items()}
+
+
+def outline(data: bytes, keep: int | None = None) -> dict[str, tuple[str | None, list[Any], int]]:
+    """Example bytes -> {name: (kind, values, how many)}: the values all, or the first
+    `keep` of each list (a schema needs counts, not a million decoded integers)."""
+    out: dict[str, tuple[str | None, list[Any], int]] = {}
     end = len(data)
     for number, wire, span in _fields(data, 0, end):
         if number != 1 or wire != 2:
@@ -299,11 +330,11 @@ def parse(data: bytes) -> dict[str, tuple[str | None, list[Any]]]:
                         raise ExampleDecodeError(value[0], "feature name is not UTF-8") from None
                 elif enum == 2 and ewire == 2:
                     feature = value
-            kind, values = None, []
+            kind, values, count = None, [], 0
             if feature is not None:
                 for knum, kwire, lst in _fields(data, *feature):
                     if knum in _TAG_KIND and kwire == 2:
                         kind = _TAG_KIND[knum]
-                        values = _parse_list(data, kind, *lst)
-            out[name] = (kind, values)
+                        values, count = _parse_list(data, kind, *lst, keep=keep)
+            out[name] = (kind, values, count)
     return out

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import OutputError
+from .skips import Skips
 
 
 def jsonable(value: Any) -> Any:
@@ -45,12 +46,12 @@ class Tally:
     """What encoding found besides records: observations, skipped items, warnings."""
 
     observations: Counter[Hashable] = field(default_factory=Counter)
-    skipped: list[dict[str, str]] = field(default_factory=list)
+    skipped: Skips = field(default_factory=Skips)
     warnings: list[str] = field(default_factory=list)
 
     def add(self, observations: list[Hashable], skipped: list[dict[str, str]], warnings: list[str]) -> None:
         self.observations.update(o for o in observations if o is not None)
-        self.skipped += skipped
+        self.skipped.extend(skipped)
         self.warnings += warnings
 
     def clear(self) -> None:
@@ -60,19 +61,19 @@ class Tally:
 
     def merge(self, other: Tally) -> None:
         self.observations.update(other.observations)
-        self.skipped += other.skipped
+        self.skipped.merge(other.skipped)
         self.warnings += other.warnings
 
     def to_json(self) -> dict[str, Any]:
         return {
             "observations": [[jsonable(k), n] for k, n in self.observations.items()],
-            "skipped": self.skipped,
+            "skipped": self.skipped.to_json(),
             "warnings": self.warnings,
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Tally:
-        tally = cls(Counter(), list(data["skipped"]), list(data["warnings"]))
+        tally = cls(Counter(), Skips.from_json(data["skipped"]), list(data["warnings"]))
         for observed, n in data["observations"]:
             tally.observations[hashable(observed)] += n
         return tally

@@ -19,6 +19,7 @@ from typing import Any
 from . import __version__
 from .features import TFDS_FEATURES, FeatureSpec, labels_filename
 from .shards import ShardName, SplitResult
+from .skips import Skips, skipped_fields
 
 DATASET_VERSION = "1.0.0"
 MANIFEST = "manifest.json"
@@ -67,13 +68,13 @@ def manifest_json(
     options: dict[str, Any],
     sources: list[dict[str, Any]],
     results: list[SplitResult],
-    skipped: list[dict[str, str]],
+    skipped: Skips,
     warnings: list[str],
 ) -> bytes:
     return _json(
         {
             "tool": "tfr-convert",
-            "skipped": skipped,
+            **skipped_fields(skipped),
             "warnings": warnings,
             "tool_version": __version__,
             "dataset": name,
@@ -106,7 +107,7 @@ def metadata_files(
     options: dict[str, Any],
     sources: list[dict[str, Any]],
     results: list[SplitResult],
-    skipped: list[dict[str, str]],
+    skipped: Skips,
     warnings: list[str],
 ) -> dict[str, bytes]:
     """All metadata files in write order; dataset_info.json last, as TFDS's marker of completeness."""

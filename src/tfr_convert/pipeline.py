@@ -38,6 +38,7 @@ from .journal import Checkpoint, Progress, ShardEntry, Tally, replay
 from .metadata import metadata_files
 from .outdir import OutputDir, sha256_of
 from .shards import ShardFile, ShardName, ShardPolicy, SplitResult, SplitWriter
+from .skips import Skips, from_fields, skipped_fields
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
@@ -88,7 +89,7 @@ class Summary:
     out: str
     splits: dict[str, dict[str, int]]
     seconds: float
-    skipped: list[dict[str, str]] = field(default_factory=list)
+    skipped: Skips = field(default_factory=Skips)
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -97,7 +98,7 @@ class Summary:
             "out": self.out,
             "splits": self.splits,
             "seconds": round(self.seconds, 3),
-            "skipped": self.skipped,
+            **skipped_fields(self.skipped),
             "warnings": self.warnings,
         }
 
@@ -237,8 +238,8 @@ def run(converter: Converter, options: RunOptions, progress: Callable[[int, int]
         journal.open(identity, kept[0] if kept else None)
         done = kept[1] if kept else Progress()
         tally, pending = Tally(), Tally()  # the whole run's; what the journal has not yet got
+        tally.skipped.merge(converter.skipped)  # found while listing sources: first
         tally.merge(done.tally)
-        tally.skipped[:0] = converter.skipped  # found while listing sources
         results: list[SplitResult] = []
         pool = None if _runs_inline(converter, plan, options.workers) else _pool(converter, options, container)
         try:
@@ -300,7 +301,7 @@ def _committed(path: str, seconds: float) -> Summary:
         split: {"examples": s["examples"], "shards": len(s["shards"]), "bytes": s["bytes"]}
         for split, s in manifest["splits"].items()
     }
-    return Summary(manifest["dataset"], path, splits, seconds, manifest["skipped"], manifest["warnings"])
+    return Summary(manifest["dataset"], path, splits, seconds, from_fields(manifest), manifest["warnings"])
 
 
 def run_identity(converter: Converter, options: RunOptions, plan: dict[str, list[Hashable]]) -> dict[str, Any]:
@@ -363,7 +364,7 @@ def finish(
     out: OutputDir,
     results: list[SplitResult],
     observations: Counter[Hashable],
-    skipped: list[dict[str, str]],
+    skipped: Skips,
     found_warnings: list[str],
     started: float,
 ) -> Summary:

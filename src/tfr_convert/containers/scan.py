@@ -41,7 +41,6 @@ PROBLEM_KINDS = (
 )
 
 
-
 class _ReadAhead:
     """A stream read on a helper thread into a few recycled blocks.
 

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..features import FeatureSpec
+from ..skips import Skips
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,7 @@ class Converter(ABC):
     #: overhead, small enough that the batches in flight stay small
     chunk_size: int = 256
     #: items dropped while listing sources (under on_error="skip"), {"item", "reason"}
-    skipped: list[dict[str, str]] = []  # noqa: RUF012  (never mutated; converters assign their own)
+    skipped: Skips = Skips()  # never added to: converters that skip items make their own
 
     @abstractmethod
     def source_splits(self) -> dict[str, list[Hashable]]:

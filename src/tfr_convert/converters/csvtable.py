@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import re
 from dataclasses import dataclass
 
@@ -95,7 +96,7 @@ def column_type(values: list[str]) -> str:
         # (the length test first: int() refuses strings of more than 4,300 digits)
         if all(len(v) <= 20 and _INT.fullmatch(v) and abs(int(v)) <= _INT64_MAX for v in present):
             return "int64"
-        if all(_FLOAT.fullmatch(v) for v in present):
+        if all(_FLOAT.fullmatch(v) and math.isfinite(float(v)) for v in present):  # 1e999 or 5,000 digits: text
             return "float32"
     return "string"
 

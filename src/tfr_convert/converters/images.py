@@ -28,6 +28,7 @@ from typing import Any
 from .. import fs
 from ..errors import SourceError
 from ..features import FeatureSpec
+from ..skips import Skips
 from ..splits import SplitSpec, assign_by_ratio
 from . import csvtable
 from .base import Converter
@@ -114,7 +115,7 @@ class ImagesConverter(Converter):
         self.image_format, self.quality = image_format, quality
         self.policy = policy or DecodePolicy()
         self.on_error = on_error
-        self.skipped: list[dict[str, str]] = []
+        self.skipped = Skips()
         self.columns: list[tuple[str, str]] = []  # extra features: (name, dtype)
         self.labels: dict[str, list[str]] = {}
         self.label_feature: str | None = None
@@ -143,7 +144,7 @@ class ImagesConverter(Converter):
         """A row or file that cannot be used: fatal, or listed and left out under on_error=skip."""
         if self.on_error != "skip":
             raise SourceError(f"{where}: {reason}")
-        self.skipped.append({"item": where, "reason": reason})
+        self.skipped.add(where, reason)
 
     def _class_folders(self) -> list[tuple]:
         links: list[str] = []
@@ -266,8 +267,9 @@ class ImagesConverter(Converter):
             if split_name is not None and not _SPLIT_NAME.fullmatch(split_name):
                 self._problem(where, f"split {split_name!r} is not a name like train, validation or test")
                 continue
-            if any("\n" in row.values[col_index[c]] for c in (path_col, label_column, split_column) if c):
-                self._problem(where, "a path, label or split value runs over several lines (a quote left open?)")
+            spanning = next((c for c, v in zip(header, row.values, strict=True) if "\n" in v), None)
+            if spanning is not None:  # a label CSV has no multi-line values: a quote left open swallowed a row
+                self._problem(where, f"the {spanning} value runs over several lines (a quote left open?)")
                 continue
             rel = self._resolve(row.values[col_index[path_col]], where, seen, row.line)
             if rel is None:

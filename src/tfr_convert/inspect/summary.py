@@ -20,6 +20,7 @@ from .paths import resolve
 # Records decoded per file for the schema, unless --all: enough to see every feature
 # of a converter's output (they all write every feature) at a bounded cost.
 SAMPLE = 100
+PREVIEW = 10  # values shown of a list
 
 
 @dataclass
@@ -63,22 +64,27 @@ def preview(value: Any, limit: int = 24) -> Any:
     return value
 
 
-def preview_values(values: list[Any], limit: int = 10) -> list[Any]:
+def preview_values(values: list[Any], limit: int = PREVIEW, total: int | None = None) -> list[Any]:
+    """The first `limit` values, then how many there are (`total`: of a list cut short already)."""
+    total = len(values) if total is None else total
     shown = [preview(v) for v in values[:limit]]
-    if len(values) > limit:
-        shown.append(f"... ({len(values)} values)")
+    if total > limit:
+        shown.append(f"... ({total} values)")
     return shown
 
 
-def examples_of(path: str, max_record: int = MAX_RECORD_BYTES) -> Iterator[tuple[Record, dict | None]]:
+def examples_of(
+    path: str, max_record: int = MAX_RECORD_BYTES, keep: int | None = None
+) -> Iterator[tuple[Record, dict | None]]:
     """(record, parsed example) of every record of one file (of any container), checked
     as it is read; the example is None when the payload is not a tf.train.Example
-    (worth counting, not fatal). A record above `max_record` bytes raises RecordError."""
-    from ..example import ExampleDecodeError, parse  # numpy: not needed by --count
+    (worth counting, not fatal). A record above `max_record` bytes raises RecordError.
+    With `keep`, examples are outlines ({name: (kind, first `keep` values, count)})."""
+    from ..example import ExampleDecodeError, outline, parse  # numpy: not needed by --count
 
     for record in containers.of_file(path).records(path, max_record):
         try:
-            yield record, parse(record.data)
+            yield record, parse(record.data) if keep is None else outline(record.data, keep)
         except ExampleDecodeError:
             yield record, None
 
@@ -124,7 +130,7 @@ def summarize(
     for path in resolve(paths).files:
         file = file_kind(path)
         records = 0
-        for record, example in examples_of(path, max_record):
+        for record, example in examples_of(path, max_record, keep=PREVIEW):
             records += 1
             if not every and records > max(SAMPLE, head):
                 records = file[0].count(path)  # the rest from the framing alone
@@ -133,15 +139,16 @@ def summarize(
             if example is None:
                 undecodable += 1
                 continue
-            for name, (kind, values) in example.items():
-                schema.setdefault(name, FeatureStats()).add(kind, len(values))
+            for name, (kind, _, n) in example.items():
+                schema.setdefault(name, FeatureStats()).add(kind, n)
             if len(examples) < head:
                 examples.append(
                     {
                         "file": path,
                         "record": record.index,
                         "features": {
-                            n: {"kind": k, "values": preview_values(v)} for n, (k, v) in sorted(example.items())
+                            n: {"kind": k, "values": preview_values(v, total=c)}
+                            for n, (k, v, c) in sorted(example.items())
                         },
                     }
                 )
