@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gzip
+import struct
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -93,3 +95,15 @@ class FailingMnist(MnistConverter):
         if item == ("train", 1):
             raise self.error
         return super().encode(item)
+
+
+def png_header_only(width: int, height: int) -> bytes:
+    """A PNG that declares width x height but carries almost no data (a bomb's header)."""
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    chunk = b"IHDR" + ihdr
+    idat = b"IDAT" + zlib.compress(b"\x00" * 64)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + struct.pack(">I", 13) + chunk + struct.pack(">I", zlib.crc32(chunk))
+        + struct.pack(">I", len(idat) - 4) + idat + struct.pack(">I", zlib.crc32(idat))
+    )  # fmt: skip

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import write_cifar, write_mnist
+from helpers import png_header_only, write_cifar, write_mnist
 from PIL import Image
 
 from tfr_convert.containers.crc import masked_crc
@@ -403,6 +403,10 @@ def test_grid_refuses_huge_images_and_odd_shapes_with_a_line(cli, tmp_path):
     assert cli.inspect(path, "--grid", tmp_path / "g.png", "--max-pixels", "40000000").exit_code == 0
     odd = cli.inspect(tmp_path / "odd.tfrecord", "--grid", tmp_path / "g.png")
     assert odd.exit_code == 1 and "cannot tell the shape of a 12-byte raw image" in odd.stderr
+    payload = serialize({"image": png_header_only(100_000, 100_000)})  # past Pillow's own bomb limit
+    (tmp_path / "bomb.tfrecord").write_bytes(header(len(payload)) + payload + struct.pack("<I", masked_crc(payload)))
+    bomb = cli.inspect(tmp_path / "bomb.tfrecord", "--grid", tmp_path / "g.png", "--max-pixels", str(10**11))
+    assert bomb.exit_code == 1 and "record 0: cannot draw 'image': Image size (10000000000 pixels)" in bomb.stderr
 
 
 @pytest.mark.parametrize(

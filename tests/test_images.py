@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import struct
-import zlib
 from pathlib import Path
 
 import numpy as np
 import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
-from helpers import final_files
+from helpers import final_files, png_header_only
 from PIL import Image
 
 from tfr_convert.containers.scan import read_records
@@ -384,23 +382,11 @@ def test_workers_1_and_2_give_byte_identical_shards(cli, tmp_path):
 # ---------------------------------------------------------------- bad input
 
 
-def _png_header_only(width: int, height: int) -> bytes:
-    """A PNG that declares width x height but carries almost no data (a bomb's header)."""
-    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    chunk = b"IHDR" + ihdr
-    idat = b"IDAT" + zlib.compress(b"\x00" * 64)
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + struct.pack(">I", 13) + chunk + struct.pack(">I", zlib.crc32(chunk))
-        + struct.pack(">I", len(idat) - 4) + idat + struct.pack(">I", zlib.crc32(idat))
-    )  # fmt: skip
-
-
 BAD_IMAGES = {
     "not an image": (lambda p: p.write_text("hello"), "not an image (unrecognised content)"),
     "zero bytes": (lambda p: p.write_bytes(b""), "empty file (0 bytes)"),
     "truncated png": (lambda p: p.write_bytes(_png_bytes()[:-40]), "cannot decode png image"),
-    "decompression bomb": (lambda p: p.write_bytes(_png_header_only(100_000, 100_000)),
+    "decompression bomb": (lambda p: p.write_bytes(png_header_only(100_000, 100_000)),
                            "100000x100000 = 10000000000 pixels exceeds --max-pixels 89478485"),
 }  # fmt: skip
 
