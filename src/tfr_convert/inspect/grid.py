@@ -54,6 +54,7 @@ def _pixels(value: bytes, example: dict, raw_shape: tuple[int, ...] | None, max_
     from PIL import Image
 
     if sniff_format(value):
+        Image.MAX_IMAGE_PIXELS = None  # the --max-pixels check below replaces Pillow's, whatever set it before
         with Image.open(io.BytesIO(value)) as im:
             if im.width * im.height > max_pixels:
                 raise SourceError(
