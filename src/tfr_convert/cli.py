@@ -67,19 +67,21 @@ class DatasetName(click.ParamType):
 
 
 class _Translating:
-    """Turns the library's errors into one line on stderr and exit code 1."""
+    """Turns the library's errors into one line on stderr and their exit code (1; 2 for a
+    missing optional dependency)."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        code = 1
         try:
             return super().invoke(ctx)  # type: ignore[misc]
         except TfrConvertError as e:
-            message = str(e)
+            message, code = str(e), e.exit_code
         except OSError as e:
             message = f"{e.filename}: {e.strerror}" if e.filename else str(e)
         except KeyboardInterrupt:
             message = "interrupted"
         click.echo(f"error: {message}", err=True)
-        ctx.exit(1)
+        ctx.exit(code)
 
 
 class _Group(_Translating, click.Group):
@@ -499,14 +501,20 @@ def inspect(paths, count, head, verify, stats, grid_out, grid_count, write_index
             as_json) -> None:  # fmt: skip
     """Look inside TFRecord files: records, schema, first examples; --verify, --stats, --grid.
 
-    PATH is a file, a dataset directory or a glob. Every mode checks CRCs as it reads;
-    --verify reports every problem and exits 1 if there is any.
+    PATH is a file, a dataset directory or a glob, local or remote (gs://, s3://, ram://...:
+    copied to a temporary folder through tf.io.gfile, so with the [tf] extra). Every mode
+    checks CRCs as it reads; --verify reports every problem and exits 1 if there is any.
     """
     modes = [m for m, on in (("--count", count), ("--verify", verify), ("--stats", stats),
                              ("--grid", grid_out), ("--write-index", write_index)) if on]  # fmt: skip
     if len(modes) > 1:
         raise click.UsageError(f"choose one of {', '.join(modes)}")
-    paths = list(paths)
+    from .fs import is_remote
+    from .inspect.remote import localize, renamed
+
+    if write_index and any(is_remote(p) for p in paths):
+        raise click.UsageError("--write-index writes beside local files only")
+    paths, names = localize(list(paths))  # remote inputs are read from local copies
     # the limits' defaults live with the readers (containers.MAX_RECORD_BYTES, grid.MAX_PIXELS)
     limit = {"max_record": max_record_size} if max_record_size else {}
     if count:
@@ -542,6 +550,7 @@ def inspect(paths, count, head, verify, stats, grid_out, grid_count, write_index
 
         report = summarize(paths, head=head, every=every, **limit)
         text = format_summary(report)
+    report, text = renamed(report, names), renamed(text, names)
     click.echo(json.dumps(report, indent=2, ensure_ascii=False) if as_json else text)
     if verify and not report["ok"]:
         raise SystemExit(1)

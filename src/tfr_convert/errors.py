@@ -17,6 +17,7 @@ class TfrConvertError(Exception):
     """
 
     where: str = ""
+    exit_code = 1
 
     def locate(self, where: str) -> TfrConvertError:
         """Name where this happened (the innermost location is kept); returns self, to re-raise."""
@@ -57,6 +58,13 @@ class Interrupted(TfrConvertError):
 
 class OutputError(TfrConvertError):
     """The output directory cannot be written as asked (exists, not writable...)."""
+
+
+class MissingExtra(TfrConvertError):
+    """An optional dependency is not installed; the message names the extra. Exit code 2,
+    as for a usage error: the command cannot run here as asked, whatever the data."""
+
+    exit_code = 2
 
 
 class DownloadError(TfrConvertError):

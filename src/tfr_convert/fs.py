@@ -26,9 +26,9 @@ def is_remote(path: str) -> bool:
 
 def _gfile() -> Any:
     """tf.io.gfile, its errors raised as OSError (see _errors_as_oserror)."""
-    import tensorflow as tf  # only ever for remote paths
+    from .optional import tensorflow  # only ever for remote paths
 
-    return _Translated(tf.io.gfile)
+    return _Translated(tensorflow("a remote path (gs://, s3://, hdfs://, ram://...)").io.gfile)
 
 
 class _Translated:
@@ -189,6 +189,14 @@ def listdir(path: str) -> list[str]:
     if is_remote(path):
         return [entry.rstrip("/") for entry in _gfile().listdir(path)]
     return os.listdir(path)
+
+
+def glob(pattern: str) -> list[str]:
+    if is_remote(pattern):
+        return list(_gfile().glob(pattern))
+    import glob as local_glob
+
+    return local_glob.glob(pattern)
 
 
 def makedirs(path: str) -> None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from . import fs
 from .dataset_dir import DatasetDir
 from .errors import SourceError
+from .optional import tensorflow
 
 _SLICE = re.compile(r"^(?P<split>[A-Za-z][A-Za-z0-9_]*)(\[(?P<start>-?\d+%?)?:(?P<stop>-?\d+%?)?\])?$")
 
@@ -71,7 +72,7 @@ def plan_split(directory: str | DatasetDir, split: str) -> tuple[list[ShardSlice
 
 def _decoders(dataset: DatasetDir):
     """(parse spec, {feature: decode fn}) from features.json and the manifest."""
-    import tensorflow as tf
+    tf = tensorflow("tfr_convert.load()")
 
     directory = dataset.path
     features = dataset.features
@@ -127,7 +128,7 @@ def load(
     Shards are read in parallel (interleave) and prefetched; `shuffle_files`
     shuffles shard order, `shuffle_buffer` examples (both seeded by `seed`).
     """
-    import tensorflow as tf
+    tf = tensorflow("tfr_convert.load()")
 
     dataset_dir = DatasetDir(directory)  # its metadata is read once, for all of the below
     slices, _ = plan_split(dataset_dir, split)
@@ -176,7 +177,7 @@ def load(
 
 
 def _tfrecord_shard(compression: str):
-    import tensorflow as tf
+    tf = tensorflow("tfr_convert.load()")
 
     return lambda path, skip, take: tf.data.TFRecordDataset(path, compression_type=compression).skip(skip).take(take)
 
@@ -184,7 +185,7 @@ def _tfrecord_shard(compression: str):
 def _array_record_shard(path, skip, take):
     """The records [skip, skip + take) of one ArrayRecord shard (tf.data has no reader
     of its own), read in ranges through the library's random-access reader."""
-    import tensorflow as tf
+    tf = tensorflow("tfr_convert.load()")
 
     def records(path, skip, take):
         from .containers.array_record import read_range

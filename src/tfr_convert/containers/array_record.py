@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ..errors import RecordError, TfrConvertError
+from ..errors import MissingExtra, RecordError, TfrConvertError
 from ..streams import HashingReader
 from .base import MAX_RECORD_BYTES, Container, Problem, Record, ShardFileWriter
 
@@ -31,7 +31,7 @@ def _module():
     try:
         from array_record.python import array_record_module
     except ImportError:
-        raise TfrConvertError(
+        raise MissingExtra(
             "ArrayRecord files need the array-record package: pip install 'tfr-convert[array_record]'"
         ) from None
     return array_record_module
