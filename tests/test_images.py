@@ -527,10 +527,10 @@ def test_skip_mode_leaves_out_bad_rows_and_lists_them(cli, tmp_path):
     out = tmp_path / "out"
     result = cli.convert("images", root, "--labels", csv, "--out", out, "--on-error", "skip", "--workers", 2)
     assert result.exit_code == 0, result.stderr
-    assert "3 examples in 1 shards" in result.stdout and "(5 skipped, listed in manifest.json)" in result.stdout
+    assert "3 examples in 1 shard," in result.stdout and "(5 skipped, listed in manifest.json)" in result.stdout
     skipped = json.loads((out / "manifest.json").read_text())["skipped"]
     assert [(s["item"], s["reason"].split(":")[0].split(" '")[0]) for s in skipped] == [
-        (f"{csv} line 8", "3 fields, expected 2"),
+        (f"{csv} line 8", "3 fields, expected 2 (read with separator"),  # ',' (detected)
         (f"{csv} line 3", "image"),
         (f"{csv} line 4", "path"),
         (f"{csv} line 6", "duplicate row"),

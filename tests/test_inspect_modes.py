@@ -71,7 +71,7 @@ def test_verify_reports_the_damaged_records_offset(cli, tmp_path, case):
     path = tmp_path / "data.tfrecord"
     offsets = tf_file(path)
     clean = cli.inspect(path, "--verify")
-    assert clean.exit_code == 0 and "verified 1 files, 5 records: no problems" in clean.stdout
+    assert clean.exit_code == 0 and "verified 1 file, 5 records: no problems" in clean.stdout
     corrupt, index, kind = CORRUPTIONS[case]
     data = path.read_bytes()
     path.write_bytes(corrupt(data, offsets))

@@ -128,7 +128,9 @@ def common_options(f):
             help="Output directory (local, or gs://, s3://, hdfs://... through tf.io.gfile).",
         ),
         click.option(
-            "--name", type=DatasetName(), help="Dataset name used in shard file names [default: the variant]."
+            "--name",
+            type=DatasetName(),
+            help="Dataset name used in shard file names [default: the variant for mnist and cifar, the folder name for images].",
         ),
         click.option("--num-shards", type=click.IntRange(min=1), help="Shards per split."),
         click.option("--examples-per-shard", type=click.IntRange(min=1), help="Examples per shard."),
@@ -242,7 +244,7 @@ def _run(make_converter, quiet: bool, as_json: bool, engine: str, beam_options: 
     """Validate options, build the converter (reads and checks sources), convert, report."""
     import time
 
-    from .inspect.summary import human_bytes
+    from .inspect.summary import counted, human_bytes
 
     options = _run_options(**common)
     if engine == "beam":
@@ -283,7 +285,8 @@ def _run(make_converter, quiet: bool, as_json: bool, engine: str, beam_options: 
     size = human_bytes(sum(s["bytes"] for s in summary.splits.values()))
     skipped = f" ({summary.skipped.total} skipped, listed in manifest.json)" if summary.skipped.total else ""
     click.echo(
-        f"{summary.name}: {per_split} examples in {shards} shards, {size}, {summary.seconds:.1f} s -> {summary.out}"
+        f"{summary.name}: {per_split} examples in {counted(shards, 'shard')}, {size}, {summary.seconds:.1f} s -> "
+        f"{summary.out}"
         f"{skipped}"
     )
 
@@ -411,10 +414,23 @@ class Color(click.ParamType):
         return int(parts[0]), int(parts[1]), int(parts[2])
 
 
+class Delimiter(click.ParamType):
+    """A CSV separator: one character, or `tab`."""
+
+    name = "separator"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        text = "\t" if str(value).lower() in ("tab", "\\t") else str(value)
+        if len(text) != 1 or text in '"\r\n' or text.isalnum():
+            self.fail(f"{value!r} is not a separator like , ; tab or |", param, ctx)
+        return text
+
+
 @convert.command()
 @click.argument("image_dir", type=LocalOrRemotePath(exists=True, file_okay=False))
 @click.option("--labels", "labels_csv", type=LocalOrRemotePath(exists=True, dir_okay=False),
               help="CSV of paths and columns.")  # fmt: skip
+@click.option("--delimiter", type=Delimiter(), help="The CSV's separator: , ; tab | [default: detected].")
 @click.option("--path-column", help="CSV column with image paths [default: detected].")
 @click.option("--label-column", help="CSV column holding the class: it becomes a ClassLabel with names.")
 @click.option(
@@ -440,15 +456,17 @@ class Color(click.ParamType):
 @click.option("--on-error", type=click.Choice(["fail", "skip"]), default="fail", show_default=True,
               help="skip: leave out bad images and rows, and list them.")  # fmt: skip
 @common_options
-def images(image_dir, labels_csv, path_column, label_column, headerless_labels, split, stratify, split_column,
+def images(image_dir, labels_csv, delimiter, path_column, label_column, headerless_labels, split, stratify, split_column,
            image_format, quality, resize, grayscale, gray_method, background, max_pixels, on_error,
            **common) -> None:  # fmt: skip
     """A folder of images, labelled by a CSV (--labels) or by class sub-folders."""
     from .converters.images import ImagesConverter
     from .converters.imaging import DecodePolicy
 
-    if labels_csv is None and (path_column or label_column or split_column or headerless_labels):
-        raise click.UsageError("--path-column, --label-column, --split-column and --headerless-labels need --labels")
+    if labels_csv is None and (path_column or label_column or split_column or headerless_labels or delimiter):
+        raise click.UsageError(
+            "--path-column, --label-column, --split-column, --headerless-labels and --delimiter need --labels"
+        )
     if split is not None and split_column is not None:
         raise click.UsageError("give --split or --split-column, not both")
     if stratify and split is None:
@@ -462,6 +480,8 @@ def images(image_dir, labels_csv, path_column, label_column, headerless_labels, 
         return ImagesConverter(
             image_dir,
             labels_csv=labels_csv,
+            delimiter=delimiter,
+            out=common["out"],
             path_column=path_column,
             label_column=label_column,
             headerless_labels=headerless_labels,

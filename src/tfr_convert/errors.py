@@ -60,6 +60,13 @@ class OutputError(TfrConvertError):
     """The output directory cannot be written as asked (exists, not writable...)."""
 
 
+class OptionError(TfrConvertError):
+    """An option names something the input does not have (a CSV column, say): a usage
+    error found only once the input is read. Exit code 2."""
+
+    exit_code = 2
+
+
 class MissingExtra(TfrConvertError):
     """An optional dependency is not installed; the message names the extra. Exit code 2,
     as for a usage error: the command cannot run here as asked, whatever the data."""

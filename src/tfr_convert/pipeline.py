@@ -239,6 +239,7 @@ def run(converter: Converter, options: RunOptions, progress: Callable[[int, int]
         done = kept[1] if kept else Progress()
         tally, pending = Tally(), Tally()  # the whole run's; what the journal has not yet got
         tally.skipped.merge(converter.skipped)  # found while listing sources: first
+        tally.warnings += converter.warnings
         tally.merge(done.tally)
         results: list[SplitResult] = []
         pool = None if _runs_inline(converter, plan, options.workers) else _pool(converter, options, container)

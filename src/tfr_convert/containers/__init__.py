@@ -10,6 +10,7 @@ a file's first bytes say it is (TFRecord when nothing else claims it).
 
 from __future__ import annotations
 
+from ..errors import SourceError
 from .base import MAX_RECORD_BYTES, Container, Problem, Record, ShardFileWriter
 
 FORMATS = ("tfrecord", "array_record")
@@ -28,13 +29,16 @@ def get(name: str) -> Container:
 
 
 def of_file(path: str) -> Container:
+    """The container of a file, from its first bytes; SourceError if none is."""
     with open(path, "rb") as f:
         head = f.read(16)
+        size = f.seek(0, 2)
     for name in reversed(FORMATS):  # the specific signatures first, TFRecord last
         container = get(name)
-        if container.sniff(head):
+        if container.sniff(head, size):
             return container
-    raise AssertionError("unreachable: TFRecord claims every file")
+    hint = " (a dataset's metadata: give the dataset directory, not DIR/*)" if path.endswith((".json", ".txt")) else ""
+    raise SourceError(f"{path}: not a TFRecord or ArrayRecord file (starts with {head[:8]!r}){hint}")
 
 
 __all__ = ["FORMATS", "MAX_RECORD_BYTES", "Container", "Problem", "Record", "ShardFileWriter", "get", "of_file"]

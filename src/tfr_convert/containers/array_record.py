@@ -104,7 +104,7 @@ class ArrayRecordContainer(Container):
     def writer(self, path: str, compression: str) -> ArrayRecordWriter:
         return ArrayRecordWriter(path, compression)
 
-    def sniff(self, head: bytes) -> bool:
+    def sniff(self, head: bytes, size: int) -> bool:
         return head.startswith(SIGNATURE)
 
     def _scan(self, path: str) -> Iterator[Record | Problem]:

@@ -82,8 +82,9 @@ class Container(ABC):
     def writer(self, path: str, compression: str) -> ShardFileWriter: ...
 
     @abstractmethod
-    def sniff(self, head: bytes) -> bool:
-        """Whether a file starting with these bytes (at least 16, when the file has them) is ours."""
+    def sniff(self, head: bytes, size: int) -> bool:
+        """Whether a file of `size` bytes starting with these (at least 16, when the file
+        has them) is ours."""
 
     @abstractmethod
     def records(self, path: str, max_record: int = MAX_RECORD_BYTES) -> Iterator[Record]:

@@ -17,7 +17,8 @@ from .. import fs
 from ..streams import HashingReader
 from .base import MAX_RECORD_BYTES, Container, Problem, Record, ShardFileWriter
 from .compression import COMPRESSIONS, detect_compression, open_compressed_writer
-from .framing import FOOTER_SIZE, HEADER_SIZE, seal
+from .crc import masked_crc
+from .framing import FOOTER_SIZE, HEADER_SIZE, seal, u32, u64
 from .scan import count_records, read_records, scan_records
 
 
@@ -100,8 +101,15 @@ class TFRecordContainer(Container):
     def writer(self, path: str, compression: str) -> RecordWriter:
         return RecordWriter(path, compression)
 
-    def sniff(self, head: bytes) -> bool:
-        return True  # the fallback: anything else is read as TFRecord, and its problems named
+    def sniff(self, head: bytes, size: int) -> bool:
+        """Any file but one whose first header is no header at all: its length field
+        reaching past the end of the file *and* its CRC wrong (a PNG, a JSON or text
+        file: their first bytes read as an absurd length). A damaged TFRecord keeps one
+        of the two, so it is still read, and its problems named."""
+        if len(head) < HEADER_SIZE or detect_compression(head) != "none":
+            return True
+        (length,) = u64.unpack_from(head)
+        return masked_crc(head[:8]) == u32.unpack_from(head, 8)[0] or HEADER_SIZE + length + FOOTER_SIZE <= size
 
     def records(self, path: str, max_record: int = MAX_RECORD_BYTES) -> Iterator[Record]:
         return read_records(path, max_record=max_record)

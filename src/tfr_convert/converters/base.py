@@ -67,6 +67,8 @@ class Converter(ABC):
     chunk_size: int = 256
     #: items dropped while listing sources (under on_error="skip"), {"item", "reason"}
     skipped: Skips = Skips()  # never added to: converters that skip items make their own
+    #: what listing the sources found worth saying (the engines report them first)
+    warnings: tuple[str, ...] | list[str] = ()
 
     @abstractmethod
     def source_splits(self) -> dict[str, list[Hashable]]:

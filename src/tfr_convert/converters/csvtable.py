@@ -3,6 +3,11 @@
 The file must be UTF-8 (a leading BOM, as Excel writes, is accepted and
 dropped); every problem names the CSV and its line. Row-level problems are
 returned, not raised, so that `--on-error skip` can leave those rows out.
+
+The separator is detected from the first lines (`,` `;` tab `|`: the one that
+splits them all into the same number of fields, the most), unless given.
+Spreadsheets set to a locale with decimal commas write `;`-separated files
+with `1,5` for 1.5: with any separator but `,`, such numbers are floats.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from ..errors import SourceError
 _INT = re.compile(r"[+-]?\d+")
 _FLOAT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 _INT64_MAX = (1 << 63) - 1
+_DECIMAL_COMMA = re.compile(r"[+-]?\d*,\d+")
 
 
 @dataclass(frozen=True)
@@ -33,10 +39,44 @@ class Table:
     header: tuple[str, ...]
     rows: list[Row]
     problems: list[tuple[int, str]]  # (line, what is wrong) of rows left out
+    delimiter: str = ","
+
+    @property
+    def decimal_comma(self) -> bool:
+        return self.delimiter != ","
+
+    def column_type(self, values: list[str]) -> str:
+        return column_type(values, self.decimal_comma)
+
+    def typed(self, value: str, dtype: str) -> int | float | str:
+        return typed(value, dtype, self.decimal_comma)
 
 
-def read(path: str, header: bool = True) -> Table:
-    """Rows of a CSV; with header=False a one-column headerless file (header ())."""
+DELIMITERS = (",", ";", "\t", "|")
+
+
+def delimiter_name(delimiter: str) -> str:
+    return "tab" if delimiter == "\t" else repr(delimiter)
+
+
+def detect_delimiter(text: str, lines: int = 20) -> str:
+    """The separator that splits the first lines into one number (> 1) of fields, the
+    largest such number; `,` when none does (a one-column file)."""
+    head = [line for line in text.splitlines()[: lines * 2] if line.strip()][:lines]
+    best, best_width = ",", 1
+    for delimiter in DELIMITERS:
+        try:
+            widths = {len(record) for record in csv.reader(head, delimiter=delimiter)}
+        except csv.Error:
+            continue
+        if len(widths) == 1 and (width := widths.pop()) > best_width:
+            best, best_width = delimiter, width
+    return best
+
+
+def read(path: str, header: bool = True, delimiter: str | None = None) -> Table:
+    """Rows of a CSV; with header=False a one-column headerless file (header ()).
+    `delimiter`: the separator, detected when None."""
     raw = fs.read_bytes(path)
     try:
         text = raw.decode("utf-8-sig")
@@ -50,8 +90,11 @@ def read(path: str, header: bool = True) -> Table:
         line = text.count("\n", 0, nul) + 1
         column = nul - (text.rfind("\n", 0, nul) + 1) + 1
         raise SourceError(f"{path}: line {line}: a NUL byte at column {column} (is this a UTF-16 or binary file?)")
+    detected = delimiter is None
+    delimiter = detect_delimiter(text) if delimiter is None else delimiter
+    seen = f"read with separator {delimiter_name(delimiter)}{' (detected)' if detected else ''}"
     # strict: a quote that is never closed is an error, not the rest of the file read into one field
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
     rows: list[Row] = []
     problems: list[tuple[int, str]] = []
     names: tuple[str, ...] = ()
@@ -68,7 +111,7 @@ def read(path: str, header: bool = True) -> Table:
                 continue
             width = len(names) if header else 1
             if len(values) != width:
-                problems.append((line, f"{len(values)} fields, expected {width}"))
+                problems.append((line, f"{len(values)} fields, expected {width} ({seen}; --delimiter sets it)"))
                 continue
             rows.append(Row(line, values))
     except csv.Error as e:
@@ -77,7 +120,7 @@ def read(path: str, header: bool = True) -> Table:
         raise SourceError(f"{path}: line {reader.line_num}: malformed CSV: {e}") from None
     if not rows and not problems:
         raise SourceError(f"{path}: the CSV has {'a header but ' if names else ''}no rows")
-    return Table(path, names, rows, problems)
+    return Table(path, names, rows, problems, delimiter)
 
 
 def _check_header(path: str, line: int, names: tuple[str, ...]) -> None:
@@ -89,21 +132,29 @@ def _check_header(path: str, line: int, names: tuple[str, ...]) -> None:
         raise SourceError(f"{path}: line {line}: duplicate column names {', '.join(duplicates)}")
 
 
-def column_type(values: list[str]) -> str:
-    """int64 if every value is an integer that fits, float32 if every value is a number, else string."""
+def column_type(values: list[str], decimal_comma: bool = False) -> str:
+    """int64 if every value is an integer that fits, float32 if every value is a number
+    (`1,5` too, with `decimal_comma`), else string."""
     present = [v for v in values if v != ""]
     if present and len(present) == len(values):
         # (the length test first: int() refuses strings of more than 4,300 digits)
         if all(len(v) <= 20 and _INT.fullmatch(v) and abs(int(v)) <= _INT64_MAX for v in present):
             return "int64"
+        if decimal_comma:
+            present = [_point(v) for v in present]
         if all(_FLOAT.fullmatch(v) and math.isfinite(float(v)) for v in present):  # 1e999 or 5,000 digits: text
             return "float32"
     return "string"
 
 
-def typed(value: str, dtype: str) -> int | float | str:
+def _point(value: str) -> str:
+    """`1,5` -> `1.5` (one comma, digits around it); anything else as it is."""
+    return value.replace(",", ".") if _DECIMAL_COMMA.fullmatch(value) else value
+
+
+def typed(value: str, dtype: str, decimal_comma: bool = False) -> int | float | str:
     if dtype == "int64":
         return int(value)
     if dtype == "float32":
-        return float(value)
+        return float(_point(value) if decimal_comma else value)
     return value

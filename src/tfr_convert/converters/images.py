@@ -26,7 +26,7 @@ from collections.abc import Hashable, Iterator
 from typing import Any
 
 from .. import fs
-from ..errors import SourceError
+from ..errors import OptionError, SourceError
 from ..features import FeatureSpec
 from ..skips import Skips
 from ..splits import SplitSpec, assign_by_ratio
@@ -38,6 +38,10 @@ IMAGE_FORMATS = ("keep", "png", "jpeg", "raw")
 _PATH_COLUMN_NAMES = ("path", "file", "filename", "file_name", "filepath", "file_path", "image", "image_path",
                       "image_file", "img", "img_path")  # fmt: skip
 _JUNK_FILES = {"thumbs.db", "desktop.ini"}  # OS litter that lives in image folders
+# What counts as an image when naming files a CSV leaves out, or that lie beside the
+# class folders (by name: the listing reads no file).
+_IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".bmp", ".webp", ".tif", ".tiff", ".jfif", ".ppm", ".pgm")
+_NAMED = 5  # files named in a warning, before "..."
 _SPLIT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 _RESERVED = {"image", "filename", "format", "height", "width", "channels"}
 # Integer labels from this value up must be dense enough (at least a quarter of 0..max
@@ -46,15 +50,23 @@ _RESERVED = {"image", "filename", "format", "height", "width", "channels"}
 MAX_SPARSE_LABEL = 1000
 
 
+def _named(files: list[str], what: str = "file") -> str:
+    """'3 images (a.png, b.png, c.png)', naming the first few."""
+    shown = ", ".join(files[:_NAMED]) + (", ..." if len(files) > _NAMED else "")
+    return f"{len(files)} {what}{'s' if len(files) != 1 else ''} ({shown})"
+
+
 def _visible(name: str) -> bool:
     return not name.startswith(".") and name.lower() not in _JUNK_FILES
 
 
-def list_files(root: str, folder_links: list[str] | None = None) -> list[str]:
+def list_files(root: str, folder_links: list[str] | None = None, exclude: str | None = None) -> list[str]:
     """Relative paths of every visible regular file under root, sorted; links to
-    folders are not followed (their relative paths go to `folder_links`)."""
+    folders are not followed (their relative paths go to `folder_links`), and the
+    folder `exclude` (the run's own output, when it lies inside root) is left out."""
     if not fs.is_remote(root):
-        return sorted(_list_local(root, "", [] if folder_links is None else folder_links))
+        skip = os.path.realpath(exclude) if exclude and not fs.is_remote(exclude) else None
+        return sorted(_list_local(root, "", [] if folder_links is None else folder_links, skip))
     found = []
     top = root.rstrip("/")
     for directory, dirs, files in fs.walk(top):
@@ -65,7 +77,7 @@ def list_files(root: str, folder_links: list[str] | None = None) -> list[str]:
     return sorted(found)
 
 
-def _list_local(root: str, rel: str, folder_links: list[str]) -> Iterator[str]:
+def _list_local(root: str, rel: str, folder_links: list[str], skip: str | None = None) -> Iterator[str]:
     """As os.walk lists them (links to folders not followed), refusing what is neither
     a folder, a regular file nor a link: a FIFO would hang the run, a device never end."""
     with os.scandir(os.path.join(root, rel)) as entries:
@@ -76,8 +88,8 @@ def _list_local(root: str, rel: str, folder_links: list[str]) -> Iterator[str]:
             if entry.is_dir():
                 if entry.is_symlink():
                     folder_links.append(path)
-                else:
-                    yield from _list_local(root, path, folder_links)
+                elif skip is None or os.path.realpath(entry.path) != skip:
+                    yield from _list_local(root, path, folder_links, skip)
             elif entry.is_symlink() or entry.is_file(follow_symlinks=False):
                 yield path
             else:
@@ -94,6 +106,8 @@ class ImagesConverter(Converter):
         image_dir: str,
         *,
         labels_csv: str | None = None,
+        delimiter: str | None = None,
+        out: str | None = None,
         path_column: str | None = None,
         label_column: str | None = None,
         headerless_labels: bool = False,
@@ -121,9 +135,12 @@ class ImagesConverter(Converter):
         self.label_feature: str | None = None
         self.raw_shape: tuple[int, int, int] | None = None  # (H, W, C), known after finish() for raw
         self._csv = labels_csv
+        self._delimiter = delimiter  # None: detected
+        self._out = out  # never listed as input, when it lies inside IMAGE_DIR
+        self.warnings: list[str] = []
         self._settings = {"image_format": image_format, "split": split.describe() if split else None,
                           "stratify": stratify, "split_column": split_column, "label_column": label_column,
-                          "headerless_labels": headerless_labels}  # fmt: skip
+                          "headerless_labels": headerless_labels, "delimiter": delimiter}  # fmt: skip
         self.dataset_name = _dataset_name(image_dir)
 
         if labels_csv is None:
@@ -148,7 +165,7 @@ class ImagesConverter(Converter):
 
     def _class_folders(self) -> list[tuple]:
         links: list[str] = []
-        files = list_files(self.root, links)
+        files = list_files(self.root, links, self._out)
         # A link to a folder inside IMAGE_DIR adds nothing (its files are listed where they
         # are); one leading outside is refused like a file that does.
         for link in sorted(links):
@@ -157,8 +174,12 @@ class ImagesConverter(Converter):
         loose = [f for f in files if os.sep not in f]
         if not classes:
             return [(f, None, None, ()) for f in files]  # unlabelled: just images
+        others = [f for f in loose if not f.lower().endswith(_IMAGE_SUFFIXES)]
+        if others:  # a README or a labels file beside the class folders: not data
+            self.warnings.append(f"{self.root}: left out {_named(others)}, beside the class folders (not images)")
         for f in loose:
-            self._problem(os.path.join(self.root, f), "file outside the class folders (no label)")
+            if f not in others:
+                self._problem(os.path.join(self.root, f), "image outside the class folders (no label)")
         index = {name: i for i, name in enumerate(classes)}
         self.label_feature = "label"
         self.labels = {"label": classes}
@@ -213,10 +234,10 @@ class ImagesConverter(Converter):
         return rel in self._remote_files
 
     def _headerless(self, csv_path: str) -> list[tuple]:
-        table = csvtable.read(csv_path, header=False)
+        table = csvtable.read(csv_path, header=False, delimiter=self._delimiter)
         real = (lambda p: p) if self._remote else os.path.realpath
         csv_real = real(csv_path)
-        files = [f for f in list_files(self.root) if real(fs.join(self.root, f)) != csv_real]
+        files = [f for f in list_files(self.root, exclude=self._out) if real(fs.join(self.root, f)) != csv_real]
         # one CSV line per file, in order; a malformed line still holds its file's place
         lines = sorted([(r.line, r) for r in table.rows] + [(line, reason) for line, reason in table.problems])
         if len(files) != len(lines):
@@ -227,7 +248,7 @@ class ImagesConverter(Converter):
         name = re.sub(r"\W", "_", os.path.splitext(os.path.basename(csv_path))[0]) or "label"
         if not re.match(r"[A-Za-z]", name):
             name = f"label_{name}"
-        dtype = csvtable.column_type([r.values[0] for r in table.rows])
+        dtype = table.column_type([r.values[0] for r in table.rows])
         self.columns = [(name, dtype)]
         items = []
         for f, (line, row) in zip(files, lines, strict=True):
@@ -235,19 +256,19 @@ class ImagesConverter(Converter):
             if isinstance(row, str):
                 self._problem(where, row)
             elif self._inside(f, where):
-                items.append((f, line, None, (csvtable.typed(row.values[0], dtype),)))
+                items.append((f, line, None, (table.typed(row.values[0], dtype),)))
         return items
 
     def _with_header(self, csv_path: str, path_column: str | None, label_column: str | None,
                      split_column: str | None) -> tuple[list[tuple], dict[str, str]]:  # fmt: skip
-        table = csvtable.read(csv_path)
+        table = csvtable.read(csv_path, delimiter=self._delimiter)
         for line, reason in table.problems:
             self._problem(f"{csv_path} line {line}", reason)
         header = list(table.header)
         path_col = self._path_column(table, path_column)
         for option, col in (("--label-column", label_column), ("--split-column", split_column)):
             if col is not None and col not in header:
-                raise SourceError(f"{csv_path}: {option} {col!r} is not a column (columns: {', '.join(header)})")
+                raise OptionError(f"{csv_path}: {option} {col!r} is not a column ({self._columns_seen(table)})")
         feature_cols = [c for c in header if c not in (path_col, split_column)]
         for c in feature_cols:
             if c in _RESERVED:
@@ -255,7 +276,7 @@ class ImagesConverter(Converter):
             if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_./-]*", c):
                 raise SourceError(f"{csv_path}: column name {c!r} is not usable as a feature name")
         col_index = {c: header.index(c) for c in header}
-        dtypes = {c: csvtable.column_type([r.values[col_index[c]] for r in table.rows]) for c in feature_cols}
+        dtypes = {c: table.column_type([r.values[col_index[c]] for r in table.rows]) for c in feature_cols}
         if label_column is not None:
             self._label_names(table, col_index[label_column], dtypes[label_column], label_column)
         self.columns = [(c, dtypes[c]) for c in feature_cols if c != label_column]
@@ -275,25 +296,55 @@ class ImagesConverter(Converter):
             if rel is None:
                 continue
             label = self._label_index(row.values[col_index[label_column]]) if label_column else None
-            extras = tuple(csvtable.typed(row.values[col_index[c]], d) for c, d in self.columns)
+            extras = tuple(table.typed(row.values[col_index[c]], d) for c, d in self.columns)
             items.append((rel, row.line, label, extras))
             if split_name is not None:
                 split_of[rel] = split_name
+        self._warn_unlisted(csv_path, seen)
         return items, split_of
+
+    def _warn_unlisted(self, csv_path: str, listed: dict[str, int]) -> None:
+        """Images under IMAGE_DIR that no CSV row names: left out, and said so once."""
+        unlisted = [f for f in list_files(self.root, exclude=self._out)
+                    if f.lower().endswith(_IMAGE_SUFFIXES) and os.path.normpath(f) not in listed]  # fmt: skip
+        if unlisted:
+            self.warnings.append(f"{self.root}: {_named(unlisted, 'image')} not in {csv_path}, left out")
 
     def _path_column(self, table: csvtable.Table, chosen: str | None) -> str:
         header = list(table.header)
         if chosen is not None:
             if chosen not in header:
-                raise SourceError(f"{table.path}: --path-column {chosen!r} is not a column ({', '.join(header)})")
+                raise OptionError(
+                    f"{table.path}: --path-column {chosen!r} is not a column ({self._columns_seen(table)})"
+                )
             return chosen
         by_name = [c for c in header if c.lower() in _PATH_COLUMN_NAMES]
         if len(by_name) == 1:
             return by_name[0]
         for i, c in enumerate(header):  # else: the column whose every value is a file here
-            if all(self._is_file(os.path.normpath(r.values[i])) for r in table.rows):
+            if all(self._is_file(os.path.normpath(r.values[i].replace("\\", "/"))) for r in table.rows):
                 return c
-        raise SourceError(f"{table.path}: cannot tell which column holds the image paths; use --path-column")
+        if len(header) == 1:  # one column, no paths: another separator, or the tutorial's one value per image
+            lines = "\n".join([header[0], *(r.values[0] for r in table.rows[:20])])
+            other = csvtable.detect_delimiter(lines)
+            if other != table.delimiter and other != ",":
+                flag = "tab" if other == "\t" else other
+                raise OptionError(
+                    f"{table.path}: one column, read with separator {csvtable.delimiter_name(table.delimiter)}, "
+                    f"but its lines split on {csvtable.delimiter_name(other)}: use --delimiter '{flag}'"
+                )
+            raise OptionError(
+                f"{table.path}: one column and no image paths in it; if it holds one value per image in "
+                "sorted file order (like the face/age tutorial's age.csv), add --headerless-labels"
+            )
+        raise OptionError(
+            f"{table.path}: cannot tell which column holds the image paths ({self._columns_seen(table)}); "
+            "use --path-column, or --delimiter if the separator is wrong"
+        )
+
+    @staticmethod
+    def _columns_seen(table: csvtable.Table) -> str:
+        return f"columns, read with separator {csvtable.delimiter_name(table.delimiter)}: {', '.join(table.header)}"
 
     def _label_names(self, table: csvtable.Table, index: int, dtype: str, column: str) -> None:
         values = [r.values[index] for r in table.rows]

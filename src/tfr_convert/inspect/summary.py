@@ -166,6 +166,11 @@ def summarize(
     }
 
 
+def counted(n: int, noun: str) -> str:
+    """'1 file', '2 files'."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def human_bytes(n: float) -> str:
     for unit in ("B", "KiB", "MiB"):
         if n < 1024:
@@ -182,7 +187,10 @@ def format_files(report: dict[str, Any]) -> list[str]:
             f"{os.path.basename(f['path']):<{width}}  {f['records']:>9} records  "
             f"{human_bytes(f['bytes']):>10}  {f['format'] if f['format'] != 'tfrecord' else f['compression']}"
         )
-    lines.append(f"total: {report['records']} records in {len(report['files'])} files, {human_bytes(report['bytes'])}")
+    lines.append(
+        f"total: {counted(report['records'], 'record')} in {counted(len(report['files']), 'file')}, "
+        f"{human_bytes(report['bytes'])}"
+    )
     return lines
 
 

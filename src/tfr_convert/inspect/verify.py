@@ -15,6 +15,7 @@ from ..dataset_dir import DatasetDir
 from ..errors import SourceError
 from ..shards import ShardName
 from .paths import resolve
+from .summary import counted
 
 
 def verify_file(path: str, with_sha256: bool = False) -> dict[str, Any]:
@@ -150,7 +151,7 @@ def format_verify(report: dict[str, Any]) -> str:
             lines.append(f"FAIL  {os.path.join(d['path'], p['file'])}: {p['kind']}: {p['message']}")
     n = report["problems"]
     lines.append(
-        f"verified {len(report['files'])} files, {report['records']} records: "
+        f"verified {counted(len(report['files']), 'file')}, {counted(report['records'], 'record')}: "
         + ("no problems" if n == 0 else f"{n} problem{'s' if n > 1 else ''}")
     )
     return "\n".join(lines)

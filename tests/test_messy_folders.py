@@ -1,0 +1,152 @@
+"""Folders and CSVs as people have them: spreadsheet exports, stray files, forgotten
+flags — each met with what a user expects, or a message that says how to fix it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from tfr_convert.containers.scan import read_records
+from tfr_convert.example import parse
+
+
+def folder(root: Path, classes: tuple[str, ...] = ("cat", "dog"), per_class: int = 3) -> Path:
+    for c in classes:
+        (root / c).mkdir(parents=True, exist_ok=True)
+        for i in range(per_class):
+            Image.fromarray(np.full((6, 6, 3), i * 40, np.uint8)).save(root / c / f"{i}.png")
+    return root
+
+
+def examples(out: Path) -> list[dict]:
+    return [
+        {k: v[0] if len(v) == 1 else v for k, (_, v) in parse(r.data).items()}
+        for shard in sorted(out.glob("*.tfrecord-*"))
+        for r in read_records(str(shard))
+    ]
+
+
+def test_an_excel_csv_with_semicolons_and_decimal_commas_converts(cli, tmp_path):
+    root = folder(tmp_path / "img")
+    csv = tmp_path / "excel.csv"
+    csv.write_text("path;score;label\ncat/0.png;1,5;a\ncat/1.png;2,25;b\n", encoding="utf-8-sig")  # BOM too
+    result = cli.convert("images", root, "--labels", csv, "--out", tmp_path / "out")
+    assert result.exit_code == 0, result.stderr
+    got = sorted(examples(tmp_path / "out"), key=lambda e: e["filename"])
+    assert [(e["filename"], e["score"], e["label"]) for e in got] == [
+        (b"cat/0.png", 1.5, b"a"),
+        (b"cat/1.png", 2.25, b"b"),
+    ]
+
+
+def test_a_tsv_with_windows_paths_converts(cli, tmp_path):
+    root = folder(tmp_path / "img")
+    tsv = tmp_path / "labels.tsv"
+    tsv.write_text("where\tkind\ncat\\0.png\ta\ndog\\2.png\tb\n")  # no column named like a path: found by content
+    result = cli.convert("images", root, "--labels", tsv, "--out", tmp_path / "out")
+    assert result.exit_code == 0, result.stderr
+    assert sorted(e["filename"] for e in examples(tmp_path / "out")) == [b"cat/0.png", b"dog/2.png"]
+
+
+def test_a_wrong_separator_is_named_in_the_message(cli, tmp_path):
+    root = folder(tmp_path / "img")
+    csv = tmp_path / "excel.csv"
+    csv.write_text("path;label\ncat/0.png;a\n")
+    result = cli.convert("images", root, "--labels", csv, "--delimiter", ",", "--out", tmp_path / "out")
+    assert result.exit_code == 2  # what to pass is the fix: a usage error
+    assert "one column, read with separator ',', but its lines split on ';': use --delimiter ';'" in result.stderr
+    wide = tmp_path / "wide.csv"
+    wide.write_text("a;b,c;d\nx;y,z;w\n")  # two columns with ',', neither holding paths
+    result = cli.convert("images", root, "--labels", wide, "--delimiter", ",", "--out", tmp_path / "out")
+    assert result.exit_code == 2
+    assert (
+        "cannot tell which column holds the image paths (columns, read with separator ',': a;b, c;d)" in result.stderr
+    )
+    assert "--delimiter if the separator is wrong" in result.stderr
+    bad = cli.convert("images", root, "--labels", csv, "--delimiter", "ab", "--out", tmp_path / "out")
+    assert bad.exit_code == 2 and "is not a separator like , ; tab or |" in bad.stderr
+
+
+def test_images_the_csv_leaves_out_are_one_warning_not_an_error(cli, tmp_path):
+    root = folder(tmp_path / "img", per_class=5)
+    csv = tmp_path / "labels.csv"
+    csv.write_text("path,label\ncat/0.png,a\ndog/1.png,b\n")
+    out = tmp_path / "out"
+    result = cli.convert("images", root, "--labels", csv, "--out", out, "--on-error", "fail", "--json")
+    assert result.exit_code == 0, result.stderr
+    message = f"{root}: 8 images (cat/1.png, cat/2.png, cat/3.png, cat/4.png, dog/0.png, ...) not in {csv}, left out"
+    assert f"warning: {message}" in result.stderr
+    assert message in json.loads(result.stdout)["warnings"]
+    assert message in json.loads((out / "manifest.json").read_text())["warnings"]
+
+
+def test_an_output_folder_inside_image_dir_is_never_read_as_input(cli, tmp_path):
+    root = folder(tmp_path / "img")
+    for _ in range(2):
+        result = cli.convert("images", root, "--out", root / "out", "--overwrite")
+        assert result.exit_code == 0, result.stderr
+        assert "train 6 examples" in result.stdout
+    assert json.loads((root / "out" / "features.json").read_text())["featuresDict"]["features"]["label"]
+    assert (root / "out" / "label.labels.txt").read_text() == "cat\ndog\n"
+
+
+def test_a_stray_text_file_beside_class_folders_is_left_out_with_a_warning(cli, tmp_path):
+    root = folder(tmp_path / "img")
+    (root / "README.txt").write_text("where these came from")
+    result = cli.convert("images", root, "--out", tmp_path / "out")
+    assert result.exit_code == 0, result.stderr
+    assert f"warning: {root}: left out 1 file (README.txt), beside the class folders (not images)" in result.stderr
+    Image.new("RGB", (4, 4)).save(root / "loose.png")  # an image there has no label: still a bad item
+    result = cli.convert("images", root, "--out", tmp_path / "out2")
+    assert (
+        result.exit_code == 1 and f"{root / 'loose.png'}: image outside the class folders (no label)" in result.stderr
+    )
+
+
+def test_a_headerless_csv_without_the_flag_gets_the_flag_as_hint(cli, tmp_path):
+    root = folder(tmp_path / "img", classes=("faces",))
+    ages = tmp_path / "age.csv"
+    ages.write_text("25\n30\n41\n")
+    result = cli.convert("images", root, "--labels", ages, "--out", tmp_path / "out")
+    assert result.exit_code == 2
+    assert "one column and no image paths in it" in result.stderr and "add --headerless-labels" in result.stderr
+    assert cli.convert("images", root, "--labels", ages, "--headerless-labels", "--out", tmp_path / "o").exit_code == 0
+
+
+@pytest.mark.parametrize("option", ["--label-column", "--split-column", "--path-column"])
+def test_an_option_naming_no_column_is_a_usage_error(cli, tmp_path, option):
+    root = folder(tmp_path / "img")
+    csv = tmp_path / "labels.csv"
+    csv.write_text("path,label\ncat/0.png,a\n")
+    result = cli.convert("images", root, "--labels", csv, option, "nope", "--out", tmp_path / "out")
+    assert result.exit_code == 2
+    assert f"{option} 'nope' is not a column (columns, read with separator ',' (detected)" not in result.stderr
+    assert f"{option} 'nope' is not a column (columns, read with separator ',': path, label)" in result.stderr
+
+
+def test_inspect_says_not_a_tfrecord_for_images_and_metadata(cli, tmp_path):
+    png = tmp_path / "photo.png"
+    Image.new("RGB", (4, 4)).save(png)
+    result = cli.inspect(png)
+    assert result.exit_code == 1
+    assert f"{png}: not a TFRecord or ArrayRecord file (starts with b'\\x89PNG" in result.stderr
+    root = folder(tmp_path / "img")
+    assert cli.convert("images", root, "--out", tmp_path / "out").exit_code == 0
+    everything = sorted(str(p) for p in (tmp_path / "out").iterdir())  # what the shell makes of out/*
+    result = cli.inspect(*everything, "--count")
+    assert result.exit_code == 1
+    assert "dataset_info.json: not a TFRecord or ArrayRecord file" in result.stderr
+    assert "give the dataset directory, not DIR/*" in result.stderr
+
+
+def test_counts_of_one_are_singular(cli, tmp_path):
+    root = folder(tmp_path / "img")
+    result = cli.convert("images", root, "--out", tmp_path / "out")
+    assert "examples in 1 shard, " in result.stdout
+    assert "total: 6 records in 1 file, " in cli.inspect(tmp_path / "out", "--count").stdout
+    assert "verified 1 file, 6 records: no problems" in cli.inspect(tmp_path / "out", "--verify").stdout
+    assert "the folder name for images" in " ".join(cli.convert("images", "--help").stdout.split())
