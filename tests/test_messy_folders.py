@@ -150,3 +150,86 @@ def test_counts_of_one_are_singular(cli, tmp_path):
     assert "total: 6 records in 1 file, " in cli.inspect(tmp_path / "out", "--count").stdout
     assert "verified 1 file, 6 records: no problems" in cli.inspect(tmp_path / "out", "--verify").stdout
     assert "the folder name for images" in " ".join(cli.convert("images", "--help").stdout.split())
+
+
+def test_an_earlier_output_inside_image_dir_is_left_out_with_a_warning(cli, tmp_path):
+    root = folder(tmp_path / "img")
+    assert cli.convert("images", root, "--out", root / "first").exit_code == 0
+    result = cli.convert("images", root, "--out", tmp_path / "second")
+    assert result.exit_code == 0, result.stderr
+    assert f"warning: {root}: left out 1 folder (first), holding tfr-convert output, not images" in result.stderr
+    assert (tmp_path / "second" / "label.labels.txt").read_text() == "cat\ndog\n"
+
+
+def test_color_rgb_gives_one_shape_to_a_folder_with_a_grayscale_image(cli, tmp_path):
+    root = folder(tmp_path / "img")
+    Image.fromarray(np.full((9, 7), 200, np.uint8), "L").save(root / "cat" / "gray.jpg")
+    out = tmp_path / "out"
+    args = ("images", root, "--resize", "8x8", "--image-format", "raw", "--out")
+    failed = cli.convert(*args, out)
+    assert (
+        failed.exit_code == 1 and "use --resize WxH (and --color rgb, or grayscale, for mixed colour)" in failed.stderr
+    )
+    result = cli.convert(*args, out, "--color", "rgb")
+    assert result.exit_code == 0, result.stderr
+    gray = next(e for e in examples(out) if e["filename"] == b"cat/gray.jpg")
+    pixels = np.frombuffer(gray["image"], np.uint8).reshape(8, 8, 3)
+    assert (
+        gray["channels"] == 3 and (pixels[..., 0] == pixels[..., 1]).all() and (pixels[..., 1] == pixels[..., 2]).all()
+    )
+    assert cli.convert(*args, tmp_path / "o2", "--color", "rgb", "--grayscale").exit_code == 2
+
+
+@pytest.mark.parametrize(
+    "fit, expected",
+    [
+        ("crop", lambda p: (p[:, :, 0] > 200).all()),  # the red middle, cut to cover 10x10
+        ("pad", lambda p: (p[:2, :, 1] == 255).all() and (p[4:6, 3:7, 0] > 200).all() and (p[4:6, :2, 2] == 255).all()),
+        ("stretch", lambda p: (p[:, :2, 2] > 200).all() and (p[:, -2:, 2] > 200).all()),  # both blue ends kept
+    ],
+)
+def test_fit_crops_pads_or_stretches_to_the_size(cli, tmp_path, fit, expected):
+    wide = np.zeros((10, 20, 3), np.uint8)
+    wide[:, :, 2] = 255  # blue ends...
+    wide[:, 5:15] = (255, 0, 0)  # ...around a red middle
+    (tmp_path / "img").mkdir()
+    Image.fromarray(wide).save(tmp_path / "img" / "wide.png")
+    out = tmp_path / fit
+    args = ["--resize", "10x10", "--fit", fit, "--image-format", "raw", "--background", "white"]
+    result = cli.convert("images", tmp_path / "img", *args, "--out", out)
+    assert result.exit_code == 0, result.stderr
+    pixels = np.frombuffer(examples(out)[0]["image"], np.uint8).reshape(10, 10, 3)
+    assert expected(pixels), pixels[..., 0]
+    assert cli.convert("images", tmp_path / "img", "--fit", "pad", "--out", tmp_path / "x").exit_code == 2
+
+
+def test_dry_run_prints_the_plan_and_writes_nothing(cli, tmp_path):
+    root = folder(tmp_path / "img", per_class=4)
+    out = tmp_path / "out"
+    result = cli.convert("images", root, "--out", out, "--split", "train=0.75,test=0.25", "--num-shards", "2",
+                         "--dry-run")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"dry run: nothing written. img -> {out} (tfrecord)"
+    assert lines[1].startswith("  train: 6 examples in 2 shards, about ") and lines[1].endswith(" KiB")
+    assert lines[2].startswith("  test: 2 examples in 2 shards, about ") and lines[2].endswith(" B")
+    assert not out.exists() and not (tmp_path / ".out.tfr-convert").exists()
+    plan = json.loads(cli.convert("images", root, "--out", out, "--dry-run", "--json").stdout)
+    real = cli.convert("images", root, "--out", out, "--json")
+    summary = json.loads(real.stdout)
+    assert plan["splits"]["train"]["examples"] == summary["splits"]["train"]["examples"] == 8
+    assert plan["splits"]["train"]["shards"] == summary["splits"]["train"]["shards"]
+    assert abs(plan["splits"]["train"]["estimated_bytes"] - summary["splits"]["train"]["bytes"]) < 100
+    broken = cli.convert("images", root, "--labels", tmp_path / "missing.csv", "--out", out, "--dry-run")
+    assert broken.exit_code == 2  # the inputs are checked as for a run
+
+
+def test_limit_takes_the_first_examples_of_every_split(cli, mnist_src, tmp_path):
+    out = tmp_path / "out"
+    result = cli.convert("mnist", mnist_src[0], "--out", out, "--limit", "5", "--validation-size", "10")
+    assert result.exit_code == 0, result.stderr
+    assert "train 5, validation 5, test 5 examples" in result.stdout
+    assert json.loads((out / "manifest.json").read_text())["options"]["limit"] == 5
+    full = tmp_path / "full"
+    assert cli.convert("mnist", mnist_src[0], "--out", full, "--validation-size", "10").exit_code == 0
+    assert [e["label"] for e in examples(out)][:5] == [e["label"] for e in examples(full)][:5]

@@ -181,6 +181,18 @@ def common_options(f):
             "--resume", is_flag=True, help="Finish an interrupted run of the same command, keeping its finished shards."
         ),
         click.option("--index", is_flag=True, help="Write <shard>.index files for DALI / the tfrecord package."),
+        click.option(
+            "--limit",
+            type=click.IntRange(min=1),
+            metavar="N",
+            help="At most N examples per split (a quick trial; recorded in the manifest).",
+        ),
+        click.option(
+            "--dry-run",
+            is_flag=True,
+            help="Check the inputs and print what would be written (per split: examples, shards, "
+            "estimated size); write nothing.",
+        ),
         click.option("--quiet", is_flag=True, help="No progress bar."),
         click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON document."),
     ]
@@ -195,7 +207,7 @@ def _apply(decorators, f):
 
 
 def _run_options(*, out, name, num_shards, examples_per_shard, shard_size, file_format, compression, seed, shuffle,
-                 workers, overwrite, resume, index, validation_size=0, on_error="fail"):  # fmt: skip
+                 workers, overwrite, resume, index, limit=None, validation_size=0, on_error="fail"):  # fmt: skip
     """RunOptions from the common options; checked before any input is read."""
     from . import containers, fs
     from .pipeline import RunOptions, default_workers
@@ -237,10 +249,12 @@ def _run_options(*, out, name, num_shards, examples_per_shard, shard_size, file_
         resume=resume,
         on_error=on_error,
         index=index,
+        limit=limit,
     )
 
 
-def _run(make_converter, quiet: bool, as_json: bool, engine: str, beam_options: str, **common) -> None:
+def _run(make_converter, quiet: bool, as_json: bool, engine: str, beam_options: str, dry_run: bool,
+         **common) -> None:  # fmt: skip
     """Validate options, build the converter (reads and checks sources), convert, report."""
     import time
 
@@ -262,6 +276,9 @@ def _run(make_converter, quiet: bool, as_json: bool, engine: str, beam_options: 
     started = time.perf_counter()
     _terminate_as_interrupt()
     converter = make_converter()
+    if dry_run:
+        _print_plan(converter, options, quiet, as_json)
+        return
     progress, close_bar = _progress_bar(quiet)
     try:
         summary = run(converter, options, progress=progress)
@@ -289,6 +306,25 @@ def _run(make_converter, quiet: bool, as_json: bool, engine: str, beam_options: 
         f"{summary.out}"
         f"{skipped}"
     )
+
+
+def _print_plan(converter, options, quiet: bool, as_json: bool) -> None:
+    from .inspect.summary import counted, human_bytes
+    from .pipeline import dry_run
+
+    plan = dry_run(converter, options)
+    if as_json:
+        click.echo(json.dumps({"mode": "dry_run", **plan}, indent=2))
+        return
+    if not quiet:
+        for warning in plan["warnings"]:
+            click.echo(f"warning: {warning}", err=True)
+    click.echo(f"dry run: nothing written. {plan['name']} -> {plan['out']} ({plan['format']})")
+    for split, s in plan["splits"].items():
+        click.echo(f"  {split}: {counted(s['examples'], 'example')} in {counted(s['shards'], 'shard')}, "
+                   f"about {human_bytes(s['estimated_bytes'])}")  # fmt: skip
+    if plan["skipped"]:
+        click.echo(f"  {plan['skipped']} items would be skipped (run without --dry-run to list them)")
 
 
 def _terminate_as_interrupt() -> None:
@@ -448,7 +484,19 @@ class Delimiter(click.ParamType):
 )
 @click.option("--quality", type=click.IntRange(1, 100), default=95, show_default=True, help="JPEG quality.")
 @click.option("--resize", type=Size2D(), help="Resize every image to WxH.")
-@click.option("--grayscale", is_flag=True, help="Convert to one channel.")
+@click.option(
+    "--fit",
+    type=click.Choice(["stretch", "crop", "pad"]),
+    default="stretch",
+    show_default=True,
+    help="With --resize: stretch to WxH, crop to cover it, or pad to fit inside it (with --background).",
+)
+@click.option(
+    "--color",
+    type=click.Choice(["rgb", "grayscale"]),
+    help="Make every image 3-channel RGB or 1-channel grayscale [default: as the source].",
+)
+@click.option("--grayscale", is_flag=True, help="Same as --color grayscale.")
 @click.option("--gray-method", type=click.Choice(["luma", "mean"]), default="luma", show_default=True)
 @click.option("--background", type=Color(), default="white", show_default=True, help="Colour behind transparency.")
 @click.option("--max-pixels", type=click.IntRange(min=1), default=89_478_485, show_default=True,
@@ -457,7 +505,7 @@ class Delimiter(click.ParamType):
               help="skip: leave out bad images and rows, and list them.")  # fmt: skip
 @common_options
 def images(image_dir, labels_csv, delimiter, path_column, label_column, headerless_labels, split, stratify, split_column,
-           image_format, quality, resize, grayscale, gray_method, background, max_pixels, on_error,
+           image_format, quality, resize, fit, color, grayscale, gray_method, background, max_pixels, on_error,
            **common) -> None:  # fmt: skip
     """A folder of images, labelled by a CSV (--labels) or by class sub-folders."""
     from .converters.images import ImagesConverter
@@ -471,10 +519,15 @@ def images(image_dir, labels_csv, delimiter, path_column, label_column, headerle
         raise click.UsageError("give --split or --split-column, not both")
     if stratify and split is None:
         raise click.UsageError("--stratify needs --split")
-    if image_format == "keep" and (resize or grayscale):
-        raise click.UsageError("--resize and --grayscale re-encode: use --image-format png, jpeg or raw")
-    image_format = image_format or ("png" if resize or grayscale else "keep")
-    policy = DecodePolicy(max_pixels, background, grayscale, gray_method, resize)
+    if grayscale and color == "rgb":
+        raise click.UsageError("--grayscale is --color grayscale: give one of them")
+    grayscale = grayscale or color == "grayscale"
+    if fit != "stretch" and not resize:
+        raise click.UsageError("--fit needs --resize WxH")
+    if image_format == "keep" and (resize or color or grayscale):
+        raise click.UsageError("--resize and --color re-encode: use --image-format png, jpeg or raw")
+    image_format = image_format or ("png" if resize or color or grayscale else "keep")
+    policy = DecodePolicy(max_pixels, background, grayscale, gray_method, resize, rgb=color == "rgb", fit=fit)
 
     def make_converter():  # a remote IMAGE_DIR / CSV is read in place, through tf.io.gfile
         return ImagesConverter(

@@ -37,7 +37,7 @@ from .errors import Interrupted
 from .journal import Checkpoint, Progress, ShardEntry, Tally, replay
 from .metadata import metadata_files
 from .outdir import OutputDir, sha256_of
-from .shards import ShardFile, ShardName, ShardPolicy, SplitResult, SplitWriter
+from .shards import ShardCutter, ShardFile, ShardName, ShardPolicy, SplitResult, SplitWriter
 from .skips import Skips, from_fields, skipped_fields
 
 if TYPE_CHECKING:
@@ -61,6 +61,7 @@ class RunOptions:
     resume: bool = False  # go on from an interrupted run's journal (local engine)
     on_error: str = "fail"  # or "skip": leave out items that fail to encode, and list them
     index: bool = False  # write <shard>.index files (DALI / tfrecord package format)
+    limit: int | None = None  # at most this many examples per split (the first of its plan): a quick trial
 
     def __post_init__(self) -> None:
         if self.file_format not in containers.FORMATS:
@@ -401,10 +402,33 @@ def _index_files(results: list[SplitResult]) -> dict[str, bytes]:
 
 
 def plan_splits(converter: Converter, options: RunOptions) -> dict[str, list[Hashable]]:
-    return splitting.assign(
+    plan = splitting.assign(
         converter.source_splits(),
         converter.key,
         seed=options.seed,
         shuffle=options.shuffle,
         validation_size=options.validation_size,
     )
+    if options.limit is not None:  # after splitting and shuffling: a sample of every split, not its source order
+        plan = {split: items[: options.limit] for split, items in plan.items()}
+    return plan
+
+
+DRY_RUN_SAMPLE = 16  # items encoded per split to estimate the sizes a dry run reports
+
+
+def dry_run(converter: Converter, options: RunOptions) -> dict[str, Any]:
+    """What a run would write, per split (examples, shards, estimated bytes), from the
+    plan and a few encoded items; nothing is written. The inputs were already listed
+    and checked when the converter was made."""
+    container = options.container()
+    plan = plan_splits(converter, options)
+    splits = {}
+    for split, items in plan.items():
+        sample = encode_sealed(converter, items[:DRY_RUN_SAMPLE], options.on_error, container).sizes
+        mean = sum(sample) / len(sample) if sample else 0
+        cuts = ShardCutter(len(items), options.policy).cut([round(mean)] * len(items)) if items else []
+        splits[split] = {"examples": len(items), "shards": sum(closes for _, _, closes in cuts),
+                         "estimated_bytes": round(mean * len(items))}  # fmt: skip
+    return {"name": options.name or converter.dataset_name, "out": options.out, "format": options.file_format,
+            "splits": splits, "skipped": converter.skipped.total, "warnings": list(converter.warnings)}  # fmt: skip

@@ -42,6 +42,7 @@ _JUNK_FILES = {"thumbs.db", "desktop.ini"}  # OS litter that lives in image fold
 # class folders (by name: the listing reads no file).
 _IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".bmp", ".webp", ".tif", ".tiff", ".jfif", ".ppm", ".pgm")
 _NAMED = 5  # files named in a warning, before "..."
+_DATASET_MARKERS = ("dataset_info.json", "manifest.json")  # a folder holding both is a tfr-convert output
 _SPLIT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 _RESERVED = {"image", "filename", "format", "height", "width", "channels"}
 # Integer labels from this value up must be dense enough (at least a quarter of 0..max
@@ -60,13 +61,14 @@ def _visible(name: str) -> bool:
     return not name.startswith(".") and name.lower() not in _JUNK_FILES
 
 
-def list_files(root: str, folder_links: list[str] | None = None, exclude: str | None = None) -> list[str]:
-    """Relative paths of every visible regular file under root, sorted; links to
-    folders are not followed (their relative paths go to `folder_links`), and the
-    folder `exclude` (the run's own output, when it lies inside root) is left out."""
+def list_files(root: str, left_out: dict[str, list[str]] | None = None, exclude: str | None = None) -> list[str]:
+    """Relative paths of every visible regular file under root, sorted. Not entered:
+    links to folders (their relative paths go to left_out["link"]), folders holding a
+    tfr-convert dataset (an earlier run's output: left_out["dataset"]), and the folder
+    `exclude` (this run's own output, when it lies inside root)."""
     if not fs.is_remote(root):
         skip = os.path.realpath(exclude) if exclude and not fs.is_remote(exclude) else None
-        return sorted(_list_local(root, "", [] if folder_links is None else folder_links, skip))
+        return sorted(_list_local(root, "", {} if left_out is None else left_out, skip))
     found = []
     top = root.rstrip("/")
     for directory, dirs, files in fs.walk(top):
@@ -77,7 +79,7 @@ def list_files(root: str, folder_links: list[str] | None = None, exclude: str | 
     return sorted(found)
 
 
-def _list_local(root: str, rel: str, folder_links: list[str], skip: str | None = None) -> Iterator[str]:
+def _list_local(root: str, rel: str, left_out: dict[str, list[str]], skip: str | None = None) -> Iterator[str]:
     """As os.walk lists them (links to folders not followed), refusing what is neither
     a folder, a regular file nor a link: a FIFO would hang the run, a device never end."""
     with os.scandir(os.path.join(root, rel)) as entries:
@@ -87,9 +89,13 @@ def _list_local(root: str, rel: str, folder_links: list[str], skip: str | None =
             path = os.path.join(rel, entry.name)
             if entry.is_dir():
                 if entry.is_symlink():
-                    folder_links.append(path)
-                elif skip is None or os.path.realpath(entry.path) != skip:
-                    yield from _list_local(root, path, folder_links, skip)
+                    left_out.setdefault("link", []).append(path)
+                elif skip is not None and os.path.realpath(entry.path) == skip:
+                    continue
+                elif all(os.path.isfile(os.path.join(entry.path, m)) for m in _DATASET_MARKERS):
+                    left_out.setdefault("dataset", []).append(path)
+                else:
+                    yield from _list_local(root, path, left_out, skip)
             elif entry.is_symlink() or entry.is_file(follow_symlinks=False):
                 yield path
             else:
@@ -164,12 +170,15 @@ class ImagesConverter(Converter):
         self.skipped.add(where, reason)
 
     def _class_folders(self) -> list[tuple]:
-        links: list[str] = []
-        files = list_files(self.root, links, self._out)
+        left_out: dict[str, list[str]] = {}
+        files = list_files(self.root, left_out, self._out)
         # A link to a folder inside IMAGE_DIR adds nothing (its files are listed where they
         # are); one leading outside is refused like a file that does.
-        for link in sorted(links):
+        for link in sorted(left_out.get("link", [])):
             self._inside(link, os.path.join(self.root, link))
+        if left_out.get("dataset"):
+            self.warnings.append(f"{self.root}: left out {_named(left_out['dataset'], 'folder')}, "
+                                 "holding tfr-convert output, not images")  # fmt: skip
         classes = sorted({f.split(os.sep, 1)[0] for f in files if os.sep in f})
         loose = [f for f in files if os.sep not in f]
         if not classes:
@@ -388,7 +397,7 @@ class ImagesConverter(Converter):
     # ------------------------------------------------------------ features
 
     def _declare_features(self) -> dict[str, FeatureSpec]:
-        channels = 1 if self.policy.grayscale else 3
+        channels = self.policy.channels or 3
         height, width = (self.policy.resize[1], self.policy.resize[0]) if self.policy.resize else (None, None)
         if self.image_format == "raw":
             image = FeatureSpec.tensor("string")
@@ -466,7 +475,7 @@ class ImagesConverter(Converter):
             listed = ", ".join(f"{h}x{w}x{c}" for h, w, c in shapes[:4])
             raise SourceError(
                 f"{self.root}: --image-format raw needs one image shape, found {len(shapes)} ({listed}...); "
-                "use --resize WxH (and --grayscale for mixed colour)"
+                "use --resize WxH (and --color rgb, or grayscale, for mixed colour)"
             )
         if self.image_format != "raw" and shapes:
             channels = {c for _, _, c in shapes}
@@ -500,6 +509,8 @@ class ImagesConverter(Converter):
             "grayscale": self.policy.grayscale,
             "gray_method": self.policy.gray_method,
             "resize": list(self.policy.resize) if self.policy.resize else None,
+            "rgb": self.policy.rgb,
+            "fit": self.policy.fit,
             "quality": self.quality,
         }
         return settings

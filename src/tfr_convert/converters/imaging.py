@@ -32,6 +32,13 @@ class DecodePolicy:
     grayscale: bool = False
     gray_method: str = "luma"  # "luma" as tf.image.rgb_to_grayscale, "mean" as the face/age tutorial
     resize: tuple[int, int] | None = None  # (width, height)
+    rgb: bool = False  # gray sources get three equal channels, so a mixed folder has one shape
+    fit: str = "stretch"  # with resize: "stretch" to WxH, "crop" to cover it, "pad" to fit inside it
+
+    @property
+    def channels(self) -> int | None:
+        """What every decoded image will have, when the policy decides it."""
+        return 1 if self.grayscale else 3 if self.rgb else None
 
 
 @dataclass
@@ -89,7 +96,7 @@ def decode(data: bytes, where: str, policy: DecodePolicy) -> Decoded:
 
     `where` names the image in warnings (they travel without the caller's context).
     """
-    from PIL import Image, ImageOps
+    from PIL import ImageOps
 
     im = _open(data, policy.max_pixels)
     fmt = sniff_format(data) or (im.format or "unknown").lower()
@@ -105,14 +112,37 @@ def decode(data: bytes, where: str, policy: DecodePolicy) -> Decoded:
     except (OSError, ValueError, SyntaxError) as e:
         raise SourceError(f"cannot decode {fmt} image: {e}") from None
     if policy.resize is not None:
-        mode = "L" if pixels.shape[2] == 1 else "RGB"
-        resized = Image.fromarray(pixels[..., 0] if mode == "L" else pixels, mode).resize(
-            policy.resize, Image.Resampling.BILINEAR
-        )
-        pixels = np.asarray(resized).reshape(policy.resize[1], policy.resize[0], -1)
+        pixels = fitted(pixels, policy.resize, policy.fit, policy.background)
     if policy.grayscale and pixels.shape[2] == 3:
         pixels = to_gray(pixels, policy.gray_method)
+    elif policy.rgb and pixels.shape[2] == 1:
+        pixels = np.repeat(pixels, 3, axis=2)
     return Decoded(pixels, fmt, size, bands)
+
+
+def fitted(pixels: np.ndarray, size: tuple[int, int], fit: str, background: tuple[int, int, int]) -> np.ndarray:
+    """uint8 (H, W, C) made exactly `size` (width, height), bilinear: "stretch" ignores
+    the aspect ratio; "crop" scales to cover and cuts the centre; "pad" scales to fit
+    and centres it on the background colour."""
+    from PIL import Image
+
+    gray = pixels.shape[2] == 1
+    im = Image.fromarray(pixels[..., 0] if gray else pixels, "L" if gray else "RGB")
+    width, height = size
+    if fit == "stretch":
+        out = im.resize(size, Image.Resampling.BILINEAR)
+    else:
+        scale = (max if fit == "crop" else min)(width / im.width, height / im.height)
+        inner = (max(1, round(im.width * scale)), max(1, round(im.height * scale)))
+        scaled = im.resize(inner, Image.Resampling.BILINEAR)
+        left, top = (inner[0] - width) // 2, (inner[1] - height) // 2
+        if fit == "crop":
+            out = scaled.crop((left, top, left + width, top + height))
+        else:
+            fill = round(float(np.dot(_LUMA, background))) if gray else background
+            out = Image.new(im.mode, size, fill)
+            out.paste(scaled, (-left, -top))
+    return np.asarray(out).reshape(height, width, -1)
 
 
 def _to_uint8(im, background: tuple[int, int, int]) -> np.ndarray:
