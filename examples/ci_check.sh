@@ -11,14 +11,17 @@ if [ $# -lt 1 ]; then
 fi
 out=$1
 shift
-python=${PYTHON:-python3}
+. "$(dirname "$0")/find_tools.sh"  # sets $tfr_convert, $tfr_inspect, $python
 
 if [ $# -gt 0 ]; then
-  tfr-convert "$@" --out "$out" --overwrite --quiet --json > /dev/null
+  "$tfr_convert" "$@" --out "$out" --overwrite --quiet --json > /dev/null
 fi
 
 status=0
-report=$(tfr-inspect "$out" --verify --json) || status=$?
+report=$("$tfr_inspect" "$out" --verify --json) || status=$?
+if [ -z "$report" ]; then
+  exit "$status"  # tfr-inspect could not report (its one-line error, above, says why)
+fi
 echo "$report" | "$python" -c '
 import json, sys
 report = json.load(sys.stdin)

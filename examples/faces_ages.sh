@@ -9,13 +9,13 @@ if [ $# -ne 3 ]; then
   exit 2
 fi
 images=$1 ages=$2 out=$3
-python=${PYTHON:-python3}
+. "$(dirname "$0")/find_tools.sh"  # sets $tfr_convert, $tfr_inspect, $python
 
-tfr-convert images "$images" --labels "$ages" --headerless-labels \
+"$tfr_convert" images "$images" --labels "$ages" --headerless-labels \
   --grayscale --gray-method mean --resize 48x48 --image-format raw \
   --split train=0.8,test=0.2 --out "$out" --overwrite --quiet
-tfr-inspect "$out" --verify
-tfr-inspect "$out" --stats | grep -A1 '^age'
+"$tfr_inspect" "$out" --verify
+"$tfr_inspect" "$out" --stats | grep -A1 '^age'
 "$python" - "$out" <<'PY'
 import sys
 

@@ -10,6 +10,7 @@ import sysconfig
 from pathlib import Path
 
 import numpy as np
+import pytest
 from helpers import write_cifar, write_idx_files
 from PIL import Image
 
@@ -98,3 +99,30 @@ def test_ci_check_passes_clean_output_and_fails_the_job_on_damage(tmp_path):
     assert failed.returncode == 1
     assert f"::error::{shard}: record 0 at byte 0: data_crc: " in failed.stdout
     assert failed.stdout.strip().endswith("FAILED: 600 records in 4 files, 2 problems")  # the CRC and the sha256
+
+
+def test_scripts_find_the_commands_without_an_activated_venv_or_say_how(tmp_path):
+    if not (EXAMPLES.parent / ".venv" / "bin" / "tfr-convert").exists():
+        pytest.skip("needs the Quickstart's .venv in the repository")
+    bare = {**ENV, "PATH": "/usr/bin:/bin"}  # as right after the Quickstart: nothing activated
+    out = tmp_path / "out"
+    found = subprocess.run(["bash", EXAMPLES / "ci_check.sh", out, "mnist", EXAMPLES / "mnist-sample"],
+                           capture_output=True, text=True, env=bare, timeout=300)  # fmt: skip
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.strip() == "ok: 600 records in 2 files, 0 problems"
+    elsewhere = tmp_path / "copy" / "examples"  # no .venv beside these copies
+    elsewhere.mkdir(parents=True)
+    for script in ("ci_check.sh", "find_tools.sh"):
+        (elsewhere / script).write_text((EXAMPLES / script).read_text())
+    lost = subprocess.run(["bash", elsewhere / "ci_check.sh", out], capture_output=True, text=True, env=bare)
+    assert lost.returncode == 127
+    assert lost.stderr.strip() == (
+        f"{elsewhere / 'ci_check.sh'}: tfr-convert not found: activate the venv (source .venv/bin/activate) "
+        "or pip install tfr-convert"
+    )
+
+
+def test_ci_check_on_a_missing_output_shows_the_cause_not_a_traceback(tmp_path):
+    result = run("bash", EXAMPLES / "ci_check.sh", tmp_path / "nothing-here", check=False)
+    assert result.returncode == 1
+    assert result.stderr.strip() == f"error: {tmp_path / 'nothing-here'}: no such file, directory or glob match"
