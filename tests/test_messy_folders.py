@@ -12,6 +12,7 @@ from PIL import Image
 
 from tfr_convert.containers.scan import read_records
 from tfr_convert.example import parse
+from tfr_convert.inspect.grid import caption
 
 
 def folder(root: Path, classes: tuple[str, ...] = ("cat", "dog"), per_class: int = 3) -> Path:
@@ -233,3 +234,33 @@ def test_limit_takes_the_first_examples_of_every_split(cli, mnist_src, tmp_path)
     full = tmp_path / "full"
     assert cli.convert("mnist", mnist_src[0], "--out", full, "--validation-size", "10").exit_code == 0
     assert [e["label"] for e in examples(out)][:5] == [e["label"] for e in examples(full)][:5]
+
+
+def test_stats_and_grid_speak_in_class_names_file_names_and_splits(cli, tmp_path):
+    root = tmp_path / "img"
+    root.mkdir()
+    for i in range(8):
+        Image.fromarray(np.full((6, 6, 3), i * 30, np.uint8)).save(root / f"{i}.png")
+    (root / "copy.png").write_bytes((root / "0.png").read_bytes())  # the same picture twice: leakage
+    csv = tmp_path / "labels.csv"
+    rows = [f"{i}.png,{['cat', 'dog'][i % 2]},{'test' if i >= 6 else 'train'}" for i in range(8)]
+    csv.write_text("path,kind,split\n" + "\n".join(rows) + "\ncopy.png,cat,test\n")
+    out = tmp_path / "out"
+    result = cli.convert("images", root, "--labels", csv, "--label-column", "kind", "--split-column", "split",
+                         "--out", out)  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(cli.inspect(out, "--stats", "--json").stdout)
+    assert report["features"]["kind"]["class_names"] == {"0": "cat", "1": "dog"}
+    assert report["splits"] == {"train": {"records": 6, "histograms": {"kind": {"0": 3, "1": 3}}},
+                                "test": {"records": 3, "histograms": {"kind": {"0": 2, "1": 1}}}}  # fmt: skip
+    (leak,) = report["leakage"]["examples"]
+    assert sorted(r["filename"] for r in leak["records"]) == ["0.png", "copy.png"]
+    text = cli.inspect(out, "--stats").stdout
+    assert "  histogram: cat: 5, dog: 4" in text
+    assert "train: 6 records; kind cat: 3, dog: 3" in text and "test: 3 records; kind cat: 2, dog: 1" in text
+    assert "image in test, train: copy.png; 0.png" in text or "image in test, train: 0.png; copy.png" in text
+
+    assert (
+        caption({"kind": ("int64_list", [1]), "filename": ("bytes_list", [b"3.png"])}, {"kind": ["cat", "dog"]})
+        == "dog"
+    )

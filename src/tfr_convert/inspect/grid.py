@@ -75,8 +75,10 @@ def _pixels(value: bytes, example: dict, raw_shape: tuple[int, ...] | None, max_
     return np.repeat(array, 3, axis=2) if shape[2] == 1 else array[..., :3]
 
 
-def _caption(example: dict, names: dict[str, list[str]]) -> str:
-    for feature in ("label_name", "label", "label_index"):
+def caption(example: dict, names: dict[str, list[str]]) -> str:
+    """The class name: of a ClassLabel feature with names (whatever it is called), else
+    of the usual label features, else the file name."""
+    for feature in (*sorted(names), "label_name", "label", "label_index"):
         kind, values = example.get(feature, (None, []))
         if not values:
             continue
@@ -121,7 +123,7 @@ def grid(
                 raise SourceError(f"{path}: record {record.index}: cannot draw {feature!r}: {e}") from None
             except SourceError as e:
                 raise SourceError(f"{path}: record {record.index}: {e}") from None
-            tiles.append((pixels, _caption(example, names)))
+            tiles.append((pixels, caption(example, names)))
         if len(tiles) >= count:
             break
     if not tiles:
@@ -130,14 +132,14 @@ def grid(
     rows = math.ceil(len(tiles) / columns)
     sheet = Image.new("RGB", (columns * CELL, rows * (CELL + CAPTION)), (255, 255, 255))
     draw = ImageDraw.Draw(sheet)
-    for i, (pixels, caption) in enumerate(tiles):
+    for i, (pixels, text) in enumerate(tiles):
         tile = Image.fromarray(pixels)
         scale = (CELL - 4) / max(tile.size)
         resample = Image.Resampling.NEAREST if scale >= 1 else Image.Resampling.BILINEAR
         tile = tile.resize((max(1, round(tile.width * scale)), max(1, round(tile.height * scale))), resample)
         x, y = (i % columns) * CELL, (i // columns) * (CELL + CAPTION)
         sheet.paste(tile, (x + (CELL - tile.width) // 2, y + (CELL - tile.height) // 2))
-        draw.text((x + 2, y + CELL), caption[:16], fill=(0, 0, 0))
+        draw.text((x + 2, y + CELL), text[:16], fill=(0, 0, 0))
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     sheet.save(out, format="PNG")
     return {"mode": "grid", "out": out, "images": len(tiles), "feature": feature}

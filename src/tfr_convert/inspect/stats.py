@@ -130,24 +130,35 @@ class BytesStats:
         return out
 
 
+def _filename(example: dict[str, Any]) -> str | None:
+    kind, values = example.get("filename", (None, []))
+    return values[0].decode("utf-8", "replace") if kind == BYTES and values else None
+
+
 def stats(paths: list[str], max_record: int = MAX_RECORD_BYTES) -> dict[str, Any]:
     inputs = resolve(paths)
     label_features: set[str] = set()
+    names: dict[str, list[str]] = {}  # class names of the label features that have them
     for d in inputs.datasets:
+        names.update(class_names(d))
         label_features |= set(class_names(d))
         label_features |= {n for n, f in DatasetDir(d).features.items() if isinstance(f, dict) and "classLabel" in f}
     numbers: dict[str, NumberStats] = {}
     strings: dict[str, BytesStats] = {}
     histograms: dict[str, Counter[int]] = {}
+    per_split: dict[str, dict[str, Any]] = {}  # split -> {records, histograms}, for a dataset directory
     kinds: dict[str, set[str | None]] = {}
-    # leakage: digest of an image value -> {split: first (file, record)}
-    seen_in: dict[tuple[str, bytes], dict[str, tuple[str, int]]] = {}
+    # leakage: digest of an image value -> {split: first (file, record, its filename feature)}
+    seen_in: dict[tuple[str, bytes], dict[str, tuple[str, int, str | None]]] = {}
     in_dataset = {p for d in inputs.datasets for p in inputs.files if p.startswith(d.rstrip("/") + "/")}
     records = undecodable = 0
     for path in inputs.files:
         split = split_of(path) if path in in_dataset else None
+        split_stats = per_split.setdefault(split, {"records": 0, "histograms": {}}) if split else None
         for record, example in examples_of(path, max_record):
             records += 1
+            if split_stats is not None:
+                split_stats["records"] += 1
             if example is None:
                 undecodable += 1
                 continue
@@ -157,13 +168,16 @@ def stats(paths: list[str], max_record: int = MAX_RECORD_BYTES) -> dict[str, Any
                     numbers.setdefault(name, NumberStats()).add(values)
                     if kind == INT64 and (name in label_features or "label" in name):
                         histograms.setdefault(name, Counter()).update(values)
+                        if split_stats is not None:
+                            split_stats["histograms"].setdefault(name, Counter()).update(values)
                 elif kind == BYTES:
                     acc = strings.setdefault(name, BytesStats("image" in name))
                     acc.add(values)
                     if split is not None and acc.formats:
+                        filename = _filename(example)
                         for v in values:
                             refs = seen_in.setdefault((name, _digest(v)), {})
-                            refs.setdefault(split, (path, record.index))
+                            refs.setdefault(split, (path, record.index, filename))
     features: dict[str, Any] = {}
     for name in sorted(kinds):
         entry: dict[str, Any] = {"kind": sorted(k or "unset" for k in kinds[name])}
@@ -175,6 +189,10 @@ def stats(paths: list[str], max_record: int = MAX_RECORD_BYTES) -> dict[str, Any
             entry.update(strings[name].to_dict())
         if name in histograms:
             entry["histogram"] = {str(k): v for k, v in sorted(histograms[name].items())}
+            if name in names:  # index -> class name, for the indices that have one
+                entry["class_names"] = {
+                    str(k): names[name][k] for k in sorted(histograms[name]) if 0 <= k < len(names[name])
+                }
         features[name] = entry
     report: dict[str, Any] = {
         "mode": "stats",
@@ -184,10 +202,17 @@ def stats(paths: list[str], max_record: int = MAX_RECORD_BYTES) -> dict[str, Any
     }
     if inputs.datasets:
         leaks = [
-            {"feature": name, "splits": sorted(refs), "records": [{"file": f, "record": i} for f, i in refs.values()]}
+            {"feature": name, "splits": sorted(refs),
+             "records": [{"file": f, "record": i, **({"filename": n} if n is not None else {})}
+                         for f, i, n in refs.values()]}
             for (name, _), refs in seen_in.items()
             if len(refs) > 1
-        ]
+        ]  # fmt: skip
+        report["splits"] = {
+            split: {"records": s["records"],
+                    "histograms": {n: {str(k): v for k, v in sorted(h.items())} for n, h in sorted(s["histograms"].items())}}
+            for split, s in per_split.items()
+        }  # fmt: skip
         report["leakage"] = {"images_in_several_splits": len(leaks), "examples": leaks[:10]}
     return report
 
@@ -202,7 +227,8 @@ def format_stats(report: dict[str, Any]) -> str:
                 f"zeros {f['zeros']}  nans {f['nans']}"
             )
         if "histogram" in f:
-            lines.append("  histogram: " + ", ".join(f"{k}: {v}" for k, v in f["histogram"].items()))
+            named = f.get("class_names", {})
+            lines.append("  histogram: " + ", ".join(f"{named.get(k, k)}: {v}" for k, v in f["histogram"].items()))
         if "unique" in f:
             bound = "+" if f["unique_is_lower_bound"] else ""
             length = f["length"]
@@ -220,10 +246,17 @@ def format_stats(report: dict[str, Any]) -> str:
                 else ""
             )
             lines.append(f"  images: {formats}{size}")
+    for split, s in report.get("splits", {}).items():
+        parts = [f"{split}: {s['records']} records"]
+        for name, histogram in s["histograms"].items():
+            named = report["features"].get(name, {}).get("class_names", {})
+            parts.append(f"{name} " + ", ".join(f"{named.get(k, k)}: {v}" for k, v in histogram.items()))
+        lines.append("; ".join(parts))
     if "leakage" in report:
         leak = report["leakage"]
         lines.append(f"leakage: {leak['images_in_several_splits']} images appear in more than one split")
         for ex in leak["examples"]:
-            refs = "; ".join(f"{os.path.basename(r['file'])} record {r['record']}" for r in ex["records"])
+            refs = "; ".join(r.get("filename") or f"{os.path.basename(r['file'])} record {r['record']}"
+                             for r in ex["records"])  # fmt: skip
             lines.append(f"  {ex['feature']} in {', '.join(ex['splits'])}: {refs}")
     return "\n".join(lines)
