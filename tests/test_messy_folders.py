@@ -4,6 +4,9 @@ flags — each met with what a user expects, or a message that says how to fix i
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +16,8 @@ from PIL import Image
 from tfr_convert.containers.scan import read_records
 from tfr_convert.example import parse
 from tfr_convert.inspect.grid import caption
+
+SCRIPTS = Path(sys.executable).parent
 
 
 def folder(root: Path, classes: tuple[str, ...] = ("cat", "dog"), per_class: int = 3) -> Path:
@@ -264,3 +269,16 @@ def test_stats_and_grid_speak_in_class_names_file_names_and_splits(cli, tmp_path
         caption({"kind": ("int64_list", [1]), "filename": ("bytes_list", [b"3.png"])}, {"kind": ["cat", "dog"]})
         == "dog"
     )
+
+
+@pytest.mark.skipif(shutil.which("script") is None, reason="needs util-linux's script for a pseudo-terminal")
+def test_the_progress_bar_labels_its_phases_and_shows_in_a_script_log(mnist_src, tmp_path):
+    log = tmp_path / "typescript"
+    command = f"{SCRIPTS / 'tfr-convert'} mnist {mnist_src[0]} --out {tmp_path / 'out'}"
+    proc = subprocess.run(["script", "-qec", command, str(log)], stdin=subprocess.DEVNULL, capture_output=True,
+                          timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout
+    shown = log.read_bytes().decode("utf-8", "replace")
+    assert "checking sources..." in shown
+    assert "converting: 100%" in shown and "52/52" in shown
+    assert "mnist: train 40, test 12 examples in 2 shards" in shown

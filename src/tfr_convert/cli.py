@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 import sys
 from typing import Any
@@ -93,19 +94,38 @@ class _Command(_Translating, click.Command):
 
 
 def _progress_bar(quiet: bool):
-    """(a `progress(n, total)` callback drawing a tqdm bar on stderr, or None; a closer)."""
+    """(a `progress(n, total)` callback drawing a tqdm bar on stderr, or None; a closer).
+
+    On a terminal only. The phases are labelled: a "checking sources" line while the
+    inputs are listed and checked (before any total is known), then the bar,
+    "converting", which stays on screen when done (also in a `script` log)."""
     if quiet or not sys.stderr.isatty():
         return None, lambda: None
     from tqdm import tqdm
 
+    sys.stderr.write("checking sources...")
+    sys.stderr.flush()
     bars = []
 
     def update(n: int, total: int) -> None:
         if not bars:  # created on the first call, when the total is known
-            bars.append(tqdm(total=total, unit="ex", file=sys.stderr, dynamic_ncols=True, leave=False))
+            sys.stderr.write("\r\033[K")  # the status line gives way to the bar
+            try:  # a pseudo-terminal without a size (`script` run from a pipe) says 0x0,
+                sized = os.get_terminal_size(sys.stderr.fileno()).columns > 0  # and tqdm then hides its bar
+            except OSError:
+                sized = False
+            shape = {"dynamic_ncols": True} if sized else {"ncols": 80, "nrows": 24}
+            bars.append(tqdm(total=total, unit="ex", desc="converting", file=sys.stderr, **shape))
         bars[0].update(n)
 
-    return update, lambda: bars and bars[0].close()
+    def close() -> None:
+        if bars:
+            bars[0].close()
+        else:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+
+    return update, close
 
 
 # ---------------------------------------------------------------- tfr-convert
@@ -275,12 +295,13 @@ def _run(make_converter, quiet: bool, as_json: bool, engine: str, beam_options: 
         from .pipeline import run
     started = time.perf_counter()
     _terminate_as_interrupt()
-    converter = make_converter()
-    if dry_run:
-        _print_plan(converter, options, quiet, as_json)
-        return
     progress, close_bar = _progress_bar(quiet)
     try:
+        converter = make_converter()
+        if dry_run:
+            close_bar()
+            _print_plan(converter, options, quiet, as_json)
+            return
         summary = run(converter, options, progress=progress)
     finally:
         close_bar()
