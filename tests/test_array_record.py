@@ -74,7 +74,9 @@ def test_tfds_data_source_reads_any_record_by_index(both):
     assert len(source) == len(expected)
     for i in (len(expected) - 1, 0, 17, 5):  # any order: random access
         example = source[i]
-        assert example["image_raw"] == expected[i]["image_raw"][1][0]
+        # TFDS decodes the raw bytes to a uint8 array of the stored shape
+        assert example["image_raw"].shape == (28, 28, 1)
+        assert example["image_raw"].tobytes() == expected[i]["image_raw"][1][0]
         assert int(example["label"]) == expected[i]["label"][1][0]
 
 

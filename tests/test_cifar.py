@@ -88,6 +88,24 @@ def test_tfds_opens_cifar100_with_both_label_kinds(cli, tmp_path):
     )
 
 
+@pytest.mark.parametrize("variant", ["cifar10", "cifar100"])
+@pytest.mark.parametrize("image_format", ["raw", "png"])
+def test_tfds_as_supervised_gives_the_source_pixels_and_fine_labels(cli, tmp_path, variant, image_format):
+    src = write_cifar(tmp_path / "src", variant, per_batch=4)
+    out = tmp_path / "out"
+    assert cli.convert("cifar", src["path"], "--out", out, "--image-format", image_format).exit_code == 0
+    builder = tfds.builder_from_directory(str(out))
+    assert builder.info.supervised_keys == ("image", "label_index")
+    got = sorted(
+        (image.tobytes(), int(label))
+        for image, label in tfds.as_numpy(builder.as_dataset(split="test", as_supervised=True))
+        if image.shape == (32, 32, 3) and image.dtype == np.uint8
+    )
+    data, labels = src["test"]
+    channel_last = data.reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)
+    assert got == sorted((img.tobytes(), int(f)) for img, f in zip(channel_last, labels[0], strict=True))
+
+
 def test_examples_per_shard_reproduces_the_tutorials_shards(cli, tmp_path):
     src = write_cifar(tmp_path / "src", "cifar10", per_batch=5)
     out = tmp_path / "out"

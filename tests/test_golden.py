@@ -6,7 +6,9 @@ metadata shows up here. Inputs are built so their own bytes do not depend on
 library versions (hand-written PNGs with stored deflate blocks, Python-2 pickles
 written by tests/py2pickle.py), and no conversion re-encodes through Pillow.
 manifest.json is compared by its shard entries only: it also records the tool's
-version and options, which may grow.
+version and options, which may grow. dataset_info.json and features.json were
+re-pinned once since, with the shards unchanged, when raw images came to be
+described as TFDS uint8 tensors and supervisedKeys were added.
 """
 
 from __future__ import annotations
@@ -29,8 +31,8 @@ GOLDEN = {
         "cifar100-train.tfrecord-00000-of-00001": "7d29fd6a81f8a8e19f580e99989c9d8665516ed1f7fb4ee1128c7636d2b7fba7",
         "cifar100-validation.tfrecord-00000-of-00001": "28b0e0888c1fac2b244f5a3ac03ea1ea4268ee9f68584c536724d28c5d8d9293",
         "coarse_label_index.labels.txt": "0258e236daa0e9bc1614b6f4a38dae9f98cf6352f520fa4093bc46a463a71f61",
-        "dataset_info.json": "c11be6c6a113d9a0f52266aa04efbeb35539a12772ebd336c7d8a24bb44a6421",
-        "features.json": "ecf08c52bd2c81345b46e8f2c613162ea1397963c05a1f48332686949d4324e3",
+        "dataset_info.json": "fcad926a4b1ffa3c44575c1ad89e8fb1eee1694bcd3fee04d27426befd0d3458",
+        "features.json": "913e09d9bfc10bc3a3ea64143437b4d1ffe029510a6f0dd3a6812dedfb7374e3",
         "label_index.labels.txt": "61636f6fa1b421d5dc1771dcf434849c2f5976e303c26257cb4467fd78cadc3c",
         "manifest.json": "9211abaf7505aee6b40c7632c1342b85b2c39cf36c8adf0fe472ec3c1ce68f32",
     },
@@ -39,8 +41,8 @@ GOLDEN = {
         "cifar10-test.tfrecord-00001-of-00002": "420ee8d38d394a30346d5eb19f41f06be45ef4146299e9b4c2663792bd8d08f0",
         "cifar10-train.tfrecord-00000-of-00002": "98defa4d0da0df9ebbb9fd735a1f559ab278043d99f1fcffd4b4a09976b70eaa",
         "cifar10-train.tfrecord-00001-of-00002": "be41df6b6bb6c3db11f35207f277b2996b26731202d646ba55be2965e0be7aef",
-        "dataset_info.json": "831a613cd67587d16f96bc8c0a78b4fa182ddc795b40de754f24a1287be66aed",
-        "features.json": "04664b12119a1722171924d1391613fbc8d0ddf4ef07321c1e54207df4e177c4",
+        "dataset_info.json": "720e6282476596b3a69a1e9ad3b503a8abc93d0f688c42071e75e29443663c99",
+        "features.json": "cc20f710f8be68fd698a1df2699db1416af37e03b66cd2e5d355958cb939217c",
         "label_index.labels.txt": "96bb2834e661ecff2831632399cb563b4681110a86187dab7c347924026e9109",
         "manifest.json": "993fc7383e3b95001f3f381d547176daa6166d1bddcf1f27641a849edea2b28f",
     },
@@ -48,13 +50,13 @@ GOLDEN = {
         "csvimgs-test.tfrecord-00000-of-00001": "af59eb94b788abe4f86502ef86cd0c95cd6964f0101c46eaf39daa590cd19501",
         "csvimgs-train.tfrecord-00000-of-00001": "70a4c0a2a6882c187246b1fbab18a166299ec0816ff770d9e53a93448a43e30a",
         "csvimgs-validation.tfrecord-00000-of-00001": "5b584a70a79abe5798ce19400e0c87d188d598b770b40534025a1b24ecdcf7c7",
-        "dataset_info.json": "b7180acf90ffecc0115c92ff932235799612693668f30094902297075f788800",
-        "features.json": "6bde744c2fdd4bacfd1dbd642ab237a91b17bd6622b1dc11485df651913ce9ec",
+        "dataset_info.json": "bbefe9e656db24e7c0acc7dae826380038259d44143b990a3647e45b79fd8e83",
+        "features.json": "737af2f894731509a89a3fd20bfe22779e4f3372bfd0e288e37639d254c861c1",
         "manifest.json": "aa9f58b449d58a2fb9cc8a4935be978dd04d0f4e47751740ecec4928426417d7",
         "species.labels.txt": "fa8eb5f047b29e3780ff0d73db209764ff27a0060b05426cb10991858a91d19a",
     },
     "images_keep": {
-        "dataset_info.json": "ad53e3f9a63210ca6abe3749745cfb43ebd04b7ead861db05e234015d71412b5",
+        "dataset_info.json": "465910a33304bb5b86394922539738d9319007a6609cecddd3eceb9ab27f94f0",
         "features.json": "70f7385b70bf2d9e40923f03448b8a33af353f3b415748a1d7e1627cd1a685fc",
         "folder-test.tfrecord-00000-of-00002": "27d560c906d95ef656c51194786a86a28272481b83658d917e69224450225311",
         "folder-test.tfrecord-00001-of-00002": "83775fe10ed58c48d7d14c4d0452dfdd0b73045984f3cb7cbfe4b1a379893bc7",
@@ -64,8 +66,8 @@ GOLDEN = {
         "manifest.json": "7ce48b7e9dc6c60a0d1fe69d0ff165f705e67dded096967da7155f86456df5ac",
     },
     "mnist_gzip": {
-        "dataset_info.json": "3a6650ccf752c872cd5e242d557cbca687a4acfaaf111430f6d4f03e80fca63b",
-        "features.json": "e3e22ee7565e6b4765a735ee0fc2d6efa21f649e4b48a2b9e30738400792bef0",
+        "dataset_info.json": "08ccc24831d35bca455e7df042aa00d7350ffeb1e768c32c858387fb5256355c",
+        "features.json": "14fd4e86aa85469d7a6749754c3d7ca5f5c1175d4c5bae3f109c6e40319b7725",
         "label.labels.txt": "7427877c40fb0361401248f9c96abe6117396bc6ab16811b5b1706274c02443e",
         "manifest.json": "a5d8f76e7c24f03467f648ed1538f3dc0ded44b6e54cf7a65c0d03ec1806a40e",
         "mnist-test.tfrecord-00000-of-00002": "face269e6bdb258a0a086b5d214c446c17d0a2413eab0a3b8422b7550b7a0401",
@@ -74,8 +76,8 @@ GOLDEN = {
         "mnist-train.tfrecord-00001-of-00002": "143e4e137089b1ddc12307e9f7f440cc5f266b45c97c39ad172f2825b2442db6",
     },
     "mnist_raw": {
-        "dataset_info.json": "06e1d2bc9b4a5e5facc6e2bd97fd30d354aaa00a526d2288060d703059913e39",
-        "features.json": "e3e22ee7565e6b4765a735ee0fc2d6efa21f649e4b48a2b9e30738400792bef0",
+        "dataset_info.json": "dc13d2815d6c8e917f4f711f1d2873d615fd45924532f3632e27b28dc23839be",
+        "features.json": "14fd4e86aa85469d7a6749754c3d7ca5f5c1175d4c5bae3f109c6e40319b7725",
         "label.labels.txt": "7427877c40fb0361401248f9c96abe6117396bc6ab16811b5b1706274c02443e",
         "manifest.json": "ad68412ad8eb4cdae7023034e5b217d789b9f731f71dde8e4ce72b51d8f67697",
         "mnist-test.tfrecord-00000-of-00002": "287af605cbe8402785ff4976ef6192976ce022600f185e1b741181112659a51b",
@@ -87,8 +89,8 @@ GOLDEN = {
         "mnist-validation.tfrecord-00000-of-00001": "d9ab86e0fc3a0afbe5464e6f7f355fbc4cedf535448796c5470e0295f6b6d398",
     },
     "mnist_unshuffled": {
-        "dataset_info.json": "c921d315dbb5f08e7a23c6ecb1cf5b64f409cc56f7d2ab5432c86d1f878fb763",
-        "features.json": "e3e22ee7565e6b4765a735ee0fc2d6efa21f649e4b48a2b9e30738400792bef0",
+        "dataset_info.json": "177695163d711981fdeeb5db77cbeb40dcee22992f37c972788c38687b67ea0d",
+        "features.json": "14fd4e86aa85469d7a6749754c3d7ca5f5c1175d4c5bae3f109c6e40319b7725",
         "label.labels.txt": "7427877c40fb0361401248f9c96abe6117396bc6ab16811b5b1706274c02443e",
         "manifest.json": "eb54d255597ba7c191f7a2b5c70a01893104b564296e2983f17de246218919de",
         "mnist-test.tfrecord-00000-of-00002": "138eebac7cddbfe19d3e98c7747c9d93ee518b1a943b337e262de344e2b048d3",

@@ -143,6 +143,20 @@ def test_csv_columns_become_typed_features_and_label_column_gets_names(cli, tmp_
     assert features["colour"].names == ["blue", "red"]
 
 
+def test_tfds_as_supervised_and_raw_pixels_for_an_image_folder(cli, class_folders, tmp_path):
+    root, _ = class_folders
+    out = tmp_path / "out"
+    args = ("--resize", "6x5", "--image-format", "raw", "--out", out)
+    assert cli.convert("images", root, *args).exit_code == 0, "conversion failed"
+    builder = tfds.builder_from_directory(str(out))
+    assert builder.info.supervised_keys == ("image", "label")
+    ours = {ex["filename"]: ex for ex in records(out)}
+    for image, label in tfds.as_numpy(builder.as_dataset(split="train", as_supervised=True)):
+        assert image.shape == (5, 6, 3) and image.dtype == np.uint8  # decoded by TFDS itself
+        matches = [ex for ex in ours.values() if ex["image"] == image.tobytes()]
+        assert matches and matches[0]["label"] == label
+
+
 def test_a_label_column_with_a_slash_gets_tfds_labels_file_name(cli, tmp_path):
     for i in range(4):
         save(tmp_path / "img" / f"{i}.png", rgb())

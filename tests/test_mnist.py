@@ -63,13 +63,27 @@ def test_tfds_builder_from_directory_yields_every_example(cli, mnist_src, tmp_pa
     assert builder.info.splits["train"].num_shards == 2
     got = {}
     for split in ("train", "validation", "test"):
-        got[split] = [
-            (ex["image_raw"], int(ex["label"]), int(ex["height"]), int(ex["width"]), int(ex["depth"]))
-            for ex in tfds.as_numpy(builder.as_dataset(split=split))
-        ]
+        got[split] = []
+        for ex in tfds.as_numpy(builder.as_dataset(split=split)):
+            # TFDS decodes the raw bytes itself: a uint8 array of the stored shape
+            assert ex["image_raw"].dtype == np.uint8 and ex["image_raw"].shape == (28, 28, 1)
+            got[split].append((ex["image_raw"].tobytes(), int(ex["label"]), int(ex["height"]), int(ex["width"]),
+                               int(ex["depth"])))  # fmt: skip
         assert {(h, w, d) for _, _, h, w, d in got[split]} == {(28, 28, 1)}
     assert sorted((i, lbl) for i, lbl, *_ in got["train"] + got["validation"]) == pairs(*arrays["train"])
     assert sorted((i, lbl) for i, lbl, *_ in got["test"]) == pairs(*arrays["test"])
+
+
+def test_tfds_as_supervised_gives_image_label_pairs(cli, mnist_src, tmp_path):
+    src, arrays = mnist_src
+    for image_format in ("raw", "png"):
+        out = tmp_path / image_format
+        assert cli.convert("mnist", src, "--out", out, "--image-format", image_format, "--no-shuffle").exit_code == 0
+        builder = tfds.builder_from_directory(str(out))
+        pairs_ = list(tfds.as_numpy(builder.as_dataset(split="test", as_supervised=True)))
+        assert len(pairs_) == len(arrays["test"][0])
+        for (image, label), source, source_label in zip(pairs_, *arrays["test"], strict=True):
+            assert image.shape == (28, 28, 1) and np.array_equal(image[..., 0], source) and label == source_label
 
 
 def test_png_layout_decodes_to_the_source_pixels_in_tfds(cli, mnist_src, tmp_path):

@@ -20,7 +20,8 @@ class FeatureSpec:
     """One feature as the reader should see it.
 
     kind: "tensor" (dtype int64 / float32 / string, fixed shape), "image"
-    (encoded PNG/JPEG bytes with a shape), or "class_label" (int64 with names).
+    (encoded PNG/JPEG bytes with a shape), "raw_image" (uint8 pixels stored as one
+    bytes value, of one fixed shape) or "class_label" (int64 with names).
     """
 
     kind: str
@@ -38,6 +39,14 @@ class FeatureSpec:
         return cls("image", "uint8", shape, encoding)
 
     @classmethod
+    def raw_image(cls, shape: tuple[int | None, ...]) -> FeatureSpec:
+        return cls("raw_image", "uint8", shape)
+
+    @property
+    def is_image(self) -> bool:
+        return self.kind in ("image", "raw_image")
+
+    @classmethod
     def class_label(cls, num_classes: int) -> FeatureSpec:
         return cls("class_label", "int64", (), None, num_classes)
 
@@ -47,6 +56,11 @@ class FeatureSpec:
             return {
                 "pythonClassName": TFDS_FEATURES + "class_label_feature.ClassLabel",
                 "classLabel": {"numClasses": str(self.num_classes)},
+            }
+        if self.kind == "raw_image":  # TFDS decodes the bytes (decode_raw) and reshapes them
+            return {
+                "pythonClassName": TFDS_FEATURES + "tensor_feature.Tensor",
+                "tensor": {"shape": dims, "dtype": "uint8", "encoding": "bytes"},
             }
         if self.kind == "image":
             image: dict[str, Any] = {"shape": dims, "dtype": self.dtype}

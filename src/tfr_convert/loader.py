@@ -96,10 +96,15 @@ def _decoders(dataset: DatasetDir):
                 return pixels
 
             decode[name] = image
+        elif "tensor" in feature and feature["tensor"].get("encoding") == "bytes":  # raw pixels, one bytes value
+            shape = [int(d) for d in feature["tensor"]["shape"]["dimensions"]]
+            dtype = tf.dtypes.as_dtype(feature["tensor"]["dtype"])
+            spec[name] = tf.io.FixedLenFeature([], tf.string)
+            decode[name] = lambda x, shape=shape, dtype=dtype: tf.reshape(tf.io.decode_raw(x, dtype), shape)
         elif "tensor" in feature:
             dtype = {"int64": tf.int64, "float32": tf.float32, "string": tf.string}[feature["tensor"]["dtype"]]
             spec[name] = tf.io.FixedLenFeature([], dtype)
-            if name == raw.get("feature"):
+            if name == raw.get("feature"):  # datasets written before raw images were described as such
                 shape = [int(d) for d in raw["shape"]]
                 decode[name] = lambda x, shape=shape: tf.reshape(tf.io.decode_raw(x, tf.uint8), shape)
         else:

@@ -38,13 +38,28 @@ def features_json(features: dict[str, FeatureSpec]) -> bytes:
     )
 
 
-def dataset_info_json(name: str, description: str, file_format: str, results: list[SplitResult]) -> bytes:
+def supervised_keys(features: dict[str, FeatureSpec]) -> tuple[str, str] | None:
+    """(image, label) when the features have one image and one class label to pair it
+    with (of several labels, the one named `label` or `label_index`); else None."""
+    images = [n for n, f in features.items() if f.is_image]
+    labels = [n for n, f in features.items() if f.kind == "class_label"]
+    if len(labels) > 1:
+        labels = [n for n in labels if n in ("label", "label_index")]
+    return (images[0], labels[0]) if len(images) == 1 and len(labels) == 1 else None
+
+
+def dataset_info_json(
+    name: str, description: str, file_format: str, results: list[SplitResult], features: dict[str, FeatureSpec]
+) -> bytes:
+    keys = supervised_keys(features)
+    supervised = {"supervisedKeys": {"tuple": {"items": [{"featureKey": k} for k in keys]}}} if keys else {}
     return _json(
         {
             "name": name,
             "version": DATASET_VERSION,
             "fileFormat": file_format,
             "description": description,
+            **supervised,
             "splits": [
                 {
                     "name": r.split,
@@ -114,5 +129,5 @@ def metadata_files(
     files = {labels_filename(feature): labels_txt(names) for feature, names in sorted(labels.items())}
     files["features.json"] = features_json(features)
     files[MANIFEST] = manifest_json(name, converter, options, sources, results, skipped, warnings)
-    files["dataset_info.json"] = dataset_info_json(name, description, file_format, results)
+    files["dataset_info.json"] = dataset_info_json(name, description, file_format, results, features)
     return files

@@ -329,7 +329,7 @@ class CifarConverter(Converter):
             hasher.shutdown()  # no thread left behind when the pipeline forks its workers
         self.dataset_name = self.variant
         self.description = f"{'CIFAR-10' if self.variant == 'cifar10' else 'CIFAR-100'}: 32x32 RGB images."
-        image = FeatureSpec.tensor("string") if image_format == "raw" else FeatureSpec.image((32, 32, 3), "png")
+        image = FeatureSpec.raw_image((32, 32, 3)) if image_format == "raw" else FeatureSpec.image((32, 32, 3), "png")
         self.features = {"image": image}
         self.labels = {}
         for kind, names in zip(self.kinds, self.class_names, strict=True):

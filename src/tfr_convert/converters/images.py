@@ -399,8 +399,8 @@ class ImagesConverter(Converter):
     def _declare_features(self) -> dict[str, FeatureSpec]:
         channels = self.policy.channels or 3
         height, width = (self.policy.resize[1], self.policy.resize[0]) if self.policy.resize else (None, None)
-        if self.image_format == "raw":
-            image = FeatureSpec.tensor("string")
+        if self.image_format == "raw":  # its shape is known once every image is decoded (finish)
+            image = FeatureSpec.raw_image((height, width, self.policy.channels))
         else:
             encoding = self.image_format if self.image_format in ("png", "jpeg") else None
             image = FeatureSpec.image((height, width, channels), encoding)
@@ -491,6 +491,7 @@ class ImagesConverter(Converter):
             )
         if self.image_format == "raw" and shapes:
             self.raw_shape = shapes[0]
+            self.features["image"] = FeatureSpec.raw_image(self.raw_shape)
 
     def sources(self) -> list[dict[str, Any]]:
         from .base import fingerprint

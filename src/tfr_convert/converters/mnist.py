@@ -240,7 +240,7 @@ class MnistConverter(Converter):
             "depth": FeatureSpec.tensor("int64"),
         }
         image = (
-            {"image_raw": FeatureSpec.tensor("string")}
+            {"image_raw": FeatureSpec.raw_image((self.height, self.width, 1))}
             if image_format == "raw"
             else {"image": FeatureSpec.image((self.height, self.width, 1), "png")}
         )
