@@ -106,3 +106,12 @@ class DatasetDir:
 
     def class_names(self) -> dict[str, list[str]]:
         return class_names(self.path)
+
+
+def compressed_note(compression: str) -> str:
+    """What a dataset of compressed shards says about itself (conversion warning, --verify note)."""
+    return (
+        f"{compression}-compressed shards: TensorFlow Datasets cannot read them (builder_from_directory "
+        "fails with DataLossError at the first record); tfr_convert.load() and "
+        f"tf.data.TFRecordDataset(..., compression_type='{compression.upper()}') can."
+    )

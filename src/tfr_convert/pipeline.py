@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from . import __version__, containers, fs
 from . import splits as splitting
 from .converters.base import Converter
+from .dataset_dir import compressed_note
 from .encode import Encoded, encode_items
 from .errors import Interrupted
 from .journal import Checkpoint, Progress, ShardEntry, Tally, replay
@@ -375,11 +376,15 @@ def finish(
     name = options.name or converter.dataset_name
     converter.finish(observations)  # may refine features, or refuse (e.g. mixed shapes for raw)
     out.name_shards(results, name, options.file_format)
+    description = converter.description
+    if options.compression != "none":  # the metadata stays whole (load() and tfr-inspect use it); TFDS is told
+        found_warnings = [*found_warnings, compressed_note(options.compression)]
+        description = f"{compressed_note(options.compression)} {description}"
     files = _index_files(results) if options.index else {}
     files |= metadata_files(
         name=name,
         converter=converter.command,
-        description=converter.description,
+        description=description,
         file_format=options.file_format,
         features=converter.features,
         labels=converter.labels,

@@ -11,7 +11,7 @@ import os
 from typing import Any
 
 from .. import containers
-from ..dataset_dir import DatasetDir
+from ..dataset_dir import DatasetDir, compressed_note
 from ..errors import SourceError
 from ..shards import ShardName
 from .paths import resolve
@@ -124,7 +124,7 @@ def verify(paths: list[str]) -> dict[str, Any]:
     with_manifest = [d.rstrip("/") + "/" for d in inputs.datasets if os.path.exists(os.path.join(d, "manifest.json"))]
     files = [verify_file(p, any(p.startswith(d) for d in with_manifest)) for p in inputs.files]
     by_path = {os.path.normpath(f["path"]): f for f in files}
-    datasets = [{"path": d, "problems": verify_dataset(d, by_path)} for d in inputs.datasets]
+    datasets = [{"path": d, "problems": verify_dataset(d, by_path), "notes": _notes(d, files)} for d in inputs.datasets]
     # without metadata, the names alone still show a shard set with gaps
     datasets += [{"path": d, "problems": p} for d, p in shard_set_problems(inputs.files, inputs.datasets).items()]
     count = sum(len(f["problems"]) for f in files) + sum(len(d["problems"]) for d in datasets)
@@ -138,6 +138,13 @@ def verify(paths: list[str]) -> dict[str, Any]:
     }
 
 
+def _notes(directory: str, files: list[dict[str, Any]]) -> list[str]:
+    """What is worth saying about a sound dataset: compressed shards TFDS cannot read."""
+    inside = os.path.normpath(directory) + os.sep
+    kinds = {f["compression"] for f in files if os.path.normpath(f["path"]).startswith(inside)} - {"none"}
+    return [compressed_note(kind) for kind in sorted(kinds)]
+
+
 def format_verify(report: dict[str, Any]) -> str:
     lines = []
     for f in report["files"]:
@@ -149,6 +156,7 @@ def format_verify(report: dict[str, Any]) -> str:
     for d in report["datasets"]:
         for p in d["problems"]:
             lines.append(f"FAIL  {os.path.join(d['path'], p['file'])}: {p['kind']}: {p['message']}")
+        lines += [f"NOTE  {d['path']}: {note}" for note in d.get("notes", [])]
     n = report["problems"]
     lines.append(
         f"verified {counted(len(report['files']), 'file')}, {counted(report['records'], 'record')}: "
