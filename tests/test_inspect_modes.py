@@ -343,3 +343,32 @@ def test_with_metadata_a_missing_shard_is_reported_once(cli, mnist_src, tmp_path
     result = cli.inspect(out, "--verify", "--json")
     problems = [p for d in json.loads(result.stdout)["datasets"] for p in d["problems"]]
     assert result.exit_code == 1 and [(p["kind"], p["file"]) for p in problems] == [("missing_shard", victim.name)]
+
+
+def test_a_sequence_example_shows_its_context_and_its_feature_lists(cli, tmp_path):
+    path = tmp_path / "seq.tfrecord"
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for i in range(3):
+            steps = i + 2
+            sequence = tf.train.SequenceExample(
+                context=tf.train.Features(feature={"id": tf.train.Feature(int64_list=tf.train.Int64List(value=[i]))}),
+                feature_lists=tf.train.FeatureLists(feature_list={
+                    "frames": tf.train.FeatureList(feature=[
+                        tf.train.Feature(bytes_list=tf.train.BytesList(value=[b"f%d" % t])) for t in range(steps)]),
+                    "tokens": tf.train.FeatureList(feature=[
+                        tf.train.Feature(int64_list=tf.train.Int64List(value=[t, t + 1])) for t in range(steps)]),
+                }),
+            )  # fmt: skip
+            writer.write(sequence.SerializeToString())
+    report = json.loads(cli.inspect(path, "--json", "--head", "1").stdout)
+    assert report["undecodable_records"] == 0
+    schema = report["schema"]
+    assert schema["id"]["kind"] == "int64_list"
+    assert schema["frames"]["kind"] == "feature_list[bytes_list]"
+    assert (schema["frames"]["min_values"], schema["frames"]["max_values"]) == (2, 4)  # steps per record
+    assert schema["tokens"]["kind"] == "feature_list[int64_list]"
+    first = report["examples"][0]["features"]
+    assert first["frames"]["values"] == [["f0"], ["f1"]] and first["tokens"]["values"] == [[0, 1], [1, 2]]
+    text = cli.inspect(path).stdout
+    assert "  frames  feature_list[bytes_list]  2..4 (mean 3) step(s)" in text
+    assert "  frames: [['f0'], ['f1']]" in text

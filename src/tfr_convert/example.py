@@ -312,29 +312,50 @@ def parse(data: bytes) -> dict[str, tuple[str | None, list[Any]]]:
 
 def outline(data: bytes, keep: int | None = None) -> dict[str, tuple[str | None, list[Any], int]]:
     """Example bytes -> {name: (kind, values, how many)}: the values all, or the first
-    `keep` of each list (a schema needs counts, not a million decoded integers)."""
+    `keep` of each list (a schema needs counts, not a million decoded integers).
+
+    A tf.train.SequenceExample reads the same way: its context is field 1, as an
+    Example's features; each of its feature lists (field 2) comes out as
+    (`feature_list[KIND]`, the values of each step, how many steps).
+    """
     out: dict[str, tuple[str | None, list[Any], int]] = {}
-    end = len(data)
-    for number, wire, span in _fields(data, 0, end):
-        if number != 1 or wire != 2:
+    for number, wire, span in _fields(data, 0, len(data)):
+        if wire != 2 or number not in (1, 2):
             continue
-        for fnum, fwire, entry in _fields(data, *span):
-            if fnum != 1 or fwire != 2:
+        for name, value in _map_entries(data, span):
+            if number == 1:
+                out[name] = _feature(data, value, keep)
                 continue
-            name, feature = "", None
-            for enum, ewire, value in _fields(data, *entry):
-                if enum == 1 and ewire == 2:
-                    try:
-                        name = bytes(data[value[0] : value[1]]).decode("utf-8")
-                    except UnicodeDecodeError:
-                        raise ExampleDecodeError(value[0], "feature name is not UTF-8") from None
-                elif enum == 2 and ewire == 2:
-                    feature = value
-            kind, values, count = None, [], 0
-            if feature is not None:
-                for knum, kwire, lst in _fields(data, *feature):
-                    if knum in _TAG_KIND and kwire == 2:
-                        kind = _TAG_KIND[knum]
-                        values, count = _parse_list(data, kind, *lst, keep=keep)
-            out[name] = (kind, values, count)
+            steps = [_feature(data, step, keep) for n, w, step in _fields(data, *value) if n == 1 and w == 2]
+            kinds = {k for k, _, _ in steps if k is not None}
+            kind = f"feature_list[{kinds.pop() if len(kinds) == 1 else 'mixed' if kinds else 'unset'}]"
+            shown = steps if keep is None else steps[:keep]
+            out[name] = (kind, [values for _, values, _ in shown], len(steps))
     return out
+
+
+def _map_entries(data: bytes, span: tuple[int, int]):
+    """(key, value span) of each entry of a protobuf map<string, message> field."""
+    for fnum, fwire, entry in _fields(data, *span):
+        if fnum != 1 or fwire != 2:
+            continue
+        name, value = "", (0, 0)
+        for enum, ewire, part in _fields(data, *entry):
+            if enum == 1 and ewire == 2:
+                try:
+                    name = bytes(data[part[0] : part[1]]).decode("utf-8")
+                except UnicodeDecodeError:
+                    raise ExampleDecodeError(part[0], "feature name is not UTF-8") from None
+            elif enum == 2 and ewire == 2:
+                value = part
+        yield name, value
+
+
+def _feature(data: bytes, span: tuple[int, int], keep: int | None) -> tuple[str | None, list[Any], int]:
+    """(kind, values, count) of one tf.train.Feature; kind None when it is unset."""
+    kind, values, count = None, [], 0
+    for knum, kwire, lst in _fields(data, *span):
+        if knum in _TAG_KIND and kwire == 2:
+            kind = _TAG_KIND[knum]
+            values, count = _parse_list(data, kind, *lst, keep=keep)
+    return kind, values, count

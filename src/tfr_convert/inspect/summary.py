@@ -51,7 +51,10 @@ class FeatureStats:
 
 
 def preview(value: Any, limit: int = 24) -> Any:
-    """A JSON-friendly, abbreviated form of one feature value."""
+    """A JSON-friendly, abbreviated form of one feature value (a list: one step of a
+    SequenceExample's feature list)."""
+    if isinstance(value, list):
+        return preview_values(value)
     if isinstance(value, bytes):
         try:
             text = value.decode("utf-8")
@@ -205,7 +208,8 @@ def format_summary(report: dict[str, Any]) -> str:
             lo, hi = s["min_values"], s["max_values"]
             counts = str(lo) if lo == hi else f"{lo}..{hi} (mean {s['mean_values']:g})"
             present = f"  in {s['fraction']:.1%} of records" if s["fraction"] < 1 else ""
-            lines.append(f"  {name:<{nw}}  {s['kind']!s:<10}  {counts} value(s){present}")
+            unit = "step(s)" if str(s["kind"]).startswith("feature_list") else "value(s)"
+            lines.append(f"  {name:<{nw}}  {s['kind']!s:<10}  {counts} {unit}{present}")
         if report["undecodable_records"]:
             lines.append(f"undecodable records (not tf.train.Example): {report['undecodable_records']}")
         for ex in report["examples"]:
