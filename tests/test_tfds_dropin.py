@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
+from PIL import Image
 
 import tfr_convert
+from tfr_convert.containers.scan import read_records
+from tfr_convert.example import parse
 
 
 @pytest.mark.parametrize("compression", ["gzip", "zlib"])
@@ -30,3 +34,57 @@ def test_compressed_shards_warn_once_and_verify_notes_that_tfds_cannot_read_them
     plain = cli.convert("mnist", mnist_src[0], "--out", tmp_path / "plain")
     assert "TensorFlow Datasets cannot read" not in plain.stderr
     assert "NOTE" not in cli.inspect(tmp_path / "plain", "--verify").stdout
+
+
+def photo_folder(root):
+    """A png, a webp, a tiff and a JPEG stored sideways with EXIF orientation 6 (rotate 90°)."""
+    (root / "pics").mkdir(parents=True)
+    pixels = np.zeros((10, 16, 3), np.uint8)
+    pixels[:, :8] = (250, 10, 10)
+    Image.fromarray(pixels).save(root / "pics" / "a.png")
+    Image.fromarray(pixels).save(root / "pics" / "b.webp", lossless=True)
+    Image.fromarray(pixels).save(root / "pics" / "c.tiff")
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    Image.fromarray(pixels).save(root / "pics" / "d.jpg", exif=exif, quality=95)
+    return root
+
+
+def test_keep_mode_stores_only_what_tensorflow_decodes_upright(cli, tmp_path):
+    root = photo_folder(tmp_path)
+    out = tmp_path / "out"
+    result = cli.convert("images", root, "--out", out)
+    assert result.exit_code == 0, result.stderr
+    assert (f"warning: {root}: re-encoded 3 images (pics/b.webp, pics/c.tiff, pics/d.jpg) (an EXIF orientation "
+            "TensorFlow ignores, tiff, which TensorFlow cannot decode, webp, which TensorFlow cannot decode), so "
+            "that TensorFlow decodes them upright; --keep-exact keeps their bytes") in result.stderr  # fmt: skip
+    assert any("re-encoded 3 images" in w for w in json.loads((out / "manifest.json").read_text())["warnings"])
+    seen = {}
+    for shard in out.glob("*.tfrecord-*"):  # the stored bytes, through TensorFlow's own decoder
+        for record in read_records(str(shard)):
+            ex = {k: v[0] for k, (_, v) in parse(record.data).items()}
+            decoded = tf.io.decode_image(ex["image"], expand_animations=False).numpy()
+            seen[ex["filename"].decode()] = (decoded.shape, (ex["height"], ex["width"], ex["channels"]))
+    assert len(seen) == 4 and all(shape == recorded for shape, recorded in seen.values()), seen
+    builder = tfds.builder_from_directory(str(out))  # and through TFDS, which decodes them itself
+    for ex in tfds.as_numpy(builder.as_dataset(split="train")):
+        assert ex["image"].shape == seen[ex["filename"].decode()][0]
+    assert seen["pics/d.jpg"][0] == (16, 10, 3)  # upright: the EXIF rotation applied
+    assert seen["pics/b.webp"][0] == seen["pics/a.png"][0] == (10, 16, 3)
+    for image in tfr_convert.load(str(out), "train"):
+        assert image["image"].shape[-1] == 3
+
+
+def test_keep_exact_keeps_every_byte_and_lists_what_tensorflow_cannot_read(cli, tmp_path):
+    root = photo_folder(tmp_path)
+    out = tmp_path / "out"
+    result = cli.convert("images", root, "--out", out, "--keep-exact")
+    assert result.exit_code == 0, result.stderr
+    assert f"warning: {root}: kept 3 images (pics/b.webp, pics/c.tiff, pics/d.jpg) as they are" in result.stderr
+    stored = {
+        parse(r.data)["filename"][1][0].decode(): parse(r.data)["image"][1][0]
+        for shard in out.glob("*.tfrecord-*")
+        for r in read_records(str(shard))
+    }
+    assert all(stored[name] == (root / name).read_bytes() for name in stored)
+    assert cli.convert("images", root, "--out", tmp_path / "x", "--keep-exact", "--image-format", "png").exit_code == 2

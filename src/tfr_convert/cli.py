@@ -503,6 +503,9 @@ class Delimiter(click.ParamType):
     type=click.Choice(["keep", "png", "jpeg", "raw"]),
     help="keep: original bytes; raw: uint8 pixels [default: keep, or png with --resize/--grayscale].",
 )
+@click.option("--keep-exact", is_flag=True,
+              help="keep: store every image's bytes as they are, even those TensorFlow cannot decode upright "
+                   "(webp, tiff, EXIF-rotated), which are otherwise re-encoded; they are listed.")  # fmt: skip
 @click.option("--quality", type=click.IntRange(1, 100), default=95, show_default=True, help="JPEG quality.")
 @click.option("--resize", type=Size2D(), help="Resize every image to WxH.")
 @click.option(
@@ -526,7 +529,7 @@ class Delimiter(click.ParamType):
               help="skip: leave out bad images and rows, and list them.")  # fmt: skip
 @common_options
 def images(image_dir, labels_csv, delimiter, path_column, label_column, headerless_labels, split, stratify, split_column,
-           image_format, quality, resize, fit, color, grayscale, gray_method, background, max_pixels, on_error,
+           image_format, keep_exact, quality, resize, fit, color, grayscale, gray_method, background, max_pixels, on_error,
            **common) -> None:  # fmt: skip
     """A folder of images, labelled by a CSV (--labels) or by class sub-folders."""
     from .converters.images import ImagesConverter
@@ -548,6 +551,8 @@ def images(image_dir, labels_csv, delimiter, path_column, label_column, headerle
     if image_format == "keep" and (resize or color or grayscale):
         raise click.UsageError("--resize and --color re-encode: use --image-format png, jpeg or raw")
     image_format = image_format or ("png" if resize or color or grayscale else "keep")
+    if keep_exact and image_format != "keep":
+        raise click.UsageError("--keep-exact is for --image-format keep")
     policy = DecodePolicy(max_pixels, background, grayscale, gray_method, resize, rgb=color == "rgb", fit=fit)
 
     def make_converter():  # a remote IMAGE_DIR / CSV is read in place, through tf.io.gfile
@@ -564,6 +569,7 @@ def images(image_dir, labels_csv, delimiter, path_column, label_column, headerle
             split_column=split_column,
             seed=common["seed"],
             image_format=image_format,
+            keep_exact=keep_exact,
             quality=quality,
             policy=policy,
             on_error=on_error,

@@ -374,7 +374,8 @@ def finish(
     """After every shard is written (by either engine): name the shards, write the
     metadata and commit the directory."""
     name = options.name or converter.dataset_name
-    converter.finish(observations)  # may refine features, or refuse (e.g. mixed shapes for raw)
+    # may refine features, or refuse (e.g. mixed shapes for raw), or have a word on the whole run
+    found_warnings = [*found_warnings, *(converter.finish(observations) or [])]
     out.name_shards(results, name, options.file_format)
     description = converter.description
     if options.compression != "none":  # the metadata stays whole (load() and tfr-inspect use it); TFDS is told

@@ -113,12 +113,14 @@ class Converter(ABC):
         return None
 
     def observe(self, features: dict[str, Any]) -> Hashable | None:
-        """A small fact about one encoded example, counted across the run for `finish`."""
+        """A small fact about one encoded example, counted across the run for `finish`.
+        Called right after `encode` of the same item, in the same process."""
         return None
 
-    def finish(self, observations: Counter[Hashable]) -> None:
+    def finish(self, observations: Counter[Hashable]) -> list[str] | None:
         """Called after every example is written, before the metadata: may refine
-        `features` from what was seen, or raise if the examples cannot form one dataset."""
+        `features` from what was seen, or raise if the examples cannot form one dataset;
+        returns warnings worth reporting about the whole run (or None)."""
         return None
 
 

@@ -51,6 +51,19 @@ _RESERVED = {"image", "filename", "format", "height", "width", "channels"}
 MAX_SPARSE_LABEL = 1000
 
 
+# What tf.io.decode_image reads; anything else is re-encoded in keep mode.
+TF_DECODABLE = ("png", "jpeg", "gif", "bmp")
+
+
+def _not_tf_ready(info: Decoded) -> str | None:
+    """Why TensorFlow would not read stored bytes as the picture they are, or None."""
+    if info.source_format not in TF_DECODABLE:
+        return f"{info.source_format}, which TensorFlow cannot decode"
+    if info.orientation != 1:
+        return "an EXIF orientation TensorFlow ignores"
+    return None
+
+
 def _named(files: list[str], what: str = "file") -> str:
     """'3 images (a.png, b.png, c.png)', naming the first few."""
     shown = ", ".join(files[:_NAMED]) + (", ..." if len(files) > _NAMED else "")
@@ -122,6 +135,7 @@ class ImagesConverter(Converter):
         split_column: str | None = None,
         seed: int = 0,
         image_format: str = "keep",
+        keep_exact: bool = False,
         quality: int = 95,
         policy: DecodePolicy | None = None,
         on_error: str = "fail",
@@ -133,6 +147,8 @@ class ImagesConverter(Converter):
         self._real_root = image_dir if self._remote else os.path.realpath(image_dir)
         self._remote_files: set[str] | None = None  # listed once, for a remote IMAGE_DIR
         self.image_format, self.quality = image_format, quality
+        self.keep_exact = keep_exact  # keep mode: even bytes TensorFlow cannot decode upright
+        self._flag: tuple[str, str] | None = None  # (why, file) of the item just encoded, for observe
         self.policy = policy or DecodePolicy()
         self.on_error = on_error
         self.skipped = Skips()
@@ -144,7 +160,7 @@ class ImagesConverter(Converter):
         self._delimiter = delimiter  # None: detected
         self._out = out  # never listed as input, when it lies inside IMAGE_DIR
         self.warnings: list[str] = []
-        self._settings = {"image_format": image_format, "split": split.describe() if split else None,
+        self._settings = {"image_format": image_format, "keep_exact": keep_exact, "split": split.describe() if split else None,
                           "stratify": stratify, "split_column": split_column, "label_column": label_column,
                           "headerless_labels": headerless_labels, "delimiter": delimiter}  # fmt: skip
         self.dataset_name = _dataset_name(image_dir)
@@ -438,10 +454,19 @@ class ImagesConverter(Converter):
             data = fs.read_bytes(fs.join(self.root, rel), inside=None if self._remote else self._real_root)
         except OSError as e:
             raise SourceError(f"cannot read: {e.strerror or e}") from None
+        self._flag = None
         if self.image_format == "keep":
             info: Decoded = probe(data, self.policy.max_pixels)
             image, fmt = data, info.source_format
             (width, height), channels = info.source_size, info.source_channels
+            why = _not_tf_ready(info)
+            if why is not None:
+                self._flag = (why, rel.replace(os.sep, "/"))
+                if not self.keep_exact:  # stored as TensorFlow will read it: decodable, upright
+                    pixels = decode(data, rel.replace(os.sep, "/"), self.policy).pixels
+                    fmt = "jpeg" if info.source_format == "jpeg" else "png"
+                    image = encode(pixels, fmt, self.quality)
+                    height, width, channels = pixels.shape
         else:
             info = decode(data, rel.replace(os.sep, "/"), self.policy)
             height, width, channels = info.pixels.shape
@@ -467,10 +492,10 @@ class ImagesConverter(Converter):
         return [self.root]
 
     def observe(self, features: dict[str, Any]) -> Hashable:
-        return (features["format"], features["height"], features["width"], features["channels"])
+        return (features["format"], features["height"], features["width"], features["channels"], self._flag)
 
-    def finish(self, observations: Counter[Hashable]) -> None:
-        shapes = sorted({(h, w, c) for _, h, w, c in observations})  # type: ignore[misc]
+    def finish(self, observations: Counter[Hashable]) -> list[str]:
+        shapes = sorted({(h, w, c) for _, h, w, c, _ in observations})  # type: ignore[misc]
         if self.image_format == "raw" and len(shapes) > 1:
             listed = ", ".join(f"{h}x{w}x{c}" for h, w, c in shapes[:4])
             raise SourceError(
@@ -492,6 +517,16 @@ class ImagesConverter(Converter):
         if self.image_format == "raw" and shapes:
             self.raw_shape = shapes[0]
             self.features["image"] = FeatureSpec.raw_image(self.raw_shape)
+        flagged = sorted(flag for *_, flag in observations if flag is not None)  # type: ignore[misc]
+        if not flagged:
+            return []
+        whys = ", ".join(sorted({why for why, _ in flagged}))
+        files = _named(sorted(file for _, file in flagged), "image")
+        if self.keep_exact:
+            return [f"{self.root}: kept {files} as they are ({whys}): TensorFlow's decoders will not read "
+                    "them upright"]  # fmt: skip
+        return [f"{self.root}: re-encoded {files} ({whys}), so that TensorFlow decodes them upright; "
+                "--keep-exact keeps their bytes"]  # fmt: skip
 
     def sources(self) -> list[dict[str, Any]]:
         from .base import fingerprint

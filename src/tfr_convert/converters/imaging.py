@@ -47,6 +47,7 @@ class Decoded:
     source_format: str
     source_size: tuple[int, int]  # (width, height) as stored
     source_channels: int
+    orientation: int = 1  # EXIF orientation as stored (1: upright)
 
 
 def _open(data: bytes, max_pixels: int):
@@ -85,10 +86,13 @@ def probe(data: bytes, max_pixels: int = DEFAULT_MAX_PIXELS) -> Decoded:
     im = _open(data, max_pixels)
     fmt = sniff_format(data) or (im.format or "unknown").lower()
     try:
+        orientation = im.getexif().get(0x0112, 1)
         im.load()
     except (OSError, ValueError, SyntaxError) as e:
         raise SourceError(f"cannot decode {fmt} image: {e}") from None
-    return Decoded(np.empty((0, 0, 1), np.uint8), fmt, im.size, _bands(im))
+    return Decoded(
+        np.empty((0, 0, 1), np.uint8), fmt, im.size, _bands(im), orientation if orientation in range(1, 9) else 1
+    )
 
 
 def decode(data: bytes, where: str, policy: DecodePolicy) -> Decoded:
