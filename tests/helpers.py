@@ -107,3 +107,30 @@ def png_header_only(width: int, height: int) -> bytes:
         + struct.pack(">I", 13) + chunk + struct.pack(">I", zlib.crc32(chunk))
         + struct.pack(">I", len(idat) - 4) + idat + struct.pack(">I", zlib.crc32(idat))
     )  # fmt: skip
+
+
+def write_cifar_binary(root: Path, pickled: dict, variant: str = "cifar10", archive: bool = False) -> Path:
+    """The binary version of what write_cifar wrote (same pixels, labels, names), as
+    TFDS downloads it: fixed-size records and text name files; returns what to pass as SRC."""
+    import tarfile
+
+    from tfr_convert.converters.cifar import BINARY_LAYOUTS
+
+    layout = BINARY_LAYOUTS[variant]
+    folder = root / layout.folder
+    folder.mkdir(parents=True, exist_ok=True)
+    for name_file, names in zip(layout.names_files, pickled["names"], strict=True):
+        (folder / name_file).write_text("".join(n + "\n" for n in names) + "\n")  # a trailing blank line, as shipped
+    for split, members in (("train", layout.train), ("test", layout.test)):
+        data, labels = pickled[split]
+        per_member = len(data) // len(members)
+        for k, member in enumerate(members):
+            rows = slice(k * per_member, (k + 1) * per_member)
+            label_bytes = [np.array(labels[i][rows], np.uint8)[:, None] for i in layout.label_order]
+            (folder / member).write_bytes(np.concatenate([*label_bytes, data[rows]], axis=1).tobytes())
+    if not archive:
+        return folder
+    path = root / layout.archive
+    with tarfile.open(path, "w:gz") as tar:
+        tar.add(folder, arcname=layout.folder)
+    return path

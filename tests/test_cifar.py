@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
-from helpers import final_files, write_cifar
+from helpers import final_files, write_cifar, write_cifar_binary
 
 import py2pickle
 from tfr_convert.converters.safe_pickle import UnsafePickleError, safe_load
@@ -294,3 +294,32 @@ def test_directory_holding_the_downloaded_archive(cli, tmp_path):
     result = cli.convert("cifar", tmp_path / "src", "--out", tmp_path / "o", "--json")
     assert result.exit_code == 0 and '"examples": 10' in result.stdout
     assert src["path"].exists()
+
+
+@pytest.mark.parametrize("variant", ["cifar10", "cifar100"])
+@pytest.mark.parametrize("archive", [False, True], ids=["folder", "archive"])
+def test_the_binary_version_gives_the_pickles_shards_byte_for_byte(cli, tmp_path, variant, archive):
+    pickled = write_cifar(tmp_path / "py", variant, per_batch=6)
+    binary = write_cifar_binary(tmp_path / "bin", pickled, variant, archive=archive)
+    for name, src in (("from_py", pickled["path"]), ("from_bin", binary)):
+        result = cli.convert("cifar", src, "--out", tmp_path / name, "--num-shards", 2)
+        assert result.exit_code == 0, result.stderr
+    shards = sorted(p.name for p in (tmp_path / "from_py").iterdir() if ShardName.parse(p.name))
+    assert shards == sorted(p.name for p in (tmp_path / "from_bin").iterdir() if ShardName.parse(p.name))
+    assert all((tmp_path / "from_py" / s).read_bytes() == (tmp_path / "from_bin" / s).read_bytes() for s in shards)
+    for labels_file in (tmp_path / "from_py").glob("*.labels.txt"):
+        assert labels_file.read_text() == (tmp_path / "from_bin" / labels_file.name).read_text()
+
+
+def test_a_binary_batch_that_is_not_whole_records_is_named_with_its_size(cli, tmp_path):
+    pickled = write_cifar(tmp_path / "py", "cifar10", per_batch=3)
+    folder = write_cifar_binary(tmp_path / "bin", pickled, "cifar10")
+    (folder / "data_batch_2.bin").write_bytes((folder / "data_batch_2.bin").read_bytes()[:-5])
+    result = cli.convert("cifar", folder, "--out", tmp_path / "out")
+    assert result.exit_code == 1
+    assert f"{folder / 'data_batch_2.bin'}: 9214 bytes, not a whole number of 3073-byte CIFAR records" in result.stderr
+    (folder / "data_batch_2.bin").write_bytes(bytes([10]) + bytes(3072))
+    result = cli.convert("cifar", folder, "--out", tmp_path / "out")
+    assert result.exit_code == 1
+    assert "data_batch_2.bin: record 0 (byte 0): label 10 is not a class index in 0..9" in result.stderr
+    assert not (tmp_path / "out").exists()

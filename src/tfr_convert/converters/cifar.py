@@ -55,10 +55,15 @@ class Layout:
     test: tuple[str, ...]
     meta: str
     label_kinds: tuple[LabelKind, ...]
+    #: the binary version: records of label bytes (in `label_order`, indices into
+    #: label_kinds) then 3072 planar pixels; class names in text files, one per line
+    binary: bool = False
+    label_order: tuple[int, ...] = (0,)
+    names_files: tuple[str, ...] = ()  # per label kind; `meta` is the first
 
     @property
     def members(self) -> tuple[str, ...]:
-        return (*self.train, *self.test, self.meta)
+        return (*self.train, *self.test, self.meta, *self.names_files[1:])
 
 
 LAYOUTS = {
@@ -83,6 +88,32 @@ LAYOUTS = {
     ),
 }
 VARIANTS = tuple(LAYOUTS)
+# The same datasets as the binary version (what TensorFlow Datasets downloads).
+BINARY_LAYOUTS = {
+    "cifar10": Layout(
+        folder="cifar-10-batches-bin",
+        archive="cifar-10-binary.tar.gz",
+        train=tuple(f"data_batch_{i}.bin" for i in range(1, 6)),
+        test=("test_batch.bin",),
+        meta="batches.meta.txt",
+        label_kinds=LAYOUTS["cifar10"].label_kinds,
+        binary=True,
+        names_files=("batches.meta.txt",),
+    ),
+    "cifar100": Layout(
+        folder="cifar-100-binary",
+        archive="cifar-100-binary.tar.gz",
+        train=("train.bin",),
+        test=("test.bin",),
+        meta="fine_label_names.txt",
+        label_kinds=LAYOUTS["cifar100"].label_kinds,
+        binary=True,
+        label_order=(1, 0),  # a record starts with the coarse label, then the fine one
+        names_files=("fine_label_names.txt", "coarse_label_names.txt"),
+    ),
+}
+# (variant, layout), pickles first: what a folder or an archive is searched for
+_ALL_LAYOUTS = [*LAYOUTS.items(), *BINARY_LAYOUTS.items()]
 
 
 # ---------------------------------------------------------------- reading sources
@@ -90,7 +121,7 @@ VARIANTS = tuple(LAYOUTS)
 
 def _read_folder(folder: str) -> dict[str, tuple[str, bytes]]:
     """{member name: (path for messages, bytes)} of every known file in a folder."""
-    wanted = {m for layout in LAYOUTS.values() for m in layout.members}
+    wanted = {m for _, layout in _ALL_LAYOUTS for m in layout.members}
     found = {}
     budget = _SizeBudget()
     for name in sorted(wanted):
@@ -122,7 +153,7 @@ class _SizeBudget:
 def _read_archive(archive: str) -> tuple[dict[str, tuple[str, bytes]], dict[str, Any]]:
     """The same, streamed member by member from a .tar.gz in one pass; also the
     archive's own fingerprint, hashed on the way."""
-    folders = {layout.folder: layout for layout in LAYOUTS.values()}
+    folders = {layout.folder: layout for _, layout in _ALL_LAYOUTS}
     found: dict[str, tuple[str, bytes]] = {}
     budget = _SizeBudget()
     current = None
@@ -158,22 +189,26 @@ def _locate(src: str) -> str:
     if os.path.isfile(src):
         return src
     names = set(os.listdir(src))
-    if any(m in names for layout in LAYOUTS.values() for m in layout.members):
+    if any(m in names for _, layout in _ALL_LAYOUTS for m in layout.members):
         return src
-    for layout in LAYOUTS.values():
+    for _, layout in _ALL_LAYOUTS:
         if layout.folder in names and os.path.isdir(os.path.join(src, layout.folder)):
             return os.path.join(src, layout.folder)
-    for layout in LAYOUTS.values():
+    for _, layout in _ALL_LAYOUTS:
         if layout.archive in names:
             return os.path.join(src, layout.archive)
-    raise SourceError(f"{src}: no CIFAR batches, {'/'.join(lay.folder for lay in LAYOUTS.values())} folder or archive")
+    folders = "/".join(layout.folder for _, layout in _ALL_LAYOUTS)
+    raise SourceError(f"{src}: no CIFAR batches, {folders} folder or archive")
 
 
-def _detect(found: dict[str, Any], where: str) -> str:
-    for variant, layout in LAYOUTS.items():
-        if layout.meta in found:
-            return variant
-    raise SourceError(f"{where}: neither batches.meta (CIFAR-10) nor meta (CIFAR-100) found")
+def _detect(found: dict[str, Any], where: str, variant: str | None) -> tuple[str, Layout]:
+    """(variant, layout) of what was found: the pickles if they are there, else the binaries."""
+    for name, layout in _ALL_LAYOUTS:
+        if layout.meta in found and variant in (None, name):
+            return name, layout
+    raise SourceError(
+        f"{where}: neither batches.meta / batches.meta.txt (CIFAR-10) nor meta / fine_label_names.txt (CIFAR-100) found"
+    )
 
 
 # ---------------------------------------------------------------- validating
@@ -243,6 +278,39 @@ def _batch(where: str, d: dict[str, Any], kinds: tuple[LabelKind, ...]) -> tuple
     return data, all_labels
 
 
+def _text_names(where: str, data: bytes, kind: LabelKind) -> list[str]:
+    """Class names of the binary version: one per line (blank lines ignored)."""
+    try:
+        names = [line.strip() for line in data.decode("utf-8").splitlines() if line.strip()]
+    except UnicodeDecodeError as e:
+        raise SourceError(f"{where}: not UTF-8 text (byte {e.start})") from None
+    if len(names) != kind.num_classes:
+        raise SourceError(f"{where}: {len(names)} class names, expected {kind.num_classes}")
+    return names
+
+
+def _binary_batch(where: str, raw: bytes, layout: Layout) -> tuple[np.ndarray, list[list[int]]]:
+    """A batch of the binary version: fixed-size records, label bytes then the same
+    planar pixels as the pickles' data rows."""
+    record = len(layout.label_kinds) + ROW_BYTES
+    if not raw or len(raw) % record:
+        raise SourceError(f"{where}: {len(raw)} bytes, not a whole number of {record}-byte CIFAR records")
+    rows = np.frombuffer(raw, np.uint8).reshape(-1, record)
+    labels: list[list[int]] = [[] for _ in layout.label_kinds]
+    for column, kind_index in enumerate(layout.label_order):
+        kind = layout.label_kinds[kind_index]
+        values = rows[:, column]
+        bad = np.flatnonzero(values >= kind.num_classes)
+        if len(bad):
+            i = int(bad[0])
+            raise SourceError(
+                f"{where}: record {i} (byte {i * record + column}): label {int(values[i])} is not a class index "
+                f"in 0..{kind.num_classes - 1}"
+            )
+        labels[kind_index] = values.tolist()
+    return rows[:, len(layout.label_kinds) :], labels
+
+
 def channel_last(rows: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """(N, 3072) planar rows (1024 R, 1024 G, 1024 B) -> (N, 3072) interleaved RGB (32, 32, 3),
     into `out` if given.
@@ -286,8 +354,12 @@ class CifarConverter(Converter):
             self._sources.append(archive_fingerprint)
         else:
             found = _read_folder(location)
-        self.variant = variant or _detect(found, location)
-        layout = LAYOUTS[self.variant]
+        try:
+            self.variant, layout = _detect(found, location, variant)
+        except SourceError:
+            if variant is None:
+                raise
+            self.variant, layout = variant, LAYOUTS[variant]  # its files are named as missing below
         missing = [m for m in layout.members if m not in found]
         if missing:
             raise SourceError(f"{location}: missing {', '.join(missing)} ({self.variant})")
@@ -299,10 +371,15 @@ class CifarConverter(Converter):
             fingerprints = hasher.map(lambda f: {**fingerprint(f[1], f[2]), "file": f[0]}, files)
             del files  # each task holds its file until hashed, no longer
 
-        meta_where, meta_bytes = found[layout.meta]
-        meta = _load(meta_where, meta_bytes)
         self.kinds = layout.label_kinds
-        self.class_names = [_names(meta, kind, meta_where) for kind in self.kinds]
+        if layout.binary:
+            self.class_names = [
+                _text_names(*found[f], kind) for f, kind in zip(layout.names_files, self.kinds, strict=True)
+            ]
+        else:
+            meta_where, meta_bytes = found[layout.meta]
+            meta = _load(meta_where, meta_bytes)
+            self.class_names = [_names(meta, kind, meta_where) for kind in self.kinds]
 
         # Pixels are turned channel-last once per split, on a thread (numpy's copies
         # release the GIL) while the caller plans the splits, which needs only the
@@ -314,7 +391,10 @@ class CifarConverter(Converter):
             datas, labels, starts, total = [], [[] for _ in self.kinds], [], 0
             for m in members:
                 where, raw = found.pop(m)  # drop the pickle bytes once parsed
-                data, batch_labels = _batch(where, _load(where, raw), self.kinds)
+                if layout.binary:
+                    data, batch_labels = _binary_batch(where, raw, layout)
+                else:
+                    data, batch_labels = _batch(where, _load(where, raw), self.kinds)
                 datas.append(data)
                 for acc, lab in zip(labels, batch_labels, strict=True):
                     acc.extend(lab)
