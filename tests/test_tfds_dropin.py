@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
+from helpers import write_cifar, write_mnist
 from PIL import Image
 
 import tfr_convert
@@ -88,3 +89,51 @@ def test_keep_exact_keeps_every_byte_and_lists_what_tensorflow_cannot_read(cli, 
     }
     assert all(stored[name] == (root / name).read_bytes() for name in stored)
     assert cli.convert("images", root, "--out", tmp_path / "x", "--keep-exact", "--image-format", "png").exit_code == 2
+
+
+@pytest.mark.parametrize("variant", ["mnist", "fashion_mnist", "kmnist"])
+def test_layout_tfds_gives_the_catalog_features_for_the_mnist_family(cli, tmp_path, variant):
+    src = tmp_path / "src"
+    arrays = write_mnist(src)
+    out = tmp_path / "out"
+    result = cli.convert("mnist", src, "--out", out, "--layout", "tfds", "--variant", variant, "--no-shuffle")
+    assert result.exit_code == 0, result.stderr
+    ours, catalog = tfds.builder_from_directory(str(out)).info, tfds.builder(variant).info
+    assert repr(ours.features) == repr(catalog.features)
+    assert ours.features["label"].names == catalog.features["label"].names
+    assert ours.supervised_keys == catalog.supervised_keys == ("image", "label")
+    assert list(ours.splits) == ["train", "test"]
+    got = list(tfds.as_numpy(tfds.builder_from_directory(str(out)).as_dataset(split="test", as_supervised=True)))
+    for (image, label), source, source_label in zip(got, *arrays["test"], strict=True):
+        assert image.shape == (28, 28, 1) and np.array_equal(image[..., 0], source) and label == source_label
+    assert (
+        cli.convert("mnist", src, "--out", tmp_path / "x", "--layout", "tfds", "--image-format", "raw").exit_code == 2
+    )
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    builder = tfds.builder_from_directory(str(out))
+    figure = tfds.show_examples(builder.as_dataset(split="train"), builder.info, rows=2, cols=2)
+    names = catalog.features["label"].names
+    assert len(figure.axes) == 4  # drawn, each captioned with its class name, as for tfds.load(NAME)
+    assert all(ax.get_xlabel().rsplit(" (", 1)[0] in names for ax in figure.axes), [a.get_xlabel() for a in figure.axes]
+
+
+@pytest.mark.parametrize("variant", ["cifar10", "cifar100"])
+def test_layout_tfds_gives_the_catalog_features_for_cifar(cli, tmp_path, variant):
+    src = write_cifar(tmp_path / "src", variant, per_batch=3)
+    out = tmp_path / "out"
+    result = cli.convert("cifar", src["path"], "--out", out, "--layout", "tfds")
+    assert result.exit_code == 0, result.stderr
+    ours, catalog = tfds.builder_from_directory(str(out)).info, tfds.builder(variant).info
+    assert repr(ours.features) == repr(catalog.features)
+    assert ours.supervised_keys == catalog.supervised_keys
+    assert ours.features["label"].names == src["names"][0]  # the data's names (the catalog reads them from it too)
+    examples = list(tfds.as_numpy(tfds.builder_from_directory(str(out)).as_dataset(split="train")))
+    data, labels = src["train"]
+    channel_last = data.reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)
+    for ex in examples:
+        i = int(ex["id"].decode().split("_")[1])
+        assert ex["id"].decode() == f"train_{i:05d}"
+        assert np.array_equal(ex["image"], channel_last[i]) and ex["label"] == labels[0][i]
+        if variant == "cifar100":
+            assert ex["coarse_label"] == labels[1][i]

@@ -365,7 +365,19 @@ def published_dataset_options(variants: list[str], default_help: str):
         click.argument("src", required=False, type=LocalOrRemotePath()),
         click.option("--download", is_flag=True, help="Fetch the published files (verified by checksum) first."),
         click.option("--variant", type=click.Choice(variants), help=default_help),
-        click.option("--image-format", type=click.Choice(["raw", "png"]), default="raw", show_default=True),
+        click.option(
+            "--image-format",
+            type=click.Choice(["raw", "png"]),
+            help="raw: uint8 pixel bytes; png [default: raw, png with --layout tfds].",
+        ),
+        click.option(
+            "--layout",
+            type=click.Choice(["tutorial", "tfds"]),
+            default="tutorial",
+            show_default=True,
+            help="tutorial: the notebooks' feature names; tfds: exactly TFDS's catalog features, "
+            "so code written for tfds.load runs on the output.",
+        ),
         click.option(
             "--validation-size", type=click.IntRange(min=0), default=0, help="Carve N seeded examples out of train."
         ),
@@ -408,26 +420,35 @@ def _source(src, download, variant, default_variant, mirror, cache_dir):
 
 @convert.command()
 @published_dataset_options(["mnist", "fashion_mnist", "kmnist"], "[default: detected from checksums, else mnist]")
-def mnist(src, download, variant, image_format, mirror, cache_dir, **common) -> None:
+def mnist(src, download, variant, image_format, layout, mirror, cache_dir, **common) -> None:
     """MNIST-family idx files (MNIST, Fashion-MNIST, KMNIST) in the directory SRC."""
     from .converters.mnist import MnistConverter
 
+    image_format = _layout_format(layout, image_format)
     source = _source(src, download, variant, "mnist", mirror, cache_dir)
-    _run(lambda: MnistConverter(source(), variant, image_format), **common)
+    _run(lambda: MnistConverter(source(), variant, image_format, layout), **common)
+
+
+def _layout_format(layout: str, image_format: str | None) -> str:
+    if layout == "tfds" and image_format == "raw":
+        raise click.UsageError("--layout tfds stores PNG images, as TFDS's catalog does: drop --image-format raw")
+    return image_format or ("png" if layout == "tfds" else "raw")
 
 
 @convert.command()
 @published_dataset_options(["cifar10", "cifar100"], "[default: detected from the files]")
-def cifar(src, download, variant, image_format, mirror, cache_dir, **common) -> None:
-    """CIFAR-10/100 python pickles: SRC is the extracted folder or the downloaded .tar.gz.
+def cifar(src, download, variant, image_format, layout, mirror, cache_dir, **common) -> None:
+    """CIFAR-10/100, python pickles or the binary version: SRC is the extracted folder or
+    the downloaded .tar.gz.
 
     Pickles are loaded through an allowlist (plain data and numeric arrays only),
     never with pickle.load.
     """
     from .converters.cifar import CifarConverter
 
+    image_format = _layout_format(layout, image_format)
     source = _source(src, download, variant, "cifar10", mirror, cache_dir)
-    _run(lambda: CifarConverter(source(), variant, image_format), **common)
+    _run(lambda: CifarConverter(source(), variant, image_format, layout), **common)
 
 
 class Split(click.ParamType):

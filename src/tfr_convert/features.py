@@ -39,6 +39,11 @@ class FeatureSpec:
         return cls("image", "uint8", shape, encoding)
 
     @classmethod
+    def text(cls) -> FeatureSpec:
+        """A UTF-8 string, as TFDS's Text feature (an `id`, say)."""
+        return cls("text", "string")
+
+    @classmethod
     def raw_image(cls, shape: tuple[int | None, ...]) -> FeatureSpec:
         return cls("raw_image", "uint8", shape)
 
@@ -57,6 +62,8 @@ class FeatureSpec:
                 "pythonClassName": TFDS_FEATURES + "class_label_feature.ClassLabel",
                 "classLabel": {"numClasses": str(self.num_classes)},
             }
+        if self.kind == "text":
+            return {"pythonClassName": TFDS_FEATURES + "text_feature.Text", "text": {}}
         if self.kind == "raw_image":  # TFDS decodes the bytes (decode_raw) and reshapes them
             return {
                 "pythonClassName": TFDS_FEATURES + "tensor_feature.Tensor",

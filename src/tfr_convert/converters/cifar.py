@@ -343,10 +343,13 @@ class CifarConverter(Converter):
     command = "cifar"
     chunk_size = 4096  # the raw layout is encoded a whole batch at a time (encode_batch)
 
-    def __init__(self, src: str, variant: str | None = None, image_format: str = "raw") -> None:
-        if image_format not in IMAGE_FORMATS:
-            raise ValueError(f"image_format must be one of {IMAGE_FORMATS}")
-        self.image_format = image_format
+    def __init__(self, src: str, variant: str | None = None, image_format: str = "raw",
+                 layout: str = "tutorial") -> None:  # fmt: skip
+        """layout "tfds": exactly TFDS's catalog features (id, image PNG, label, coarse_label)."""
+        if image_format not in IMAGE_FORMATS or layout not in ("tutorial", "tfds"):
+            raise ValueError(f"image_format must be one of {IMAGE_FORMATS}, layout tutorial or tfds")
+        self.layout = layout
+        self.image_format = "png" if layout == "tfds" else image_format
         location = _locate(src)
         self._sources: list[dict[str, Any]] = []
         if os.path.isfile(location):
@@ -409,13 +412,21 @@ class CifarConverter(Converter):
             hasher.shutdown()  # no thread left behind when the pipeline forks its workers
         self.dataset_name = self.variant
         self.description = f"{'CIFAR-10' if self.variant == 'cifar10' else 'CIFAR-100'}: 32x32 RGB images."
-        image = FeatureSpec.raw_image((32, 32, 3)) if image_format == "raw" else FeatureSpec.image((32, 32, 3), "png")
+        image = (
+            FeatureSpec.raw_image((32, 32, 3)) if self.image_format == "raw" else FeatureSpec.image((32, 32, 3), "png")
+        )
         self.features = {"image": image}
         self.labels = {}
         for kind, names in zip(self.kinds, self.class_names, strict=True):
             self.features[f"{kind.feature_prefix}label_index"] = FeatureSpec.class_label(kind.num_classes)
             self.features[f"{kind.feature_prefix}label_name"] = FeatureSpec.tensor("string")
             self.labels[f"{kind.feature_prefix}label_index"] = names
+        if self.layout == "tfds":  # TFDS's names: label (the fine one), coarse_label, and an id per example
+            self.features = {"id": FeatureSpec.text(), "image": image}
+            self.labels = {}
+            for kind, names in zip(self.kinds, self.class_names, strict=True):
+                self.features[f"{kind.feature_prefix}label"] = FeatureSpec.class_label(kind.num_classes)
+                self.labels[f"{kind.feature_prefix}label"] = names
 
     def source_splits(self) -> dict[str, list[Hashable]]:
         return {split: [(split, i) for i in range(len(labels[0]))] for split, labels in self._labels.items()}
@@ -436,6 +447,11 @@ class CifarConverter(Converter):
         features: dict[str, Any] = {
             "image": np.ascontiguousarray(pixels).tobytes() if self.image_format == "raw" else encode_png(pixels)
         }
+        if self.layout == "tfds":  # as TFDS's cifar builder: "train_00042", in the source's order
+            features["id"] = f"{split}_{i:05d}"
+            for kind, kind_labels in zip(self.kinds, labels, strict=True):
+                features[f"{kind.feature_prefix}label"] = int(kind_labels[i])
+            return features
         for kind, kind_labels, names in zip(self.kinds, labels, self.class_names, strict=True):
             index = int(kind_labels[i])
             features[f"{kind.feature_prefix}label_index"] = index
@@ -475,7 +491,7 @@ class CifarConverter(Converter):
         return self._sources
 
     def options(self) -> dict[str, Any]:
-        options: dict[str, Any] = {"variant": self.variant, "image_format": self.image_format}
+        options: dict[str, Any] = {"variant": self.variant, "image_format": self.image_format, "layout": self.layout}
         if self.image_format == "raw":  # how to turn the bytes back into pixels (tfr_convert.load, --grid)
             options["raw_image"] = {"feature": "image", "shape": [32, 32, 3]}
         return options

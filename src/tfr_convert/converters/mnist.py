@@ -46,6 +46,9 @@ FILES = {
     ("test", "labels"): "t10k-labels-idx1-ubyte",
 }
 IMAGE_FORMATS = ("raw", "png")
+# "tutorial": image_raw / image + label + height, width, depth, as the notebooks read them;
+# "tfds": exactly the features of TFDS's catalog builders (image PNG, label), as tfds.load gives.
+LAYOUTS = ("tutorial", "tfds")
 
 
 def find_source(src_dir: str, stem: str) -> str:
@@ -198,11 +201,13 @@ class MnistConverter(Converter):
     chunk_size = 4096  # the raw layout is encoded a whole batch at a time (encode_batch)
     description = "MNIST-format idx images (28x28 grayscale) with class labels."
 
-    def __init__(self, src_dir: str, variant: str | None = None, image_format: str = "raw") -> None:
-        if image_format not in IMAGE_FORMATS:
-            raise ValueError(f"image_format must be one of {IMAGE_FORMATS}")
+    def __init__(self, src_dir: str, variant: str | None = None, image_format: str = "raw",
+                 layout: str = "tutorial") -> None:  # fmt: skip
+        if image_format not in IMAGE_FORMATS or layout not in LAYOUTS:
+            raise ValueError(f"image_format must be one of {IMAGE_FORMATS}, layout one of {LAYOUTS}")
         self.src_dir = src_dir
-        self.image_format = image_format
+        self.layout = layout
+        self.image_format = "png" if layout == "tfds" else image_format
         self._labels: dict[str, np.ndarray] = {}
         self._images = Background()
         self._paths: dict[tuple[str, str], str] = {}
@@ -245,6 +250,8 @@ class MnistConverter(Converter):
             else {"image": FeatureSpec.image((self.height, self.width, 1), "png")}
         )
         self.features = {**image, "label": FeatureSpec.class_label(NUM_CLASSES), **size}
+        if layout == "tfds":
+            self.features = {"image": image["image"], "label": self.features["label"]}
         self.labels = {"label": CLASS_NAMES[self.variant]}
 
     def _detect_variant(self) -> str:
@@ -277,6 +284,8 @@ class MnistConverter(Converter):
             image = {"image_raw": pixels.tobytes()}
         else:
             image = {"image": encode_png(pixels)}
+        if self.layout == "tfds":
+            return {**image, "label": int(labels[i])}
         return {**image, "label": int(labels[i]), "height": self.height, "width": self.width, "depth": 1}
 
     def encode_batch(self, items: list[Hashable]) -> Columns | None:
@@ -301,7 +310,7 @@ class MnistConverter(Converter):
         return self._sources
 
     def options(self) -> dict[str, Any]:
-        options: dict[str, Any] = {"variant": self.variant, "image_format": self.image_format}
+        options: dict[str, Any] = {"variant": self.variant, "image_format": self.image_format, "layout": self.layout}
         if self.image_format == "raw":  # how to turn the bytes back into pixels (tfr_convert.load, --grid)
             options["raw_image"] = {"feature": "image_raw", "shape": [self.height, self.width, 1]}
         return options
