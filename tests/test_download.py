@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from helpers import final_files, write_cifar, write_mnist
+from helpers import final_files, write_cifar, write_cifar_binary, write_mnist
 
 from tfr_convert.converters.mnist import FILES
 
@@ -130,3 +130,40 @@ def test_cifar_download_refuses_an_archive_that_is_not_the_published_one(cli, se
     assert result.exit_code == 1
     assert f"error: {base}/cifar-10-python.tar.gz: got " in result.stderr and "expected 170498071" in result.stderr
     assert final_files(tmp_path / "c" / "cifar10") == [] and final_files(tmp_path / "o") == []
+
+
+@pytest.mark.parametrize("variant", ["cifar10", "cifar100"])
+def test_cifar_binary_download_is_checked_and_converts_like_the_pickles(cli, server, tmp_path, monkeypatch, variant):
+    served, base = server
+    pickled = write_cifar(tmp_path / "py", variant, per_batch=3)
+    archive = write_cifar_binary(served, pickled, variant, archive=True)
+    table = tmp_path / "sources.tsv"
+    _table(table, served, variant + "-binary", algorithm="md5")
+    monkeypatch.setenv("TFR_CONVERT_SOURCES", str(table))
+    cache = tmp_path / "cache"
+    got = cli.convert("cifar", "--download", "--binary", "--variant", variant, "--mirror", base,
+                      "--cache-dir", cache, "--out", tmp_path / "bin")  # fmt: skip
+    assert got.exit_code == 0, got.stderr
+    assert sorted(p.name for p in (cache / f"{variant}-binary").iterdir()) == [archive.name]
+    assert cli.convert("cifar", pickled["path"], "--out", tmp_path / "py-out").exit_code == 0
+    shards = sorted(p.name for p in (tmp_path / "bin").glob("*.tfrecord-*"))
+    assert shards and shards == sorted(p.name for p in (tmp_path / "py-out").glob("*.tfrecord-*"))
+    for name in shards:
+        assert (tmp_path / "bin" / name).read_bytes() == (tmp_path / "py-out" / name).read_bytes()
+
+
+def test_the_published_binary_archives_are_the_ones_downloaded(cli, server, tmp_path):
+    served, base = server
+    pickled = write_cifar(tmp_path / "py", "cifar10", per_batch=2)
+    write_cifar_binary(served, pickled, "cifar10", archive=True)
+    result = cli.convert("cifar", "--download", "--binary", "--mirror", base, "--cache-dir", tmp_path / "c",
+                         "--out", tmp_path / "o")  # fmt: skip
+    assert result.exit_code == 1
+    assert f"error: {base}/cifar-10-binary.tar.gz: got " in result.stderr and "expected 170052171" in result.stderr
+    assert final_files(tmp_path / "c" / "cifar10-binary") == [] and final_files(tmp_path / "o") == []
+
+
+def test_binary_without_download_is_a_usage_error(cli, tmp_path):
+    src = write_cifar(tmp_path / "py", "cifar10", per_batch=2)["path"]
+    result = cli.convert("cifar", src, "--binary", "--out", tmp_path / "o")
+    assert result.exit_code == 2 and "--binary chooses what --download fetches" in result.stderr

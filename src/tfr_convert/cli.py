@@ -437,7 +437,12 @@ def _layout_format(layout: str, image_format: str | None) -> str:
 
 @convert.command()
 @published_dataset_options(["cifar10", "cifar100"], "[default: detected from the files]")
-def cifar(src, download, variant, image_format, layout, mirror, cache_dir, **common) -> None:
+@click.option(
+    "--binary",
+    is_flag=True,
+    help="With --download: fetch the binary version (what TFDS downloads) instead of the python pickles.",
+)
+def cifar(src, download, variant, binary, image_format, layout, mirror, cache_dir, **common) -> None:
     """CIFAR-10/100, python pickles or the binary version: SRC is the extracted folder or
     the downloaded .tar.gz.
 
@@ -447,7 +452,11 @@ def cifar(src, download, variant, image_format, layout, mirror, cache_dir, **com
     from .converters.cifar import CifarConverter
 
     image_format = _layout_format(layout, image_format)
-    source = _source(src, download, variant, "cifar10", mirror, cache_dir)
+    if binary and not download:
+        raise click.UsageError("--binary chooses what --download fetches; SRC's format is detected: drop --binary")
+    # the binary archives are listed as datasets of their own, cached beside the pickles
+    suffix = "-binary" if binary else ""
+    source = _source(src, download, variant and variant + suffix, "cifar10" + suffix, mirror, cache_dir)
     _run(lambda: CifarConverter(source(), variant, image_format, layout), **common)
 
 
