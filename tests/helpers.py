@@ -134,3 +134,51 @@ def write_cifar_binary(root: Path, pickled: dict, variant: str = "cifar10", arch
     with tarfile.open(path, "w:gz") as tar:
         tar.add(folder, arcname=layout.folder)
     return path
+
+
+EMNIST_LABELS = {"byclass": (0, 62), "bymerge": (0, 47), "balanced": (0, 47), "letters": (1, 27), "digits": (0, 10),
+                 "mnist": (0, 10)}  # fmt: skip
+
+
+def emnist_mapping(variant: str) -> str:
+    """A mapping file as NIST publishes it: `label code [code]` (letters: both cases)."""
+    from tfr_convert.converters.emnist import DEFAULT_NAMES
+
+    first, end = EMNIST_LABELS[variant]
+    names = DEFAULT_NAMES[variant]
+    return "".join(f"{i} {' '.join(str(ord(c)) for c in names[i])}\n" for i in range(first, end))
+
+
+def write_emnist(root: Path, variants=("letters",), archive: bool = True, mapping: bool = True, n_train: int = 30,
+                 n_test: int = 10, seed: int = 0) -> dict:  # fmt: skip
+    """EMNIST in the published layout: `gzip/emnist-V-...-ubyte.gz` and `gzip/emnist-V-mapping.txt`,
+    zipped into root/gzip.zip (or left as the extracted folder root/gzip). Returns
+    {"path": SRC, variant: {split: (images as stored, labels)}}."""
+    import zipfile
+
+    rng = np.random.default_rng(seed)
+    files: dict[str, bytes] = {}
+    result: dict = {}
+    for variant in variants:
+        first, end = EMNIST_LABELS[variant]
+        result[variant] = {}
+        for split, n in (("train", n_train), ("test", n_test)):
+            images = rng.integers(0, 256, size=(n, 28, 28), dtype=np.uint8)
+            labels = rng.integers(first, end, size=n, dtype=np.uint8)
+            result[variant][split] = (images, labels)
+            for kind, array in (("images-idx3", images), ("labels-idx1", labels)):
+                files[f"emnist-{variant}-{split}-{kind}-ubyte.gz"] = gzip.compress(idx_bytes(array), mtime=0)
+        if mapping:
+            files[f"emnist-{variant}-mapping.txt"] = emnist_mapping(variant).encode()
+    if archive:
+        root.mkdir(parents=True, exist_ok=True)
+        with zipfile.ZipFile(root / "gzip.zip", "w", zipfile.ZIP_DEFLATED) as z:
+            for name, data in sorted(files.items()):
+                z.writestr(f"gzip/{name}", data)
+        result["path"] = root / "gzip.zip"
+    else:
+        (root / "gzip").mkdir(parents=True, exist_ok=True)
+        for name, data in files.items():
+            (root / "gzip" / name).write_bytes(data)
+        result["path"] = root / "gzip"
+    return result

@@ -359,6 +359,12 @@ def _terminate_as_interrupt() -> None:
     signal.signal(signal.SIGTERM, interrupt)
 
 
+# converters.emnist.VARIANTS, spelled out: importing the converter (numpy) to build the
+# command line would slow every start-up; a test keeps the two equal
+EMNIST_VARIANTS = ("emnist/byclass", "emnist/bymerge", "emnist/balanced", "emnist/letters", "emnist/digits",
+                   "emnist/mnist")  # fmt: skip
+
+
 def published_dataset_options(variants: list[str], default_help: str):
     """SRC, --download and the options every published-dataset converter shares."""
     options = [
@@ -419,14 +425,31 @@ def _source(src, download, variant, default_variant, mirror, cache_dir):
 
 
 @convert.command()
-@published_dataset_options(["mnist", "fashion_mnist", "kmnist"], "[default: detected from checksums, else mnist]")
+@published_dataset_options(
+    ["mnist", "fashion_mnist", "kmnist", *EMNIST_VARIANTS],
+    "[default: EMNIST's one variant in SRC; else detected from checksums, else mnist]",
+)
 def mnist(src, download, variant, image_format, layout, mirror, cache_dir, **common) -> None:
-    """MNIST-family idx files (MNIST, Fashion-MNIST, KMNIST) in the directory SRC."""
-    from .converters.mnist import MnistConverter
-
+    """MNIST-family idx files (MNIST, Fashion-MNIST, KMNIST) in the directory SRC, or
+    EMNIST: NIST's gzip.zip, or a folder of the files extracted from it."""
     image_format = _layout_format(layout, image_format)
+    if download and variant in EMNIST_VARIANTS:
+        raise click.UsageError(
+            "--download knows no published checksum for EMNIST: fetch gzip.zip from "
+            "https://biometrics.nist.gov/cs_links/EMNIST/gzip.zip and give it as SRC"
+        )
     source = _source(src, download, variant, "mnist", mirror, cache_dir)
-    _run(lambda: MnistConverter(source(), variant, image_format, layout), **common)
+
+    def converter():
+        from .converters.emnist import EmnistConverter, looks_like_emnist
+        from .converters.mnist import MnistConverter
+
+        path = source()
+        if variant in EMNIST_VARIANTS or (variant is None and looks_like_emnist(path)):
+            return EmnistConverter(path, variant, image_format, layout)
+        return MnistConverter(path, variant, image_format, layout)
+
+    _run(converter, **common)
 
 
 def _layout_format(layout: str, image_format: str | None) -> str:

@@ -201,6 +201,9 @@ class MnistConverter(Converter):
     chunk_size = 4096  # the raw layout is encoded a whole batch at a time (encode_batch)
     description = "MNIST-format idx images (28x28 grayscale) with class labels."
 
+    #: labels lie in 0..num_classes-1 (set before the files are read: EMNIST's depend on the variant)
+    num_classes = NUM_CLASSES
+
     def __init__(self, src_dir: str, variant: str | None = None, image_format: str = "raw",
                  layout: str = "tutorial") -> None:  # fmt: skip
         if image_format not in IMAGE_FORMATS or layout not in LAYOUTS:
@@ -217,22 +220,22 @@ class MnistConverter(Converter):
         # still checked here. Engines settle it before forking workers.
         shapes = set()
         for split in ("train", "test"):
-            images_path = self._paths[split, "images"] = find_source(src_dir, FILES[split, "images"])
-            labels_path = self._paths[split, "labels"] = find_source(src_dir, FILES[split, "labels"])
-            images_raw, labels_raw = _read(images_path), _read(labels_path)
+            images_path, images_raw = self._read_source(split, "images")
+            labels_path, labels_raw = self._read_source(split, "labels")
+            self._paths[split, "images"], self._paths[split, "labels"] = images_path, labels_path
             self._sources += [fingerprint(images_path, images_raw), fingerprint(labels_path, labels_raw)]
             dims = idx_dims(images_path, images_raw, IMAGES_MAGIC, 3)
             labels = parse_idx(labels_path, labels_raw, LABELS_MAGIC, 1)
             if dims[0] != len(labels):
                 raise SourceError(f"{images_path}: holds {dims[0]} images but {labels_path} holds {len(labels)} labels")
-            bad = np.flatnonzero(labels >= NUM_CLASSES)
+            bad = np.flatnonzero(labels >= self.num_classes)
             if bad.size:
                 i = int(bad[0])
                 raise SourceError(
-                    f"{labels_path}: label {labels[i]} at index {i} (byte {8 + i}) is outside 0..{NUM_CLASSES - 1}"
+                    f"{labels_path}: label {labels[i]} at index {i} (byte {8 + i}) is outside 0..{self.num_classes - 1}"
                 )
             self._labels[split] = labels
-            self._images.submit(split, parse_idx, images_path, images_raw, IMAGES_MAGIC, 3)
+            self._images.submit(split, self._parse_images, images_path, images_raw)
             shapes.add(tuple(dims[1:]))
         if len(shapes) != 1:
             raise SourceError(f"{src_dir}: train and test images differ in size: {sorted(shapes)}")
@@ -249,10 +252,22 @@ class MnistConverter(Converter):
             if image_format == "raw"
             else {"image": FeatureSpec.image((self.height, self.width, 1), "png")}
         )
-        self.features = {**image, "label": FeatureSpec.class_label(NUM_CLASSES), **size}
+        self.features = {**image, "label": FeatureSpec.class_label(self.num_classes), **size}
         if layout == "tfds":
             self.features = {"image": image["image"], "label": self.features["label"]}
-        self.labels = {"label": CLASS_NAMES[self.variant]}
+        self.labels = {"label": self.class_names()}
+
+    def _read_source(self, split: str, what: str) -> tuple[str, bytes]:
+        """(where, bytes) of one of the four idx files."""
+        path = find_source(self.src_dir, FILES[split, what])
+        return path, _read(path)
+
+    def _parse_images(self, where: str, raw: bytes) -> np.ndarray:
+        """The (N, H, W) pixels of an images file, as they are to be stored."""
+        return parse_idx(where, raw, IMAGES_MAGIC, 3)
+
+    def class_names(self) -> list[str]:
+        return CLASS_NAMES[self.variant]
 
     def _detect_variant(self) -> str:
         """A known variant when every source file matches its published checksum, else mnist."""
