@@ -631,6 +631,61 @@ def images(image_dir, labels_csv, delimiter, path_column, label_column, headerle
     _run(make_converter, on_error=on_error, **common)
 
 
+@convert.command()
+@click.argument("image_dir", type=click.Path(exists=True, file_okay=False))
+@click.option("--annotations", required=True, type=click.Path(exists=True),
+              help="The boxes: a CSV, a COCO .json, or a folder of VOC .xml or YOLO .txt files.")  # fmt: skip
+@click.option("--annotation-format", type=click.Choice(["auto", "csv", "voc", "coco", "yolo"]), default="auto",
+              show_default=True, help="auto: from PATH (.csv, .json, a folder of .xml or of .txt).")  # fmt: skip
+@click.option("--classes", "classes_file", type=click.Path(exists=True, dir_okay=False),
+              help="Class names, one per line (label 1 first): a box of any other class is an error.")  # fmt: skip
+@click.option("--split", "split", type=Split(), help="e.g. train=0.8,validation=0.1,test=0.1 [default: all train].")
+@click.option("--stratify", is_flag=True, help="Keep the proportions of each image's main class in every split.")
+@click.option("--image-format", type=click.Choice(["keep", "jpeg", "png"]),
+              help="keep: JPEG/PNG bytes as they are [default: keep, or jpeg with --resize/--grayscale].")  # fmt: skip
+@click.option("--quality", type=click.IntRange(1, 100), default=95, show_default=True, help="JPEG quality.")
+@click.option("--resize", type=Size2D(), help="Resize every image to WxH (stretched: normalized boxes stay right).")
+@click.option("--grayscale", is_flag=True, help="Store 1-channel grayscale images.")
+@click.option("--max-pixels", type=click.IntRange(min=1), default=89_478_485, show_default=True,
+              help="Refuse larger images (decompression bombs), checked from the header.")  # fmt: skip
+@click.option("--skip-empty", is_flag=True, help="Leave out images without boxes (kept as negatives by default).")
+@click.option("--on-error", type=click.Choice(["fail", "skip"]), default="fail", show_default=True,
+              help="skip: leave out images with a bad annotation or file, and list them.")  # fmt: skip
+@common_options
+def detection(image_dir, annotations, annotation_format, classes_file, split, stratify, image_format, quality, resize,
+              grayscale, max_pixels, skip_empty, on_error, **common) -> None:  # fmt: skip
+    """IMAGE_DIR's images with bounding boxes (CSV, Pascal VOC, COCO or YOLO annotations),
+    in the TensorFlow Object Detection API's layout, with label_map.pbtxt."""
+    from .converters.detection import DetectionConverter
+    from .converters.imaging import DecodePolicy
+
+    if stratify and split is None:
+        raise click.UsageError("--stratify needs --split")
+    if image_format == "keep" and (resize or grayscale):
+        raise click.UsageError("--resize and --grayscale re-encode: use --image-format jpeg or png")
+    image_format = image_format or ("jpeg" if resize or grayscale else "keep")
+    policy = DecodePolicy(max_pixels, grayscale=grayscale, resize=resize)
+
+    def make_converter():
+        return DetectionConverter(
+            image_dir,
+            annotations=annotations,
+            annotation_format=annotation_format,
+            classes_file=classes_file,
+            out=common["out"],
+            split=split,
+            stratify=stratify,
+            seed=common["seed"],
+            image_format=image_format,
+            quality=quality,
+            policy=policy,
+            on_error=on_error,
+            skip_empty=skip_empty,
+        )
+
+    _run(make_converter, on_error=on_error, **common)
+
+
 # ---------------------------------------------------------------- tfr-inspect
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from . import fs
 from .errors import SourceError
-from .features import LABELS_SUFFIX, labels_filename
+from .features import LABELS_SUFFIX, flatten_tfds
 from .shards import ShardName
 
 INFO, FEATURES, MANIFEST = "dataset_info.json", "features.json", "manifest.json"
@@ -32,7 +32,7 @@ def load_json(directory: str, name: str) -> Any:
 
 def class_names(directory: str) -> dict[str, list[str]]:
     """{feature: names} from the {feature}.labels.txt files of a dataset directory."""
-    feature_of = {labels_filename(name): name for name in DatasetDir(directory).features}
+    feature_of = {labels_file: name for name, (_, _, labels_file) in DatasetDir(directory).flat_features.items()}
     names = {}
     for entry in sorted(fs.listdir(directory)):
         if entry.endswith(LABELS_SUFFIX):
@@ -66,6 +66,11 @@ class DatasetDir:
         content = load_json(self.path, FEATURES)
         features = (content.get("featuresDict") or {}).get("features") if isinstance(content, dict) else None
         return features if isinstance(features, dict) else {}
+
+    @cached_property
+    def flat_features(self) -> dict[str, tuple[dict[str, Any], bool, str]]:
+        """{record key: (TFDS description, per object, labels file)}, nesting undone."""
+        return flatten_tfds(self.features)
 
     @cached_property
     def manifest(self) -> dict[str, Any]:

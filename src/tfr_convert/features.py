@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -9,10 +10,20 @@ TFDS_FEATURES = "tensorflow_datasets.core.features."
 LABELS_SUFFIX = ".labels.txt"
 
 
-def labels_filename(feature: str) -> str:
+def labels_filename(feature: str, parents: tuple[str, ...] = ()) -> str:
     """The file holding a ClassLabel feature's names, named as TFDS names it: a '/' in
-    the feature name becomes '.' so the name stays one file in the dataset directory."""
-    return feature.replace("/", ".") + LABELS_SUFFIX
+    the feature name becomes '.', and the names of the FeaturesDicts it is nested in
+    come first, joined by '-' (`image-object-class-label.labels.txt`)."""
+    return "-".join([*parents, feature.replace("/", ".")]) + LABELS_SUFFIX
+
+
+def labels_file_of(name: str, nested: bool) -> str:
+    """labels_filename of a feature by its serialized key; `nested`: its '/'s separate
+    levels of FeaturesDicts (see metadata.features_json)."""
+    if not nested:
+        return labels_filename(name)
+    *parents, leaf = name.split("/")
+    return labels_filename(leaf, tuple(parents))
 
 
 @dataclass(frozen=True)
@@ -22,6 +33,8 @@ class FeatureSpec:
     kind: "tensor" (dtype int64 / float32 / string, fixed shape), "image"
     (encoded PNG/JPEG bytes with a shape), "raw_image" (uint8 pixels stored as one
     bytes value, of one fixed shape) or "class_label" (int64 with names).
+    per_object: one value per object of the example (a detection's boxes), which
+    TFDS sees as a Sequence.
     """
 
     kind: str
@@ -29,6 +42,11 @@ class FeatureSpec:
     shape: tuple[int | None, ...] = ()
     encoding: str | None = None
     num_classes: int | None = None
+    per_object: bool = False
+
+    def of_objects(self) -> FeatureSpec:
+        """The same feature, one value per object."""
+        return dataclasses.replace(self, per_object=True)
 
     @classmethod
     def tensor(cls, dtype: str, shape: tuple[int | None, ...] = ()) -> FeatureSpec:
@@ -78,3 +96,25 @@ class FeatureSpec:
             "pythonClassName": TFDS_FEATURES + "tensor_feature.Tensor",
             "tensor": {"shape": dims, "dtype": self.dtype, "encoding": "none"},
         }
+
+
+def flatten_tfds(features: dict[str, Any]) -> dict[str, tuple[dict[str, Any], bool, str]]:
+    """features.json's (possibly nested) FeaturesDict as the records hold it:
+    {serialized key: (TFDS description, per object, labels file name)}. Nested
+    FeaturesDicts join their keys with '/'; a Sequence's features are per object."""
+    flat: dict[str, tuple[dict[str, Any], bool, str]] = {}
+
+    def walk(entries: dict[str, Any], prefix: tuple[str, ...], per_object: bool) -> None:
+        for key, description in entries.items():
+            if not isinstance(description, dict):
+                continue
+            inner, sequence = description, per_object
+            if "sequence" in inner:  # a Sequence of one feature or of a FeaturesDict
+                inner, sequence = (inner["sequence"] or {}).get("feature") or {}, True
+            if "featuresDict" in inner:
+                walk((inner["featuresDict"] or {}).get("features") or {}, (*prefix, key), sequence)
+            else:
+                flat["/".join((*prefix, key))] = (inner, sequence, labels_filename(key, prefix))
+
+    walk(features, (), False)
+    return flat

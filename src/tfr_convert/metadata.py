@@ -17,7 +17,7 @@ import json
 from typing import Any
 
 from . import __version__
-from .features import TFDS_FEATURES, FeatureSpec, labels_filename
+from .features import TFDS_FEATURES, FeatureSpec, labels_file_of
 from .shards import ShardName, SplitResult
 from .skips import Skips, skipped_fields
 
@@ -29,20 +29,53 @@ def _json(obj: Any) -> bytes:
     return (json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
 
 
-def features_json(features: dict[str, FeatureSpec]) -> bytes:
-    return _json(
-        {
-            "pythonClassName": TFDS_FEATURES + "features_dict.FeaturesDict",
-            "featuresDict": {"features": {name: spec.to_tfds() for name, spec in features.items()}},
-        }
-    )
+def _features_dict(entries: dict[str, Any]) -> dict[str, Any]:
+    return {"pythonClassName": TFDS_FEATURES + "features_dict.FeaturesDict", "featuresDict": {"features": entries}}
+
+
+def _nested(node: dict[str, Any], in_sequence: bool = False) -> dict[str, Any]:
+    """A tree of FeatureSpecs as TFDS FeaturesDicts; the highest dict holding only
+    per-object features becomes a Sequence of it."""
+
+    def leaves(n: Any) -> list[FeatureSpec]:
+        return [n] if isinstance(n, FeatureSpec) else [leaf for child in n.values() for leaf in leaves(child)]
+
+    entries = {}
+    for key, child in node.items():
+        if isinstance(child, FeatureSpec):
+            entries[key] = child.to_tfds()
+        elif not in_sequence and all(leaf.per_object for leaf in leaves(child)):
+            inner = _nested(child, in_sequence=True)
+            entries[key] = {
+                "pythonClassName": TFDS_FEATURES + "sequence_feature.Sequence",
+                "sequence": {"feature": inner, "length": "-1"},
+            }
+        else:
+            entries[key] = _nested(child, in_sequence)
+    return _features_dict(entries)
+
+
+def features_json(features: dict[str, FeatureSpec], nested: bool = False) -> bytes:
+    """features.json; `nested`: the '/'s of feature names separate levels of TFDS
+    FeaturesDicts, as TFDS itself flattens nested features into record keys (so the TF
+    Object Detection API's `image/object/bbox/xmin` reads back as a Sequence of boxes)."""
+    if not nested:
+        return _json(_features_dict({name: spec.to_tfds() for name, spec in features.items()}))
+    tree: dict[str, Any] = {}
+    for name, spec in features.items():
+        *parents, leaf = name.split("/")
+        node = tree
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = spec
+    return _json(_nested(tree))
 
 
 def supervised_keys(features: dict[str, FeatureSpec]) -> tuple[str, str] | None:
     """(image, label) when the features have one image and one class label to pair it
     with (of several labels, the one named `label` or `label_index`); else None."""
     images = [n for n, f in features.items() if f.is_image]
-    labels = [n for n, f in features.items() if f.kind == "class_label"]
+    labels = [n for n, f in features.items() if f.kind == "class_label" and not f.per_object]
     if len(labels) > 1:
         labels = [n for n in labels if n in ("label", "label_index")]
     return (images[0], labels[0]) if len(images) == 1 and len(labels) == 1 else None
@@ -85,10 +118,12 @@ def manifest_json(
     results: list[SplitResult],
     skipped: Skips,
     warnings: list[str],
+    extra_files: tuple[str, ...] = (),
 ) -> bytes:
     return _json(
         {
             "tool": "tfr-convert",
+            **({"extra_files": sorted(extra_files)} if extra_files else {}),
             **skipped_fields(skipped),
             "warnings": warnings,
             "tool_version": __version__,
@@ -124,10 +159,14 @@ def metadata_files(
     results: list[SplitResult],
     skipped: Skips,
     warnings: list[str],
+    nested: bool = False,
+    extra: dict[str, bytes] | None = None,
 ) -> dict[str, bytes]:
-    """All metadata files in write order; dataset_info.json last, as TFDS's marker of completeness."""
-    files = {labels_filename(feature): labels_txt(names) for feature, names in sorted(labels.items())}
-    files["features.json"] = features_json(features)
-    files[MANIFEST] = manifest_json(name, converter, options, sources, results, skipped, warnings)
+    """All metadata files in write order; dataset_info.json last, as TFDS's marker of
+    completeness. `extra`: files of the converter's own (a label map), listed in the manifest."""
+    files = {labels_file_of(feature, nested): labels_txt(names) for feature, names in sorted(labels.items())}
+    files |= extra or {}
+    files["features.json"] = features_json(features, nested)
+    files[MANIFEST] = manifest_json(name, converter, options, sources, results, skipped, warnings, tuple(extra or {}))
     files["dataset_info.json"] = dataset_info_json(name, description, file_format, results, features)
     return files

@@ -35,7 +35,7 @@ from typing import Any
 from . import fs
 from .dataset_dir import FEATURES, INFO, MANIFEST, load_json
 from .errors import Interrupted, OutputError
-from .features import labels_filename
+from .features import flatten_tfds
 from .journal import Journal
 from .shards import TEMP_PREFIX, ShardName, SplitResult
 
@@ -124,7 +124,8 @@ def dataset_files(directory: str) -> set[str]:
         for shard in split.get("shards") or []:
             found |= {shard["file"], shard["file"] + ".index"}
     features = ((load_json(directory, FEATURES) or {}).get("featuresDict") or {}).get("features") or {}
-    found |= {labels_filename(name) for name in features}
+    found |= {labels_file for _, _, labels_file in flatten_tfds(features).values()}
+    found |= {name for name in manifest.get("extra_files") or [] if isinstance(name, str) and "/" not in name}
     return found | {INFO, FEATURES, MANIFEST}
 
 

@@ -394,6 +394,8 @@ def finish(
         results=results,
         skipped=skipped,
         warnings=found_warnings,
+        nested=converter.nested_features,
+        extra=converter.extra_files(),
     )
     with fs.naming(out.build):
         out.commit(results, files)

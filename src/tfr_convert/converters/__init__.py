@@ -14,6 +14,7 @@ REGISTRY: dict[str, str] = {
     "mnist": "tfr_convert.converters.mnist:MnistConverter",
     "cifar": "tfr_convert.converters.cifar:CifarConverter",
     "images": "tfr_convert.converters.images:ImagesConverter",
+    "detection": "tfr_convert.converters.detection:DetectionConverter",
 }
 
 

@@ -69,6 +69,9 @@ class Converter(ABC):
     skipped: Skips = Skips()  # never added to: converters that skip items make their own
     #: what listing the sources found worth saying (the engines report them first)
     warnings: tuple[str, ...] | list[str] = ()
+    #: the '/'s of feature names separate levels of nested TFDS FeaturesDicts (the
+    #: Object Detection API's `image/object/...` keys); per-object features form a Sequence
+    nested_features: bool = False
 
     @abstractmethod
     def source_splits(self) -> dict[str, list[Hashable]]:
@@ -116,6 +119,10 @@ class Converter(ABC):
         """A small fact about one encoded example, counted across the run for `finish`.
         Called right after `encode` of the same item, in the same process."""
         return None
+
+    def extra_files(self) -> dict[str, bytes]:
+        """Files of the converter's own to put beside the shards (a label map), by name."""
+        return {}
 
     def finish(self, observations: Counter[Hashable]) -> list[str] | None:
         """Called after every example is written, before the metadata: may refine

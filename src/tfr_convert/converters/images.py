@@ -40,7 +40,7 @@ _PATH_COLUMN_NAMES = ("path", "file", "filename", "file_name", "filepath", "file
 _JUNK_FILES = {"thumbs.db", "desktop.ini"}  # OS litter that lives in image folders
 # What counts as an image when naming files a CSV leaves out, or that lie beside the
 # class folders (by name: the listing reads no file).
-_IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".bmp", ".webp", ".tif", ".tiff", ".jfif", ".ppm", ".pgm")
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".bmp", ".webp", ".tif", ".tiff", ".jfif", ".ppm", ".pgm")
 _NAMED = 5  # files named in a warning, before "..."
 _DATASET_MARKERS = ("dataset_info.json", "manifest.json")  # a folder holding both is a tfr-convert output
 _SPLIT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
@@ -163,7 +163,7 @@ class ImagesConverter(Converter):
         self._settings = {"image_format": image_format, "keep_exact": keep_exact, "split": split.describe() if split else None,
                           "stratify": stratify, "split_column": split_column, "label_column": label_column,
                           "headerless_labels": headerless_labels, "delimiter": delimiter}  # fmt: skip
-        self.dataset_name = _dataset_name(image_dir)
+        self.dataset_name = dataset_name(image_dir)
 
         if labels_csv is None:
             items, split_of = self._class_folders(), {}
@@ -199,7 +199,7 @@ class ImagesConverter(Converter):
         loose = [f for f in files if os.sep not in f]
         if not classes:
             return [(f, None, None, ()) for f in files]  # unlabelled: just images
-        others = [f for f in loose if not f.lower().endswith(_IMAGE_SUFFIXES)]
+        others = [f for f in loose if not f.lower().endswith(IMAGE_SUFFIXES)]
         if others:  # a README or a labels file beside the class folders: not data
             self.warnings.append(f"{self.root}: left out {_named(others)}, beside the class folders (not images)")
         for f in loose:
@@ -331,7 +331,7 @@ class ImagesConverter(Converter):
     def _warn_unlisted(self, csv_path: str, listed: dict[str, int]) -> None:
         """Images under IMAGE_DIR that no CSV row names: left out, and said so once."""
         unlisted = [f for f in list_files(self.root, exclude=self._out)
-                    if f.lower().endswith(_IMAGE_SUFFIXES) and os.path.normpath(f) not in listed]  # fmt: skip
+                    if f.lower().endswith(IMAGE_SUFFIXES) and os.path.normpath(f) not in listed]  # fmt: skip
         if unlisted:
             self.warnings.append(f"{self.root}: {_named(unlisted, 'image')} not in {csv_path}, left out")
 
@@ -557,7 +557,7 @@ def _common_format(observations: Counter[Hashable]) -> str | None:
     return formats.pop() if len(formats) == 1 and formats <= {"png", "jpeg"} else None
 
 
-def _dataset_name(image_dir: str) -> str:
+def dataset_name(image_dir: str) -> str:
     folder = fs.basename(image_dir) if fs.is_remote(image_dir) else os.path.basename(os.path.abspath(image_dir))
     base = re.sub(r"\W+", "_", folder).strip("_").lower()
     return base if re.match(r"[a-z]", base) else f"images_{base}" if base else "images"

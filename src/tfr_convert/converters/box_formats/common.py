@@ -1,0 +1,112 @@
+"""What every annotation format is read into: one ImageBoxes per image.
+
+Coordinates are those of the image as displayed (EXIF orientation applied), as
+every labelling tool shows it: pixel edges counted from 0 (a box covering a
+whole 640-pixel-wide image runs from 0 to 640), or fractions of the image for
+YOLO (`normalized`). The readers check what needs no image (numbers, order,
+class names); the converter checks the rest against the decoded image.
+"""
+
+from __future__ import annotations
+
+import math
+import posixpath
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Box:
+    name: str  # class name
+    xmin: float
+    ymin: float
+    xmax: float
+    ymax: float
+    where: str  # the annotation naming it: "boxes.csv line 4", "a.xml object 2"
+    difficult: int = 0
+    truncated: int = 0
+    is_crowd: int = 0
+    area: float | None = None  # COCO's own (segmentation) area; None: the box's
+    normalized: bool = False  # fractions of the image (YOLO), not pixels
+
+
+@dataclass(frozen=True)
+class ImageBoxes:
+    filename: str  # relative to IMAGE_DIR, '/'-separated
+    boxes: tuple[Box, ...]
+    where: str  # the annotation naming the image
+    width: int | None = None  # as the annotation declares it
+    height: int | None = None
+    source_id: str | None = None  # the annotation's own id of the image (COCO)
+    problems: tuple[tuple[str, str], ...] = ()  # (where, what is wrong): the image cannot be used
+
+
+@dataclass
+class Annotations:
+    images: list[ImageBoxes]
+    files: list[str]  # the annotation files read, for the manifest
+    classes: list[str] | None = None  # names in label order, when the format defines them
+    problems: list[tuple[str, str]] = field(default_factory=list)  # (where, what) tied to no image
+
+
+def number(text: object, what: str) -> float:
+    """A finite coordinate from annotation text, or ValueError saying which."""
+    try:
+        value = float(str(text).strip())
+    except ValueError:
+        raise ValueError(f"{what} {str(text)[:40]!r} is not a number") from None
+    if not math.isfinite(value):
+        raise ValueError(f"{what} is {value}")
+    return value
+
+
+def box_problem(xmin: float, ymin: float, xmax: float, ymax: float) -> str | None:
+    """What makes a box impossible whatever its image, or None."""
+    if xmax <= xmin:
+        return f"xmax {xmax:g} is not right of xmin {xmin:g}"
+    if ymax <= ymin:
+        return f"ymax {ymax:g} is not below ymin {ymin:g}"
+    return None
+
+
+def size(text: object, what: str) -> int:
+    value = number(text, what)
+    if value != int(value) or value <= 0:
+        raise ValueError(f"{what} {value:g} is not a positive whole number of pixels")
+    return int(value)
+
+
+class ImageCollector:
+    """Boxes gathered per image in the order the annotations first name each image;
+    a problem makes the whole image unusable (every one is kept, to be listed)."""
+
+    def __init__(self) -> None:
+        self._images: dict[str, dict] = {}
+
+    def image(self, filename: str, where: str, width: int | None = None, height: int | None = None,
+              source_id: str | None = None) -> dict:  # fmt: skip
+        entry = self._images.get(filename)
+        if entry is None:
+            entry = self._images[filename] = {"where": where, "width": width, "height": height,
+                                              "source_id": source_id, "boxes": [], "problems": []}  # fmt: skip
+        elif width is not None and (entry["width"], entry["height"]) not in ((None, None), (width, height)):
+            entry["problems"].append(
+                (where, f"declares {filename} {width}x{height}, {entry['where']} {entry['width']}x{entry['height']}")
+            )
+        elif entry["width"] is None:
+            entry["width"], entry["height"] = width, height
+        return entry
+
+    def images(self) -> list[ImageBoxes]:
+        return [
+            ImageBoxes(
+                name, tuple(e["boxes"]), e["where"], e["width"], e["height"], e["source_id"], tuple(e["problems"])
+            )
+            for name, e in self._images.items()
+        ]
+
+
+def relative(path: str) -> str:
+    """An annotation's image path, '/'-separated and normalized (escapes are the
+    converter's to refuse); '' for none."""
+    path = path.strip().replace("\\", "/")
+    return posixpath.normpath(path) if path else ""

@@ -1,0 +1,323 @@
+"""Images with bounding boxes -> examples in the TF Object Detection API's layout.
+
+The annotations (CSV, Pascal VOC, COCO or YOLO: `box_formats/`) are read and
+checked up front, into one item per image holding all its boxes, so a split never
+separates boxes of one image. Every image file under IMAGE_DIR is an example: one
+no annotation names is a negative (no boxes). `encode` reads the image, checks the
+annotation against its size as displayed (EXIF orientation applied: annotations
+describe what the labelling tool showed) and writes the boxes normalized to
+[0, 1], which keeps them right when the image is resized.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import posixpath
+from collections import Counter
+from collections.abc import Hashable
+from typing import Any
+
+import numpy as np
+
+from .. import fs
+from ..errors import SourceError
+from ..features import FeatureSpec
+from ..skips import Skips
+from ..splits import SplitSpec, assign_by_ratio
+from . import box_formats
+from .base import Converter, fingerprint
+from .box_formats import Box, ImageBoxes
+from .images import IMAGE_SUFFIXES, dataset_name, list_files
+from .imaging import DecodePolicy, decode, encode, probe
+
+IMAGE_FORMATS = ("keep", "jpeg", "png")
+# What the API's decoder reads by `image/format`; anything else is re-encoded in keep mode.
+STORED_AS_IS = ("jpeg", "png")
+CLIP_TOLERANCE = 1.0  # pixels a box may lie outside its image and be clipped, not refused
+LABEL = "image/object/class/label"
+_NAMED = 5
+
+
+def _named(wheres: list[str]) -> str:
+    return ", ".join(wheres[:_NAMED]) + (", ..." if len(wheres) > _NAMED else "")
+
+
+def label_map_pbtxt(names: list[str]) -> bytes:
+    """The API's label map: `item { id: N name: "..." }`, ids from 1."""
+
+    def quoted(name: str) -> str:
+        return '"' + name.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+    return "".join(f"item {{\n  id: {i}\n  name: {quoted(n)}\n}}\n" for i, n in enumerate(names, 1)).encode()
+
+
+def read_classes(path: str) -> list[str]:
+    """--classes: one name per line (blank lines ignored); a name twice is an error."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        lines = f.read(1 << 20).splitlines()
+    names: list[str] = []
+    for number, line in enumerate(lines, 1):
+        name = line.strip()
+        if name in names:
+            raise SourceError(f"{path}: line {number}: class {name!r} is listed twice")
+        if name:
+            names.append(name)
+    if not names:
+        raise SourceError(f"{path}: no class names in it")
+    return names
+
+
+class DetectionConverter(Converter):
+    command = "detection"
+    description = "Images with bounding boxes, in the TensorFlow Object Detection API's layout."
+    chunk_size = 16  # images are large: keep what is in flight between processes small
+    nested_features = True
+
+    def __init__(
+        self,
+        image_dir: str,
+        *,
+        annotations: str,
+        annotation_format: str = "auto",
+        classes_file: str | None = None,
+        out: str | None = None,
+        split: SplitSpec | None = None,
+        stratify: bool = False,
+        seed: int = 0,
+        image_format: str = "keep",
+        quality: int = 95,
+        policy: DecodePolicy | None = None,
+        on_error: str = "fail",
+        skip_empty: bool = False,
+    ) -> None:
+        if image_format not in IMAGE_FORMATS:
+            raise ValueError(f"image_format must be one of {IMAGE_FORMATS}")
+        self.root = image_dir
+        self._real_root = os.path.realpath(image_dir)
+        self.image_format, self.quality = image_format, quality
+        self.policy = policy or DecodePolicy()
+        self.on_error = on_error
+        self.skipped = Skips()
+        self.warnings: list[str] = []
+        self.dataset_name = dataset_name(image_dir)
+        self._flag: tuple[Any, ...] = ()
+        fmt = box_formats.detect(annotations) if annotation_format == "auto" else annotation_format
+        self.annotation_format = fmt
+        self._annotations = annotations
+        self._settings = {"annotation_format": fmt, "image_format": image_format, "skip_empty": skip_empty,
+                          "split": split.describe() if split else None, "stratify": stratify}  # fmt: skip
+        classes = read_classes(classes_file) if classes_file else None
+        images = [f.replace(os.sep, "/") for f in list_files(image_dir, exclude=out)]
+        images = [f for f in images if f.lower().endswith(IMAGE_SUFFIXES)]
+        found = box_formats.read(annotations, fmt, images, classes)
+        self._annotation_files = found.files
+        for where, why in found.problems:
+            self._problem(where, why)
+        self.classes = classes or found.classes or sorted({b.name for i in found.images for b in i.boxes})
+        self._label = {name: i for i, name in enumerate(self.classes, 1)}
+        items = self._items(found.images, images, classes_file or (found.files[0] if found.classes else None))
+        if skip_empty:
+            items = [item for item in items if item[1].boxes]
+        if not items:
+            raise SourceError(f"{image_dir}: no images to convert")
+        negatives = sum(not boxes.boxes for _, boxes in items)
+        if negatives and not skip_empty:
+            self.warnings.append(f"{image_dir}: {negatives} image{'s' if negatives != 1 else ''} without boxes, "
+                                 "kept as negatives (--skip-empty drops them)")  # fmt: skip
+        self._splits = self._split(items, split, stratify, seed)
+        background = "background" if "background" not in self.classes else "__background__"
+        self.labels = {LABEL: [background, *self.classes]}
+        self.features = self._declare_features()
+
+    # ------------------------------------------------------------ listing
+
+    def _problem(self, where: str, reason: str) -> None:
+        if self.on_error != "skip":
+            raise SourceError(f"{where}: {reason}")
+        self.skipped.add(where, reason)
+
+    def _items(self, annotated: list[ImageBoxes], images: list[str], class_source: str | None) -> list[tuple]:
+        on_disk = set(images)
+        by_name: dict[str, ImageBoxes] = {}
+        for entry in annotated:
+            name = entry.filename
+            if posixpath.isabs(name) or name == ".." or name.startswith("../"):
+                self._problem(entry.where, f"image path {name!r} is not inside IMAGE_DIR")
+                continue
+            if name not in on_disk:
+                self._problem(entry.where, f"image {name!r} not found in {self.root}")
+                continue
+            problems = list(entry.problems)
+            for box in entry.boxes:
+                if box.name not in self._label:
+                    problems.append((box.where, f"class {box.name!r} is not in {class_source}"))
+            if problems:
+                if self.on_error != "skip":
+                    raise SourceError(f"{problems[0][0]}: {problems[0][1]}")
+                for where, why in problems:
+                    self.skipped.add(where, why)
+                on_disk.discard(name)  # dropped, not kept as a negative
+                continue
+            by_name[name] = entry
+        return [(name, by_name.get(name) or ImageBoxes(name, (), "")) for name in images if name in on_disk]
+
+    def _split(self, items: list[tuple], spec: SplitSpec | None, stratify: bool, seed: int) -> dict[str, list[tuple]]:
+        if spec is None:
+            return {"train": items}
+
+        def dominant(item: tuple) -> str:  # the image's most frequent class (ties: first in label order)
+            counts = Counter(box.name for box in item[1].boxes)
+            return min(counts, key=lambda n: (-counts[n], self._label[n])) if counts else ""
+
+        return assign_by_ratio(items, self.key, spec, seed, dominant if stratify else None)
+
+    def _declare_features(self) -> dict[str, FeatureSpec]:
+        channels = self.policy.channels or 3
+        encoding = self.image_format if self.image_format != "keep" else None
+        per_object_float = FeatureSpec.tensor("float32").of_objects()
+        per_object_int = FeatureSpec.tensor("int64").of_objects()
+        return {
+            "image/encoded": FeatureSpec.image((None, None, channels), encoding),
+            "image/format": FeatureSpec.text(),
+            "image/filename": FeatureSpec.text(),
+            "image/source_id": FeatureSpec.text(),
+            "image/key/sha256": FeatureSpec.text(),
+            "image/height": FeatureSpec.tensor("int64"),
+            "image/width": FeatureSpec.tensor("int64"),
+            "image/object/bbox/xmin": per_object_float,
+            "image/object/bbox/ymin": per_object_float,
+            "image/object/bbox/xmax": per_object_float,
+            "image/object/bbox/ymax": per_object_float,
+            "image/object/class/text": FeatureSpec.text().of_objects(),
+            LABEL: FeatureSpec.class_label(len(self.classes) + 1).of_objects(),
+            "image/object/difficult": per_object_int,
+            "image/object/truncated": per_object_int,
+            "image/object/is_crowd": per_object_int,
+            "image/object/area": per_object_float,
+        }
+
+    # ------------------------------------------------------------ converter interface
+
+    def source_splits(self) -> dict[str, list[Hashable]]:
+        splits, self._splits = self._splits, {}
+        return splits  # type: ignore[return-value]
+
+    def key(self, item: Hashable) -> str:
+        return item[0]  # type: ignore[index]
+
+    def describe(self, item: Hashable) -> str:
+        return os.path.join(self.root, item[0])  # type: ignore[index]
+
+    def encode(self, item: Hashable) -> dict[str, Any]:
+        rel, annotation = item  # type: ignore[misc]
+        try:
+            data = fs.read_bytes(os.path.join(self.root, rel), inside=self._real_root)
+        except OSError as e:
+            raise SourceError(f"cannot read: {e.strerror or e}") from None
+        info = probe(data, self.policy.max_pixels)
+        stored_w, stored_h = info.source_size
+        width, height = (stored_h, stored_w) if info.orientation in (5, 6, 7, 8) else (stored_w, stored_h)
+        if annotation.width is not None and (annotation.width, annotation.height) != (width, height):
+            turned = (annotation.width, annotation.height) == (stored_w, stored_h)
+            raise SourceError(
+                f"{annotation.where}: declares {annotation.width}x{annotation.height}, but the image is "
+                f"{width}x{height} as displayed"
+                + (" (its EXIF orientation turns it; annotations describe the image as shown)" if turned else "")
+            )
+        why = None
+        if self.image_format == "keep" and info.source_format in STORED_AS_IS and info.orientation == 1:
+            image, fmt, out_h, out_w = data, info.source_format, height, width
+        else:
+            if self.image_format == "keep":
+                why = "EXIF orientation" if info.orientation != 1 else info.source_format
+            pixels = decode(data, rel, self.policy).pixels  # upright, resized as asked
+            fmt = (
+                self.image_format if self.image_format != "keep" else "jpeg" if info.source_format == "jpeg" else "png"
+            )
+            image = encode(pixels, fmt, self.quality)
+            out_h, out_w = pixels.shape[:2]
+        objects, clipped = self._objects(annotation.boxes, width, height)
+        self._flag = (fmt, why and rel, tuple(clipped))
+        return {
+            "image/encoded": image,
+            "image/format": fmt,
+            "image/filename": rel,
+            "image/source_id": annotation.source_id or rel,
+            "image/key/sha256": hashlib.sha256(image).hexdigest(),
+            "image/height": out_h,
+            "image/width": out_w,
+            **objects,
+        }
+
+    def _objects(self, boxes: tuple[Box, ...], width: int, height: int) -> tuple[dict[str, np.ndarray], list[str]]:
+        """The per-object features, boxes normalized by the displayed size; boxes up to
+        CLIP_TOLERANCE pixels outside are clipped (their annotations listed)."""
+        corners, clipped = [], []
+        for box in boxes:
+            scale = (width, height) if box.normalized else (1, 1)
+            x0, y0, x1, y1 = box.xmin * scale[0], box.ymin * scale[1], box.xmax * scale[0], box.ymax * scale[1]
+            outside = max(-x0, -y0, x1 - width, y1 - height)
+            if outside > CLIP_TOLERANCE:
+                raise SourceError(
+                    f"{box.where}: box ({x0:g}, {y0:g}, {x1:g}, {y1:g}) lies {outside:g} px outside the "
+                    f"{width}x{height} image (up to {CLIP_TOLERANCE:g} px is clipped)"
+                )
+            if outside > 0:
+                clipped.append(box.where)
+                x0, y0, x1, y1 = max(x0, 0), max(y0, 0), min(x1, width), min(y1, height)
+                if x1 <= x0 or y1 <= y0:
+                    raise SourceError(f"{box.where}: box lies along the image's edge, with no area inside it")
+            area = box.area if box.area is not None else (x1 - x0) * (y1 - y0)
+            corners.append((x0 / width, y0 / height, x1 / width, y1 / height, area))
+        table = np.array(corners, np.float64).reshape(-1, 5)
+        ints = lambda values: np.array(values, np.int64)  # noqa: E731
+        return {
+            "image/object/bbox/xmin": table[:, 0].astype(np.float32),
+            "image/object/bbox/ymin": table[:, 1].astype(np.float32),
+            "image/object/bbox/xmax": table[:, 2].astype(np.float32),
+            "image/object/bbox/ymax": table[:, 3].astype(np.float32),
+            "image/object/class/text": np.array([b.name for b in boxes], dtype=object),
+            LABEL: ints([self._label[b.name] for b in boxes]),
+            "image/object/difficult": ints([b.difficult for b in boxes]),
+            "image/object/truncated": ints([b.truncated for b in boxes]),
+            "image/object/is_crowd": ints([b.is_crowd for b in boxes]),
+            "image/object/area": table[:, 4].astype(np.float32),
+        }, clipped
+
+    def roots(self) -> list[str]:
+        return [self.root]
+
+    def observe(self, features: dict[str, Any]) -> Hashable:
+        return self._flag
+
+    def finish(self, observations: Counter[Hashable]) -> list[str]:
+        formats = {fmt for fmt, _, _ in observations}  # type: ignore[misc]
+        if self.image_format == "keep" and len(formats) == 1:
+            spec = self.features["image/encoded"]
+            self.features["image/encoded"] = FeatureSpec.image(spec.shape, formats.pop())
+        warnings = []
+        reencoded = sorted(rel for _, rel, _ in observations if rel)  # type: ignore[misc]
+        if reencoded:
+            warnings.append(f"{self.root}: re-encoded {len(reencoded)} image{'s' if len(reencoded) != 1 else ''} "
+                            f"({_named(reencoded)}) upright as JPEG or PNG, which the API decodes")  # fmt: skip
+        clipped = sorted(w for _, _, wheres in observations for w in wheres)  # type: ignore[misc]
+        if clipped:
+            warnings.append(f"clipped {len(clipped)} box{'es' if len(clipped) != 1 else ''} lying up to "
+                            f"{CLIP_TOLERANCE:g} px outside the image ({_named(clipped)})")  # fmt: skip
+        return warnings
+
+    def extra_files(self) -> dict[str, bytes]:
+        return {"label_map.pbtxt": label_map_pbtxt(self.classes)}
+
+    def sources(self) -> list[dict[str, Any]]:
+        sources = []
+        for path in self._annotation_files:
+            with open(path, "rb") as f:
+                sources.append(fingerprint(path, f.read()))
+        return sources
+
+    def options(self) -> dict[str, Any]:
+        return {**self._settings, "decode": {"max_pixels": self.policy.max_pixels, "quality": self.quality,
+                "resize": list(self.policy.resize) if self.policy.resize else None,
+                "grayscale": self.policy.grayscale}}  # fmt: skip

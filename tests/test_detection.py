@@ -1,0 +1,363 @@
+"""tfr-convert detection: one small dataset written by the test in all four annotation
+formats (CSV, Pascal VOC, COCO, YOLO), read back with the TF Object Detection API's
+keys through tf.io.parse_single_example, and through TFDS."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tensorflow_datasets as tfds
+from helpers import final_files
+from PIL import Image
+
+# The Object Detection API's own parsing spec (its TfExampleDecoder's keys and kinds).
+OD_API_KEYS = {
+    "image/encoded": tf.io.FixedLenFeature((), tf.string),
+    "image/format": tf.io.FixedLenFeature((), tf.string),
+    "image/filename": tf.io.FixedLenFeature((), tf.string),
+    "image/source_id": tf.io.FixedLenFeature((), tf.string),
+    "image/key/sha256": tf.io.FixedLenFeature((), tf.string),
+    "image/height": tf.io.FixedLenFeature((), tf.int64),
+    "image/width": tf.io.FixedLenFeature((), tf.int64),
+    "image/object/bbox/xmin": tf.io.VarLenFeature(tf.float32),
+    "image/object/bbox/ymin": tf.io.VarLenFeature(tf.float32),
+    "image/object/bbox/xmax": tf.io.VarLenFeature(tf.float32),
+    "image/object/bbox/ymax": tf.io.VarLenFeature(tf.float32),
+    "image/object/class/text": tf.io.VarLenFeature(tf.string),
+    "image/object/class/label": tf.io.VarLenFeature(tf.int64),
+    "image/object/difficult": tf.io.VarLenFeature(tf.int64),
+    "image/object/truncated": tf.io.VarLenFeature(tf.int64),
+    "image/object/is_crowd": tf.io.VarLenFeature(tf.int64),
+    "image/object/area": tf.io.VarLenFeature(tf.float32),
+}
+CLASSES = ["bird", "cat", "dog"]  # sorted, so every format numbers them alike
+COCO_IDS = {"bird": 2, "cat": 5, "dog": 9}  # not contiguous, as COCO's own
+# image -> (width, height, [(class, xmin, ymin, xmax, ymax) in pixel edges])
+DATASET = {
+    "a.jpg": (64, 48, [("cat", 2, 3, 30, 40), ("dog", 20, 10, 64, 48)]),
+    "b.jpg": (50, 70, [("bird", 0, 0, 25, 35)]),
+    "sub/c.png": (40, 40, [("dog", 5, 6, 35, 36), ("dog", 1, 1, 9, 9), ("cat", 10, 20, 30, 30)]),
+    "d.jpg": (32, 32, []),  # a negative: no annotation names it (YOLO: an empty file)
+}
+
+
+def write_images(root, dataset=DATASET):
+    rng = np.random.default_rng(0)
+    for name, (w, h, _) in dataset.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8)).save(path)
+    return root
+
+
+def write_csv(path, dataset=DATASET):
+    rows = ["filename,width,height,class,xmin,ymin,xmax,ymax"]
+    rows += [
+        f"{n},{w},{h},{c},{x0},{y0},{x1},{y1}" for n, (w, h, boxes) in dataset.items() for c, x0, y0, x1, y1 in boxes
+    ]
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def write_voc(folder, dataset=DATASET):
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, (w, h, boxes) in dataset.items():
+        if not boxes:
+            continue
+        objects = "".join(
+            f"<object><name>{c}</name><pose>Unspecified</pose><truncated>{int(x1 == w)}</truncated>"
+            f"<difficult>{int(c == 'bird')}</difficult><bndbox><xmin>{x0 + 1}</xmin><ymin>{y0 + 1}</ymin>"
+            f"<xmax>{x1 + 1}</xmax><ymax>{y1 + 1}</ymax></bndbox></object>"
+            for c, x0, y0, x1, y1 in boxes
+        )
+        xml = (f"<annotation><folder>x</folder><filename>{name}</filename><size><width>{w}</width>"
+               f"<height>{h}</height><depth>3</depth></size>{objects}</annotation>")  # fmt: skip
+        (folder / (name.replace("/", "_") + ".xml")).write_text(xml)
+    return folder
+
+
+def write_coco(path, dataset=DATASET):
+    images, annotations = [], []
+    for i, (name, (w, h, boxes)) in enumerate(dataset.items(), 100):
+        images.append({"id": i, "file_name": name, "width": w, "height": h})
+        for c, x0, y0, x1, y1 in boxes:
+            annotations.append({"id": len(annotations) + 1, "image_id": i, "category_id": COCO_IDS[c],
+                                "bbox": [x0, y0, x1 - x0, y1 - y0], "area": 12.5, "iscrowd": int(c == "cat")})  # fmt: skip
+    categories = [{"id": i, "name": n} for n, i in sorted(COCO_IDS.items(), key=lambda kv: -kv[1])]
+    path.write_text(json.dumps({"images": images, "annotations": annotations, "categories": categories}))
+    return path
+
+
+def write_yolo(folder, dataset=DATASET):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "classes.txt").write_text("\n".join(CLASSES) + "\n")
+    for name, (w, h, boxes) in dataset.items():
+        lines = [
+            f"{CLASSES.index(c)} {(x0 + x1) / 2 / w:.6f} {(y0 + y1) / 2 / h:.6f} {(x1 - x0) / w:.6f} {(y1 - y0) / h:.6f}"
+            for c, x0, y0, x1, y1 in boxes
+        ]
+        label = folder / (name.rsplit(".", 1)[0] + ".txt")
+        label.parent.mkdir(parents=True, exist_ok=True)
+        label.write_text("".join(line + "\n" for line in lines))
+    return folder
+
+
+WRITERS = {"csv": lambda r: write_csv(r / "boxes.csv"), "voc": lambda r: write_voc(r / "Annotations"),
+           "coco": lambda r: write_coco(r / "instances_train.json"), "yolo": lambda r: write_yolo(r / "labels")}  # fmt: skip
+
+
+def parsed(out):
+    """{filename: parsed example} of every record in DIR, through the API's spec."""
+    found = {}
+    shards = [str(p) for p in sorted(out.glob("*.tfrecord-*"))]
+    for record in tf.data.TFRecordDataset(shards):
+        ex = tf.io.parse_single_example(record, OD_API_KEYS)
+        ex = {k: tf.sparse.to_dense(v).numpy() if isinstance(v, tf.SparseTensor) else v.numpy() for k, v in ex.items()}
+        found[ex["image/filename"].decode()] = ex
+    return found
+
+
+def convert(cli, tmp_path, fmt, *args, out="out"):
+    images = write_images(tmp_path / "images")
+    annotations = WRITERS[fmt](tmp_path)
+    result = cli.convert("detection", images, "--annotations", annotations, "--out", tmp_path / out, *args)
+    return result, tmp_path / out
+
+
+@pytest.mark.parametrize("fmt", list(WRITERS))
+def test_every_format_gives_the_same_boxes_and_names_to_the_api_and_to_tfds(cli, tmp_path, fmt):
+    result, out = convert(cli, tmp_path, fmt, "--no-shuffle")
+    assert result.exit_code == 0, result.stderr
+    assert "1 image without boxes, kept as negatives" in result.stderr
+    examples = parsed(out)
+    assert sorted(examples) == sorted(DATASET)
+    for name, (w, h, boxes) in DATASET.items():
+        ex = examples[name]
+        assert (ex["image/width"], ex["image/height"]) == (w, h)
+        assert ex["image/format"].decode() == ("png" if name.endswith(".png") else "jpeg")
+        assert ex["image/encoded"] == (tmp_path / "images" / name).read_bytes()  # keep: the bytes as they are
+        got = np.stack([ex[f"image/object/bbox/{k}"] for k in ("xmin", "ymin", "xmax", "ymax")], axis=1)
+        want = np.array([[x0 / w, y0 / h, x1 / w, y1 / h] for _, x0, y0, x1, y1 in boxes]).reshape(-1, 4)
+        assert got.shape == want.shape
+        assert np.all(np.abs(got - want) * [w, h, w, h] <= 1.0), (fmt, name, got, want)  # within 1 px
+        assert [t.decode() for t in ex["image/object/class/text"]] == [c for c, *_ in boxes]
+        assert list(ex["image/object/class/label"]) == [CLASSES.index(c) + 1 for c, *_ in boxes]  # 1-based
+    label_map = (out / "label_map.pbtxt").read_text()
+    assert re.findall(r'item \{\n  id: (\d+)\n  name: "([^"]+)"\n\}', label_map) == [
+        (str(i), n) for i, n in enumerate(CLASSES, 1)
+    ]
+    builder = tfds.builder_from_directory(str(out))
+    assert builder.info.features["image"]["object"]["class"]["label"].names == ["background", *CLASSES]
+    seen = {}
+    for ex in tfds.as_numpy(builder.as_dataset(split="train")):
+        objects = ex["image"]["object"]
+        seen[ex["image"]["filename"].decode()] = list(objects["class"]["label"])
+        assert ex["image"]["encoded"].shape == (ex["image"]["height"], ex["image"]["width"], 3)
+    assert seen == {n: [CLASSES.index(c) + 1 for c, *_ in boxes] for n, (_, _, boxes) in DATASET.items()}
+
+
+def test_voc_flags_and_coco_crowds_and_areas_are_carried(cli, tmp_path):
+    _, voc = convert(cli, tmp_path, "voc", out="voc")
+    a = parsed(voc)["a.jpg"]
+    assert list(a["image/object/truncated"]) == [0, 1] and list(parsed(voc)["b.jpg"]["image/object/difficult"]) == [1]
+    _, coco = convert(cli, tmp_path, "coco", out="coco")
+    a = parsed(coco)["a.jpg"]
+    assert list(a["image/object/is_crowd"]) == [1, 0] and list(a["image/object/area"]) == [12.5, 12.5]
+    assert parsed(coco)["a.jpg"]["image/source_id"] == b"100"  # COCO's image id
+    _, csv = convert(cli, tmp_path, "csv", out="csv")
+    assert list(parsed(csv)["a.jpg"]["image/object/area"]) == [28 * 37, 44 * 38]  # the box's own, in pixels
+
+
+def _csv_case(tmp_path, rows, dataset=None):
+    images = write_images(tmp_path / "images", dataset or DATASET)
+    path = tmp_path / "boxes.csv"
+    path.write_text("filename,width,height,class,xmin,ymin,xmax,ymax\n" + "".join(r + "\n" for r in rows))
+    return images, path
+
+
+def test_a_box_up_to_one_pixel_outside_is_clipped_with_a_warning(cli, tmp_path):
+    images, path = _csv_case(tmp_path, ["a.jpg,64,48,cat,-0.5,2,64.8,40"])
+    result = cli.convert("detection", images, "--annotations", path, "--out", tmp_path / "out")
+    assert result.exit_code == 0, result.stderr
+    assert f"clipped 1 box lying up to 1 px outside the image ({path} line 2)" in result.stderr
+    ex = parsed(tmp_path / "out")["a.jpg"]
+    assert ex["image/object/bbox/xmin"][0] == 0.0 and ex["image/object/bbox/xmax"][0] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ("a.jpg,64,48,cat,2,3,66.5,40", "line 3: box (2, 3, 66.5, 40) lies 2.5 px outside the 64x48 image"),
+        ("a.jpg,64,48,cat,30,3,30,40", "line 3: xmax 30 is not right of xmin 30"),
+        ("a.jpg,64,48,cat,2,40,30,12", "line 3: ymax 12 is not below ymin 40"),
+        ("a.jpg,64,48,cat,2,3,wide,40", "line 3: xmax 'wide' is not a number"),
+        ("nope.jpg,64,48,cat,2,3,30,40", "line 3: image 'nope.jpg' not found in"),
+        ("a.jpg,48,64,cat,2,3,30,40", "line 3: declares 48x64, but the image is 64x48 as displayed"),
+        ("../a.jpg,64,48,cat,2,3,30,40", "line 3: image path '../a.jpg' is not inside IMAGE_DIR"),
+    ],
+)
+def test_each_bad_box_is_exit_1_naming_the_file_and_row_with_nothing_written(cli, tmp_path, row, message):
+    images, path = _csv_case(tmp_path, ["b.jpg,50,70,bird,0,0,25,35", row])
+    out = tmp_path / "out"
+    result = cli.convert("detection", images, "--annotations", path, "--out", out)
+    assert result.exit_code == 1, result.stderr
+    assert f"{path} {message}" in result.stderr
+    assert "Traceback" not in result.stderr and final_files(out) == []
+
+
+def test_an_unknown_class_is_an_error_with_classes(cli, tmp_path):
+    images, path = _csv_case(tmp_path, ["a.jpg,64,48,zebra,2,3,30,40"])
+    classes = tmp_path / "classes.txt"
+    classes.write_text("cat\ndog\n")
+    result = cli.convert("detection", images, "--annotations", path, "--classes", classes, "--out", tmp_path / "o")
+    assert result.exit_code == 1
+    assert f"{path} line 2: class 'zebra' is not in {classes}" in result.stderr
+
+
+def test_on_error_skip_lists_and_drops_the_image(cli, tmp_path):
+    images, path = _csv_case(tmp_path, ["a.jpg,64,48,cat,2,3,30,40", "a.jpg,64,48,dog,30,3,20,40",
+                                        "b.jpg,50,70,bird,0,0,25,35", "gone.jpg,5,5,cat,0,0,1,1"])  # fmt: skip
+    out = tmp_path / "out"
+    result = cli.convert("detection", images, "--annotations", path, "--out", out, "--on-error", "skip", "--json")
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    reasons = {s["item"]: s["reason"] for s in report["skipped"]}
+    assert reasons == {f"{path} line 3": "xmax 20 is not right of xmin 30", f"{path} line 5":
+                       f"image 'gone.jpg' not found in {images}"}  # fmt: skip
+    assert sorted(parsed(out)) == ["b.jpg", "d.jpg", "sub/c.png"]  # a.jpg dropped whole, not kept as a negative
+
+
+def test_negatives_are_kept_and_counted_and_skip_empty_drops_them(cli, tmp_path):
+    images, path = _csv_case(tmp_path, ["a.jpg,64,48,cat,2,3,30,40"])
+    kept = cli.convert("detection", images, "--annotations", path, "--out", tmp_path / "kept")
+    assert kept.exit_code == 0 and "3 images without boxes, kept as negatives" in kept.stderr
+    assert (
+        len(parsed(tmp_path / "kept")) == 4 and len(parsed(tmp_path / "kept")["d.jpg"]["image/object/bbox/xmin"]) == 0
+    )
+    dropped = cli.convert("detection", images, "--annotations", path, "--out", tmp_path / "dropped", "--skip-empty")
+    assert dropped.exit_code == 0 and list(parsed(tmp_path / "dropped")) == ["a.jpg"]
+
+
+def _exif_rotated(path, stored_w, stored_h):
+    """A JPEG stored stored_w x stored_h whose EXIF orientation 6 shows it turned a quarter (h x w)."""
+    pixels = np.zeros((stored_h, stored_w, 3), np.uint8)
+    pixels[:, : stored_w // 2] = 255  # left half white as stored: top half white as displayed
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    Image.fromarray(pixels).save(path, exif=exif.tobytes(), quality=95)
+
+
+def test_exif_rotated_images_are_stored_upright_and_their_boxes_stay_right(cli, tmp_path):
+    images = tmp_path / "images"
+    images.mkdir()
+    _exif_rotated(images / "turned.jpg", 60, 30)  # displayed 30 wide, 60 high
+    path = tmp_path / "boxes.csv"
+    path.write_text("filename,width,height,class,xmin,ymin,xmax,ymax\nturned.jpg,30,60,cat,0,0,30,30\n")
+    result = cli.convert("detection", images, "--annotations", path, "--out", tmp_path / "out")
+    assert result.exit_code == 0, result.stderr
+    assert "re-encoded 1 image (turned.jpg) upright" in result.stderr
+    ex = parsed(tmp_path / "out")["turned.jpg"]
+    assert (ex["image/width"], ex["image/height"]) == (30, 60)
+    pixels = tf.io.decode_image(ex["image/encoded"]).numpy()
+    assert pixels.shape == (60, 30, 3)
+    assert pixels[:28].mean() > 200 and pixels[32:].mean() < 50  # the white half is on top, inside the box
+    assert ex["image/object/bbox/ymax"][0] == 0.5
+    stored = tmp_path / "stored.csv"
+    stored.write_text("filename,width,height,class,xmin,ymin,xmax,ymax\nturned.jpg,60,30,cat,0,0,30,30\n")
+    wrong = cli.convert("detection", images, "--annotations", stored, "--out", tmp_path / "o2")
+    assert wrong.exit_code == 1
+    assert "declares 60x30, but the image is 30x60 as displayed (its EXIF orientation turns it" in wrong.stderr
+
+
+def test_resizing_keeps_normalized_boxes_and_splits_keep_an_images_boxes_together(cli, tmp_path):
+    result, out = convert(cli, tmp_path, "csv", "--resize", "32x32", "--split", "train=0.5,test=0.5")
+    assert result.exit_code == 0, result.stderr
+    examples = parsed(out)
+    assert sorted(examples) == sorted(DATASET)  # each image once, in one split, with all its boxes
+    for name, (w, _, boxes) in DATASET.items():
+        ex = examples[name]
+        assert (ex["image/width"], ex["image/height"]) == (32, 32) and ex["image/format"] == b"jpeg"
+        assert len(ex["image/object/bbox/xmin"]) == len(boxes)
+        assert np.allclose(ex["image/object/bbox/xmax"], [x1 / w for _, _, _, x1, _ in boxes], atol=1e-6)
+    assert {p.name.split("-")[1].split(".")[0] for p in out.glob("*.tfrecord-*")} == {"train", "test"}
+
+
+def test_output_is_byte_identical_whatever_the_worker_count(cli, tmp_path):
+    _, one = convert(cli, tmp_path, "coco", "--workers", "1", "--image-format", "png", out="one")
+    result = cli.convert("detection", tmp_path / "images", "--annotations", tmp_path / "instances_train.json",
+                         "--out", tmp_path / "two", "--workers", "2", "--image-format", "png")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    shards = sorted(p.name for p in one.iterdir())
+    assert shards == sorted(p.name for p in (tmp_path / "two").iterdir())
+    assert all((one / n).read_bytes() == (tmp_path / "two" / n).read_bytes() for n in shards)
+
+
+@pytest.mark.parametrize(
+    ("fmt", "damage", "message"),
+    [
+        (
+            "voc",
+            lambda r: (r / "Annotations" / "a.jpg.xml").write_text(
+                '<?xml version="1.0"?><!DOCTYPE a [<!ENTITY x "y">]><annotation/>'
+            ),
+            "declares a DTD or entities",
+        ),
+        (
+            "voc",
+            lambda r: (r / "Annotations" / "a.jpg.xml").write_text("<annotation><size>"),
+            "line 1, column 18: not well-formed XML",
+        ),
+        (
+            "coco",
+            lambda r: (r / "instances_train.json").write_text('{"images": [], "annotations": []}'),
+            "no 'categories' list",
+        ),
+        (
+            "yolo",
+            lambda r: (r / "labels" / "a.txt").write_text("0 0.5 0.5 0.2\n"),
+            "a.txt line 1: 4 values, expected 5",
+        ),
+        (
+            "yolo",
+            lambda r: (r / "labels" / "a.txt").write_text("7 0.5 0.5 0.2 0.2\n"),
+            "a.txt line 1: class '7' is not one of 0..2",
+        ),
+        (
+            "yolo",
+            lambda r: (r / "labels" / "classes.txt").unlink(),
+            "no classes.txt or data.yaml here or above: give --classes FILE",
+        ),
+        ("yolo", lambda r: (r / "labels" / "zzz.txt").write_text(""), "zzz.txt: no image named zzz.* in IMAGE_DIR"),
+    ],
+)
+def test_malformed_annotation_files_are_named(cli, tmp_path, fmt, damage, message):
+    write_images(tmp_path / "images")
+    annotations = WRITERS[fmt](tmp_path)
+    damage(tmp_path)
+    result = cli.convert("detection", tmp_path / "images", "--annotations", annotations, "--out", tmp_path / "out")
+    assert result.exit_code == 1, result.stderr
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert final_files(tmp_path / "out") == []
+
+
+def test_yolo_names_from_data_yaml_in_its_three_spellings(tmp_path):
+    from tfr_convert.converters.box_formats.yolo import yaml_names
+
+    assert yaml_names("d", "path: x\nnames: ['bird', \"cat\", dog]\n") == CLASSES
+    assert yaml_names("d", "names:\n  - bird\n  - cat\n  - dog\nnc: 3\n") == CLASSES
+    assert yaml_names("d", "nc: 3\nnames:\n  0: bird\n  1: cat  # a comment\n  2: dog\n") == CLASSES
+
+
+def test_a_folder_of_both_xml_and_txt_asks_for_the_format(cli, tmp_path):
+    images = write_images(tmp_path / "images")
+    mixed = write_voc(tmp_path / "mixed")
+    (mixed / "x.txt").write_text("0 0.5 0.5 0.1 0.1\n")
+    result = cli.convert("detection", images, "--annotations", mixed, "--out", tmp_path / "out")
+    assert result.exit_code == 1 and "give --annotation-format voc or yolo" in result.stderr
+    forced = cli.convert("detection", images, "--annotations", mixed, "--annotation-format", "voc",
+                         "--out", tmp_path / "out")  # fmt: skip
+    assert forced.exit_code == 0, forced.stderr
