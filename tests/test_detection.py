@@ -361,3 +361,80 @@ def test_a_folder_of_both_xml_and_txt_asks_for_the_format(cli, tmp_path):
     forced = cli.convert("detection", images, "--annotations", mixed, "--annotation-format", "voc",
                          "--out", tmp_path / "out")  # fmt: skip
     assert forced.exit_code == 0, forced.stderr
+
+
+def test_stats_report_boxes_per_image_classes_and_sizes(cli, tmp_path):
+    _, out = convert(cli, tmp_path, "csv")
+    report = json.loads(cli.inspect(out, "--stats", "--json").stdout)["boxes"]
+    assert report["images"] == 4 and report["boxes"] == 6 and report["negatives"] == 1
+    assert report["per_image"]["max"] == 3 and report["classes"] == {"cat": 2, "dog": 3, "bird": 1}
+    assert report["size_unit"] == "px"
+    assert report["width"]["min"] == pytest.approx(8) and report["width"]["max"] == pytest.approx(44)
+    assert report["aspect"]["max"] == pytest.approx(2.0)  # sub/c.png's 20x10 cat
+    text = cli.inspect(out, "--stats").stdout
+    assert "boxes: 6 in 4 images (1 without any), per image up to 3" in text and "classes: dog 3, cat 2, bird 1" in text
+
+
+def test_grid_draws_each_box_with_its_class(cli, tmp_path):
+    images = tmp_path / "images"
+    images.mkdir()
+    Image.fromarray(np.full((80, 80, 3), 255, np.uint8)).save(images / "white.png")
+    path = tmp_path / "boxes.csv"
+    path.write_text("filename,width,height,class,xmin,ymin,xmax,ymax\nwhite.png,80,80,cat,20,20,60,60\n")
+    assert cli.convert("detection", images, "--annotations", path, "--out", tmp_path / "out").exit_code == 0
+    sheet = tmp_path / "grid.png"
+    result = cli.inspect(tmp_path / "out", "--grid", sheet)
+    assert result.exit_code == 0, result.stderr
+    pixels = np.asarray(Image.open(sheet).convert("RGB")).astype(int)
+    magenta = (pixels[..., 0] > 200) & (pixels[..., 1] < 60) & (pixels[..., 2] > 200)
+    rows, cols = np.nonzero(magenta)
+    assert magenta.sum() > 80  # the outline of the box, and its label
+    # the tile is 92 px for 80 px: the box spans 20..60 of 80, i.e. about 25..71 of the 96-px cell
+    assert 22 <= cols.min() <= 28 and 66 <= cols.max() <= 74 and 22 <= rows.min() <= 28 and 66 <= rows.max() <= 74
+
+
+def test_load_gives_boxes_per_example_and_ragged_batches(cli, tmp_path):
+    import tfr_convert
+
+    _, out = convert(cli, tmp_path, "coco", "--no-shuffle")
+    examples = {ex["image/filename"].numpy().decode(): ex for ex in tfr_convert.load(str(out), "train")}
+    c = examples["sub/c.png"]
+    assert c["image/encoded"].shape == (40, 40, 3) and c["image/encoded"].dtype == tf.uint8
+    assert list(c["image/object/class/label"].numpy()) == [3, 3, 2]
+    assert np.allclose(c["image/object/bbox/ymin"].numpy(), [6 / 40, 1 / 40, 20 / 40])
+    assert examples["d.jpg"]["image/object/bbox/xmin"].shape == (0,)
+    batch = next(iter(tfr_convert.load(str(out), "train", batch_size=4)))
+    assert isinstance(batch["image/object/bbox/xmin"], tf.RaggedTensor)
+    assert sorted(batch["image/object/bbox/xmin"].row_lengths().numpy()) == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("container", ["beam", "array_record"])
+def test_the_beam_engine_and_array_record_write_the_same_examples(cli, tmp_path, container):
+    _, local = convert(cli, tmp_path, "voc", out="local")
+    args = ["--engine", "beam"] if container == "beam" else ["--format", "array_record"]
+    other = tmp_path / "other"
+    result = cli.convert("detection", tmp_path / "images", "--annotations", tmp_path / "Annotations",
+                         "--out", other, *args)  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    if container == "beam":
+        shards = sorted(p.name for p in local.glob("*.tfrecord-*"))
+        assert all((local / n).read_bytes() == (other / n).read_bytes() for n in shards)
+    else:
+        from tfr_convert.containers.array_record import read_range
+        from tfr_convert.containers.scan import read_records
+
+        (ar,) = other.glob("*.array_record-*")
+        (tfr,) = local.glob("*.tfrecord-*")
+        assert list(read_range(str(ar), 0, 4)) == [r.data for r in read_records(str(tfr))]
+    assert (other / "label_map.pbtxt").read_bytes() == (local / "label_map.pbtxt").read_bytes()
+
+
+def test_overwriting_a_detection_dataset_removes_its_label_map_and_nested_labels_file(cli, tmp_path, mnist_src):
+    _, out = convert(cli, tmp_path, "csv")
+    (out / "notes.txt").write_text("mine")
+    assert {"label_map.pbtxt", "image-object-class-label.labels.txt"} <= {p.name for p in out.iterdir()}
+    result = cli.convert("mnist", mnist_src[0], "--out", out, "--overwrite")
+    assert result.exit_code == 0, result.stderr
+    left = {p.name for p in out.iterdir()}
+    assert "label_map.pbtxt" not in left and "image-object-class-label.labels.txt" not in left
+    assert "notes.txt" in left and "label.labels.txt" in left

@@ -80,10 +80,19 @@ def _decoders(dataset: DatasetDir):
         raise SourceError(f"{directory}: not a tfr-convert dataset (no features.json)")
     raw = dataset.options.get("raw_image") or {}
     spec, decode, labels = {}, {}, []
-    for name, feature in features.items():
-        if "classLabel" in feature:
+    dtypes = {"int64": tf.int64, "float32": tf.float32, "string": tf.string}
+    for name, (feature, per_object, _) in dataset.flat_features.items():
+        if per_object:  # one value per object (a detection's boxes): a 1-D tensor, as long as the objects
+            dtype = tf.int64 if "classLabel" in feature else tf.string if "text" in feature else None
+            dtype = dtype or dtypes.get((feature.get("tensor") or {}).get("dtype"))
+            if dtype is None:
+                raise SourceError(f"{directory}/features.json: per-object feature {name!r} of an unknown kind")
+            spec[name] = tf.io.FixedLenSequenceFeature([], dtype, allow_missing=True)
+        elif "classLabel" in feature:
             spec[name] = tf.io.FixedLenFeature([], tf.int64)
             labels.append(name)
+        elif "text" in feature:
+            spec[name] = tf.io.FixedLenFeature([], tf.string)
         elif "image" in feature:
             shape = [int(d) for d in feature["image"].get("shape", {}).get("dimensions", [])]
             channels = shape[2] if len(shape) == 3 and shape[2] > 0 else 3
@@ -102,8 +111,7 @@ def _decoders(dataset: DatasetDir):
             spec[name] = tf.io.FixedLenFeature([], tf.string)
             decode[name] = lambda x, shape=shape, dtype=dtype: tf.reshape(tf.io.decode_raw(x, dtype), shape)
         elif "tensor" in feature:
-            dtype = {"int64": tf.int64, "float32": tf.float32, "string": tf.string}[feature["tensor"]["dtype"]]
-            spec[name] = tf.io.FixedLenFeature([], dtype)
+            spec[name] = tf.io.FixedLenFeature([], dtypes[feature["tensor"]["dtype"]])
             if name == raw.get("feature"):  # datasets written before raw images were described as such
                 shape = [int(d) for d in raw["shape"]]
                 decode[name] = lambda x, shape=shape: tf.reshape(tf.io.decode_raw(x, tf.uint8), shape)
@@ -176,7 +184,10 @@ def load(
     dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     if shuffle_buffer:
         dataset = dataset.shuffle(shuffle_buffer, seed=seed)
-    if batch_size:
+    if batch_size and any(per_object for _, per_object, _ in dataset_dir.flat_features.values()):
+        # objects per example differ (and so may image sizes): such a batch is ragged
+        dataset = dataset.ragged_batch(batch_size, drop_remainder=drop_remainder)
+    elif batch_size:
         dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
     return dataset.prefetch(tf.data.AUTOTUNE)
 

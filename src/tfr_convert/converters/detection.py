@@ -11,6 +11,7 @@ describe what the labelling tool showed) and writes the boxes normalized to
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import posixpath
@@ -41,6 +42,17 @@ _NAMED = 5
 
 def _named(wheres: list[str]) -> str:
     return ", ".join(wheres[:_NAMED]) + (", ..." if len(wheres) > _NAMED else "")
+
+
+def _item(entry: ImageBoxes) -> tuple:
+    """An image's annotation as an item: plain tuples (engines ship items as JSON)."""
+    boxes = tuple(dataclasses.astuple(box) for box in entry.boxes)
+    return (entry.filename, entry.where, entry.width, entry.height, entry.source_id, boxes)
+
+
+def _annotation(item: tuple) -> ImageBoxes:
+    filename, where, width, height, source_id, boxes = item
+    return ImageBoxes(filename, tuple(Box(*box) for box in boxes), where, width, height, source_id)
 
 
 def label_map_pbtxt(names: list[str]) -> bytes:
@@ -118,10 +130,10 @@ class DetectionConverter(Converter):
         self._label = {name: i for i, name in enumerate(self.classes, 1)}
         items = self._items(found.images, images, classes_file or (found.files[0] if found.classes else None))
         if skip_empty:
-            items = [item for item in items if item[1].boxes]
+            items = [item for item in items if item[-1]]
         if not items:
             raise SourceError(f"{image_dir}: no images to convert")
-        negatives = sum(not boxes.boxes for _, boxes in items)
+        negatives = sum(not item[-1] for item in items)
         if negatives and not skip_empty:
             self.warnings.append(f"{image_dir}: {negatives} image{'s' if negatives != 1 else ''} without boxes, "
                                  "kept as negatives (--skip-empty drops them)")  # fmt: skip
@@ -160,14 +172,14 @@ class DetectionConverter(Converter):
                 on_disk.discard(name)  # dropped, not kept as a negative
                 continue
             by_name[name] = entry
-        return [(name, by_name.get(name) or ImageBoxes(name, (), "")) for name in images if name in on_disk]
+        return [_item(by_name.get(name) or ImageBoxes(name, (), "")) for name in images if name in on_disk]
 
     def _split(self, items: list[tuple], spec: SplitSpec | None, stratify: bool, seed: int) -> dict[str, list[tuple]]:
         if spec is None:
             return {"train": items}
 
         def dominant(item: tuple) -> str:  # the image's most frequent class (ties: first in label order)
-            counts = Counter(box.name for box in item[1].boxes)
+            counts = Counter(box.name for box in _annotation(item).boxes)
             return min(counts, key=lambda n: (-counts[n], self._label[n])) if counts else ""
 
         return assign_by_ratio(items, self.key, spec, seed, dominant if stratify else None)
@@ -210,7 +222,8 @@ class DetectionConverter(Converter):
         return os.path.join(self.root, item[0])  # type: ignore[index]
 
     def encode(self, item: Hashable) -> dict[str, Any]:
-        rel, annotation = item  # type: ignore[misc]
+        annotation = _annotation(item)  # type: ignore[arg-type]
+        rel = annotation.filename
         try:
             data = fs.read_bytes(os.path.join(self.root, rel), inside=self._real_root)
         except OSError as e:

@@ -22,6 +22,7 @@ from ..dataset_dir import DatasetDir, class_names
 from ..errors import SourceError
 from ..example import BYTES
 from ..imageformat import sniff_format
+from .boxes import box_names, boxes_of
 from .paths import resolve
 from .summary import examples_of
 
@@ -30,6 +31,7 @@ CELL = 96  # pixels per tile side
 # 96 pixels wide, and a hostile PNG can declare a billion.
 MAX_PIXELS = 25_000_000
 CAPTION = 14
+BOX_COLOUR = (255, 0, 255)  # magenta: rarely the colour of what is boxed
 _KNOWN_RAW = {784: (28, 28, 1), 3072: (32, 32, 3)}
 
 
@@ -106,7 +108,7 @@ def grid(
         shape = raw.get("shape") if isinstance(raw, dict) else None
         if isinstance(shape, list) and len(shape) == 3 and all(type(v) is int and v > 0 for v in shape):
             raw_shape = tuple(shape)
-    tiles: list[tuple[np.ndarray, str]] = []
+    tiles: list[tuple[np.ndarray, str, list[tuple[tuple[float, ...], str]]]] = []
     feature = None
     for path in inputs.files:
         for record, example in examples_of(path, max_record):
@@ -123,7 +125,14 @@ def grid(
                 raise SourceError(f"{path}: record {record.index}: cannot draw {feature!r}: {e}") from None
             except SourceError as e:
                 raise SourceError(f"{path}: record {record.index}: {e}") from None
-            tiles.append((pixels, caption(example, names)))
+            boxes = boxes_of(example)
+            if boxes is None:
+                tiles.append((pixels, caption(example, names), []))
+            else:  # a detection record: its boxes drawn, labelled with their classes; captioned by file
+                labelled = list(zip(boxes, box_names(example, names, len(boxes)), strict=True))
+                _, filename = example.get("image/filename", (None, []))
+                name = filename[0].decode("utf-8", "replace") if filename else ""
+                tiles.append((pixels, f"{name} ({len(boxes)})", labelled))
         if len(tiles) >= count:
             break
     if not tiles:
@@ -132,13 +141,19 @@ def grid(
     rows = math.ceil(len(tiles) / columns)
     sheet = Image.new("RGB", (columns * CELL, rows * (CELL + CAPTION)), (255, 255, 255))
     draw = ImageDraw.Draw(sheet)
-    for i, (pixels, text) in enumerate(tiles):
+    for i, (pixels, text, boxes) in enumerate(tiles):
         tile = Image.fromarray(pixels)
         scale = (CELL - 4) / max(tile.size)
         resample = Image.Resampling.NEAREST if scale >= 1 else Image.Resampling.BILINEAR
         tile = tile.resize((max(1, round(tile.width * scale)), max(1, round(tile.height * scale))), resample)
         x, y = (i % columns) * CELL, (i // columns) * (CELL + CAPTION)
-        sheet.paste(tile, (x + (CELL - tile.width) // 2, y + (CELL - tile.height) // 2))
+        left, top = x + (CELL - tile.width) // 2, y + (CELL - tile.height) // 2
+        sheet.paste(tile, (left, top))
+        for (xmin, ymin, xmax, ymax), name in boxes:
+            corners = [left + xmin * tile.width, top + ymin * tile.height, left + xmax * tile.width,
+                       top + ymax * tile.height]  # fmt: skip
+            draw.rectangle(corners, outline=BOX_COLOUR, width=1)
+            draw.text((corners[0] + 1, corners[1]), name[:10], fill=BOX_COLOUR)
         draw.text((x + 2, y + CELL), text[:16], fill=(0, 0, 0))
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     sheet.save(out, format="PNG")

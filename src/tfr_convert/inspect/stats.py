@@ -23,6 +23,7 @@ from ..containers import MAX_RECORD_BYTES
 from ..dataset_dir import DatasetDir, class_names
 from ..example import BYTES, FLOAT, INT64
 from ..imageformat import sniff_format
+from .boxes import BoxStats, format_boxes
 from .paths import resolve, split_of
 from .summary import examples_of, preview
 
@@ -130,6 +131,13 @@ class BytesStats:
         return out
 
 
+def _image_like(name: str) -> bool:
+    """Bytes that are pixels when they are no known format: `image`, `image_raw`,
+    `image/encoded`, but not `image/filename`."""
+    last = name.rsplit("/", 1)[-1]
+    return "image" in last or last == "encoded"
+
+
 def _filename(example: dict[str, Any]) -> str | None:
     kind, values = example.get("filename", (None, []))
     return values[0].decode("utf-8", "replace") if kind == BYTES and values else None
@@ -152,6 +160,7 @@ def stats(paths: list[str], max_record: int = MAX_RECORD_BYTES) -> dict[str, Any
     seen_in: dict[tuple[str, bytes], dict[str, tuple[str, int, str | None]]] = {}
     in_dataset = {p for d in inputs.datasets for p in inputs.files if p.startswith(d.rstrip("/") + "/")}
     records = undecodable = 0
+    boxes = BoxStats()
     for path in inputs.files:
         split = split_of(path) if path in in_dataset else None
         split_stats = per_split.setdefault(split, {"records": 0, "histograms": {}}) if split else None
@@ -162,6 +171,7 @@ def stats(paths: list[str], max_record: int = MAX_RECORD_BYTES) -> dict[str, Any
             if example is None:
                 undecodable += 1
                 continue
+            boxes.add(example, names)
             for name, (kind, values) in example.items():
                 kinds.setdefault(name, set()).add(kind)
                 if kind in (INT64, FLOAT):
@@ -171,7 +181,7 @@ def stats(paths: list[str], max_record: int = MAX_RECORD_BYTES) -> dict[str, Any
                         if split_stats is not None:
                             split_stats["histograms"].setdefault(name, Counter()).update(values)
                 elif kind == BYTES:
-                    acc = strings.setdefault(name, BytesStats("image" in name))
+                    acc = strings.setdefault(name, BytesStats(_image_like(name)))
                     acc.add(values)
                     if split is not None and acc.formats:
                         filename = _filename(example)
@@ -200,6 +210,8 @@ def stats(paths: list[str], max_record: int = MAX_RECORD_BYTES) -> dict[str, Any
         "undecodable_records": undecodable,
         "features": features,
     }
+    if boxes.images:
+        report["boxes"] = boxes.to_dict()
     if inputs.datasets:
         leaks = [
             {"feature": name, "splits": sorted(refs),
@@ -246,6 +258,8 @@ def format_stats(report: dict[str, Any]) -> str:
                 else ""
             )
             lines.append(f"  images: {formats}{size}")
+    if "boxes" in report:
+        lines.append(format_boxes(report["boxes"]))
     for split, s in report.get("splits", {}).items():
         parts = [f"{split}: {s['records']} records"]
         for name, histogram in s["histograms"].items():
