@@ -3,6 +3,7 @@
     python benchmarks/tutorial_loops.py mnist SRC_DIR OUT_FILE
     python benchmarks/tutorial_loops.py cifar BATCHES_DIR OUT_PREFIX
     python benchmarks/tutorial_loops.py images IMAGE_DIR OUT_FILE
+    python benchmarks/tutorial_loops.py detection IMAGE_DIR/BOXES.csv OUT_FILE
 
 One process, TensorFlow imported, one tf.train.Example per example, tf.io.TFRecordWriter.
 (The CIFAR loop uses pickle.load, as the tutorial does: never do that on files you did
@@ -96,5 +97,51 @@ def images(src: str, out: str) -> None:
             writer.write(example.SerializeToString())
 
 
+def detection(csv_path: str, out: str) -> None:
+    """generate_tfrecord.py's loop: group the box rows by filename, read each JPEG,
+    open it with Pillow for its size, one Example with the Object Detection API's keys."""
+    import csv
+    from collections import defaultdict
+
+    from PIL import Image
+
+    image_dir = os.path.dirname(csv_path)
+    with open(csv_path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    grouped: dict[str, list[dict[str, str]]] = defaultdict(list)
+    for row in rows:
+        grouped[row["filename"]].append(row)
+    classes = sorted({row["class"] for row in rows})
+    with tf.io.TFRecordWriter(out) as writer:
+        for filename, boxes in grouped.items():
+            with tf.io.gfile.GFile(os.path.join(image_dir, filename), "rb") as fid:
+                encoded = fid.read()
+            width, height = Image.open(io.BytesIO(encoded)).size
+
+            def floats(key: str, scale: int, boxes=boxes) -> tf.train.Feature:
+                return tf.train.Feature(float_list=tf.train.FloatList(value=[float(b[key]) / scale for b in boxes]))
+
+            feature = {
+                "image/height": _int64(height),
+                "image/width": _int64(width),
+                "image/filename": _bytes(filename.encode()),
+                "image/source_id": _bytes(filename.encode()),
+                "image/encoded": _bytes(encoded),
+                "image/format": _bytes(b"jpeg"),
+                "image/object/bbox/xmin": floats("xmin", width),
+                "image/object/bbox/xmax": floats("xmax", width),
+                "image/object/bbox/ymin": floats("ymin", height),
+                "image/object/bbox/ymax": floats("ymax", height),
+                "image/object/class/text": tf.train.Feature(
+                    bytes_list=tf.train.BytesList(value=[b["class"].encode() for b in boxes])
+                ),
+                "image/object/class/label": tf.train.Feature(
+                    int64_list=tf.train.Int64List(value=[classes.index(b["class"]) + 1 for b in boxes])
+                ),
+            }
+            writer.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
+
+
 if __name__ == "__main__":
-    {"mnist": mnist, "cifar": cifar, "images": images}[sys.argv[1]](sys.argv[2], sys.argv[3])
+    loops = {"mnist": mnist, "cifar": cifar, "images": images, "detection": detection}
+    loops[sys.argv[1]](sys.argv[2], sys.argv[3])

@@ -438,3 +438,26 @@ def test_overwriting_a_detection_dataset_removes_its_label_map_and_nested_labels
     left = {p.name for p in out.iterdir()}
     assert "label_map.pbtxt" not in left and "image-object-class-label.labels.txt" not in left
     assert "notes.txt" in left and "label.labels.txt" in left
+
+
+def test_stratify_keeps_each_main_class_in_proportion_in_every_split(cli, tmp_path):
+    # 8 images mostly of cats (one with a dog too), 4 of dogs: halves of each main class per split
+    dataset = {f"cat{i}.png": (20, 20, [("cat", 1, 1, 9, 9), ("cat", 2, 2, 8, 8), *([("dog", 1, 1, 5, 5)] if i == 0 else [])])
+               for i in range(8)} | {f"dog{i}.png": (20, 20, [("dog", 1, 1, 9, 9)]) for i in range(4)}  # fmt: skip
+    images = write_images(tmp_path / "images", dataset)
+    path = write_csv(tmp_path / "boxes.csv", dataset)
+    out = tmp_path / "out"
+    result = cli.convert("detection", images, "--annotations", path, "--out", out, "--split", "train=0.5,test=0.5",
+                         "--stratify")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    for split in ("train", "test"):
+        names = [str(n) for n in parsed_split(out, split)]
+        assert sorted(n[:3] for n in names) == ["cat"] * 4 + ["dog"] * 2, (split, names)
+
+
+def parsed_split(out, split):
+    shards = [str(p) for p in sorted(out.glob(f"*-{split}.tfrecord-*"))]
+    spec = {"image/filename": OD_API_KEYS["image/filename"]}
+    return [
+        tf.io.parse_single_example(r, spec)["image/filename"].numpy().decode() for r in tf.data.TFRecordDataset(shards)
+    ]

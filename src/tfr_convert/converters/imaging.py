@@ -85,14 +85,18 @@ def probe(data: bytes, max_pixels: int = DEFAULT_MAX_PIXELS) -> Decoded:
     """
     im = _open(data, max_pixels)
     fmt = sniff_format(data) or (im.format or "unknown").lower()
+    size, bands = im.size, _bands(im)
     try:
         orientation = im.getexif().get(0x0112, 1)
+        if im.format == "JPEG":
+            # At 1/8 scale libjpeg still decodes every entropy-coded block (a truncated or
+            # cut-short file fails exactly as at full size) but skips most of the inverse
+            # DCT and colour conversion: the check costs a fraction of a full decode.
+            im.draft(im.mode, (max(1, size[0] // 8), max(1, size[1] // 8)))
         im.load()
     except (OSError, ValueError, SyntaxError) as e:
         raise SourceError(f"cannot decode {fmt} image: {e}") from None
-    return Decoded(
-        np.empty((0, 0, 1), np.uint8), fmt, im.size, _bands(im), orientation if orientation in range(1, 9) else 1
-    )
+    return Decoded(np.empty((0, 0, 1), np.uint8), fmt, size, bands, orientation if orientation in range(1, 9) else 1)
 
 
 def decode(data: bytes, where: str, policy: DecodePolicy) -> Decoded:
