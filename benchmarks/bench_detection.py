@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import sys
 import tempfile
@@ -25,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 from bench_images import make_images
-from common import SCRIPTS, compile_package, measure, median
+from common import SCRIPTS, compile_package, machine, measure, median
 
 CONVERT = str(SCRIPTS / "tfr-convert")
 LOOPS = str(Path(__file__).resolve().parent / "tutorial_loops.py")
@@ -77,9 +76,9 @@ def main() -> None:
         for name, run in runs.items():
             times[name].append(run()[0])
     loop = median(times["tutorial loop (1 process)"])
-    machine = f"{platform.node()}: {workers} cores, {platform.processor() or platform.machine()}, Python {platform.python_version()}"
+    machine_name = machine()
     lines = [f"# Detection benchmark ({args.images} JPEGs of {WIDTH}x{HEIGHT}, 1-4 boxes each)", "",
-             f"Machine: {machine}. Medians of {args.repeat} interleaved rounds.", "",
+             f"Machine: {machine_name}. Medians of {args.repeat} interleaved rounds.", "",
              "| run | median s | images/s | vs tutorial loop |", "|---|---|---|---|"]  # fmt: skip
     results = []
     for name, values in times.items():
@@ -92,7 +91,7 @@ def main() -> None:
     print(text)
     args.out.write_text(text)
     args.out.with_suffix(".json").write_text(
-        json.dumps({"machine": machine, "images": args.images, "runs": results}, indent=2) + "\n"
+        json.dumps({"machine": machine_name, "images": args.images, "runs": results}, indent=2) + "\n"
     )
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import compileall
+import os
+import platform
 import statistics
 import subprocess
 import sys
@@ -43,3 +45,12 @@ def compile_package() -> None:
 
 def median(values: list[float]) -> float:
     return statistics.median(values)
+
+
+def machine() -> str:
+    """Cores, CPU model and Python, to name the machine beside its figures."""
+    model = ""
+    if os.path.exists("/proc/cpuinfo"):
+        with open("/proc/cpuinfo") as f:
+            model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "")
+    return f"{os.cpu_count()} cores, {model or platform.processor()}, Python {platform.python_version()}"

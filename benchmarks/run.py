@@ -23,7 +23,6 @@ import argparse
 import gzip
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -33,7 +32,7 @@ from pathlib import Path
 import numpy as np
 from bench_images import make_images
 from bench_inspect import make_file, timed
-from common import REPO, SCRIPTS, compile_package, measure, median
+from common import REPO, SCRIPTS, compile_package, machine, measure, median
 
 CONVERT, INSPECT = str(SCRIPTS / "tfr-convert"), str(SCRIPTS / "tfr-inspect")
 LOOPS = str(Path(__file__).resolve().parent / "tutorial_loops.py")
@@ -130,14 +129,6 @@ def compare(name: str, ours: list[str], tutorial: list[str], read_cmd: str, out:
     print(f"{name:8s} tfr-convert {result['ours_s']:6.2f} s  tutorial {result['tutorial_s']:6.2f} s  "
           f"floor {result['floor_s']:5.2f} s  peak RSS {result['rss_mib']:6.0f} MiB", flush=True)  # fmt: skip
     return result
-
-
-def machine() -> str:
-    model = ""
-    if os.path.exists("/proc/cpuinfo"):
-        with open("/proc/cpuinfo") as f:
-            model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "")
-    return f"{os.cpu_count()} cores, {model or platform.processor()}, Python {platform.python_version()}"
 
 
 def main() -> None:
