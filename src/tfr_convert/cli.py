@@ -536,6 +536,14 @@ class Delimiter(click.ParamType):
         return text
 
 
+DEDUPE = click.option(
+    "--dedupe",
+    type=click.Choice(["exact", "near", "drop"]),
+    help="exact: identical files, near: near-identical pictures (perceptual hash) each kept whole in one split; "
+    "drop: keep one image of each near-duplicate cluster.",
+)
+
+
 @convert.command()
 @click.argument("image_dir", type=LocalOrRemotePath(exists=True, file_okay=False))
 @click.option("--labels", "labels_csv", type=LocalOrRemotePath(exists=True, dir_okay=False),
@@ -551,6 +559,8 @@ class Delimiter(click.ParamType):
 @click.option("--split", "split", type=Split(), help="e.g. train=0.8,validation=0.1,test=0.1 [default: all train].")
 @click.option("--stratify", is_flag=True, help="Keep label proportions in every split.")
 @click.option("--split-column", help="CSV column naming each row's split.")
+@click.option("--group-column", help="CSV column whose rows must share a split (a patient, a video, a source image).")
+@DEDUPE
 @click.option(
     "--image-format",
     type=click.Choice(["keep", "png", "jpeg", "raw"]),
@@ -582,15 +592,24 @@ class Delimiter(click.ParamType):
               help="skip: leave out bad images and rows, and list them.")  # fmt: skip
 @common_options
 def images(image_dir, labels_csv, delimiter, path_column, label_column, headerless_labels, split, stratify, split_column,
-           image_format, keep_exact, quality, resize, fit, color, grayscale, gray_method, background, max_pixels, on_error,
+           group_column, dedupe, image_format, keep_exact, quality, resize, fit, color, grayscale, gray_method, background, max_pixels, on_error,
            **common) -> None:  # fmt: skip
     """A folder of images, labelled by a CSV (--labels) or by class sub-folders."""
     from .converters.images import ImagesConverter
     from .converters.imaging import DecodePolicy
 
-    if labels_csv is None and (path_column or label_column or split_column or headerless_labels or delimiter):
+    if labels_csv is None and (path_column or label_column or split_column or group_column or headerless_labels
+                               or delimiter):  # fmt: skip
         raise click.UsageError(
-            "--path-column, --label-column, --split-column, --headerless-labels and --delimiter need --labels"
+            "--path-column, --label-column, --split-column, --group-column, --headerless-labels and --delimiter "
+            "need --labels"
+        )
+    if group_column and split is None:
+        raise click.UsageError("--group-column keeps groups whole across --split's fractions: give --split")
+    if dedupe in ("exact", "near") and split_column:
+        raise click.UsageError(
+            "--split-column fixes each row's split, so --dedupe exact|near cannot keep duplicates together; "
+            "--dedupe drop keeps one of each"
         )
     if split is not None and split_column is not None:
         raise click.UsageError("give --split or --split-column, not both")
@@ -620,6 +639,8 @@ def images(image_dir, labels_csv, delimiter, path_column, label_column, headerle
             split=split,
             stratify=stratify,
             split_column=split_column,
+            group_column=group_column,
+            dedupe=dedupe,
             seed=common["seed"],
             image_format=image_format,
             keep_exact=keep_exact,
@@ -649,11 +670,12 @@ def images(image_dir, labels_csv, delimiter, path_column, label_column, headerle
 @click.option("--max-pixels", type=click.IntRange(min=1), default=89_478_485, show_default=True,
               help="Refuse larger images (decompression bombs), checked from the header.")  # fmt: skip
 @click.option("--skip-empty", is_flag=True, help="Leave out images without boxes (kept as negatives by default).")
+@DEDUPE
 @click.option("--on-error", type=click.Choice(["fail", "skip"]), default="fail", show_default=True,
               help="skip: leave out images with a bad annotation or file, and list them.")  # fmt: skip
 @common_options
 def detection(image_dir, annotations, annotation_format, classes_file, split, stratify, image_format, quality, resize,
-              grayscale, max_pixels, skip_empty, on_error, **common) -> None:  # fmt: skip
+              grayscale, max_pixels, skip_empty, dedupe, on_error, **common) -> None:  # fmt: skip
     """IMAGE_DIR's images with bounding boxes (CSV, Pascal VOC, COCO or YOLO annotations),
     in the TensorFlow Object Detection API's layout, with label_map.pbtxt."""
     from .converters.detection import DetectionConverter
@@ -681,6 +703,7 @@ def detection(image_dir, annotations, annotation_format, classes_file, split, st
             policy=policy,
             on_error=on_error,
             skip_empty=skip_empty,
+            dedupe=dedupe,
         )
 
     _run(make_converter, on_error=on_error, **common)

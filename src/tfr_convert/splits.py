@@ -158,3 +158,44 @@ def assign_by_ratio(
             chosen[name] += [members[j] for j in ranked[start : start + count]]
             start += count
     return {name: [items[i] for i in sorted(indices)] for name, indices in chosen.items()}
+
+
+def assign_groups_by_ratio(
+    items: Sequence[T],
+    group_of: Sequence[str],
+    spec: SplitSpec,
+    seed: int,
+    stratum_of: Callable[[list[int]], Hashable] | None = None,
+) -> dict[str, list[T]]:
+    """Splits of whole groups (items sharing `group_of[i]` go to one split), each split's
+    size as close to its exact count as whole groups allow: groups are placed largest
+    first (equal sizes in seeded order), each into the split furthest below its target.
+    With `stratum_of` (a group's item indices -> its class), targets are set per
+    stratum and the same placement runs within each: best effort, since a group holds
+    one class or several and is never cut. Each split keeps the source order."""
+    members: dict[str, list[int]] = {}
+    for i, g in enumerate(group_of):
+        members.setdefault(g, []).append(i)
+    strata: dict[Hashable, list[str]] = {}
+    for g, indices in members.items():
+        strata.setdefault(stratum_of(indices) if stratum_of else None, []).append(g)
+    rank_key = _ranker(seed, "group split")
+    names = [name for name, _ in spec.ratios]
+    chosen: dict[str, list[int]] = {name: [] for name in names}
+    for _, groups in sorted(strata.items(), key=lambda s: repr(s[0])):
+        targets = exact_counts(sum(len(members[g]) for g in groups), [f for _, f in spec.ratios])
+        placed = dict.fromkeys(names, 0)
+        for g in sorted(groups, key=lambda g: (-len(members[g]), rank_key(g))):
+            # furthest below target; ties to the split named first
+            split = max(names, key=lambda s: (targets[names.index(s)] - placed[s], -names.index(s)))
+            placed[split] += len(members[g])
+            chosen[split] += members[g]
+    return {name: [items[i] for i in sorted(indices)] for name, indices in chosen.items()}
+
+
+def achieved(splits: dict[str, list[T]], spec: SplitSpec, groups: int) -> str:
+    """What a split of whole groups achieved, beside what was asked."""
+    total = sum(len(v) for v in splits.values()) or 1
+    got = ", ".join(f"{name} {len(splits[name]) / total:.3f}" for name, _ in spec.ratios)
+    asked = ", ".join(f"{f:g}" for _, f in spec.ratios)
+    return f"split {total} examples in {groups} whole groups: {got} (asked {asked})"

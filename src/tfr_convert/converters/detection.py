@@ -26,10 +26,11 @@ from .. import fs
 from ..errors import SourceError
 from ..features import FeatureSpec
 from ..skips import Skips
-from ..splits import SplitSpec, assign_by_ratio
+from ..splits import SplitSpec, achieved, assign_by_ratio, assign_groups_by_ratio
 from . import box_formats
 from .base import Converter, fingerprint
 from .box_formats import Box, ImageBoxes
+from .grouping import plan_groups
 from .images import IMAGE_SUFFIXES, dataset_name, list_files
 from .imaging import DecodePolicy, decode, encode, probe
 
@@ -107,6 +108,7 @@ class DetectionConverter(Converter):
         policy: DecodePolicy | None = None,
         on_error: str = "fail",
         skip_empty: bool = False,
+        dedupe: str | None = None,
     ) -> None:
         if image_format not in IMAGE_FORMATS:
             raise ValueError(f"image_format must be one of {IMAGE_FORMATS}")
@@ -123,7 +125,8 @@ class DetectionConverter(Converter):
         self.annotation_format = fmt
         self._annotations = annotations
         self._settings = {"annotation_format": fmt, "image_format": image_format, "skip_empty": skip_empty,
-                          "split": split.describe() if split else None, "stratify": stratify}  # fmt: skip
+                          "split": split.describe() if split else None, "stratify": stratify, "dedupe": dedupe}  # fmt: skip
+        self._dedupe = dedupe
         classes = read_classes(classes_file) if classes_file else None
         images = [f.replace(os.sep, "/") for f in list_files(image_dir, exclude=out)]
         images = [f for f in images if f.lower().endswith(IMAGE_SUFFIXES)]
@@ -138,11 +141,11 @@ class DetectionConverter(Converter):
             items = [item for item in items if item[-1]]
         if not items:
             raise SourceError(f"{image_dir}: no images to convert")
-        negatives = sum(not item[-1] for item in items)
-        if negatives and not skip_empty:
-            self.warnings.append(f"{image_dir}: {negatives} image{'s' if negatives != 1 else ''} without boxes, "
-                                 "kept as negatives (--skip-empty drops them)")  # fmt: skip
         self._splits = self._split(items, split, stratify, seed)
+        negatives = sum(not item[-1] for split_items in self._splits.values() for item in split_items)
+        if negatives and not skip_empty:
+            self.warnings.insert(0, f"{image_dir}: {negatives} image{'s' if negatives != 1 else ''} without boxes, "
+                                    "kept as negatives (--skip-empty drops them)")  # fmt: skip
         background = "background" if "background" not in self.classes else "__background__"
         self.labels = {LABEL: [background, *self.classes]}
         self.features = self._declare_features()
@@ -180,13 +183,30 @@ class DetectionConverter(Converter):
         return [_item(by_name.get(name) or ImageBoxes(name, (), "")) for name in images if name in on_disk]
 
     def _split(self, items: list[tuple], spec: SplitSpec | None, stratify: bool, seed: int) -> dict[str, list[tuple]]:
-        if spec is None:
-            return {"train": items}
-
         def dominant(item: tuple) -> str:  # the image's most frequent class (ties: first in label order)
             counts = Counter(box.name for box in _annotation(item).boxes)
             return min(counts, key=lambda n: (-counts[n], self._label[n])) if counts else ""
 
+        groups = None
+        if self._dedupe:
+            kept, groups, found, message = plan_groups(
+                [item[0] for item in items],
+                lambda i: fs.read_bytes(os.path.join(self.root, items[i][0]), inside=self._real_root),
+                self._dedupe,
+                None,
+                self.root,
+            )
+            items = [items[i] for i in kept]
+            self._settings["dedupe_found"] = found
+            if message:
+                self.warnings.append(message)
+        if spec is None:
+            return {"train": items}
+        if groups is not None and self._dedupe != "drop":
+            stratum = (lambda idx: Counter(dominant(items[i]) for i in idx).most_common(1)[0][0]) if stratify else None
+            splits = assign_groups_by_ratio(items, groups, spec, seed, stratum)
+            self.warnings.append(achieved(splits, spec, len(set(groups))))
+            return splits
         return assign_by_ratio(items, self.key, spec, seed, dominant if stratify else None)
 
     def _declare_features(self) -> dict[str, FeatureSpec]:

@@ -29,9 +29,10 @@ from .. import fs
 from ..errors import OptionError, SourceError
 from ..features import FeatureSpec
 from ..skips import Skips
-from ..splits import SplitSpec, assign_by_ratio
+from ..splits import SplitSpec, achieved, assign_by_ratio, assign_groups_by_ratio
 from . import csvtable
 from .base import Converter
+from .grouping import plan_groups
 from .imaging import Decoded, DecodePolicy, decode, encode, probe
 
 IMAGE_FORMATS = ("keep", "png", "jpeg", "raw")
@@ -133,6 +134,8 @@ class ImagesConverter(Converter):
         split: SplitSpec | None = None,
         stratify: bool = False,
         split_column: str | None = None,
+        group_column: str | None = None,
+        dedupe: str | None = None,
         seed: int = 0,
         image_format: str = "keep",
         keep_exact: bool = False,
@@ -162,7 +165,10 @@ class ImagesConverter(Converter):
         self.warnings: list[str] = []
         self._settings = {"image_format": image_format, "keep_exact": keep_exact, "split": split.describe() if split else None,
                           "stratify": stratify, "split_column": split_column, "label_column": label_column,
-                          "headerless_labels": headerless_labels, "delimiter": delimiter}  # fmt: skip
+                          "headerless_labels": headerless_labels, "delimiter": delimiter,
+                          "group_column": group_column, "dedupe": dedupe}  # fmt: skip
+        self._group_column, self._dedupe = group_column, dedupe
+        self._group_of: dict[str, str] = {}  # image -> its --group-column value
         self.dataset_name = dataset_name(image_dir)
 
         if labels_csv is None:
@@ -170,7 +176,7 @@ class ImagesConverter(Converter):
         elif headerless_labels:
             items, split_of = self._headerless(labels_csv), {}
         else:
-            items, split_of = self._with_header(labels_csv, path_column, label_column, split_column)
+            items, split_of = self._with_header(labels_csv, path_column, label_column, split_column, group_column)
         if not items:
             raise SourceError(f"{image_dir}: no images to convert")
         self._splits = self._split(items, split, stratify, split_of, seed)
@@ -285,13 +291,14 @@ class ImagesConverter(Converter):
         return items
 
     def _with_header(self, csv_path: str, path_column: str | None, label_column: str | None,
-                     split_column: str | None) -> tuple[list[tuple], dict[str, str]]:  # fmt: skip
+                     split_column: str | None, group_column: str | None) -> tuple[list[tuple], dict[str, str]]:  # fmt: skip
         table = csvtable.read(csv_path, delimiter=self._delimiter)
         for line, reason in table.problems:
             self._problem(f"{csv_path} line {line}", reason)
         header = list(table.header)
         path_col = self._path_column(table, path_column)
-        for option, col in (("--label-column", label_column), ("--split-column", split_column)):
+        for option, col in (("--label-column", label_column), ("--split-column", split_column),
+                            ("--group-column", group_column)):  # fmt: skip
             if col is not None and col not in header:
                 raise OptionError(f"{csv_path}: {option} {col!r} is not a column ({self._columns_seen(table)})")
         feature_cols = [c for c in header if c not in (path_col, split_column)]
@@ -323,6 +330,8 @@ class ImagesConverter(Converter):
             label = self._label_index(row.values[col_index[label_column]]) if label_column else None
             extras = tuple(table.typed(row.values[col_index[c]], d) for c, d in self.columns)
             items.append((rel, row.line, label, extras))
+            if group_column is not None:
+                self._group_of[rel] = row.values[col_index[group_column]]
             if split_name is not None:
                 split_of[rel] = split_name
         self._warn_unlisted(csv_path, seen)
@@ -398,6 +407,11 @@ class ImagesConverter(Converter):
 
     def _split(self, items: list[tuple], spec: SplitSpec | None, stratify: bool, split_of: dict[str, str],
                seed: int) -> dict[str, list[tuple]]:  # fmt: skip
+        if stratify and spec is not None and self.label_feature is None:
+            raise SourceError(f"{self.root}: --stratify needs labels (class folders or --label-column)")
+        groups = None
+        if self._dedupe or self._group_column:
+            items, groups = self._groups(items)
         if split_of:
             out: dict[str, list[tuple]] = {}
             for item in items:
@@ -405,10 +419,30 @@ class ImagesConverter(Converter):
             return out
         if spec is None:
             return {"train": items}
-        if stratify and self.label_feature is None:
-            raise SourceError(f"{self.root}: --stratify needs labels (class folders or --label-column)")
+        if groups is not None and (self._group_column or self._dedupe != "drop"):
+            stratum = (lambda idx: Counter(items[i][2] for i in idx).most_common(1)[0][0]) if stratify else None
+            splits = assign_groups_by_ratio(items, groups, spec, seed, stratum)
+            self.warnings.append(achieved(splits, spec, len(set(groups))))
+            return splits
         group = (lambda item: item[2]) if stratify else None
         return assign_by_ratio(items, self.key, spec, seed, group)
+
+    def _groups(self, items: list[tuple]) -> tuple[list[tuple], list[str]]:
+        """(the items, minus dropped duplicates; each one's group): --group-column values
+        and --dedupe clusters, merged where they overlap."""
+        inside = None if self._remote else self._real_root
+        kept, groups, found, message = plan_groups(
+            [item[0].replace(os.sep, "/") for item in items],
+            lambda i: fs.read_bytes(fs.join(self.root, items[i][0]), inside=inside),
+            self._dedupe,
+            [self._group_of[item[0]] for item in items] if self._group_column else None,
+            self.root,
+        )
+        if message:
+            self.warnings.append(message)
+        if found is not None:
+            self._settings["dedupe_found"] = found
+        return [items[i] for i in kept], groups
 
     # ------------------------------------------------------------ features
 

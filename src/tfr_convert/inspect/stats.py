@@ -23,6 +23,7 @@ from ..containers import MAX_RECORD_BYTES
 from ..dataset_dir import DatasetDir, class_names
 from ..example import BYTES, FLOAT, INT64
 from ..imageformat import sniff_format
+from ..near_duplicates import THRESHOLD, close_pairs, phash
 from .boxes import BoxStats, format_boxes
 from .paths import resolve, split_of
 from .summary import examples_of, preview
@@ -30,6 +31,7 @@ from .summary import examples_of, preview
 MAX_DISTINCT = 100_000
 TOP = 5
 _SHORT = 64  # values longer than this are not candidates for "top values"
+LISTED_NEAR = 20  # near-duplicate pairs listed (all are counted)
 
 
 def _digest(value: bytes) -> bytes:
@@ -159,6 +161,9 @@ def stats(paths: list[str], max_record: int = MAX_RECORD_BYTES) -> dict[str, Any
     # leakage: digest of an image value -> {split: first (file, record, its filename feature)}
     seen_in: dict[tuple[str, bytes], dict[str, tuple[str, int, str | None]]] = {}
     in_dataset = {p for d in inputs.datasets for p in inputs.files if p.startswith(d.rstrip("/") + "/")}
+    several_splits = len({split_of(p) for p in in_dataset}) > 1
+    # near-duplicate candidates: (hash, split, file, record, filename, digest) of each image value
+    perceptual: list[tuple[int, str, str, int, str | None, bytes]] = []
     records = undecodable = 0
     boxes = BoxStats()
     for path in inputs.files:
@@ -186,8 +191,13 @@ def stats(paths: list[str], max_record: int = MAX_RECORD_BYTES) -> dict[str, Any
                     if split is not None and acc.formats:
                         filename = _filename(example)
                         for v in values:
-                            refs = seen_in.setdefault((name, _digest(v)), {})
+                            digest = _digest(v)
+                            refs = seen_in.setdefault((name, digest), {})
                             refs.setdefault(split, (path, record.index, filename))
+                            if several_splits and sniff_format(v):
+                                h = phash(v)
+                                if h is not None:
+                                    perceptual.append((h, split, path, record.index, filename, digest))
     features: dict[str, Any] = {}
     for name in sorted(kinds):
         entry: dict[str, Any] = {"kind": sorted(k or "unset" for k in kinds[name])}
@@ -225,8 +235,23 @@ def stats(paths: list[str], max_record: int = MAX_RECORD_BYTES) -> dict[str, Any
                     "histograms": {n: {str(k): v for k, v in sorted(h.items())} for n, h in sorted(s["histograms"].items())}}
             for split, s in per_split.items()
         }  # fmt: skip
-        report["leakage"] = {"images_in_several_splits": len(leaks), "examples": leaks[:10]}
+        near = _near_duplicates(perceptual)
+        report["leakage"] = {"images_in_several_splits": len(leaks), "examples": leaks[:10],
+                             "near_duplicate_pairs": len(near), "near_duplicates": near[:LISTED_NEAR]}  # fmt: skip
     return report
+
+
+def _near_duplicates(found: list[tuple[int, str, str, int, str | None, bytes]]) -> list[dict[str, Any]]:
+    """Pairs of images in different splits whose hashes are close but whose bytes differ
+    (identical ones are the exact leaks), closest first."""
+    pairs = []
+    for i, j, distance in close_pairs(h for h, *_ in found):
+        a, b = found[i], found[j]
+        if a[1] != b[1] and a[5] != b[5]:
+            records = [{"split": s, "file": f, "record": r, **({"filename": n} if n is not None else {})}
+                       for _, s, f, r, n, _ in (a, b)]  # fmt: skip
+            pairs.append({"distance": distance, "records": records})
+    return sorted(pairs, key=lambda p: p["distance"])
 
 
 def format_stats(report: dict[str, Any]) -> str:
@@ -273,4 +298,10 @@ def format_stats(report: dict[str, Any]) -> str:
             refs = "; ".join(r.get("filename") or f"{os.path.basename(r['file'])} record {r['record']}"
                              for r in ex["records"])  # fmt: skip
             lines.append(f"  {ex['feature']} in {', '.join(ex['splits'])}: {refs}")
+        lines.append(f"near-duplicates: {leak['near_duplicate_pairs']} pairs of similar images in different splits "
+                     f"(perceptual hash within {THRESHOLD} of 64 bits)")  # fmt: skip
+        for pair in leak["near_duplicates"]:
+            refs = " ~ ".join(f"{r['split']}:" + (r.get("filename") or f"{os.path.basename(r['file'])} record {r['record']}")
+                              for r in pair["records"])  # fmt: skip
+            lines.append(f"  {refs} (distance {pair['distance']})")
     return "\n".join(lines)

@@ -1,0 +1,92 @@
+"""Near-duplicate detection: hashing throughput and the index's comparison cost.
+
+    python benchmarks/bench_dedupe.py [--images 2000] [--sizes 10000,100000,1000000] [--repeat 3]
+
+1. pHash throughput (images/s) over --images generated JPEGs of 512x384, on one thread
+   and on the thread pool `--dedupe` uses (all cores).
+2. `near_duplicates.close_pairs` on N random 64-bit hashes (1% planted copies, 0..7 bits
+   away), for each N in --sizes: seconds, candidate comparisons per hash, pairs found,
+   and the all-pairs count it avoids — so the growth with N is visible.
+Medians of --repeat; writes Markdown to --out and prints it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+from bench_images import make_images
+from common import machine, median
+
+from tfr_convert.near_duplicates import CHUNKS, close_pairs, phash
+
+
+def hashes(n: int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    h = rng.integers(0, 2**63, n, dtype=np.uint64) * np.uint64(2) + rng.integers(0, 2, n, dtype=np.uint64)
+    copies = n // 100
+    for k in range(copies):
+        flips = rng.choice(64, size=k % 8, replace=False)
+        h[n - copies + k] = h[k] ^ np.uint64(sum(1 << int(b) for b in flips))
+    return h
+
+
+def candidates(h: np.ndarray) -> int:
+    """Comparisons the index makes: per chunk, hashes sharing a chunk value within one bit."""
+    total = 0
+    for c in range(CHUNKS):
+        keys = ((h >> np.uint64(16 * c)) & np.uint64(0xFFFF)).astype(np.int64)
+        counts = np.bincount(keys, minlength=1 << 16)
+        neighbours = counts.copy()
+        for b in range(16):
+            neighbours += counts[np.arange(1 << 16) ^ (1 << b)]
+        total += int((counts * neighbours).sum())
+    return total
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--images", type=int, default=2000)
+    parser.add_argument("--sizes", default="10000,100000,1000000")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "tfr-bench-dedupe")
+    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "dedupe.md")
+    args = parser.parse_args()
+    root = args.work / f"images-{args.images}"
+    make_images(root, args.images, (512, 384))
+    data = [p.read_bytes() for p in sorted(root.rglob("*.jpg"))]
+    lines = [f"# Near-duplicate detection ({machine()}; medians of {args.repeat})", "",
+             "| hashing | seconds | images/s |", "|---|---|---|"]  # fmt: skip
+    for label, workers in (("pHash, 1 thread", 1), ("pHash, thread pool (all cores)", None)):
+        times = []
+        for _ in range(args.repeat):
+            start = time.perf_counter()
+            with ThreadPoolExecutor(workers) as pool:
+                list(pool.map(phash, data, chunksize=64))
+            times.append(time.perf_counter() - start)
+        lines.append(f"| {label} | {median(times):.2f} | {len(data) / median(times):,.0f} |")
+    lines += [
+        "",
+        "| hashes | close_pairs s | comparisons per hash | pairs found | all pairs avoided |",
+        "|---|---|---|---|---|",
+    ]
+    for n in (int(s) for s in args.sizes.split(",")):
+        h = hashes(n)
+        times, found = [], []
+        for _ in range(args.repeat):
+            start = time.perf_counter()
+            found = close_pairs(int(x) for x in h)
+            times.append(time.perf_counter() - start)
+        lines.append(f"| {n:,} | {median(times):.2f} | {candidates(h) / n:.1f} | {len(found):,} | "
+                     f"{n * (n - 1) // 2:.2e} |")  # fmt: skip
+    text = "\n".join(lines) + "\n"
+    print(text)
+    args.out.write_text(text)
+
+
+if __name__ == "__main__":
+    main()

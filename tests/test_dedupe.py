@@ -1,0 +1,253 @@
+"""Splits that cannot leak: --group-column, the near-duplicate index and report, --dedupe."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from PIL import Image, ImageDraw, ImageEnhance
+
+from tfr_convert.near_duplicates import THRESHOLD, close_pairs, clusters, phash, popcount
+
+
+def picture(seed: int, size=(256, 192)) -> Image.Image:
+    """A distinct picture: a few filled shapes on a plain background, with sensor noise."""
+    rng = np.random.default_rng(seed)
+    w, h = size
+    im = Image.new("RGB", size, tuple(int(v) for v in rng.integers(0, 256, 3)))
+    draw = ImageDraw.Draw(im)
+    for _ in range(rng.integers(4, 10)):
+        x0, y0 = rng.integers(0, w - 20), rng.integers(0, h - 20)
+        box = [x0, y0, x0 + rng.integers(20, 140), y0 + rng.integers(20, 120)]
+        (draw.ellipse if rng.random() < 0.5 else draw.rectangle)(
+            box, fill=tuple(int(v) for v in rng.integers(0, 256, 3))
+        )
+    noisy = np.asarray(im).astype(np.int16) + rng.normal(0, 6, (h, w, 3)).astype(np.int16)
+    return Image.fromarray(np.clip(noisy, 0, 255).astype(np.uint8))
+
+
+def jpeg(im: Image.Image, quality: int = 90) -> bytes:
+    buf = io.BytesIO()
+    im.save(buf, "JPEG", quality=quality)
+    return buf.getvalue()
+
+
+COPIES = {  # how a picture gets copied into a dataset: resized, recompressed, brightened
+    "half": lambda im: jpeg(im.resize((im.width // 2, im.height // 2), Image.Resampling.BILINEAR)),
+    "q35": lambda im: jpeg(im, 35),
+    "bright": lambda im: jpeg(ImageEnhance.Brightness(im).enhance(1.1)),
+}
+
+
+def planted(root, distinct=60, copied=15):
+    """`distinct` pictures, and for the first `copied` of them one copy of each kind.
+    Returns the planted pairs as sets of two file names."""
+    root.mkdir(parents=True, exist_ok=True)
+    pairs = []
+    for i in range(distinct):
+        (root / f"p{i:03d}.jpg").write_bytes(jpeg(picture(i)))
+    for i in range(copied):
+        kind = list(COPIES)[i % len(COPIES)]
+        (root / f"c{i:03d}_{kind}.jpg").write_bytes(COPIES[kind](picture(i)))
+        pairs.append({f"p{i:03d}.jpg", f"c{i:03d}_{kind}.jpg"})
+    return pairs
+
+
+def split_of_files(out) -> dict[str, str]:
+    spec = {"filename": tf.io.FixedLenFeature((), tf.string)}
+    found = {}
+    for shard in sorted(out.glob("*.tfrecord-*")):
+        split = shard.name.split(".tfrecord")[0].rsplit("-", 1)[1]
+        for record in tf.data.TFRecordDataset(str(shard)):
+            found[tf.io.parse_single_example(record, spec)["filename"].numpy().decode()] = split
+    return found
+
+
+# ---------------------------------------------------------------- the index
+
+
+def test_the_index_finds_exactly_the_pairs_all_pairs_comparison_finds():
+    rng = np.random.default_rng(7)
+    hashes = rng.integers(0, 2**63, 3000, dtype=np.uint64) * np.uint64(2) + rng.integers(0, 2, 3000, dtype=np.uint64)
+    for k in range(300):  # plant close neighbours, 0..9 bits away (beyond the threshold too)
+        flips = rng.choice(64, size=k % 10, replace=False)
+        hashes[3000 - 300 + k] = hashes[k] ^ np.uint64(sum(1 << int(b) for b in flips))
+    found = close_pairs(int(h) for h in hashes)
+    distance = popcount(hashes[:, None] ^ hashes[None, :])
+    i, j = np.nonzero(np.triu(distance <= THRESHOLD, 1))
+    assert [(a, b) for a, b, _ in found] == sorted(zip(i.tolist(), j.tolist(), strict=True))
+    assert all(d == distance[a, b] for a, b, d in found) and len(found) >= 200
+
+
+def test_clusters_join_chains_and_are_named_by_their_smallest_member():
+    assert clusters(6, [(4, 1), (1, 3), (2, 5)]) == [0, 1, 2, 1, 1, 2]
+
+
+def test_copies_hash_close_and_different_pictures_far():
+    originals = [phash(jpeg(picture(i))) for i in range(40)]
+    for kind, copy in COPIES.items():
+        close = [bin(originals[i] ^ phash(copy(picture(i)))).count("1") <= THRESHOLD for i in range(40)]
+        assert sum(close) >= 38, kind
+    h = np.array(originals, np.uint64)
+    distance = popcount(h[:, None] ^ h[None, :])[np.triu_indices(40, 1)]
+    assert distance.min() > THRESHOLD
+
+
+# ---------------------------------------------------------------- the report
+
+
+def test_stats_report_planted_near_duplicates_across_splits(cli, tmp_path):
+    pairs = planted(tmp_path / "images")
+    out = tmp_path / "out"
+    result = cli.convert("images", tmp_path / "images", "--out", out, "--split", "train=0.5,test=0.5")
+    assert result.exit_code == 0, result.stderr
+    where = split_of_files(out)
+    across = [p for p in pairs if len({where[f] for f in p}) == 2]
+    assert len(across) >= 4  # enough planted pairs straddle the split for recall to mean something
+    report = json.loads(cli.inspect(out, "--stats", "--json").stdout)["leakage"]
+    found = [{r["filename"] for r in pair["records"]} for pair in report["near_duplicates"]]
+    assert all(len({r["split"] for r in pair["records"]}) == 2 for pair in report["near_duplicates"])
+    recall = sum(p in found for p in across) / len(across)
+    precision = sum(f in pairs for f in found) / max(len(found), 1)
+    assert recall >= 0.9 and precision >= 0.8, (recall, precision, found, across)
+    assert report["near_duplicate_pairs"] == len(found)
+    text = cli.inspect(out, "--stats").stdout
+    assert f"near-duplicates: {len(found)} pairs of similar images in different splits" in text
+    first = report["near_duplicates"][0]["records"]
+    assert f"{first[0]['split']}:{first[0]['filename']} ~ {first[1]['split']}:{first[1]['filename']}" in text
+
+
+# ---------------------------------------------------------------- --dedupe
+
+
+def test_dedupe_near_keeps_every_planted_pair_in_one_split_whatever_the_workers(cli, tmp_path):
+    pairs = planted(tmp_path / "images")
+    runs = {}
+    for workers in ("1", "2"):
+        out = tmp_path / f"out{workers}"
+        result = cli.convert("images", tmp_path / "images", "--out", out, "--split", "train=0.5,test=0.5",
+                             "--dedupe", "near", "--workers", workers, "--json")  # fmt: skip
+        assert result.exit_code == 0, result.stderr
+        runs[workers] = {p.name: p.read_bytes() for p in out.iterdir() if ".tfrecord-" in p.name}
+        where = split_of_files(out)
+        assert all(len({where[f] for f in p}) == 1 for p in pairs)
+        assert len(where) == 75  # nothing dropped
+        summary = json.loads(result.stdout)
+        assert any("--dedupe near: 15 cluster(s) of duplicates (30 images)" in w for w in summary["warnings"])
+        assert any(w.startswith("split 75 examples in 60 whole groups: train 0.") for w in summary["warnings"])
+        manifest = json.loads((out / "manifest.json").read_text())
+        assert manifest["options"]["dedupe_found"] == {"clusters": 15, "images": 30, "dropped": 0}
+    assert runs["1"] == runs["2"]
+    report = json.loads(cli.inspect(tmp_path / "out1", "--stats", "--json").stdout)["leakage"]
+    assert report["near_duplicate_pairs"] == 0
+
+
+def test_dedupe_drop_keeps_the_first_of_each_cluster(cli, tmp_path):
+    pairs = planted(tmp_path / "images")
+    out = tmp_path / "out"
+    result = cli.convert("images", tmp_path / "images", "--out", out, "--dedupe", "drop")
+    assert result.exit_code == 0, result.stderr
+    kept = split_of_files(out)
+    assert len(kept) == 60
+    assert all([f for f in sorted(p) if f in kept] == [min(p)] for p in pairs)  # the first by path (the copy)
+    assert "--dedupe drop left out 15 near-duplicate image(s)" in result.stderr
+
+
+def test_dedupe_exact_groups_identical_files(cli, tmp_path):
+    root = tmp_path / "images"
+    root.mkdir()
+    for i in range(20):
+        (root / f"p{i:02d}.jpg").write_bytes(jpeg(picture(i)))
+    for i in range(5):
+        (root / f"same{i}.jpg").write_bytes((root / f"p{i:02d}.jpg").read_bytes())
+    out = tmp_path / "out"
+    result = cli.convert("images", root, "--out", out, "--split", "train=0.5,test=0.5", "--dedupe", "exact")
+    assert result.exit_code == 0, result.stderr
+    where = split_of_files(out)
+    assert all(where[f"same{i}.jpg"] == where[f"p{i:02d}.jpg"] for i in range(5))
+    assert "--dedupe exact: 5 cluster(s) of duplicates (10 images)" in result.stderr
+
+
+# ---------------------------------------------------------------- --group-column
+
+
+def _grouped_csv(root, groups=12, per_group=(1, 6)):
+    rng = np.random.default_rng(3)
+    root.mkdir(parents=True, exist_ok=True)
+    rows, group_of = ["file,patient,label"], {}
+    n = 0
+    for g in range(groups):
+        for _ in range(rng.integers(*per_group)):
+            name = f"img{n:03d}.png"
+            Image.fromarray(rng.integers(0, 256, (8, 8, 3), dtype=np.uint8)).save(root / name)
+            rows.append(f"{name},P{g:02d},{'sick' if g % 3 == 0 else 'well'}")
+            group_of[name] = f"P{g:02d}"
+            n += 1
+    (root / "labels.csv").write_text("\n".join(rows) + "\n")
+    return group_of
+
+
+def test_groups_never_straddle_splits_and_the_achieved_fractions_are_reported(cli, tmp_path):
+    group_of = _grouped_csv(tmp_path / "images")
+    out = tmp_path / "out"
+    result = cli.convert("images", tmp_path / "images", "--labels", tmp_path / "images" / "labels.csv",
+                         "--label-column", "label", "--group-column", "patient", "--split",
+                         "train=0.6,validation=0.2,test=0.2", "--stratify", "--out", out, "--json")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    where = split_of_files(out)
+    assert len(where) == len(group_of)
+    for patient in set(group_of.values()):
+        assert len({where[f] for f, p in group_of.items() if p == patient}) == 1
+    counts = {s: sum(v == s for v in where.values()) for s in ("train", "validation", "test")}
+    fractions = ", ".join(f"{s} {counts[s] / len(where):.3f}" for s in counts)
+    warnings = json.loads(result.stdout)["warnings"]
+    assert f"split {len(where)} examples in 12 whole groups: {fractions} (asked 0.6, 0.2, 0.2)" in warnings
+    assert abs(counts["train"] / len(where) - 0.6) < 0.2 and min(counts.values()) > 0
+    spec = {"patient": tf.io.FixedLenFeature((), tf.string)}  # the group column stays a feature
+    first = next(iter(tf.data.TFRecordDataset(str(next(out.glob("*-train.tfrecord-*"))))))
+    assert tf.io.parse_single_example(first, spec)["patient"].numpy().decode().startswith("P")
+
+
+def test_group_column_needs_a_split_and_a_real_column(cli, tmp_path):
+    _grouped_csv(tmp_path / "images")
+    csv = tmp_path / "images" / "labels.csv"
+    no_split = cli.convert("images", tmp_path / "images", "--labels", csv, "--group-column", "patient",
+                           "--out", tmp_path / "o")  # fmt: skip
+    assert no_split.exit_code == 2 and "--group-column keeps groups whole across --split's fractions" in no_split.stderr
+    wrong = cli.convert("images", tmp_path / "images", "--labels", csv, "--group-column", "subject", "--split",
+                        "train=0.5,test=0.5", "--out", tmp_path / "o")  # fmt: skip
+    assert wrong.exit_code == 2 and "--group-column 'subject' is not a column" in wrong.stderr
+    fixed = cli.convert("images", tmp_path / "images", "--labels", csv, "--split-column", "label", "--dedupe",
+                        "near", "--out", tmp_path / "o")  # fmt: skip
+    assert fixed.exit_code == 2 and "--dedupe drop keeps one of each" in fixed.stderr
+
+
+def test_detection_dedupe_keeps_a_picture_and_its_copy_together(cli, tmp_path):
+    pairs = planted(tmp_path / "images", distinct=20, copied=6)
+    rows = ["filename,width,height,class,xmin,ymin,xmax,ymax"]
+    for path in sorted((tmp_path / "images").iterdir()):
+        w, h = Image.open(path).size
+        rows.append(f"{path.name},{w},{h},thing,1,1,{w // 2},{h // 2}")
+    (tmp_path / "boxes.csv").write_text("\n".join(rows) + "\n")
+    out = tmp_path / "out"
+    result = cli.convert("detection", tmp_path / "images", "--annotations", tmp_path / "boxes.csv", "--out", out,
+                         "--split", "train=0.5,test=0.5", "--dedupe", "near")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    spec = {"image/filename": tf.io.FixedLenFeature((), tf.string)}
+    where = {}
+    for shard in out.glob("*.tfrecord-*"):
+        for record in tf.data.TFRecordDataset(str(shard)):
+            where[tf.io.parse_single_example(record, spec)["image/filename"].numpy().decode()] = shard.name
+    assert len(where) == 26 and all(len({where[f].split(".tfrecord")[0] for f in p}) == 1 for p in pairs)
+
+
+@pytest.mark.parametrize("mode", ["near"])
+def test_an_unreadable_image_is_its_own_cluster_and_is_named_later(cli, tmp_path, mode):
+    planted(tmp_path / "images", distinct=6, copied=2)
+    (tmp_path / "images" / "broken.jpg").write_bytes(b"\xff\xd8\xff\xe0 not really")
+    result = cli.convert("images", tmp_path / "images", "--out", tmp_path / "out", "--split", "train=0.5,test=0.5",
+                         "--dedupe", mode)  # fmt: skip
+    assert result.exit_code == 1 and "broken.jpg" in result.stderr and "Traceback" not in result.stderr
