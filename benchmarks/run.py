@@ -7,7 +7,9 @@ Builds synthetic inputs of the real sizes (cached in --work):
   CIFAR-10   50 000 + 10 000 images in six pickled batches;
   images     5 000 JPEGs of 512x384 in 10 class folders, re-encoded to JPEG;
   inspect    a 1 GiB file of 100 KiB records.
-and measures, as subprocesses, medians of --repeat runs:
+and measures, as subprocesses, medians of --repeat rounds, each round running every side
+once (ours, the loop, the floor), so that a slow moment of a shared machine cannot
+flatter one side:
   (d) MNIST and CIFAR-10 written as ArrayRecord vs as TFRecord, runs interleaved (records/s);
   (a) tfr-convert end to end (default workers: all cores), wall time and peak RSS;
   (b) the tutorial loop (benchmarks/tutorial_loops.py) on the same data, TensorFlow import included;
@@ -181,20 +183,20 @@ def main() -> None:
     images_src = work / "images"
     count, size = (5000, (512, 384)) if not args.quick else (40, (128, 96))
     make_images(images_src, count, size)
-    one, two = [], []
-    for _ in range(args.repeat):
+    one, two, loops = [], [], []
+    for _ in range(args.repeat):  # interleaved: 1 worker, 2 workers, the loop, then again
         for workers, acc in ((1, one), (2, two)):
             shutil.rmtree(work / "o-images", ignore_errors=True)
             acc.append(measure([CONVERT, "images", images_src, "--out", work / "o-images", "--quiet",
                                 "--image-format", "jpeg", "--quality", "90", "--workers", str(workers)]))  # fmt: skip
+        loops.append(measure([sys.executable, LOOPS, "images", images_src, work / "t-images"])[0])
     subset = work / "images-subset.csv"
     files = sorted(str(p.relative_to(images_src)) for p in images_src.rglob("*.jpg"))
     subset.write_text("path\n" + "\n".join(files[: max(len(files) // 5, 1)]) + "\n")
     shutil.rmtree(work / "o-images-subset", ignore_errors=True)
     small_rss = measure([CONVERT, "images", images_src, "--labels", subset, "--out", work / "o-images-subset",
                          "--quiet", "--image-format", "jpeg", "--workers", "2"])[1]  # fmt: skip
-    loop = median([measure([sys.executable, LOOPS, "images", images_src, work / "t-images"])[0]
-                   for _ in range(args.repeat)])  # fmt: skip
+    loop = median(loops)
     results["images"] = {
         "images": count,
         "workers1_s": median([t for t, _ in one]),
@@ -214,7 +216,11 @@ def main() -> None:
     big = work / "verify.tfrecord"
     make_file(big, (1 << 30) // scale, 100 << 10)
     subprocess.run(["cat", str(big)], check=True, stdout=subprocess.DEVNULL)
-    cat_s, verify_s = timed(["cat", str(big)], args.repeat), timed([INSPECT, "--verify", str(big)], args.repeat)
+    cats, verifies = [], []
+    for _ in range(args.repeat):  # interleaved, as everywhere here
+        cats.append(timed(["cat", str(big)], 1))
+        verifies.append(timed([INSPECT, "--verify", str(big)], 1))
+    cat_s, verify_s = median(cats), median(verifies)
     results["verify"] = {"gib": big.stat().st_size / (1 << 30), "cat_s": cat_s, "verify_s": verify_s,
                          "fraction_of_cat": cat_s / verify_s}  # fmt: skip
     print(f"verify   {results['verify']['gib']:.2f} GiB: cat {cat_s:.3f} s  tfr-inspect --verify {verify_s:.3f} s",
