@@ -483,6 +483,16 @@ def test_symlink_out_of_a_class_folder(cli, tmp_path):
     assert result.exit_code == 1 and "outside IMAGE_DIR (symlink)" in result.stderr
 
 
+def test_a_link_between_class_folders_is_kept_and_only_links_are_resolved(cli, tmp_path):
+    root = tmp_path / "d"
+    save(root / "cat" / "0.png", rgb())
+    (root / "dog").mkdir()
+    os.symlink(root / "cat" / "0.png", root / "dog" / "0.png")  # inside IMAGE_DIR: a fine second example
+    result = cli.convert("images", root, "--out", tmp_path / "o", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["splits"]["train"]["examples"] == 2
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [

@@ -79,7 +79,8 @@ def list_files(root: str, left_out: dict[str, list[str]] | None = None, exclude:
     """Relative paths of every visible regular file under root, sorted. Not entered:
     links to folders (their relative paths go to left_out["link"]), folders holding a
     tfr-convert dataset (an earlier run's output: left_out["dataset"]), and the folder
-    `exclude` (this run's own output, when it lies inside root)."""
+    `exclude` (this run's own output, when it lies inside root). Files that are links
+    are listed, and named again in left_out["file_link"] (local roots only)."""
     if not fs.is_remote(root):
         skip = os.path.realpath(exclude) if exclude and not fs.is_remote(exclude) else None
         return sorted(_list_local(root, "", {} if left_out is None else left_out, skip))
@@ -110,7 +111,10 @@ def _list_local(root: str, rel: str, left_out: dict[str, list[str]], skip: str |
                     left_out.setdefault("dataset", []).append(path)
                 else:
                     yield from _list_local(root, path, left_out, skip)
-            elif entry.is_symlink() or entry.is_file(follow_symlinks=False):
+            elif entry.is_symlink():
+                left_out.setdefault("file_link", []).append(path)  # the only files that may lead outside
+                yield path
+            elif entry.is_file(follow_symlinks=False):
                 yield path
             else:
                 fs.check_regular(entry.path, entry.stat(follow_symlinks=False).st_mode)
@@ -214,9 +218,12 @@ class ImagesConverter(Converter):
         index = {name: i for i, name in enumerate(classes)}
         self.label_feature = "label"
         self.labels = {"label": classes}
+        # Only a link can lead outside IMAGE_DIR (links to folders are not entered): the
+        # other files skip the realpath check, which was most of the listing's cost.
+        links = set(left_out.get("file_link", ()))
         items = []
         for f in files:
-            if os.sep in f and self._inside(f, os.path.join(self.root, f)):
+            if os.sep in f and (f not in links or self._inside(f, os.path.join(self.root, f))):
                 items.append((f, None, index[f.split(os.sep, 1)[0]], ()))
         return items
 
