@@ -561,3 +561,24 @@ def test_skip_mode_leaves_out_bad_rows_and_lists_them(cli, tmp_path):
         (f"{root / 'empty.png'} ({csv} line 7)", "empty file (0 bytes)"),
     ]
     assert sorted(ex["n"] for ex in records(out)) == [1, 4, 9]
+
+
+def test_keep_mode_chunks_follow_the_file_size_and_never_change_the_output(tmp_path):
+    from tfr_convert import pipeline
+    from tfr_convert.converters.images import ImagesConverter
+
+    root = tmp_path / "tiny"
+    for i in range(300):
+        save(root / f"c{i % 3}" / f"{i:03d}.png", rgb(8, 8))
+    big = tmp_path / "big"
+    save(big / "c0" / "0.png", np.random.default_rng(0).integers(0, 256, (600, 600, 3), dtype=np.uint8))
+    assert ImagesConverter(str(big)).chunk_size == 16  # photos: small chunks, little in flight
+    adaptive = ImagesConverter(str(root))
+    assert adaptive.chunk_size == 256  # thumbnails: fewer, larger chunks between processes
+    fixed = ImagesConverter(str(root))
+    fixed.chunk_size = 16
+    outputs = []
+    for converter, out in ((adaptive, tmp_path / "a"), (fixed, tmp_path / "b")):
+        pipeline.run(converter, pipeline.RunOptions(out=str(out), workers=2))
+        outputs.append({p.name: p.read_bytes() for p in out.iterdir() if ".tfrecord-" in p.name})
+    assert outputs[0] and outputs[0] == outputs[1]

@@ -184,6 +184,8 @@ class ImagesConverter(Converter):
         if not items:
             raise SourceError(f"{image_dir}: no images to convert")
         self._splits = self._split(items, split, stratify, split_of, seed)
+        if image_format == "keep" and not self._remote:
+            self.chunk_size = _keep_chunk_size(self.root, [item[0] for item in items[:CHUNK_SAMPLE]])
         self._remote_files = None  # only listing needs it
         self.features = self._declare_features()
 
@@ -591,6 +593,27 @@ class ImagesConverter(Converter):
             "quality": self.quality,
         }
         return settings
+
+
+CHUNK_SAMPLE = 64  # files whose sizes set keep mode's chunk size: the first ones, so always the same
+KEEP_CHUNK_BYTES = 1 << 20
+
+
+def _keep_chunk_size(root: str, sample: list[str]) -> int:
+    """Items per chunk in keep mode, where a record is about as large as its file: about
+    KEEP_CHUNK_BYTES a chunk, from 16 (photos) to 256 (thumbnails, where the cost of
+    moving a chunk between processes would otherwise outweigh the images' own). A
+    function of the input alone, so the same files give the same chunks (and --resume
+    the same batches)."""
+    sizes = []
+    for rel in sample:
+        try:
+            sizes.append(os.path.getsize(os.path.join(root, rel)))
+        except OSError:
+            continue  # gone since the listing: the run names it when it gets there
+    sizes.sort()
+    median = sizes[len(sizes) // 2] if sizes else KEEP_CHUNK_BYTES
+    return max(ImagesConverter.chunk_size, min(256, KEEP_CHUNK_BYTES // max(median, 1)))
 
 
 def _common_format(observations: Counter[Hashable]) -> str | None:
