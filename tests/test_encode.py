@@ -107,3 +107,26 @@ def test_features_other_than_declared_are_an_error_naming_the_item(tmp_path):
     converter.features = {**converter.features, "extra": FeatureSpec.tensor("int64")}
     with pytest.raises(SourceError, match=r"image 0: features .* differ from the declared"):
         encode_items(converter, [("train", 0)])
+
+
+class _Noisy(MnistConverter):
+    """Warns about its data, and drops an open file (as a Ctrl-C mid-read leaves one)."""
+
+    def encode_batch(self, items):
+        return None
+
+    def encode(self, item):
+        import gc
+        import warnings
+
+        warnings.warn(f"{self.key(item)}: odd image", stacklevel=2)
+        open(__file__, "rb")  # left open on purpose: collected as garbage below
+        gc.collect()
+        return super().encode(item)
+
+
+def test_converter_warnings_are_kept_and_resource_warnings_are_not(tmp_path):
+    write_mnist(tmp_path, n_train=3, n_test=1)
+    converter = _Noisy(str(tmp_path))
+    encoded = encode_items(converter, [("train", 0), ("train", 1)])
+    assert encoded.warnings == ["train/0: odd image", "train/1: odd image"]

@@ -57,6 +57,9 @@ def encode_items(
     # warnings.warn, naming the item in the message; collected once per batch.
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
+        # an unclosed file collected during the batch (say, one a Ctrl-C cut short) is
+        # Python's diagnostic, not the data's: it must not reach the manifest
+        warnings.simplefilter("ignore", ResourceWarning)
         for item in items:
             try:
                 features = converter.encode(item)

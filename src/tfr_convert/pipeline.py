@@ -311,7 +311,12 @@ def run_identity(converter: Converter, options: RunOptions, plan: dict[str, list
     """What shapes a run's output: a resumed run must match the interrupted one in all of it."""
     import hashlib
 
-    planned = hashlib.sha256(repr(sorted(plan.items(), key=lambda kv: kv[0])).encode()).hexdigest()
+    digest = hashlib.sha256()
+    for split, items in sorted(plan.items(), key=lambda kv: kv[0]):
+        digest.update(repr(split).encode())
+        for start in range(0, len(items), 4096):  # in blocks: never the whole plan as one string
+            digest.update(repr(items[start : start + 4096]).encode())
+    planned = digest.hexdigest()
     return {
         "tool_version": __version__,
         "converter": converter.command,
