@@ -34,7 +34,9 @@ import numpy as np
 from common import machine, median
 
 # Runs the CLI in this process, then prints the process's own CPU time and peak RSS:
-# RUSAGE_SELF leaves the worker processes out, which is the parent's share.
+# RUSAGE_SELF leaves the worker processes out, which is the parent's share. The peak is
+# VmHWM: Linux carries ru_maxrss across exec, so it would report this script's own
+# size (a million file names) as the child's.
 _PARENT = (
     "import resource, sys, time\n"
     "from tfr_convert.cli import convert\n"
@@ -43,7 +45,8 @@ _PARENT = (
     "    convert(sys.argv[1:], standalone_mode=False)\n"
     "finally:\n"
     "    u = resource.getrusage(resource.RUSAGE_SELF)\n"
-    "    print('PARENT', time.perf_counter() - t, u.ru_utime + u.ru_stime, u.ru_maxrss, file=sys.stderr)\n"
+    "    hwm = next(int(x.split()[1]) for x in open('/proc/self/status') if x.startswith('VmHWM'))\n"
+    "    print('PARENT', time.perf_counter() - t, u.ru_utime + u.ru_stime, hwm, file=sys.stderr)\n"
 )
 
 

@@ -32,7 +32,7 @@ from .base import Converter, fingerprint
 from .box_formats import Box, ImageBoxes
 from .grouping import plan_groups
 from .images import IMAGE_SUFFIXES, dataset_name, list_files
-from .imaging import DecodePolicy, decode, encode, probe
+from .imaging import DecodePolicy, probe, reencode
 
 IMAGE_FORMATS = ("keep", "jpeg", "png")
 # What the API's decoder reads by `image/format`; anything else is re-encoded in keep mode.
@@ -269,12 +269,10 @@ class DetectionConverter(Converter):
         else:
             if self.image_format == "keep":
                 why = "EXIF orientation" if info.orientation != 1 else info.source_format
-            pixels = decode(data, rel, self.policy).pixels  # upright, resized as asked
             fmt = (
                 self.image_format if self.image_format != "keep" else "jpeg" if info.source_format == "jpeg" else "png"
             )
-            image = encode(pixels, fmt, self.quality)
-            out_h, out_w = pixels.shape[:2]
+            image, (out_h, out_w, _) = reencode(data, rel, self.policy, fmt, self.quality)  # upright, resized
         objects, clipped = self._objects(annotation.boxes, width, height)
         self._flag = (fmt, why and rel, tuple(clipped))
         return {

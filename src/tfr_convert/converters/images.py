@@ -33,7 +33,7 @@ from ..splits import SplitSpec, achieved, assign_by_ratio, assign_groups_by_rati
 from . import csvtable
 from .base import Converter
 from .grouping import plan_groups
-from .imaging import Decoded, DecodePolicy, decode, encode, probe
+from .imaging import Decoded, DecodePolicy, decode, encode, probe, reencode
 
 IMAGE_FORMATS = ("keep", "png", "jpeg", "raw")
 _PATH_COLUMN_NAMES = ("path", "file", "filename", "file_name", "filepath", "file_path", "image", "image_path",
@@ -510,13 +510,15 @@ class ImagesConverter(Converter):
                     fmt = "jpeg" if info.source_format == "jpeg" else "png"
                     image = encode(pixels, fmt, self.quality)
                     height, width, channels = pixels.shape
-        else:
+        elif self.image_format == "raw":
             info = decode(data, rel.replace(os.sep, "/"), self.policy)
             height, width, channels = info.pixels.shape
-            if self.image_format == "raw":
-                image, fmt = info.pixels.tobytes(), "raw"
-            else:
-                image, fmt = encode(info.pixels, self.image_format, self.quality), self.image_format
+            image, fmt = info.pixels.tobytes(), "raw"
+        else:
+            image, (height, width, channels) = reencode(
+                data, rel.replace(os.sep, "/"), self.policy, self.image_format, self.quality
+            )
+            fmt = self.image_format
         features: dict[str, Any] = {
             "image": image,
             "filename": rel.replace(os.sep, "/"),

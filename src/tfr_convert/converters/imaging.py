@@ -104,18 +104,13 @@ def decode(data: bytes, where: str, policy: DecodePolicy) -> Decoded:
 
     `where` names the image in warnings (they travel without the caller's context).
     """
-    from PIL import ImageOps
+    im, fmt, size, bands = _upright(data, where, policy)
+    return Decoded(_policy_pixels(im, fmt, policy), fmt, size, bands)
 
-    im = _open(data, policy.max_pixels)
-    fmt = sniff_format(data) or (im.format or "unknown").lower()
-    size, bands = im.size, _bands(im)
+
+def _policy_pixels(im, fmt: str, policy: DecodePolicy) -> np.ndarray:
+    """An upright Pillow image as uint8 (H, W, 1 or 3), resized and coloured per the policy."""
     try:
-        frames = getattr(im, "n_frames", 1)
-        if frames > 1:
-            warnings.warn(f"{where}: animated {fmt} with {frames} frames; took frame 0", stacklevel=2)
-            im.seek(0)
-        im.load()
-        im = ImageOps.exif_transpose(im)
         pixels = _to_uint8(im, policy.background)
     except (OSError, ValueError, SyntaxError) as e:
         raise SourceError(f"cannot decode {fmt} image: {e}") from None
@@ -125,7 +120,44 @@ def decode(data: bytes, where: str, policy: DecodePolicy) -> Decoded:
         pixels = to_gray(pixels, policy.gray_method)
     elif policy.rgb and pixels.shape[2] == 1:
         pixels = np.repeat(pixels, 3, axis=2)
-    return Decoded(pixels, fmt, size, bands)
+    return pixels
+
+
+def _upright(data: bytes, where: str, policy: DecodePolicy):
+    """(the first frame decoded and turned upright, format, size as stored, bands)."""
+    from PIL import ImageOps
+
+    im = _open(data, policy.max_pixels)
+    fmt = sniff_format(data) or (im.format or "unknown").lower()
+    size, bands = im.size, _bands(im)
+    try:
+        frames = getattr(im, "n_frames", 1)
+        if frames > 1:
+            warnings.warn(f"{where}: animated {fmt} with {frames} frames; took frame 0", stacklevel=3)
+            im.seek(0)
+        im.load()
+        return ImageOps.exif_transpose(im), fmt, size, bands
+    except (OSError, ValueError, SyntaxError) as e:
+        raise SourceError(f"cannot decode {fmt} image: {e}") from None
+
+
+def reencode(
+    data: bytes, where: str, policy: DecodePolicy, fmt: str, quality: int = 95
+) -> tuple[bytes, tuple[int, ...]]:
+    """(encode(decode(data, where, policy).pixels, fmt, quality), the pixels' shape),
+    staying in Pillow where that gives the same pixels: an 8-bit RGB or L source, not
+    made grayscale (whose TensorFlow rounding is numpy's). The numpy round trips of the
+    general path (decode, resize, encode) cost about a millisecond an image; the result
+    is the same bytes (tests/test_images.py holds both paths to it)."""
+    im, source_format, _, _ = _upright(data, where, policy)
+    if im.mode not in ("RGB", "L") or policy.grayscale:
+        pixels = _policy_pixels(im, source_format, policy)
+        return encode(pixels, fmt, quality), pixels.shape
+    if policy.resize is not None:
+        im = _fit(im, policy.resize, policy.fit, policy.background)
+    if policy.rgb and im.mode == "L":
+        im = im.convert("RGB")  # the channel repeated, as np.repeat does
+    return _save(im, fmt, quality), (im.height, im.width, 1 if im.mode == "L" else 3)
 
 
 def fitted(pixels: np.ndarray, size: tuple[int, int], fit: str, background: tuple[int, int, int]) -> np.ndarray:
@@ -136,6 +168,15 @@ def fitted(pixels: np.ndarray, size: tuple[int, int], fit: str, background: tupl
 
     gray = pixels.shape[2] == 1
     im = Image.fromarray(pixels[..., 0] if gray else pixels, "L" if gray else "RGB")
+    out = _fit(im, size, fit, background)
+    return np.asarray(out).reshape(size[1], size[0], -1)
+
+
+def _fit(im, size: tuple[int, int], fit: str, background: tuple[int, int, int]):
+    """A Pillow image (RGB or L) made exactly `size`, as `fitted` describes."""
+    from PIL import Image
+
+    gray = im.mode == "L"
     width, height = size
     if fit == "stretch":
         out = im.resize(size, Image.Resampling.BILINEAR)
@@ -150,7 +191,7 @@ def fitted(pixels: np.ndarray, size: tuple[int, int], fit: str, background: tupl
             fill = round(float(np.dot(_LUMA, background))) if gray else background
             out = Image.new(im.mode, size, fill)
             out.paste(scaled, (-left, -top))
-    return np.asarray(out).reshape(height, width, -1)
+    return out
 
 
 def _to_uint8(im, background: tuple[int, int, int]) -> np.ndarray:
@@ -197,7 +238,10 @@ def encode(pixels: np.ndarray, fmt: str, quality: int = 95) -> bytes:
     """uint8 (H, W, 1|3) -> PNG or JPEG bytes; deterministic for the same Pillow build."""
     from PIL import Image
 
-    image = Image.fromarray(pixels[..., 0] if pixels.ndim == 3 and pixels.shape[2] == 1 else pixels)
+    return _save(Image.fromarray(pixels[..., 0] if pixels.ndim == 3 and pixels.shape[2] == 1 else pixels), fmt, quality)
+
+
+def _save(image, fmt: str, quality: int) -> bytes:
     buf = io.BytesIO()
     if fmt == "png":
         image.save(buf, format="PNG", optimize=False, compress_level=6)

@@ -1,0 +1,64 @@
+"""imaging.reencode (Pillow only, where it can) against the general path it shortens,
+encode(decode(...).pixels): the same bytes and shape for every source and policy."""
+
+from __future__ import annotations
+
+import io
+import itertools
+import warnings
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from tfr_convert.converters.imaging import DecodePolicy, decode, encode, reencode
+
+
+def _bytes(im: Image.Image, fmt: str, **kwargs) -> bytes:
+    buf = io.BytesIO()
+    im.save(buf, fmt, **kwargs)
+    return buf.getvalue()
+
+
+def _sources() -> dict[str, bytes]:
+    rng = np.random.default_rng(1)
+    rgb = Image.fromarray(rng.integers(0, 256, (37, 53, 3), dtype=np.uint8))
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    rgba = rgb.convert("RGBA")
+    rgba.putalpha(Image.fromarray(rng.integers(0, 256, (37, 53), dtype=np.uint8)))
+    frames = [rgb.convert("P"), rgb.rotate(90).convert("P")]
+    gif = io.BytesIO()
+    frames[0].save(gif, "GIF", save_all=True, append_images=frames[1:])
+    return {
+        "rgb jpeg": _bytes(rgb, "JPEG", quality=90),
+        "gray png": _bytes(rgb.convert("L"), "PNG"),
+        "rgba png": _bytes(rgba, "PNG"),
+        "palette png": _bytes(rgb.convert("P"), "PNG"),
+        "16-bit png": _bytes(Image.fromarray(rng.integers(0, 65535, (20, 30), dtype=np.uint16)), "PNG"),
+        "exif jpeg": _bytes(rgb, "JPEG", exif=exif.tobytes()),
+        "cmyk jpeg": _bytes(rgb.convert("CMYK"), "JPEG"),
+        "animated gif": gif.getvalue(),
+    }
+
+
+POLICIES = {
+    "as is": DecodePolicy(),
+    "stretch": DecodePolicy(resize=(24, 16)),
+    "crop": DecodePolicy(resize=(24, 16), fit="crop"),
+    "pad": DecodePolicy(resize=(24, 16), fit="pad", background=(10, 20, 30)),
+    "rgb": DecodePolicy(rgb=True, resize=(20, 20)),
+    "gray luma": DecodePolicy(grayscale=True),
+    "gray mean": DecodePolicy(grayscale=True, gray_method="mean", resize=(16, 16)),
+}
+
+
+@pytest.mark.parametrize(("policy", "fmt"), list(itertools.product(POLICIES, ["jpeg", "png"])))
+def test_reencode_gives_the_general_paths_bytes_for_every_source(policy, fmt):
+    for name, data in _sources().items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the animated GIF's "took frame 0"
+            pixels = decode(data, name, POLICIES[policy]).pixels
+            got, shape = reencode(data, name, POLICIES[policy], fmt, 90)
+        assert shape == pixels.shape, name
+        assert got == encode(pixels, fmt, 90), name
