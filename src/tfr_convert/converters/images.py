@@ -98,10 +98,11 @@ def _list_local(root: str, rel: str, left_out: dict[str, list[str]], skip: str |
     """As os.walk lists them (links to folders not followed), refusing what is neither
     a folder, a regular file nor a link: a FIFO would hang the run, a device never end."""
     with os.scandir(os.path.join(root, rel)) as entries:
+        prefix = rel + os.sep if rel else ""  # what os.path.join gives for a bare name, without its checks per file
         for entry in entries:
             if not _visible(entry.name):
                 continue
-            path = os.path.join(rel, entry.name)
+            path = prefix + entry.name
             if entry.is_dir():
                 if entry.is_symlink():
                     left_out.setdefault("link", []).append(path)
