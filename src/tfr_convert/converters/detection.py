@@ -307,17 +307,16 @@ class DetectionConverter(Converter):
             area = box.area if box.area is not None else (x1 - x0) * (y1 - y0)
             corners.append((x0 / width, y0 / height, x1 / width, y1 / height, area))
         table = np.array(corners, np.float64).reshape(-1, 5)
-        ints = lambda values: np.array(values, np.int64)  # noqa: E731
         return {
             "image/object/bbox/xmin": table[:, 0].astype(np.float32),
             "image/object/bbox/ymin": table[:, 1].astype(np.float32),
             "image/object/bbox/xmax": table[:, 2].astype(np.float32),
             "image/object/bbox/ymax": table[:, 3].astype(np.float32),
             "image/object/class/text": np.array([b.name for b in boxes], dtype=object),
-            LABEL: ints([self._label[b.name] for b in boxes]),
-            "image/object/difficult": ints([b.difficult for b in boxes]),
-            "image/object/truncated": ints([b.truncated for b in boxes]),
-            "image/object/is_crowd": ints([b.is_crowd for b in boxes]),
+            LABEL: np.array([self._label[b.name] for b in boxes], np.int64),
+            "image/object/difficult": np.array([b.difficult for b in boxes], np.int64),
+            "image/object/truncated": np.array([b.truncated for b in boxes], np.int64),
+            "image/object/is_crowd": np.array([b.is_crowd for b in boxes], np.int64),
             "image/object/area": table[:, 4].astype(np.float32),
         }, clipped
 

@@ -55,7 +55,7 @@ def group_keys(n: int, values: list[str] | None, pairs: list[tuple[int, int]]) -
         for i, v in enumerate(values):
             links.append((first.setdefault(v, i), i))
     roots = near_duplicates.clusters(n, links)
-    return [f"{values[r]}" if values is not None else f"#{r}" for r in roots]
+    return [values[r] if values is not None else f"#{r}" for r in roots]
 
 
 def describe_clusters(keys: list[str], names: list[str], shown: int = 3) -> tuple[int, int, str]:

@@ -115,8 +115,8 @@ def _read_labels(path: str, names: list[str], entry: dict) -> None:
         raise SourceError(f"{path}: {os.path.getsize(path)} bytes, more than a YOLO labels file may hold")
     with open(path, encoding="utf-8", errors="replace") as f:
         lines = f.read().splitlines()
-    for number_, line in enumerate(lines, 1):
-        where = f"{path} line {number_}"
+    for line_number, line in enumerate(lines, 1):
+        where = f"{path} line {line_number}"
         fields = line.split()
         if not fields:
             continue
