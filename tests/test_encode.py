@@ -11,9 +11,10 @@ from helpers import FailingMnist, write_cifar, write_mnist
 
 from tfr_convert.containers import get as container
 from tfr_convert.containers.framing import FOOTER_SIZE, HEADER_SIZE, frame, seal
+from tfr_convert.converters.base import Columns, Group
 from tfr_convert.converters.cifar import CifarConverter
 from tfr_convert.converters.mnist import MnistConverter
-from tfr_convert.encode import encode_items, uniform_rows
+from tfr_convert.encode import encode_columns, encode_items, uniform_rows
 from tfr_convert.errors import FeatureError, RecordError, SourceError
 from tfr_convert.example import serialize
 from tfr_convert.features import FeatureSpec
@@ -66,6 +67,35 @@ def test_cifar_batches_equal_the_per_item_path(tmp_path):
         assert converter.encode_batch(items) is not None
         encoded = encode_sealed(converter, items, "fail", container("tfrecord"))
         assert bytes(encoded.blob) == per_item(converter, items)
+
+
+def test_interleaved_groups_of_different_widths_land_at_their_places():
+    """Groups scattered straight into the blob: rows of every width, in item order,
+    equal to serializing each example, with n-dimensional values read in C order."""
+    rng = np.random.default_rng(1)
+    names = ["a", "bbbbbbbbbb", "cc"]
+    which = rng.integers(0, len(names), 40)
+    pixels = rng.integers(0, 256, (40, 2, 3, 4), dtype=np.uint8)  # a value's bytes: pixels[i].tobytes()
+    labels = rng.integers(0, 128, 40)
+    groups = []
+    for k, name in enumerate(names):
+        positions = np.flatnonzero(which == k)
+        varying = {"img": pixels[positions].transpose(0, 3, 2, 1), "label": labels[positions]}  # a strided view
+        groups.append(Group({"img": b"", "label": 0, "name": name}, varying, positions))
+    encoded = encode_columns(Columns(groups, 40), head=3, tail=2)
+    assert encoded is not None
+    expected = [
+        bytes(3)
+        + serialize({"img": pixels[i].transpose(2, 1, 0).tobytes(), "label": int(labels[i]), "name": names[which[i]]})
+        + bytes(2)
+        for i in range(40)
+    ]
+    assert encoded.sizes == [len(e) for e in expected]
+    blob, at = bytes(encoded.blob), 0
+    for size, e in zip(encoded.sizes, expected, strict=True):
+        assert blob[at + 3 : at + size - 2] == e[3:-2]  # the margins are the container's to fill
+        at += size
+    assert at == len(blob)
 
 
 def test_array_record_records_are_the_bare_serialized_examples(tmp_path):

@@ -19,6 +19,14 @@ import click
 from . import __version__
 from .errors import TfrConvertError
 
+# Set before anything here imports numpy (a caller's own settings win). The commands do
+# no linear algebra, so BLAS need not start a thread per core at import. And numpy's
+# advice to back large arrays with huge pages makes the kernel compact memory to find
+# them at the first touch of each array: on a busy machine that stall, not the work,
+# decides how long a conversion of arrays written once and dropped takes.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
+
 _SIZE_UNITS = {
     "": 1, "b": 1,
     "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,

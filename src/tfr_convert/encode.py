@@ -17,6 +17,7 @@ pass fills every row. A test holds it byte-identical to the per-item path.
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Hashable, Sequence
 from typing import Any, NamedTuple
@@ -88,36 +89,64 @@ def encode_columns(columns: Columns, head: int = 0, tail: int = 0) -> Encoded | 
         if rows is None:
             return None
         return Encoded(memoryview(rows).cast("B"), [rows.shape[1]] * len(rows), [], [], [])  # no copy
-    pieces: list[Any] = [None] * columns.count
-    sizes = [0] * columns.count
+    layouts = []
+    widths = np.zeros(columns.count, np.int64)
     for group in columns.groups:
-        rows = uniform_rows(group.prototype, group.varying, head, tail)
-        if rows is None or group.positions is None:
+        found = _layout(group.prototype, group.varying)
+        if found is None or group.positions is None:
             return None
-        # Every group's rows at their places in item order: views of the rows in a
-        # list, joined in one copy (a fancy-indexed scatter needs an index per byte).
-        width = rows.shape[1]
-        source = memoryview(rows).cast("B")
-        for k, at in enumerate(group.positions.tolist()):
-            pieces[at] = source[k * width : (k + 1) * width]
-            sizes[at] = width
-    return Encoded(bytearray().join(pieces), sizes, [], [], [])
+        layouts.append(found)
+        widths[group.positions] = head + len(found[0]) + tail
+    starts = np.zeros(columns.count, np.int64)
+    np.cumsum(widths[:-1], out=starts[1:])
+    blob = np.empty(int(widths.sum()), np.uint8)
+    # Each group's rows go straight to their places in item order: the template, then
+    # the varying values over it, through a view whose row k starts at byte k of the
+    # blob (rows overlap, but only rows that start records are written, and records
+    # do not overlap), so a whole column is one fancy-indexed copy.
+    for group, (template, spots) in zip(columns.groups, layouts, strict=True):
+        at = starts[group.positions] + head
+        _rows_at(blob, (len(template),))[at] = np.frombuffer(template, np.uint8)
+        for name, values in group.varying.items():
+            if values.ndim > 1:
+                _rows_at(blob, values.shape[1:])[at + spots[name]] = values
+            else:
+                blob[at + spots[name]] = values
+    return Encoded(memoryview(blob).cast("B"), widths.tolist(), [], [], [])
 
 
-def _spots(prototype: dict[str, Any], varying: dict[str, np.ndarray]) -> tuple[bytes, dict[str, int]] | None:
-    """The prototype's serialized bytes and where each varying value sits in them, or None."""
+def _rows_at(blob: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """A view of a 1-D uint8 array in which "row" k is blob[k:] laid out as a C-order
+    array of `shape` (so a strided value, say a transposed one, is written in C order)."""
+    strides = [1] * len(shape)
+    for axis in range(len(shape) - 2, -1, -1):
+        strides[axis] = strides[axis + 1] * shape[axis + 1]
+    rows = max(len(blob) - math.prod(shape) + 1, 0)
+    return np.lib.stride_tricks.as_strided(blob, (rows, *shape), (1, *strides))
+
+
+def _layout(prototype: dict[str, Any], varying: dict[str, np.ndarray]) -> tuple[bytes, dict[str, int]] | None:
+    """The prototype's serialized bytes and where each varying value sits in them, or
+    None when the values do not fit one layout (an int past one varint byte, lengths
+    that vary)."""
+    n = len(next(iter(varying.values())))
+    for values in varying.values():
+        if len(values) != n:
+            raise ValueError("varying arrays differ in length")
+        if values.ndim == 1 and n and (values.min() < 0 or values.max() > _MAX_ONE_BYTE_VARINT):
+            return None
     base = {**prototype}
     for name, values in varying.items():
-        base[name] = bytes(values.shape[1]) if values.ndim == 2 else 0
+        base[name] = bytes(_width(values)) if values.ndim > 1 else 0
     template = serialize(base)
     spots = {}
     for name, values in varying.items():
-        changed = {**base, name: b"\xff" * values.shape[1] if values.ndim == 2 else 1}
+        width = _width(values)
+        changed = {**base, name: b"\xff" * width if values.ndim > 1 else 1}
         other = serialize(changed)
         if len(other) != len(template):
             return None
         diff = np.flatnonzero(np.frombuffer(template, np.uint8) != np.frombuffer(other, np.uint8))
-        width = values.shape[1] if values.ndim == 2 else 1
         if len(diff) != width or diff[-1] - diff[0] != width - 1:
             return None
         spots[name] = int(diff[0])
@@ -129,27 +158,28 @@ def uniform_rows(
 ) -> np.ndarray | None:
     """Serialized examples, one row each, for N examples equal to `prototype` but for `varying`.
 
-    varying: name -> uint8 array (N, L) for a bytes feature of length L, or an
-    integer array (N,) with values in 0..127 for an int64 feature. Row i is
+    varying: name -> uint8 array (N, ...) for a bytes feature whose value i is
+    `values[i].tobytes()` (C order, whatever the array's strides), or an integer
+    array (N,) with values in 0..127 for an int64 feature. Row i is
     `head` unset bytes, exactly example.serialize({**prototype, name: value_i, ...}),
     then `tail` unset bytes. None when the values do not fit one layout.
     """
-    n = len(next(iter(varying.values())))
-    for values in varying.values():
-        if len(values) != n:
-            raise ValueError("varying arrays differ in length")
-        if values.ndim == 1 and n and (values.min() < 0 or values.max() > _MAX_ONE_BYTE_VARINT):
-            return None
-    found = _spots(prototype, varying)
+    found = _layout(prototype, varying)
     if found is None:
         return None
     template, spots = found
+    n = len(next(iter(varying.values())))
     rows = np.empty((n, head + len(template) + tail), np.uint8)
     rows[:, head : head + len(template)] = np.frombuffer(template, np.uint8)
     for name, values in varying.items():
         at = head + spots[name]
-        if values.ndim == 2:
-            rows[:, at : at + values.shape[1]] = values
+        if values.ndim > 1:
+            rows[:, at : at + _width(values)] = values.reshape(n, -1)
         else:
             rows[:, at] = values
     return rows
+
+
+def _width(values: np.ndarray) -> int:
+    """Bytes per row of a varying array: 1 for an int64 feature's value, else the row's size."""
+    return math.prod(values.shape[1:])

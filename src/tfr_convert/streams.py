@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import hashlib
-from typing import BinaryIO
+from collections.abc import Callable
+from typing import Any, BinaryIO
 
 # read_up_to reads in pieces of at most this size, so that a corrupt length
 # (an idx header's, say) costs at most what the file really holds.
@@ -27,23 +28,46 @@ def read_up_to(stream: BinaryIO, n: int) -> bytes:
 
 
 class HashingReader:
-    """A read-only file that keeps the sha256 and size of everything read through it."""
+    """A read-only file that keeps the sha256 and size of everything read through it.
 
-    def __init__(self, f: BinaryIO) -> None:
+    `hash_on`, when given, runs each `hash.update` instead of calling it here: an
+    executor's submit with one worker thread, which keeps the pieces in order, so
+    that the hashing (which releases the GIL) overlaps with whatever parses the
+    bytes. The digest then waits for that worker. `peek` lets a parser (the C
+    unpickler) look ahead without a call per small read.
+    """
+
+    def __init__(self, f: BinaryIO, hash_on: Callable[..., Any] | None = None) -> None:
         self._f = f
         self.hash = hashlib.sha256()
         self.size = 0
+        self._hash_on = hash_on
 
-    def read(self, n: int = -1) -> bytes:
-        data = self._f.read(n)
-        self.hash.update(data)
+    def _hashed(self, data: bytes) -> bytes:
+        if self._hash_on is None:
+            self.hash.update(data)
+        else:
+            self._hash_on(self.hash.update, data)  # bytes are immutable: the worker may take its time
         self.size += len(data)
         return data
 
+    def read(self, n: int = -1) -> bytes:
+        return self._hashed(self._f.read(n))
+
+    def readline(self, limit: int = -1) -> bytes:
+        return self._hashed(self._f.readline(limit))
+
+    def peek(self, n: int = 0) -> bytes:
+        return self._f.peek(n)  # type: ignore[attr-defined]
+
     def readinto(self, buf) -> int:  # lets io.BufferedReader and gzip wrap it
         n = self._f.readinto(buf)
-        self.hash.update(memoryview(buf)[:n])
-        self.size += n
+        piece = memoryview(buf)[:n]
+        if self._hash_on is None:
+            self.hash.update(piece)
+            self.size += n
+        else:  # the caller reuses buf: the worker gets a copy
+            self._hashed(bytes(piece))
         return n
 
     def readable(self) -> bool:

@@ -28,9 +28,10 @@ from ..skips import Skips
 class Group:
     """Examples equal to `prototype` but for the `varying` values (one row each).
 
-    varying: feature name -> uint8 array (N, L) for a bytes feature of fixed length
-    L, or an integer array (N,) for an int64 feature. positions: where each row
-    sits in the batch (None: the rows are the whole batch, in order).
+    varying: feature name -> uint8 array (N, ...) for a bytes feature of fixed length
+    whose value i is `values[i].tobytes()` (C order: a transposed view is read as
+    transposed), or an integer array (N,) for an int64 feature. positions: where each
+    row sits in the batch (None: the rows are the whole batch, in order).
     """
 
     prototype: dict[str, Any]
@@ -147,6 +148,12 @@ class Background:
     def submit(self, key: str, fn: Callable[..., Any], *args: Any) -> None:
         assert self._pool is not None, "settled already"
         self._values[key] = self._pool.submit(fn, *args)
+
+    def run(self, fn: Callable[..., Any], *args: Any) -> Future:
+        """Run fn(*args) on the thread after everything submitted before (the order is
+        the thread's queue), under no key: the caller keeps the future if it cares."""
+        assert self._pool is not None, "settled already"
+        return self._pool.submit(fn, *args)
 
     def get(self, key: str) -> Any:
         """The value, waiting for it if the thread is still computing it (its error is raised here)."""

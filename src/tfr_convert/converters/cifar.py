@@ -14,23 +14,25 @@ library and the CIFAR tutorial's reader expect.
 
 from __future__ import annotations
 
+import io
 import os
 import tarfile
 import zlib
-from collections.abc import Hashable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Hashable
+from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, BinaryIO, NamedTuple, TypeVar
 
 import numpy as np
 
 from ..errors import SourceError, shown
 from ..features import FeatureSpec
 from ..streams import HashingReader
-from .base import Background, Columns, Converter, Group, fingerprint
+from .base import Background, Columns, Converter, Group
 from .imaging import encode_png
 from .safe_pickle import UnsafePickleError, safe_load
 
+T = TypeVar("T")
 ROW_BYTES = 32 * 32 * 3
 IMAGE_FORMATS = ("raw", "png")
 # No real CIFAR file comes near these (a batch is 31 MB, CIFAR-100's train 155 MB, a
@@ -119,17 +121,24 @@ _ALL_LAYOUTS = [*LAYOUTS.items(), *BINARY_LAYOUTS.items()]
 # ---------------------------------------------------------------- reading sources
 
 
-def _read_folder(folder: str) -> dict[str, tuple[str, bytes]]:
-    """{member name: (path for messages, bytes)} of every known file in a folder."""
+class _Member(NamedTuple):
+    where: str  # for messages: the file's path, or archive:member
+    data: bytes | None  # an archive member's bytes; None: a folder's file, read when it is parsed
+    size: int
+
+
+def _list_folder(folder: str) -> dict[str, _Member]:
+    """{member name: member} of every known file in a folder (each file is read once,
+    when it is parsed)."""
     wanted = {m for _, layout in _ALL_LAYOUTS for m in layout.members}
     found = {}
     budget = _SizeBudget()
     for name in sorted(wanted):
         path = os.path.join(folder, name)
         if os.path.isfile(path):
-            budget.take(path, os.path.getsize(path))
-            with open(path, "rb") as f:
-                found[name] = (path, f.read())
+            size = os.path.getsize(path)
+            budget.take(path, size)
+            found[name] = _Member(path, None, size)
     return found
 
 
@@ -150,11 +159,11 @@ class _SizeBudget:
             )
 
 
-def _read_archive(archive: str) -> tuple[dict[str, tuple[str, bytes]], dict[str, Any]]:
+def _read_archive(archive: str) -> tuple[dict[str, _Member], dict[str, Any]]:
     """The same, streamed member by member from a .tar.gz in one pass; also the
     archive's own fingerprint, hashed on the way."""
     folders = {layout.folder: layout for _, layout in _ALL_LAYOUTS}
-    found: dict[str, tuple[str, bytes]] = {}
+    found: dict[str, _Member] = {}
     budget = _SizeBudget()
     current = None
     try:
@@ -168,14 +177,16 @@ def _read_archive(archive: str) -> tuple[dict[str, tuple[str, bytes]], dict[str,
                         continue
                     current = f"{archive}:{member.name}"
                     if name in found:
-                        raise SourceError(f"{current}: a second {name} in the archive (the first is {found[name][0]})")
+                        raise SourceError(
+                            f"{current}: a second {name} in the archive (the first is {found[name].where})"
+                        )
                     budget.take(current, member.size)
                     stream = tar.extractfile(member)
                     assert stream is not None  # a regular file always has one
                     data = stream.read()
                     if len(data) != member.size:
                         raise SourceError(f"{current}: truncated archive ({len(data)} of {member.size} bytes)")
-                    found[name] = (current, data)
+                    found[name] = _Member(current, data, len(data))
                     current = None
             reader.drain()
     except (tarfile.TarError, EOFError, zlib.error, OSError) as e:
@@ -233,7 +244,7 @@ def _require(d: dict[str, Any], key: str, where: str) -> Any:
     return d[key]
 
 
-def _load(where: str, data: bytes) -> dict[str, Any]:
+def _load(where: str, data: bytes | BinaryIO) -> dict[str, Any]:
     try:
         return _as_dict(safe_load(data), where)
     except UnsafePickleError as e:
@@ -326,14 +337,11 @@ def channel_last(rows: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     return out
 
 
-def _channel_last_split(batches: list[np.ndarray]) -> np.ndarray:
-    """One split's planar batches as one channel-last array (no planar concatenation)."""
-    out = np.empty((sum(len(b) for b in batches), ROW_BYTES), np.uint8)
-    start = 0
-    for batch in batches:
-        channel_last(batch, out[start : start + len(batch)])
-        start += len(batch)
-    return out
+def _settled(out: np.ndarray, filled: list[Future], rows: int) -> np.ndarray:
+    """A split's channel-last array once every batch's part is filled (their errors raised here)."""
+    for part in filled:
+        part.result()
+    return out[:rows]
 
 
 # ---------------------------------------------------------------- converter
@@ -356,7 +364,7 @@ class CifarConverter(Converter):
             found, archive_fingerprint = _read_archive(location)
             self._sources.append(archive_fingerprint)
         else:
-            found = _read_folder(location)
+            found = _list_folder(location)
         try:
             self.variant, layout = _detect(found, location, variant)
         except SourceError:
@@ -366,50 +374,49 @@ class CifarConverter(Converter):
         missing = [m for m in layout.members if m not in found]
         if missing:
             raise SourceError(f"{location}: missing {', '.join(missing)} ({self.variant})")
-        fingerprints, hasher = None, None
-        if not self._sources:  # a folder: fingerprint each file (an archive's own sha256 covers its members)
-            # hashing releases the GIL: it runs beside the unpickling below
-            hasher = ThreadPoolExecutor(1)
-            files = [(m, *found[m]) for m in layout.members]  # the thread's own references: found shrinks below
-            fingerprints = hasher.map(lambda f: {**fingerprint(f[1], f[2]), "file": f[0]}, files)
-            del files  # each task holds its file until hashed, no longer
 
+        # Two helper threads: one hashes a folder's files as they are parsed (hashing
+        # releases the GIL), the other turns each split's pixels channel-last (numpy's
+        # copies release it too) while the caller plans the splits, which needs only
+        # the labels. Engines settle them before forking workers.
+        self._hashes, self._pixels = Background(), Background()
+        self._fingerprinted = [] if self._sources else list(layout.members)  # an archive's sha256 covers its members
         self.kinds = layout.label_kinds
         if layout.binary:
             self.class_names = [
-                _text_names(*found[f], kind) for f, kind in zip(layout.names_files, self.kinds, strict=True)
+                self._parse(f, found[f], lambda where, stream, kind=kind: _text_names(where, stream.read(), kind))
+                for f, kind in zip(layout.names_files, self.kinds, strict=True)
             ]
         else:
-            meta_where, meta_bytes = found[layout.meta]
-            meta = _load(meta_where, meta_bytes)
-            self.class_names = [_names(meta, kind, meta_where) for kind in self.kinds]
-
-        # Pixels are turned channel-last once per split, on a thread (numpy's copies
-        # release the GIL) while the caller plans the splits, which needs only the
-        # labels. Engines settle it before forking workers.
-        self._pixels = Background()
+            meta = found[layout.meta]
+            loaded = self._parse(layout.meta, meta, _load)
+            self.class_names = [_names(loaded, kind, meta.where) for kind in self.kinds]
         self._labels: dict[str, list[np.ndarray]] = {}
         self._rows: dict[str, list[tuple[int, str]]] = {}  # split -> (first index, member) per batch
         for split, members in (("train", layout.train), ("test", layout.test)):
-            datas, labels, starts, total = [], [[] for _ in self.kinds], [], 0
+            labels, starts, total = [[] for _ in self.kinds], [], 0
+            # Each batch is turned channel-last as soon as it is parsed, into one array
+            # per split: sized by the files, which hold at least ROW_BYTES per image.
+            out = np.empty((sum(found[m].size for m in members) // ROW_BYTES, ROW_BYTES), np.uint8)
+            filled = []
             for m in members:
-                where, raw = found.pop(m)  # drop the pickle bytes once parsed
+                member = found.pop(m)  # an archive's bytes go once parsed
                 if layout.binary:
-                    data, batch_labels = _binary_batch(where, raw, layout)
+                    data, batch_labels = self._parse(
+                        m, member, lambda where, stream: _binary_batch(where, stream.read(), layout)
+                    )
                 else:
-                    data, batch_labels = _batch(where, _load(where, raw), self.kinds)
-                datas.append(data)
+                    data, batch_labels = self._parse(
+                        m, member, lambda where, stream: _batch(where, _load(where, stream), self.kinds)
+                    )
+                filled.append(self._pixels.run(channel_last, data, out[total : total + len(data)]))
                 for acc, lab in zip(labels, batch_labels, strict=True):
                     acc.extend(lab)
-                starts.append((total, where))
+                starts.append((total, member.where))
                 total += len(data)
             self._labels[split] = [np.array(lab, np.int64) for lab in labels]
-            self._pixels.submit(split, _channel_last_split, datas)
+            self._pixels.submit(split, _settled, out, filled, total)
             self._rows[split] = starts
-
-        if hasher is not None:
-            self._sources = list(fingerprints)  # type: ignore[arg-type]
-            hasher.shutdown()  # no thread left behind when the pipeline forks its workers
         self.dataset_name = self.variant
         self.description = f"{'CIFAR-10' if self.variant == 'cifar10' else 'CIFAR-100'}: 32x32 RGB images."
         image = (
@@ -427,6 +434,24 @@ class CifarConverter(Converter):
             for kind, names in zip(self.kinds, self.class_names, strict=True):
                 self.features[f"{kind.feature_prefix}label"] = FeatureSpec.class_label(kind.num_classes)
                 self.labels[f"{kind.feature_prefix}label"] = names
+
+    def _parse(self, name: str, member: _Member, parse: Callable[[str, BinaryIO], T]) -> T:
+        """parse(where, stream) of one member. A folder's file is read here, once, by
+        the parser itself, and fingerprinted from the very bytes it read (hashed on
+        the helper thread: a file changed under the run cannot get another's digest)."""
+        if member.data is not None:
+            return parse(member.where, io.BytesIO(member.data))
+        with open(member.where, "rb") as f:
+            reader = HashingReader(f, hash_on=self._hashes.run)
+            result = parse(member.where, reader)
+            reader.drain()
+        if reader.size != member.size:
+            raise SourceError(
+                f"{member.where}: changed while it was read ({member.size} bytes when listed, {reader.size} read)"
+            )
+        digest = reader.hash
+        self._hashes.submit(name, lambda: {"file": name, "bytes": member.size, "sha256": digest.hexdigest()})
+        return result
 
     def source_splits(self) -> dict[str, list[Hashable]]:
         return {split: [(split, i) for i in range(len(labels[0]))] for split, labels in self._labels.items()}
@@ -485,10 +510,11 @@ class CifarConverter(Converter):
         return self._pixels.get(split), self._labels[split]
 
     def settle(self) -> None:
+        self._hashes.settle()
         self._pixels.settle()
 
     def sources(self) -> list[dict[str, Any]]:
-        return self._sources
+        return self._sources or [self._hashes.get(m) for m in self._fingerprinted]
 
     def options(self) -> dict[str, Any]:
         options: dict[str, Any] = {"variant": self.variant, "image_format": self.image_format, "layout": self.layout}

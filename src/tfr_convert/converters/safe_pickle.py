@@ -23,7 +23,7 @@ from __future__ import annotations
 import io
 import pickle
 import struct
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -203,14 +203,18 @@ class _Resolver:
         return result
 
 
-def safe_load(data: bytes) -> Any:
-    """Unpickle bytes written by Python 2 or 3 that hold only data and numeric arrays.
+def safe_load(data: bytes | BinaryIO) -> Any:
+    """Unpickle bytes (or a binary file) written by Python 2 or 3 that hold only data
+    and numeric arrays.
 
     Python 2 `str` values come back as `bytes` (encoding="bytes", as in the
-    CIFAR tutorial). Any failure becomes UnsafePickleError.
+    CIFAR tutorial). Any failure becomes UnsafePickleError. From a file, the
+    pickle's bytes are read once, by the unpickler itself (an array's data is
+    copied out of the file once, not once into memory and again out of it).
     """
+    stream = io.BytesIO(data) if isinstance(data, bytes) else data
     try:
-        return _Resolver().resolve(_AllowlistUnpickler(io.BytesIO(data), encoding="bytes").load())
+        return _Resolver().resolve(_AllowlistUnpickler(stream, encoding="bytes").load())
     except UnsafePickleError:
         raise
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError,
