@@ -21,6 +21,7 @@ import zlib
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any, BinaryIO, NamedTuple, TypeVar
 
 import numpy as np
@@ -486,17 +487,17 @@ class CifarConverter(Converter):
     def encode_batch(self, items: list[Hashable]) -> Columns | None:
         """Raw layout: records of one class share every byte but the pixels, so the
         batch is one group per class present."""
-        splits = {split for split, _ in items}  # type: ignore[misc]
+        splits = set(map(itemgetter(0), items))
         if self.image_format != "raw" or len(splits) != 1:
             return None
         pixels, labels = self._split_arrays(splits.pop())
-        index = np.fromiter((i for _, i in items), np.int64, len(items))  # type: ignore[misc]
+        index = np.fromiter(map(itemgetter(1), items), np.int64, len(items))
         classes = np.stack([kind_labels[index] for kind_labels in labels], axis=1)
         code = np.zeros(len(index), np.int64)  # one number per (fine, coarse) pair: a 1-D unique is cheap
         for column, kind in enumerate(self.kinds):
             code = code * kind.num_classes + classes[:, column]
         groups = []
-        for value in np.unique(code):
+        for value in np.flatnonzero(np.bincount(code)):  # the codes present
             positions = np.flatnonzero(code == value)
             prototype: dict[str, Any] = {"image": b""}
             for kind, label, names in zip(self.kinds, classes[positions[0]].tolist(), self.class_names, strict=True):

@@ -17,6 +17,7 @@ import os
 import struct
 import zlib
 from collections.abc import Hashable, Iterator
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -221,10 +222,12 @@ class MnistConverter(Converter):
         shapes = set()
         for split in ("train", "test"):
             images_path, images_raw = self._read_source(split, "images")
+            dims = idx_dims(images_path, images_raw, IMAGES_MAGIC, 3)
+            # inflating the images is the longest step of a conversion: it starts first
+            self._images.submit(split, self._parse_images, images_path, images_raw)
             labels_path, labels_raw = self._read_source(split, "labels")
             self._paths[split, "images"], self._paths[split, "labels"] = images_path, labels_path
             self._sources += [fingerprint(images_path, images_raw), fingerprint(labels_path, labels_raw)]
-            dims = idx_dims(images_path, images_raw, IMAGES_MAGIC, 3)
             labels = parse_idx(labels_path, labels_raw, LABELS_MAGIC, 1)
             if dims[0] != len(labels):
                 raise SourceError(f"{images_path}: holds {dims[0]} images but {labels_path} holds {len(labels)} labels")
@@ -235,7 +238,6 @@ class MnistConverter(Converter):
                     f"{labels_path}: label {labels[i]} at index {i} (byte {8 + i}) is outside 0..{self.num_classes - 1}"
                 )
             self._labels[split] = labels
-            self._images.submit(split, self._parse_images, images_path, images_raw)
             shapes.add(tuple(dims[1:]))
         if len(shapes) != 1:
             raise SourceError(f"{src_dir}: train and test images differ in size: {sorted(shapes)}")
@@ -305,11 +307,11 @@ class MnistConverter(Converter):
 
     def encode_batch(self, items: list[Hashable]) -> Columns | None:
         """Raw layout: every record is the same bytes but for the pixels and the label."""
-        splits = {split for split, _ in items}  # type: ignore[misc]
+        splits = set(map(itemgetter(0), items))
         if self.image_format != "raw" or len(splits) != 1:
             return None
         images, labels = self._split_arrays(splits.pop())
-        index = np.fromiter((i for _, i in items), np.int64, len(items))  # type: ignore[misc]
+        index = np.fromiter(map(itemgetter(1), items), np.int64, len(items))
         prototype = {"image_raw": b"", "label": 0, "height": self.height, "width": self.width, "depth": 1}
         varying = {"image_raw": images[index].reshape(len(index), -1), "label": labels[index]}
         return Columns([Group(prototype, varying)], len(index))
