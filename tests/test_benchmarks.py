@@ -25,6 +25,7 @@ def test_benchmark_quick_run_prints_every_ratio(tmp_path):
         "MNIST vs floor",
         "MNIST peak RSS / decompressed input",
         "CIFAR-10 vs tutorial loop",
+        "CIFAR-10 vs floor",
         "images: 2 workers vs 1",
         "images: peak RSS all / one fifth",
         "--verify speed / cat speed",
