@@ -393,6 +393,31 @@ def test_workers_1_and_2_give_byte_identical_shards(cli, tmp_path):
     assert outputs[0] == outputs[1]
 
 
+def test_forked_workers_sent_spans_of_the_plan_equal_spawned_workers_sent_items(cli, tmp_path):
+    """Forked workers hold the plan and get (split, start, stop); a run with another
+    thread alive spawns its workers instead, and sends them the items: same bytes."""
+    import threading
+
+    root = tmp_path / "d"
+    for i in range(30):
+        save(root / ("a" if i % 3 else "b") / f"{i}.png", rgb(5 + i % 4, 6))
+    outputs = []
+    for forked in (True, False):
+        out = tmp_path / ("fork" if forked else "spawn")
+        release = threading.Event()
+        other = None if forked else threading.Thread(target=release.wait)
+        if other is not None:
+            other.start()
+        try:
+            result = cli.convert("images", root, "--out", out, "--workers", 2, "--image-format", "png",
+                                 "--split", "train=0.8,test=0.2", "--num-shards", 2)  # fmt: skip
+        finally:
+            release.set()
+        assert result.exit_code == 0, result.output
+        outputs.append({p.name: p.read_bytes() for p in out.iterdir()})
+    assert outputs[0] == outputs[1]
+
+
 # ---------------------------------------------------------------- bad input
 
 

@@ -54,6 +54,7 @@ def encode_items(
     before, after = bytes(head), bytes(tail)
     parts: list[bytes] = []
     sizes, observations, skipped = [], [], []
+    seen: dict[Hashable, Hashable] = {}
     # Converters report oddities (an animation's later frames dropped...) with
     # warnings.warn, naming the item in the message; collected once per batch.
     with warnings.catch_warnings(record=True) as caught:
@@ -74,7 +75,9 @@ def encode_items(
                 continue
             parts += (before, payload, after)
             sizes.append(head + len(payload) + tail)
-            observations.append(converter.observe(features))
+            observed = converter.observe(features)
+            # equal observations as one object: pickled once per batch to the parent, then referenced
+            observations.append(seen.setdefault(observed, observed))
     return Encoded(bytearray().join(parts), sizes, observations, skipped, [str(w.message) for w in caught])
 
 

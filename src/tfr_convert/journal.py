@@ -49,8 +49,9 @@ class Tally:
     skipped: Skips = field(default_factory=Skips)
     warnings: list[str] = field(default_factory=list)
 
-    def add(self, observations: list[Hashable], skipped: list[dict[str, str]], warnings: list[str]) -> None:
-        self.observations.update(o for o in observations if o is not None)
+    def add(self, observations: Counter[Hashable], skipped: list[dict[str, str]], warnings: list[str]) -> None:
+        """observations: counted already (once per batch, for every tally it goes to)."""
+        self.observations.update(observations)
         self.skipped.extend(skipped)
         self.warnings += warnings
 

@@ -27,7 +27,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import __version__, containers, fs
 from . import splits as splitting
@@ -117,12 +117,25 @@ def encode_sealed(
     return encoded
 
 
-_job: tuple[Converter, str, containers.Container] | None = None  # the worker process's converter...
+# the worker process's converter, on_error, container, and the plan when it came with the fork
+_job: tuple[Converter, str, containers.Container, dict[str, list[Hashable]] | None] | None = None
 
 
-def _init_worker(converter: Converter, on_error: str, container: containers.Container, parent: int) -> None:
+class _Span(NamedTuple):
+    """A batch named by where it lies in the plan, for workers that were forked with it:
+    a few numbers cross the pipe instead of every item."""
+
+    split: str
+    start: int
+    stop: int
+
+
+def _init_worker(
+    converter: Converter, on_error: str, container: containers.Container, parent: int,
+    plan: dict[str, list[Hashable]] | None,
+) -> None:  # fmt: skip
     global _job
-    _job = (converter, on_error, container)
+    _job = (converter, on_error, container, plan)
     _die_with(parent)
 
 
@@ -152,9 +165,13 @@ def _watch_parent(parent: int) -> None:
     os._exit(1)
 
 
-def _encode_in_worker(items: Sequence[Hashable]) -> Encoded:
+def _encode_in_worker(batch: Sequence[Hashable] | _Span) -> Encoded:
     assert _job is not None
-    return encode_sealed(_job[0], items, _job[1], _job[2])
+    converter, on_error, container, plan = _job
+    if isinstance(batch, _Span):
+        assert plan is not None
+        batch = plan[batch.split][batch.start : batch.stop]
+    return encode_sealed(converter, batch, on_error, container)
 
 
 def _batches(items: Sequence[Hashable], size: int, first: int) -> Iterator[Sequence[Hashable]]:
@@ -169,14 +186,22 @@ def _encoded(
     options: RunOptions,
     container: containers.Container,
     first: int = 0,
+    split: str | None = None,
 ) -> Iterator[Encoded]:
     """Encoded, sealed batches, in item order, from batch `first` on (batches are
-    cut from the split's start, so a resumed run cuts them where the first run did)."""
-    batches = _batches(items, converter.chunk_size, first)
+    cut from the split's start, so a resumed run cuts them where the first run did).
+    `split`: the workers hold the plan (they were forked with it), and this is the
+    split the items are: they are sent their batches as spans of it."""
     if pool is None:
-        for batch in batches:
+        for batch in _batches(items, converter.chunk_size, first):
             yield encode_sealed(converter, batch, options.on_error, container)
         return
+    size = converter.chunk_size
+    batches: Iterator[Sequence[Hashable] | _Span] = (
+        _batches(items, size, first)
+        if split is None
+        else (_Span(split, start, min(start + size, len(items))) for start in range(first * size, len(items), size))
+    )
     pending: deque[Future[Encoded]] = deque()
     for batch in batches:
         pending.append(pool.submit(_encode_in_worker, batch))
@@ -197,7 +222,12 @@ def _runs_inline(converter: Converter, plan: dict[str, list[Hashable]], workers:
     return sample is None or converter.encode_batch(sample) is not None
 
 
-def _pool(converter: Converter, options: RunOptions, container: containers.Container) -> ProcessPoolExecutor:
+def _pool(
+    converter: Converter, options: RunOptions, container: containers.Container, plan: dict[str, list[Hashable]]
+) -> tuple[ProcessPoolExecutor, bool]:
+    """The worker pool, and whether its workers hold the plan (forked: they got it with
+    this process's memory; spawned workers would each be sent all of it, so they are
+    sent their batches instead)."""
     import multiprocessing  # here: ~15 ms to import, and inline runs never need it
     from concurrent.futures import ProcessPoolExecutor
 
@@ -208,10 +238,10 @@ def _pool(converter: Converter, options: RunOptions, container: containers.Conta
         max_workers=options.workers,
         mp_context=multiprocessing.get_context("fork" if forkable else "spawn"),
         initializer=_init_worker,
-        initargs=(converter, options.on_error, container, os.getpid()),
+        initargs=(converter, options.on_error, container, os.getpid(), plan if forkable else None),
     )
     pool.submit(int).result()  # start the workers now, before this process starts threads (writers, bars)
-    return pool
+    return pool, forkable
 
 
 # ---------------------------------------------------------------- run
@@ -244,7 +274,11 @@ def run(converter: Converter, options: RunOptions, progress: Callable[[int, int]
         tally.warnings += converter.warnings
         tally.merge(done.tally)
         results: list[SplitResult] = []
-        pool = None if _runs_inline(converter, plan, options.workers) else _pool(converter, options, container)
+        pool, shared = (
+            (None, False)
+            if _runs_inline(converter, plan, options.workers)
+            else _pool(converter, options, container, plan)
+        )
         try:
             if progress:
                 progress(0, total)
@@ -268,13 +302,15 @@ def run(converter: Converter, options: RunOptions, progress: Callable[[int, int]
                 ) as writer:  # fmt: skip
                     if progress and at.cutter != (0, 0, 0):
                         progress(at.cutter[0] + at.cutter[1], total)
-                    batches = _encoded(converter, items, pool, options, container, at.batch)
+                    batches = _encoded(converter, items, pool, options, container, at.batch, split if shared else None)
                     for b, encoded in enumerate(batches, at.batch):
                         first = at.offset if b == at.batch else 0
                         view = memoryview(encoded.blob)[sum(encoded.sizes[:first]) :]
                         writer.write_chunk(view, encoded.sizes[first:], b, first)
+                        observed = Counter(encoded.observations[first:])  # counted in C
+                        observed.pop(None, None)
                         for found in (tally, pending):
-                            found.add(encoded.observations[first:], encoded.skipped, encoded.warnings)
+                            found.add(observed, encoded.skipped, encoded.warnings)
                         writer.skip(len(encoded.skipped))
                         if progress:
                             progress(len(encoded.sizes) - first + len(encoded.skipped), total)
@@ -310,12 +346,20 @@ def _committed(path: str, seconds: float) -> Summary:
 def run_identity(converter: Converter, options: RunOptions, plan: dict[str, list[Hashable]]) -> dict[str, Any]:
     """What shapes a run's output: a resumed run must match the interrupted one in all of it."""
     import hashlib
+    import marshal
 
     digest = hashlib.sha256()
     for split, items in sorted(plan.items(), key=lambda kv: kv[0]):
         digest.update(repr(split).encode())
         for start in range(0, len(items), 4096):  # in blocks: never the whole plan as one string
-            digest.update(repr(items[start : start + 4096]).encode())
+            block = items[start : start + 4096]
+            try:
+                # marshal's version 2 writes equal values as equal bytes (no references, no
+                # interning flags), several times faster than repr; it is only compared
+                # with a run of the same tool on the same machine (the journal's)
+                digest.update(marshal.dumps(block, 2))
+            except ValueError:  # a type marshal does not know
+                digest.update(repr(block).encode())
     planned = digest.hexdigest()
     return {
         "tool_version": __version__,
