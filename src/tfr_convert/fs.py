@@ -73,6 +73,9 @@ def naming(path: str) -> Iterator[None]:
         raise
 
 
+_HAS_PROC_FD = os.path.isdir("/proc/self/fd")  # Linux: an open file's real path, links resolved
+
+
 def read_bytes(path: str, inside: str | None = None) -> bytes:
     """The whole file. A local one must be a regular file (a FIFO would block, a
     device never end) and, given `inside` (a real path), must really be under it
@@ -84,9 +87,10 @@ def read_bytes(path: str, inside: str | None = None) -> bytes:
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     with open(fd, "rb") as f:
         check_regular(path, os.fstat(fd).st_mode)
-        if inside is not None and os.path.isdir("/proc/self/fd"):
+        if inside is not None and _HAS_PROC_FD:
             opened = os.readlink(f"/proc/self/fd/{fd}")  # what was opened, every link resolved
-            if os.path.commonpath([opened, inside]) != inside:
+            # both are absolute and normalized: a prefix test says what commonpath would
+            if opened != inside and not opened.startswith(inside.rstrip(os.sep) + os.sep):
                 from .errors import SourceError
 
                 raise SourceError(f"now resolves to {opened}, outside {inside} (changed after listing)").locate(path)
