@@ -50,7 +50,9 @@ def seal(blob: bytearray | memoryview, sizes: list[int]) -> None:
     starts = np.zeros(n, np.int64)
     np.cumsum(slots[:-1], out=starts[1:])
     lengths = slots - (HEADER_SIZE + FOOTER_SIZE)
-    distinct, which = np.unique(lengths, return_inverse=True)  # few distinct lengths: one header each
+    # few distinct lengths: one header each (not np.unique, whose first call imports numpy.ma)
+    distinct = np.array(sorted(set(lengths.tolist())), np.int64)
+    which = np.searchsorted(distinct, lengths)
     headers = np.frombuffer(b"".join(header(int(length)) for length in distinct), np.uint8).reshape(-1, HEADER_SIZE)
     flat[starts[:, None] + np.arange(HEADER_SIZE)] = headers[which]
     view = memoryview(blob).cast("B") if isinstance(blob, memoryview) else memoryview(blob)
