@@ -138,7 +138,14 @@ def main() -> None:
     generate(small, args.small, _write_small, cores)
     generate(large, args.large, _write_large, cores)
     files = {name: sorted(str(p) for p in root.rglob("*.jpg")) for name, root in (("small", small), ("large", large))}
-    rows = []
+    lines = [
+        f"# Scale ({machine()}; {args.small:,} small JPEGs, {args.large:,} of 500x375; medians of {args.repeat})",
+        "",
+        "| workers | keep s | Pool decode s | keep / floor (goal <= 1.5) | re-encode s | Pool floor s "
+        "| floor / re-encode (goal >= 0.9) | parent us/image (goal <= 10) | parent RSS MiB (goal <= 400 at 1M) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    print("\n".join(lines), flush=True)
     for w in counts:
         keep, keep_floor, enc, enc_floor, parent, rss = [], [], [], [], [], []
         for _ in range(args.repeat):  # interleaved rounds
@@ -153,21 +160,14 @@ def main() -> None:
             enc.append(convert(["images", str(large), "--out", str(out), "--quiet", "--workers", str(w),
                                 "--image-format", "jpeg", "--resize", "224x224"])[0])  # fmt: skip
             enc_floor.append(floor(files["large"], _reencode, w))
-        rows.append((w, median(keep), median(keep_floor), median(enc), median(enc_floor), median(parent), max(rss)))
-    lines = [
-        f"# Scale ({machine()}; {args.small:,} small JPEGs, {args.large:,} of 500x375; medians of {args.repeat})",
-        "",
-        "| workers | keep s | Pool decode s | keep / floor (goal <= 1.5) | re-encode s | Pool floor s "
-        "| floor / re-encode (goal >= 0.9) | parent us/image (goal <= 10) | parent RSS MiB (goal <= 400 at 1M) |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for w, k, kf, e, ef, p, r in rows:
+        k, kf, e, ef = median(keep), median(keep_floor), median(enc), median(enc_floor)
+        # Each row is printed as it is measured, so a run cut short still reports what it had.
         lines.append(
-            f"| {w} | {k:.1f} | {kf:.1f} | {k / kf:.2f} | {e:.1f} | {ef:.1f} | {ef / e:.2f} | {p:.1f} | {r:.0f} |"
+            f"| {w} | {k:.1f} | {kf:.1f} | {k / kf:.2f} | {e:.1f} | {ef:.1f} | {ef / e:.2f} "
+            f"| {median(parent):.1f} | {max(rss):.0f} |"
         )
-    text = "\n".join(lines) + "\n"
-    print(text)
-    args.out.write_text(text)
+        print(lines[-1], flush=True)
+    args.out.write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":
