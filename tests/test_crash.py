@@ -305,3 +305,22 @@ def test_workers_do_not_outlive_a_killed_parent(slow_images, tmp_path):
     while any(_alive(w) for w in workers) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not [w for w in workers if _alive(w)]
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
+def test_a_killed_worker_ends_the_run_with_its_signal_named_and_resume_finishes_it(cli, slow_images, tmp_path):
+    out, whole = tmp_path / "out", tmp_path / "whole"
+    args = ["images", slow_images, "--image-format", "png", "--workers", "2", "--examples-per-shard", "10", "--quiet"]
+    run = _start(*args, "--out", out)
+    journal = work_dir(out) / "journal"
+    _wait_for(lambda: journal.exists() and b'"shard"' in journal.read_bytes())  # a shard is finished
+    os.kill(_children(run.pid)[0], signal.SIGKILL)
+    _, stderr = run.communicate(timeout=60)
+    assert run.returncode == 1
+    message = stderr.decode()
+    assert message.startswith("error: worker process ") and message.count("\n") == 1, message
+    assert "killed by SIGKILL (out of memory?)" in message and "--resume" in message
+    assert not out.exists()  # nothing at the final name
+    assert cli.convert(*args, "--out", out, "--resume").exit_code == 0
+    assert cli.convert(*args, "--out", whole).exit_code == 0
+    assert files(out) == files(whole)

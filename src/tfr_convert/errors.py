@@ -56,6 +56,11 @@ class Interrupted(TfrConvertError):
     """The run was interrupted (SIGINT, SIGTERM); what it finished is kept for --resume."""
 
 
+class WorkerLost(TfrConvertError):
+    """A worker process ended without sending its result (killed by a signal, most
+    often the kernel's out-of-memory killer)."""
+
+
 class OutputError(TfrConvertError):
     """The output directory cannot be written as asked (exists, not writable...)."""
 

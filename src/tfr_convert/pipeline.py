@@ -23,9 +23,8 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable, Hashable, Iterator, Sequence
-from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -34,7 +33,7 @@ from . import splits as splitting
 from .converters.base import Converter
 from .dataset_dir import compressed_note
 from .encode import Encoded, encode_items
-from .errors import Interrupted
+from .errors import Interrupted, WorkerLost
 from .journal import Checkpoint, Progress, ShardEntry, Tally, replay
 from .metadata import metadata_files
 from .outdir import OutputDir, sha256_of
@@ -42,7 +41,7 @@ from .shards import ShardCutter, ShardFile, ShardName, ShardPolicy, SplitResult,
 from .skips import Skips, from_fields, skipped_fields
 
 if TYPE_CHECKING:
-    from concurrent.futures import ProcessPoolExecutor
+    from .workers import Workers
 
 WINDOW_PER_WORKER = 4  # batches in flight per worker
 
@@ -131,47 +130,22 @@ class _Span(NamedTuple):
 
 
 def _init_worker(
-    converter: Converter, on_error: str, container: containers.Container, parent: int,
-    plan: dict[str, list[Hashable]] | None,
-) -> None:  # fmt: skip
+    converter: Converter, on_error: str, container: containers.Container, plan: dict[str, list[Hashable]] | None
+) -> None:
     global _job
     _job = (converter, on_error, container, plan)
-    _die_with(parent)
-
-
-def _die_with(parent: int) -> None:
-    """Make this worker exit when its parent does, however the parent ends (a SIGKILL
-    runs no cleanup): orphans would hold the caller's stdout and stderr open.
-
-    Interrupts are the parent's to handle: a Ctrl-C reaches the whole process group."""
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    try:
-        import ctypes
-
-        pr_set_pdeathsig = 1
-        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):  # not Linux: a thread watches instead
-        threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
-    if os.getppid() != parent:  # the parent died before the signal was asked for
-        os._exit(1)
-
-
-def _watch_parent(parent: int) -> None:
-    while os.getppid() == parent:
-        time.sleep(1)
-    os._exit(1)
 
 
 def _encode_in_worker(batch: Sequence[Hashable] | _Span) -> Encoded:
+    import pickle
+
     assert _job is not None
     converter, on_error, container, plan = _job
     if isinstance(batch, _Span):
         assert plan is not None
         batch = plan[batch.split][batch.start : batch.stop]
-    return encode_sealed(converter, batch, on_error, container)
+    encoded = encode_sealed(converter, batch, on_error, container)
+    return encoded._replace(blob=pickle.PickleBuffer(encoded.blob))  # sent beside the pickle, not in it
 
 
 def _batches(items: Sequence[Hashable], size: int, first: int) -> Iterator[Sequence[Hashable]]:
@@ -182,7 +156,7 @@ def _batches(items: Sequence[Hashable], size: int, first: int) -> Iterator[Seque
 def _encoded(
     converter: Converter,
     items: Sequence[Hashable],
-    pool: ProcessPoolExecutor | None,
+    pool: Workers | None,
     options: RunOptions,
     container: containers.Container,
     first: int = 0,
@@ -202,16 +176,19 @@ def _encoded(
         if split is None
         else (_Span(split, start, min(start + size, len(items))) for start in range(first * size, len(items), size))
     )
-    pending: deque[Future[Encoded]] = deque()
+    in_flight = 0
     for batch in batches:
-        pending.append(pool.submit(_encode_in_worker, batch))
-        if len(pending) >= WINDOW_PER_WORKER * options.workers:
+        pool.send(batch)
+        in_flight += 1
+        if in_flight >= WINDOW_PER_WORKER * options.workers:
             break
-    while pending:
-        encoded = pending.popleft().result()
+    while in_flight:
+        encoded = pool.receive()
         batch = next(batches, None)
-        if batch is not None:
-            pending.append(pool.submit(_encode_in_worker, batch))
+        if batch is None:
+            in_flight -= 1
+        else:
+            pool.send(batch)
         yield encoded
 
 
@@ -224,23 +201,25 @@ def _runs_inline(converter: Converter, plan: dict[str, list[Hashable]], workers:
 
 def _pool(
     converter: Converter, options: RunOptions, container: containers.Container, plan: dict[str, list[Hashable]]
-) -> tuple[ProcessPoolExecutor, bool]:
-    """The worker pool, and whether its workers hold the plan (forked: they got it with
-    this process's memory; spawned workers would each be sent all of it, so they are
-    sent their batches instead)."""
+) -> tuple[Workers, bool]:
+    """The worker processes, started now (before this process starts threads: writers,
+    bars), and whether they hold the plan (forked: they got it with this process's
+    memory; spawned workers would each be sent all of it, so they are sent their
+    batches instead)."""
     import multiprocessing  # here: ~15 ms to import, and inline runs never need it
-    from concurrent.futures import ProcessPoolExecutor
+
+    from .workers import Workers
 
     converter.settle()
     remote = any(fs.is_remote(root) for root in converter.roots())
     forkable = "fork" in multiprocessing.get_all_start_methods() and not remote and threading.active_count() == 1
-    pool = ProcessPoolExecutor(
-        max_workers=options.workers,
-        mp_context=multiprocessing.get_context("fork" if forkable else "spawn"),
-        initializer=_init_worker,
-        initargs=(converter, options.on_error, container, os.getpid(), plan if forkable else None),
+    pool = Workers(
+        options.workers,
+        _encode_in_worker,
+        _init_worker,
+        (converter, options.on_error, container, plan if forkable else None),
+        multiprocessing.get_context("fork" if forkable else "spawn"),
     )
-    pool.submit(int).result()  # start the workers now, before this process starts threads (writers, bars)
     return pool, forkable
 
 
@@ -317,17 +296,18 @@ def run(converter: Converter, options: RunOptions, progress: Callable[[int, int]
                     results.append(writer.close())
                 journal.split_done(split, pending)
                 pending.clear()
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, WorkerLost) as e:
+            why = str(e) if isinstance(e, WorkerLost) else "interrupted"
             raise Interrupted(
-                f"interrupted; the finished shards are kept in {out.work}: run the same command "
+                f"{why}; the finished shards are kept in {out.work}: run the same command "
                 "with --resume to finish it, or with --overwrite to start over"
                 if out.work
-                else "interrupted"
+                else why
             ) from None
         finally:
             journal.close()
             if pool is not None:
-                pool.shutdown(cancel_futures=True)
+                pool.close()
         return finish(converter, options, out, results, tally.observations, tally.skipped, tally.warnings, started)
 
 

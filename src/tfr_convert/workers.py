@@ -1,0 +1,213 @@
+"""Worker processes for the local engine, each with its own pair of pipes.
+
+Tasks go to the workers in turn and their results are read back in the order the
+tasks were sent, by the one thread that consumes them. There is no manager thread,
+no queue shared by every worker behind a lock, and no copy of a result's large
+buffers inside a pickle: a result is pickled with protocol 5, its buffers
+(`pickle.PickleBuffer`) travel beside the pickle and are read straight into
+memory of their own. A worker that dies is named, not waited for.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import queue
+import signal
+import struct
+import threading
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .errors import WorkerLost
+
+_HEAD = struct.Struct("<BIQ")  # ok (1) or error (0), buffer count, pickle length
+_LENGTH = struct.Struct("<Q")
+PIPE_BYTES = 1 << 20  # asked of each result pipe, so that a worker seldom waits for the reader
+
+
+class RemoteTraceback(Exception):
+    """The traceback of an error raised in a worker, as its cause."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class Workers:
+    """`count` processes running `fn(task)` after `initializer(*initargs)`."""
+
+    def __init__(self, count: int, fn: Callable[[Any], Any], initializer: Callable[..., None],
+                 initargs: Sequence[Any], context: Any) -> None:  # fmt: skip
+        self._procs: list[Any] = []
+        self._tasks: list[Any] = []  # the parent's end of each worker's task pipe
+        self._results: list[Any] = []  # and of its result pipe
+        self._sent = self._received = 0
+        try:
+            for _ in range(count):
+                task_out, task_in = context.Pipe(duplex=False)
+                result_out, result_in = context.Pipe(duplex=False)
+                _widen(result_out.fileno())
+                proc = context.Process(
+                    target=_serve,
+                    args=(task_out, result_in, fn, initializer, tuple(initargs), os.getpid()),
+                    daemon=True,
+                )
+                proc.start()
+                task_out.close()  # the child's ends: only the child may hold them, so that
+                result_in.close()  # its death reads as the end of its result pipe
+                self._procs.append(proc)
+                self._tasks.append(task_in)
+                self._results.append(result_out)
+        except BaseException:
+            self.close()
+            raise
+
+    def send(self, task: Any) -> None:
+        self._tasks[self._sent % len(self._procs)].send(task)
+        self._sent += 1
+
+    def receive(self) -> Any:
+        """The result of the oldest task sent and not yet received; raises its error."""
+        assert self._received < self._sent, "no task in flight"
+        w = self._received % len(self._procs)
+        fd = self._results[w].fileno()
+        try:
+            ok, count, size = _HEAD.unpack(_read(fd, _HEAD.size))
+            head = _read(fd, _LENGTH.size * count + size)
+        except EOFError:
+            raise self._lost(w) from None
+        lengths = [_LENGTH.unpack_from(head, i * _LENGTH.size)[0] for i in range(count)]
+        buffers = []
+        for n in lengths:
+            buffers.append(_read(fd, n))
+        self._received += 1
+        value = pickle.loads(memoryview(head)[_LENGTH.size * count :], buffers=buffers)
+        if ok:
+            return value
+        error, text = value
+        error.__cause__ = RemoteTraceback(text)
+        raise error
+
+    def _lost(self, w: int) -> WorkerLost:
+        proc = self._procs[w]
+        proc.join(1)
+        code = proc.exitcode
+        if code is not None and code < 0:
+            try:
+                how = f"killed by {signal.Signals(-code).name}"
+            except ValueError:
+                how = f"killed by signal {-code}"
+            how += " (out of memory?)" if code == -signal.SIGKILL else ""
+        else:
+            how = f"exit status {code}" if code is not None else "its pipe closed"
+        return WorkerLost(f"worker process {proc.pid} ended without sending its result: {how}")
+
+    def close(self) -> None:
+        """Stop the workers now (a result not yet read is dropped)."""
+        for proc in self._procs:
+            if proc.exitcode is None:
+                proc.terminate()
+        for conn in self._tasks + self._results:
+            conn.close()
+        for proc in self._procs:
+            proc.join()
+        self._procs = []
+
+
+def _widen(fd: int) -> None:
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+    except (ImportError, AttributeError, OSError):  # not Linux, or over the user's limit: the default size
+        pass
+
+
+def _read(fd: int, n: int) -> memoryview:
+    """Exactly n bytes from fd, into memory nothing else holds (not zeroed first: the
+    read fills it); EOFError if the writer is gone first."""
+    import numpy as np
+
+    view = memoryview(np.empty(n, np.uint8)).cast("B")
+    got = 0
+    while got < n:
+        step = os.readv(fd, [view[got:]])
+        if step == 0:
+            raise EOFError
+        got += step
+    return view
+
+
+def _write(fd: int, parts: list[Any]) -> None:
+    """All of parts, in order, however the pipe splits the writes."""
+    views = [memoryview(p).cast("B") for p in parts]
+    while views:
+        done = os.writev(fd, views)
+        while views and done >= len(views[0]):
+            done -= len(views[0])
+            views.pop(0)
+        if views:
+            views[0] = views[0][done:]
+
+
+# ---------------------------------------------------------------- in the worker
+
+
+def _serve(tasks: Any, results: Any, fn: Callable[[Any], Any], initializer: Callable[..., None],
+           initargs: tuple, parent: int) -> None:  # fmt: skip
+    _die_with(parent)
+    initializer(*initargs)
+    # A thread takes the tasks off their pipe as they come: the parent's send then
+    # never waits on a worker that is itself waiting for the parent to read a result.
+    inbox: queue.SimpleQueue = queue.SimpleQueue()
+    threading.Thread(target=_take, args=(tasks, inbox), daemon=True).start()
+    fd = results.fileno()
+    while (task := inbox.get()) is not None:
+        try:
+            value, ok = fn(task), 1
+        except Exception as e:
+            value, ok = (e, traceback.format_exc()), 0
+        buffers: list[pickle.PickleBuffer] = []
+        try:
+            data = pickle.dumps(value, 5, buffer_callback=buffers.append)
+        except Exception as e:  # what does not pickle is told as text
+            failed = e if ok else value[0]
+            buffers, ok = [], 0
+            data = pickle.dumps((RuntimeError(f"{type(failed).__name__}: {failed}"), traceback.format_exc()), 5)
+        raws = [b.raw() for b in buffers]
+        head = _HEAD.pack(ok, len(raws), len(data)) + b"".join(_LENGTH.pack(r.nbytes) for r in raws)
+        _write(fd, [head, data, *raws])
+
+
+def _take(tasks: Any, inbox: queue.SimpleQueue) -> None:
+    try:
+        while True:
+            inbox.put(tasks.recv())
+    except (EOFError, OSError):
+        inbox.put(None)
+
+
+def _die_with(parent: int) -> None:
+    """Make this worker exit when its parent does, however the parent ends (a SIGKILL
+    runs no cleanup): orphans would hold the caller's stdout and stderr open.
+
+    Interrupts are the parent's to handle: a Ctrl-C reaches the whole process group."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: a thread watches instead
+        threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    if os.getppid() != parent:  # the parent died before the signal was asked for
+        os._exit(1)
+
+
+def _watch_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(1)
+    os._exit(1)

@@ -1,0 +1,143 @@
+"""The worker processes at their seam: order, buffers beside the pickle, errors, deaths."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+import signal
+
+import pytest
+
+from tfr_convert.errors import SourceError, WorkerLost
+from tfr_convert.workers import PIPE_BYTES, RemoteTraceback, Workers
+
+FORK = multiprocessing.get_context("fork")
+_state: dict[str, int] = {}
+
+
+def _setup(salt: int) -> None:
+    _state["salt"] = salt
+
+
+def _payload(task: tuple[int, int]) -> tuple[int, pickle.PickleBuffer]:
+    """(task number, `size` bytes that depend on it and on the initializer's salt)."""
+    number, size = task
+    data = bytearray(size)
+    for i in range(0, size, 4096):
+        data[i] = (number * 31 + _state["salt"] + i // 4096) % 256
+    return number, pickle.PickleBuffer(data)
+
+
+def _bytes(number: int, size: int, salt: int) -> bytes:
+    data = bytearray(size)
+    for i in range(0, size, 4096):
+        data[i] = (number * 31 + salt + i // 4096) % 256
+    return bytes(data)
+
+
+def _fail_on_odd(task: int) -> int:
+    if task % 2:
+        raise SourceError("odd task").locate(f"item {task}")
+    return task
+
+
+class _Unpicklable(Exception):
+    def __reduce__(self):
+        raise TypeError("no pickling here")
+
+
+def _raise_unpicklable(task: int) -> int:
+    raise _Unpicklable(f"task {task} went wrong")
+
+
+def _pid(task: int) -> int:
+    if task:
+        signal.pause()  # held until killed
+    return os.getpid()
+
+
+@pytest.mark.parametrize("context", ["fork", "spawn"])
+def test_results_come_back_in_the_order_sent_with_their_buffers_whole(context):
+    # sizes from empty to several times a pipe, so that reads and writes are split
+    sizes = [0, 1, 4095, 70_000, PIPE_BYTES + 3, 3 * PIPE_BYTES + 17] * 3
+    workers = Workers(3, _payload, _setup, (7,), multiprocessing.get_context(context))
+    try:
+        got = []
+        for number, size in enumerate(sizes[:5]):
+            workers.send((number, size))
+        for number in range(len(sizes)):
+            if number + 5 < len(sizes):
+                workers.send((number + 5, sizes[number + 5]))
+            got.append(workers.receive())
+    finally:
+        workers.close()
+    assert [n for n, _ in got] == list(range(len(sizes)))
+    for (number, data), size in zip(got, sizes, strict=True):
+        assert bytes(data) == _bytes(number, size, 7)
+
+
+def test_a_tasks_error_is_raised_as_itself_with_the_workers_traceback_as_cause():
+    workers = Workers(2, _fail_on_odd, _setup, (0,), FORK)
+    try:
+        for task in range(4):
+            workers.send(task)
+        assert workers.receive() == 0
+        with pytest.raises(SourceError, match=r"^item 1: odd task$") as caught:
+            workers.receive()
+        assert isinstance(caught.value.__cause__, RemoteTraceback)
+        assert "_fail_on_odd" in str(caught.value.__cause__)
+        assert workers.receive() == 2  # the workers go on
+    finally:
+        workers.close()
+
+
+def test_an_error_that_cannot_be_pickled_arrives_as_its_text():
+    workers = Workers(1, _raise_unpicklable, _setup, (0,), FORK)
+    try:
+        workers.send(5)
+        with pytest.raises(RuntimeError, match=r"_Unpicklable: task 5 went wrong"):
+            workers.receive()
+    finally:
+        workers.close()
+
+
+def test_a_killed_worker_is_named_with_its_signal_instead_of_waited_for():
+    workers = Workers(2, _pid, _setup, (0,), FORK)
+    try:
+        workers.send(0)
+        workers.send(1)  # the second worker holds on to it
+        first = workers.receive()
+        (held,) = [p.pid for p in multiprocessing.active_children() if p.pid != first]
+        os.kill(held, signal.SIGKILL)
+        with pytest.raises(WorkerLost, match=rf"worker process {held} ended without sending its result: "
+                                             r"killed by SIGKILL \(out of memory\?\)"):  # fmt: skip
+            workers.receive()
+    finally:
+        workers.close()
+
+
+def _echo_size(task: bytes) -> pickle.PickleBuffer:
+    return pickle.PickleBuffer(bytearray(2 * len(task)))
+
+
+def test_large_tasks_and_large_results_in_flight_together_do_not_deadlock():
+    # Every task and every result is larger than a pipe holds: the parent's sends would
+    # wait on workers waiting for the parent to read, were the tasks not taken off
+    # their pipe as they come.
+    def hung(*_):
+        raise TimeoutError("deadlocked")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(60)
+    workers = Workers(2, _echo_size, _setup, (0,), FORK)
+    try:
+        task = b"x" * (2 * PIPE_BYTES)
+        for _ in range(8):
+            workers.send(task)
+        sizes = [len(workers.receive()) for _ in range(8)]
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+        workers.close()
+    assert sizes == [4 * PIPE_BYTES] * 8
