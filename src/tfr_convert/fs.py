@@ -85,8 +85,9 @@ def read_bytes(path: str, inside: str | None = None) -> bytes:
             with _gfile().GFile(path, "rb") as f:
                 return f.read()
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    with open(fd, "rb") as f:
-        check_regular(path, os.fstat(fd).st_mode)
+    try:
+        stat = os.fstat(fd)
+        check_regular(path, stat.st_mode)
         if inside is not None and _HAS_PROC_FD:
             opened = os.readlink(f"/proc/self/fd/{fd}")  # what was opened, every link resolved
             # both are absolute and normalized: a prefix test says what commonpath would
@@ -94,7 +95,14 @@ def read_bytes(path: str, inside: str | None = None) -> bytes:
                 from .errors import SourceError
 
                 raise SourceError(f"now resolves to {opened}, outside {inside} (changed after listing)").locate(path)
-        return f.read()
+        # Straight from the descriptor (no file object): one read takes the whole file
+        # as its size says, the next sees the end, or what it grew by since.
+        parts = [os.read(fd, stat.st_size + 1)]
+        while parts[-1]:
+            parts.append(os.read(fd, 1 << 20))
+        return parts[0] if len(parts) == 2 else b"".join(parts)
+    finally:
+        os.close(fd)
 
 
 def check_regular(path: str, mode: int) -> None:

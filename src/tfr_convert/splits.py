@@ -46,14 +46,19 @@ def _ranked_indices(items: Sequence[T], key: Callable[[T], str], seed: int, purp
     one numpy array instead of a million bytes objects and a sort key list."""
     import numpy as np
 
-    rank_key = _ranker(seed, purpose)
-    ranks = np.fromiter((int.from_bytes(rank_key(key(item)), "big") for item in items), np.uint64, len(items))
+    base = hashlib.blake2b(f"{seed}\x00{purpose}\x00".encode(), digest_size=8)  # as rank() hashes
+    digests = []
+    for item in items:  # rank_key inlined: a million calls fewer for a million items
+        h = base.copy()
+        h.update(key(item).encode())
+        digests.append(h.digest())
+    ranks = np.frombuffer(b"".join(digests), ">u8")
     return np.argsort(ranks, kind="stable").tolist()
 
 
 def seeded_order(items: Sequence[T], key: Callable[[T], str], seed: int, purpose: str) -> list[T]:
     """The items sorted by their rank: a shuffle fixed by the seed."""
-    return [items[i] for i in _ranked_indices(items, key, seed, purpose)]
+    return list(map(items.__getitem__, _ranked_indices(items, key, seed, purpose)))
 
 
 def carve(items: Sequence[T], n: int, key: Callable[[T], str], seed: int, purpose: str) -> tuple[list[T], list[T]]:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
-from collections.abc import Hashable, Iterator
+from collections.abc import Hashable
 from typing import Any
 
 from .. import fs
@@ -83,7 +83,9 @@ def list_files(root: str, left_out: dict[str, list[str]] | None = None, exclude:
     are listed, and named again in left_out["file_link"] (local roots only)."""
     if not fs.is_remote(root):
         skip = os.path.realpath(exclude) if exclude and not fs.is_remote(exclude) else None
-        return sorted(_list_local(root, "", {} if left_out is None else left_out, skip))
+        found: list[str] = []
+        _list_local(root, "", found, {} if left_out is None else left_out, skip)
+        return sorted(found)
     found = []
     top = root.rstrip("/")
     for directory, dirs, files in fs.walk(top):
@@ -94,31 +96,56 @@ def list_files(root: str, left_out: dict[str, list[str]] | None = None, exclude:
     return sorted(found)
 
 
-def _list_local(root: str, rel: str, left_out: dict[str, list[str]], skip: str | None = None) -> Iterator[str]:
-    """As os.walk lists them (links to folders not followed), refusing what is neither
-    a folder, a regular file nor a link: a FIFO would hang the run, a device never end."""
-    with os.scandir(os.path.join(root, rel)) as entries:
-        prefix = rel + os.sep if rel else ""  # what os.path.join gives for a bare name, without its checks per file
-        for entry in entries:
-            if not _visible(entry.name):
+def _list_local(root: str, rel: str, found: list[str], left_out: dict[str, list[str]], skip: str | None) -> None:
+    """Appends to `found` what os.walk would list (links to folders not followed),
+    refusing what is neither a folder, a regular file nor a link: a FIFO would hang
+    the run, a device never end."""
+    with os.scandir(os.path.join(root, rel)) as listing:
+        entries = list(listing)  # closed before going down: one open folder at a time, however deep
+    prefix = rel + os.sep if rel else ""  # what os.path.join gives for a bare name, without its checks per file
+    for entry in entries:
+        name = entry.name
+        if name[0] == "." or name.lower() in _JUNK_FILES:  # not _visible(name): a call per file
+            continue
+        if entry.is_file(follow_symlinks=False):  # most entries: one question answers
+            found.append(prefix + name)
+        elif entry.is_dir():
+            path = prefix + name
+            if entry.is_symlink():
+                left_out.setdefault("link", []).append(path)
+            elif skip is not None and os.path.realpath(entry.path) == skip:
                 continue
-            path = prefix + entry.name
-            if entry.is_dir():
-                if entry.is_symlink():
-                    left_out.setdefault("link", []).append(path)
-                elif skip is not None and os.path.realpath(entry.path) == skip:
-                    continue
-                elif all(os.path.isfile(os.path.join(entry.path, m)) for m in _DATASET_MARKERS):
-                    left_out.setdefault("dataset", []).append(path)
-                else:
-                    yield from _list_local(root, path, left_out, skip)
-            elif entry.is_symlink():
-                left_out.setdefault("file_link", []).append(path)  # the only files that may lead outside
-                yield path
-            elif entry.is_file(follow_symlinks=False):
-                yield path
+            elif all(os.path.isfile(os.path.join(entry.path, m)) for m in _DATASET_MARKERS):
+                left_out.setdefault("dataset", []).append(path)
             else:
-                fs.check_regular(entry.path, entry.stat(follow_symlinks=False).st_mode)
+                _list_local(root, path, found, left_out, skip)
+        elif entry.is_symlink():
+            left_out.setdefault("file_link", []).append(prefix + name)  # the only files that may lead outside
+            found.append(prefix + name)
+        else:
+            fs.check_regular(entry.path, entry.stat(follow_symlinks=False).st_mode)
+
+
+def _folder_runs(files: list[str]) -> list[tuple[str | None, int, int]]:
+    """(top folder, start, stop) of each run of sorted relative paths under one top
+    folder; None for a run of files at the top. The paths under a folder are
+    contiguous in sorted order (they share its prefix), so a path is tested with one
+    startswith, not split."""
+    runs: list[tuple[str | None, int, int]] = []
+    start, prefix, top = 0, None, None
+    for i, f in enumerate(files):
+        if prefix is not None and f.startswith(prefix):
+            continue
+        folder, sep, _ = f.partition(os.sep)
+        here = folder if sep else None
+        if i and (here is None and top is None):
+            continue  # files at the top, still
+        if i:
+            runs.append((top, start, i))
+        start, top, prefix = i, here, folder + os.sep if sep else None
+    if files:
+        runs.append((top, start, len(files)))
+    return runs
 
 
 class ImagesConverter(Converter):
@@ -208,8 +235,9 @@ class ImagesConverter(Converter):
         if left_out.get("dataset"):
             self.warnings.append(f"{self.root}: left out {_named(left_out['dataset'], 'folder')}, "
                                  "holding tfr-convert output, not images")  # fmt: skip
-        classes = sorted({f.split(os.sep, 1)[0] for f in files if os.sep in f})
-        loose = [f for f in files if os.sep not in f]
+        runs = _folder_runs(files)
+        classes = sorted(top for top, _, _ in runs if top is not None)
+        loose = [f for top, start, stop in runs if top is None for f in files[start:stop]]
         if not classes:
             return [(f, None, None, ()) for f in files]  # unlabelled: just images
         others = [f for f in loose if not f.lower().endswith(IMAGE_SUFFIXES)]
@@ -225,9 +253,16 @@ class ImagesConverter(Converter):
         # other files skip the realpath check, which was most of the listing's cost.
         links = set(left_out.get("file_link", ()))
         items = []
-        for f in files:
-            if os.sep in f and (f not in links or self._inside(f, os.path.join(self.root, f))):
-                items.append((f, None, index[f.split(os.sep, 1)[0]], ()))
+        for top, start, stop in runs:
+            if top is not None:
+                label = index[top]
+                items += [(f, None, label, ()) for f in files[start:stop]]
+        if links:
+            items = [
+                item
+                for item in items
+                if item[0] not in links or self._inside(item[0], os.path.join(self.root, item[0]))
+            ]
         return items
 
     def _inside(self, rel: str, where: str) -> bool:
