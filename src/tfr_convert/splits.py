@@ -22,9 +22,14 @@ T = TypeVar("T")
 SPLIT_ORDER = ("train", "validation", "test")
 
 
+def _rank_prefix(seed: int, purpose: str) -> hashlib.blake2b:
+    """The hash of what every rank for (seed, purpose) starts with: copied per key, not redone."""
+    return hashlib.blake2b(f"{seed}\x00{purpose}\x00".encode(), digest_size=8)
+
+
 def _ranker(seed: int, purpose: str) -> Callable[[str], bytes]:
     """rank(seed, purpose, .) with the common prefix hashed once (copying a hash is cheap)."""
-    base = hashlib.blake2b(f"{seed}\x00{purpose}\x00".encode(), digest_size=8)
+    base = _rank_prefix(seed, purpose)
 
     def rank_key(key: str) -> bytes:
         h = base.copy()
@@ -46,7 +51,7 @@ def _ranked_indices(items: Sequence[T], key: Callable[[T], str], seed: int, purp
     one numpy array instead of a million bytes objects and a sort key list."""
     import numpy as np
 
-    base = hashlib.blake2b(f"{seed}\x00{purpose}\x00".encode(), digest_size=8)  # as rank() hashes
+    base = _rank_prefix(seed, purpose)
     digests = []
     for item in items:  # rank_key inlined: a million calls fewer for a million items
         h = base.copy()

@@ -21,6 +21,8 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from .errors import WorkerLost
 
 _HEAD = struct.Struct("<BIQ")  # ok (1) or error (0), buffer count, pickle length
@@ -79,9 +81,7 @@ class Workers:
         except EOFError:
             raise self._lost(w) from None
         lengths = [_LENGTH.unpack_from(head, i * _LENGTH.size)[0] for i in range(count)]
-        buffers = []
-        for n in lengths:
-            buffers.append(_read(fd, n))
+        buffers = [_read(fd, n) for n in lengths]
         self._received += 1
         value = pickle.loads(memoryview(head)[_LENGTH.size * count :], buffers=buffers)
         if ok:
@@ -128,8 +128,6 @@ def _widen(fd: int) -> None:
 def _read(fd: int, n: int) -> memoryview:
     """Exactly n bytes from fd, into memory nothing else holds (not zeroed first: the
     read fills it); EOFError if the writer is gone first."""
-    import numpy as np
-
     view = memoryview(np.empty(n, np.uint8)).cast("B")
     got = 0
     while got < n:

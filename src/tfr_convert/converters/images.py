@@ -131,21 +131,17 @@ def _folder_runs(files: list[str]) -> list[tuple[str | None, int, int]]:
     folder; None for a run of files at the top. The paths under a folder are
     contiguous in sorted order (they share its prefix), so a path is tested with one
     startswith, not split."""
-    runs: list[tuple[str | None, int, int]] = []
-    start, prefix, top = 0, None, None
+    marks: list[tuple[str | None, int]] = []  # (top folder, index) where a run begins
+    prefix = None
     for i, f in enumerate(files):
         if prefix is not None and f.startswith(prefix):
             continue
         folder, sep, _ = f.partition(os.sep)
-        here = folder if sep else None
-        if i and (here is None and top is None):
-            continue  # files at the top, still
-        if i:
-            runs.append((top, start, i))
-        start, top, prefix = i, here, folder + os.sep if sep else None
-    if files:
-        runs.append((top, start, len(files)))
-    return runs
+        top, prefix = (folder, folder + os.sep) if sep else (None, None)
+        if top is not None or not marks or marks[-1][0] is not None:  # files at the top stay one run
+            marks.append((top, i))
+    stops = [start for _, start in marks[1:]] + [len(files)] if marks else []
+    return [(top, start, stop) for (top, start), stop in zip(marks, stops, strict=True)]
 
 
 class ImagesConverter(Converter):
