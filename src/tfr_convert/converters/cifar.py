@@ -480,20 +480,23 @@ class CifarConverter(Converter):
         split = splits.pop()
         labels = self._labels[split]
         index = np.fromiter(map(itemgetter(1), items), np.int64, len(items))
-        planar = self._planar_rows(split, index)
         classes = np.stack([kind_labels[index] for kind_labels in labels], axis=1)
         code = np.zeros(len(index), np.int64)  # one number per (fine, coarse) pair: a 1-D unique is cheap
         for column, kind in enumerate(self.kinds):
             code = code * kind.num_classes + classes[:, column]
+        # The rows are gathered once, class after class, and turned channel-last in one
+        # pass: each class is then a slice of that (a view, no copy of its own).
+        order = np.argsort(code, kind="stable")
+        pixels = channel_last(self._planar_rows(split, index[order]))
+        bounds = np.flatnonzero(np.diff(code[order])) + 1
         groups = []
-        for value in np.flatnonzero(np.bincount(code)):  # the codes present
-            positions = np.flatnonzero(code == value)
+        for start, stop in zip([0, *bounds.tolist()], [*bounds.tolist(), len(index)], strict=True):
+            positions = order[start:stop]
             prototype: dict[str, Any] = {"image": b""}
             for kind, label, names in zip(self.kinds, classes[positions[0]].tolist(), self.class_names, strict=True):
                 prototype[f"{kind.feature_prefix}label_index"] = label
                 prototype[f"{kind.feature_prefix}label_name"] = names[label]
-            # one gather per class, turned channel-last while it is in cache
-            groups.append(Group(prototype, {"image": channel_last(planar[positions])}, positions))
+            groups.append(Group(prototype, {"image": pixels[start:stop]}, positions))
         return Columns(groups, len(index))
 
     def _planar_rows(self, split: str, index: np.ndarray) -> np.ndarray:
