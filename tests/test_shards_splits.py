@@ -13,7 +13,7 @@ from tfr_convert.containers.framing import frame
 from tfr_convert.errors import OutputError, SourceError
 from tfr_convert.outdir import OutputDir
 from tfr_convert.shards import ShardName, ShardPolicy, SplitWriter
-from tfr_convert.splits import assign, carve, seeded_order
+from tfr_convert.splits import assign, carve, rank_order, seeded_order
 
 
 def test_shard_name_formats_and_parses():
@@ -68,6 +68,15 @@ def test_seeded_order_is_a_stable_permutation():
     assert sorted(a) == items and a != items
     assert a == seeded_order(items, str, 1, "shuffle")
     assert a != seeded_order(items, str, 2, "shuffle")
+
+
+@pytest.mark.parametrize("high", [2**64 - 1, 50, 1])  # distinct ranks; many ties; all equal
+@pytest.mark.parametrize("n", [0, 1, 2, 1000])
+def test_rank_order_equals_the_stable_argsort_with_or_without_ties(n, high):
+    import numpy as np
+
+    ranks = np.random.default_rng(n).integers(0, high, n, dtype=np.uint64, endpoint=True)
+    assert rank_order(ranks).tolist() == np.argsort(ranks, kind="stable").tolist()
 
 
 def test_carve_takes_exactly_n_and_keeps_source_order():

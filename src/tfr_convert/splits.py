@@ -12,9 +12,12 @@ import hashlib
 import re
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from .errors import SourceError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 T = TypeVar("T")
 
@@ -57,8 +60,23 @@ def _ranked_indices(items: Sequence[T], key: Callable[[T], str], seed: int, purp
         h = base.copy()
         h.update(key(item).encode())
         digests.append(h.digest())
-    ranks = np.frombuffer(b"".join(digests), ">u8")
-    return np.argsort(ranks, kind="stable").tolist()
+    return rank_order(np.frombuffer(b"".join(digests), ">u8").astype(np.uint64)).tolist()
+
+
+def rank_order(ranks: np.ndarray) -> np.ndarray:
+    """argsort(ranks, kind="stable") of a 1-D uint64 array, the fast way when no two ranks tie.
+
+    numpy's default sort of 64-bit integers is several times faster than its stable one,
+    and 64-bit hash ranks almost never tie; the sorted ranks show whether two did, and
+    only then is the stable sort needed to keep tied items in source order.
+    """
+    import numpy as np
+
+    order = np.argsort(ranks)
+    ordered = ranks[order]
+    if len(ranks) > 1 and bool((ordered[1:] == ordered[:-1]).any()):
+        return np.argsort(ranks, kind="stable")
+    return order
 
 
 def seeded_order(items: Sequence[T], key: Callable[[T], str], seed: int, purpose: str) -> list[T]:
