@@ -38,8 +38,9 @@ def source_table() -> list[SourceFile]:
         with open(override, encoding="utf-8") as f:
             text = f.read()
     else:
-        # beside this module (package data); read directly: importlib.resources costs ~9 ms
-        # at every MNIST run, which reads this table to name the variant
+        # beside this module (package data), read directly: every MNIST run reads this
+        # table to name the variant, and importing importlib.resources takes longer
+        # than reading the file
         with open(os.path.join(os.path.dirname(__file__), "sources.tsv"), encoding="utf-8") as f:
             text = f.read()
     rows = []
@@ -101,7 +102,7 @@ def fetch(
 
 
 def _download(url: str, path: str, src: SourceFile, progress: Callable[[int], None] | None) -> None:
-    import urllib.error  # here: urllib and http cost ~30 ms to import, and only downloads need them
+    import urllib.error  # here: urllib and http are slow to import, and only downloads need them
     import urllib.request
 
     part = path + ".part"

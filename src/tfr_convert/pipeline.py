@@ -206,7 +206,7 @@ def _pool(
     bars), and whether they hold the plan (forked: they got it with this process's
     memory; spawned workers would each be sent all of it, so they are sent their
     batches instead)."""
-    import multiprocessing  # here: ~15 ms to import, and inline runs never need it
+    import multiprocessing  # here: slow to import, and inline runs never need it
 
     from .workers import Workers
 
