@@ -4,6 +4,7 @@ flags — each met with what a user expects, or a message that says how to fix i
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -11,9 +12,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from PIL import Image
 
 from tfr_convert.containers.scan import read_records
+from tfr_convert.converters.images import folder_runs
 from tfr_convert.example import parse
 from tfr_convert.inspect.grid import caption
 
@@ -282,3 +286,26 @@ def test_the_progress_bar_labels_its_phases_and_shows_in_a_script_log(mnist_src,
     assert "checking sources..." in shown
     assert "converting: 100%" in shown and "52/52" in shown
     assert "mnist: train 40, test 12 examples in 2 shards" in shown
+
+
+def _runs_path_by_path(files):
+    """folder_runs the simple way: each sorted path joins the run before it when it has
+    the same top folder (or is, like it, a file at the top)."""
+    runs = []
+    for i, path in enumerate(files):
+        top = path.split(os.sep)[0] if os.sep in path else None
+        if runs and runs[-1][0] == top:
+            runs[-1] = (top, runs[-1][1], i + 1)
+        else:
+            runs.append((top, i, i + 1))
+    return runs
+
+
+# names around the separator in sort order ("-" and "." before it, "0" right after it)
+_NAME = st.text(alphabet="a-.0Z~", min_size=1, max_size=3)
+
+
+@given(st.lists(st.lists(_NAME, min_size=1, max_size=3).map(os.sep.join), max_size=40))
+def test_folder_runs_are_the_runs_a_path_by_path_walk_finds(paths):
+    files = sorted(set(paths))
+    assert folder_runs(files) == _runs_path_by_path(files)

@@ -19,6 +19,7 @@ with the file list fetched once instead of one existence check per CSV row.
 
 from __future__ import annotations
 
+import bisect
 import os
 import re
 from collections import Counter
@@ -39,6 +40,7 @@ IMAGE_FORMATS = ("keep", "png", "jpeg", "raw")
 _PATH_COLUMN_NAMES = ("path", "file", "filename", "file_name", "filepath", "file_path", "image", "image_path",
                       "image_file", "img", "img_path")  # fmt: skip
 _JUNK_FILES = {"thumbs.db", "desktop.ini"}  # OS litter that lives in image folders
+_AFTER_SEP = chr(ord(os.sep) + 1)  # sorts right after the separator: "F0" > every "F/..."
 # What counts as an image when naming files a CSV leaves out, or that lie beside the
 # class folders (by name: the listing reads no file).
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".bmp", ".webp", ".tif", ".tiff", ".jfif", ".ppm", ".pgm")
@@ -126,22 +128,25 @@ def _list_local(root: str, rel: str, found: list[str], left_out: dict[str, list[
             fs.check_regular(entry.path, entry.stat(follow_symlinks=False).st_mode)
 
 
-def _folder_runs(files: list[str]) -> list[tuple[str | None, int, int]]:
+def folder_runs(files: list[str]) -> list[tuple[str | None, int, int]]:
     """(top folder, start, stop) of each run of sorted relative paths under one top
-    folder; None for a run of files at the top. The paths under a folder are
-    contiguous in sorted order (they share its prefix), so a path is tested with one
-    startswith, not split."""
-    marks: list[tuple[str | None, int]] = []  # (top folder, index) where a run begins
-    prefix = None
-    for i, f in enumerate(files):
-        if prefix is not None and f.startswith(prefix):
-            continue
-        folder, sep, _ = f.partition(os.sep)
-        top, prefix = (folder, folder + os.sep) if sep else (None, None)
-        if top is not None or not marks or marks[-1][0] is not None:  # files at the top stay one run
-            marks.append((top, i))
-    stops = [start for _, start in marks[1:]] + [len(files)] if marks else []
-    return [(top, start, stop) for (top, start), stop in zip(marks, stops, strict=True)]
+    folder; None for a run of files at the top. The paths under a folder F are
+    contiguous in sorted order, and are exactly those from "F/" up to "F" followed by
+    the character after the separator: a folder's run ends where a bisection says,
+    without looking at each of its paths."""
+    runs: list[tuple[str | None, int, int]] = []
+    start, n = 0, len(files)
+    while start < n:
+        folder, sep, _ = files[start].partition(os.sep)
+        if sep:
+            stop = bisect.bisect_left(files, folder + _AFTER_SEP, start)
+        else:  # files at the top: one run up to the next folder's
+            stop = start + 1
+            while stop < n and os.sep not in files[stop]:
+                stop += 1
+        runs.append((folder if sep else None, start, stop))
+        start = stop
+    return runs
 
 
 class ImagesConverter(Converter):
@@ -231,7 +236,7 @@ class ImagesConverter(Converter):
         if left_out.get("dataset"):
             self.warnings.append(f"{self.root}: left out {_named(left_out['dataset'], 'folder')}, "
                                  "holding tfr-convert output, not images")  # fmt: skip
-        runs = _folder_runs(files)
+        runs = folder_runs(files)
         classes = sorted(top for top, _, _ in runs if top is not None)
         loose = [f for top, start, stop in runs if top is None for f in files[start:stop]]
         if not classes:
