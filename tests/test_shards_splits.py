@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 
 import pytest
 from hypothesis import given, settings
@@ -163,3 +166,62 @@ def test_a_failed_split_leaves_no_writer_thread_or_file(tmp_path):
             raise RuntimeError("boom")
     assert threading.active_count() == before
     assert os.listdir(tmp_path) == []
+
+
+# Run in a fresh interpreter, as the command line runs: ranks are computed in forked
+# processes only where no other thread is alive, and earlier tests leave some behind.
+_PLAN_NUMBERS = """
+import json, os, sys
+from pathlib import Path
+from tfr_convert.converters.base import Converter
+from tfr_convert.pipeline import RANKS_PER_PROCESS, RunOptions, plan_splits
+
+class Numbers(Converter):
+    # n items in train and a few in test, keyed by their number; a process other than
+    # the one that made it leaves a file named after its pid in `marks`
+    command = "numbers"
+
+    def __init__(self, n, marks):
+        self.n, self.marks, self.maker, self.marked = n, marks, os.getpid(), False
+        self.features, self.labels = {}, {}
+
+    def source_splits(self):
+        return {"train": list(range(self.n)), "test": list(range(5))}
+
+    def key(self, item):
+        if not self.marked and os.getpid() != self.maker:
+            self.marked = True
+            (self.marks / str(os.getpid())).touch()
+        return f"n{item}"
+
+    def describe(self, item):
+        return str(item)
+
+    def encode(self, item):
+        return {}
+
+    def sources(self):
+        return []
+
+workers, validation, marks = int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
+n = 4 * RANKS_PER_PROCESS + 17  # parts of the train split (and of the carving) in 3 other processes
+options = RunOptions(out=str(marks / "out"), workers=workers, validation_size=validation)
+plan = plan_splits(Numbers(n, marks), options)
+print(json.dumps({"plan": plan, "n": n, "elsewhere": len(list(marks.iterdir()))}))
+"""
+
+
+@pytest.mark.parametrize("validation_size", [0, 1000])
+def test_a_large_split_is_planned_the_same_with_its_ranks_computed_in_forked_processes(tmp_path, validation_size):
+    def plan(workers: int) -> dict:
+        marks = tmp_path / f"ranked-elsewhere-{workers}"
+        marks.mkdir()
+        args = [sys.executable, "-c", _PLAN_NUMBERS, str(workers), str(validation_size), str(marks)]
+        run = subprocess.run(args, capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stderr
+        return json.loads(run.stdout)
+
+    serial, forked = plan(1), plan(4)
+    assert serial["elsewhere"] == 0 and forked["elsewhere"] >= 3  # the parts did run in other processes
+    assert forked["plan"] == serial["plan"]
+    assert sorted(serial["plan"]["train"] + serial["plan"].get("validation", [])) == list(range(serial["n"]))

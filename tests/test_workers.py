@@ -6,11 +6,12 @@ import multiprocessing
 import os
 import pickle
 import signal
+from pathlib import Path
 
 import pytest
 
 from tfr_convert.errors import SourceError, WorkerLost
-from tfr_convert.workers import PIPE_BYTES, RemoteTraceback, Workers
+from tfr_convert.workers import PIPE_BYTES, RemoteTraceback, Workers, in_forks
 
 FORK = multiprocessing.get_context("fork")
 _state: dict[str, int] = {}
@@ -141,3 +142,56 @@ def test_large_tasks_and_large_results_in_flight_together_do_not_deadlock():
         signal.signal(signal.SIGALRM, previous)
         workers.close()
     assert sizes == [4 * PIPE_BYTES] * 8
+
+
+# ---------------------------------------------------------------- in_forks
+
+
+def _digits(lo: int, hi: int) -> bytes:
+    """Two bytes per item, from the item's number and the process that computed it
+    not at all: any split into parts must join into the same bytes."""
+    return b"".join(i.to_bytes(2, "big") for i in range(lo, hi))
+
+
+@pytest.mark.parametrize("n, parts", [(10, 3), (1000, 4), (2, 5)])  # uneven parts; more parts than items
+def test_in_forks_joins_the_parts_in_order(n, parts):
+    assert in_forks(_digits, n, 2, parts) == _digits(0, n)
+
+
+def _children() -> set[int]:
+    """This process's child processes, zombies included (from /proc)."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        if int(fields[1]) == os.getpid():
+            found.add(int(stat.parent.name))
+    return found
+
+
+def test_a_failing_child_gives_none_and_no_child_is_left():
+    def fail_past_half(lo: int, hi: int) -> bytes:
+        if lo >= 50:
+            raise SourceError("a child's part")
+        return _digits(lo, hi)
+
+    before = _children()
+    assert in_forks(fail_past_half, 100, 2, 4) is None
+    assert _children() <= before
+
+
+def test_an_error_in_this_process_s_part_is_raised_as_itself_and_the_children_are_ended():
+    parent = os.getpid()
+
+    def slow_children_failing_parent(lo: int, hi: int) -> bytes:
+        if os.getpid() == parent:
+            raise SourceError("the first part")
+        signal.pause()  # a child would wait forever: it must be ended, not waited for
+        return b""
+
+    before = _children()
+    with pytest.raises(SourceError, match="the first part"):
+        in_forks(slow_children_failing_parent, 100, 2, 3)
+    assert _children() <= before

@@ -199,6 +199,20 @@ def _runs_inline(converter: Converter, plan: dict[str, list[Hashable]], workers:
     return sample is None or converter.encode_batch(sample) is not None
 
 
+def _can_fork(converter: Converter) -> bool:
+    """Whether a process forked from this one may work on the converter: fork exists,
+    no thread but this one runs (a child would inherit the others' locks in whatever
+    state they were), and no path is remote (TensorFlow, which reads them, does not
+    survive fork)."""
+    import multiprocessing  # here: slow to import, and inline runs never need it
+
+    return (
+        "fork" in multiprocessing.get_all_start_methods()
+        and threading.active_count() == 1
+        and not any(fs.is_remote(root) for root in converter.roots())
+    )
+
+
 def _pool(
     converter: Converter, options: RunOptions, container: containers.Container, plan: dict[str, list[Hashable]]
 ) -> tuple[Workers, bool]:
@@ -206,13 +220,12 @@ def _pool(
     bars), and whether they hold the plan (forked: they got it with this process's
     memory; spawned workers would each be sent all of it, so they are sent their
     batches instead)."""
-    import multiprocessing  # here: slow to import, and inline runs never need it
+    import multiprocessing
 
     from .workers import Workers
 
     converter.settle()
-    remote = any(fs.is_remote(root) for root in converter.roots())
-    forkable = "fork" in multiprocessing.get_all_start_methods() and not remote and threading.active_count() == 1
+    forkable = _can_fork(converter)
     pool = Workers(
         options.workers,
         _encode_in_worker,
@@ -438,6 +451,31 @@ def _index_files(results: list[SplitResult]) -> dict[str, bytes]:
     return {f"{s.final_name}.index": index_lines(s.tmp_path) for r in results for s in r.shards}
 
 
+# A split's ranks are computed in this many items per forked process at most (fewer
+# items are ranked here: forking would cost more than it saves).
+RANKS_PER_PROCESS = 50_000
+
+
+def _ranker(converter: Converter, workers: int) -> splitting.Ranker:
+    """splits.rank_bytes, run in parts on forked processes for a large split: ranks are
+    a pure function of each item's key, so the parts join into the same bytes."""
+
+    def ranks(items: Sequence[Hashable], key: Callable[[Hashable], str], seed: int, purpose: str) -> bytes:
+        parts = min(workers, len(items) // RANKS_PER_PROCESS)
+        if parts > 1 and _can_fork(converter):
+            from .workers import in_forks
+
+            def part(lo: int, hi: int) -> bytes:
+                return splitting.rank_bytes(items[lo:hi], key, seed, purpose)
+
+            joined = in_forks(part, len(items), 8, parts)
+            if joined is not None:
+                return joined
+        return splitting.rank_bytes(items, key, seed, purpose)  # a child failed: any error is raised here
+
+    return ranks
+
+
 def plan_splits(converter: Converter, options: RunOptions) -> dict[str, list[Hashable]]:
     plan = splitting.assign(
         converter.source_splits(),
@@ -445,6 +483,7 @@ def plan_splits(converter: Converter, options: RunOptions) -> dict[str, list[Has
         seed=options.seed,
         shuffle=options.shuffle,
         validation_size=options.validation_size,
+        ranker=_ranker(converter, options.workers),
     )
     if options.limit is not None:  # after splitting and shuffling: a sample of every split, not its source order
         plan = {split: items[: options.limit] for split, items in plan.items()}

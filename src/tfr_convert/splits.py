@@ -47,20 +47,32 @@ def rank(seed: int, purpose: str, key: str) -> bytes:
     return _ranker(seed, purpose)(key)
 
 
-def _ranked_indices(items: Sequence[T], key: Callable[[T], str], seed: int, purpose: str) -> list[int]:
-    """Indices of the items in rank order; ties keep source order (a stable sort).
+#: how ranks are computed: (items, key, seed, purpose) -> the 8-byte big-endian ranks,
+#: concatenated. rank_bytes here; an engine may run the same function in parts elsewhere.
+Ranker = Callable[[Sequence[T], Callable[[T], str], int, str], bytes]
 
-    The 8-byte ranks are sorted as big-endian integers, which orders them as bytes:
-    one numpy array instead of a million bytes objects and a sort key list."""
-    import numpy as np
 
+def rank_bytes(items: Sequence[T], key: Callable[[T], str], seed: int, purpose: str) -> bytes:
+    """rank(seed, purpose, key(item)) of every item, concatenated."""
     base = _rank_prefix(seed, purpose)
     digests = []
     for item in items:  # rank_key inlined: a million calls fewer for a million items
         h = base.copy()
         h.update(key(item).encode())
         digests.append(h.digest())
-    return rank_order(np.frombuffer(b"".join(digests), ">u8").astype(np.uint64)).tolist()
+    return b"".join(digests)
+
+
+def _ranked_indices(
+    items: Sequence[T], key: Callable[[T], str], seed: int, purpose: str, ranker: Ranker = rank_bytes
+) -> list[int]:
+    """Indices of the items in rank order; ties keep source order (a stable sort).
+
+    The 8-byte ranks are sorted as big-endian integers, which orders them as bytes:
+    one numpy array instead of a million bytes objects and a sort key list."""
+    import numpy as np
+
+    return rank_order(np.frombuffer(ranker(items, key, seed, purpose), ">u8").astype(np.uint64)).tolist()
 
 
 def rank_order(ranks: np.ndarray) -> np.ndarray:
@@ -79,16 +91,20 @@ def rank_order(ranks: np.ndarray) -> np.ndarray:
     return order
 
 
-def seeded_order(items: Sequence[T], key: Callable[[T], str], seed: int, purpose: str) -> list[T]:
+def seeded_order(
+    items: Sequence[T], key: Callable[[T], str], seed: int, purpose: str, ranker: Ranker = rank_bytes
+) -> list[T]:
     """The items sorted by their rank: a shuffle fixed by the seed."""
-    return list(map(items.__getitem__, _ranked_indices(items, key, seed, purpose)))
+    return list(map(items.__getitem__, _ranked_indices(items, key, seed, purpose, ranker)))
 
 
-def carve(items: Sequence[T], n: int, key: Callable[[T], str], seed: int, purpose: str) -> tuple[list[T], list[T]]:
+def carve(
+    items: Sequence[T], n: int, key: Callable[[T], str], seed: int, purpose: str, ranker: Ranker = rank_bytes
+) -> tuple[list[T], list[T]]:
     """(n items chosen by the seed, the rest); both keep the source order."""
     if not 0 <= n <= len(items):
         raise SourceError(f"cannot take {n} examples for {purpose}: the source split has only {len(items)}")
-    chosen = set(_ranked_indices(items, key, seed, purpose)[:n]) if n else set()
+    chosen = set(_ranked_indices(items, key, seed, purpose, ranker)[:n]) if n else set()
     picked = [x for i, x in enumerate(items) if i in chosen]
     rest = [x for i, x in enumerate(items) if i not in chosen]
     return picked, rest
@@ -106,12 +122,13 @@ def assign(
     seed: int,
     shuffle: bool,
     validation_size: int = 0,
+    ranker: Ranker = rank_bytes,
 ) -> dict[str, list[T]]:
     """Final splits from a dataset's own splits.
 
     `validation_size` examples are carved out of train (chosen by the seed);
     with `shuffle` each split is then put in seeded order, otherwise it keeps
-    the source order.
+    the source order. `ranker` computes the ranks (any ranker gives the same).
     """
     splits = {name: list(items) for name, items in source_splits.items()}
     if validation_size:
@@ -119,9 +136,9 @@ def assign(
             raise SourceError("--validation-size needs a train split to carve from")
         if "validation" in splits:
             raise SourceError("the source already has a validation split; --validation-size would replace it")
-        splits["validation"], splits["train"] = carve(splits["train"], validation_size, key, seed, "validation")
+        splits["validation"], splits["train"] = carve(splits["train"], validation_size, key, seed, "validation", ranker)
     if shuffle:
-        splits = {name: seeded_order(items, key, seed, f"shuffle:{name}") for name, items in splits.items()}
+        splits = {name: seeded_order(items, key, seed, f"shuffle:{name}", ranker) for name, items in splits.items()}
     return dict(ordered_splits(splits))
 
 

@@ -10,6 +10,7 @@ memory of their own. A worker that dies is named, not waited for.
 
 from __future__ import annotations
 
+import itertools
 import os
 import pickle
 import queue
@@ -185,6 +186,45 @@ def _take(tasks: Any, inbox: queue.SimpleQueue) -> None:
             inbox.put(tasks.recv())
     except (EOFError, OSError):
         inbox.put(None)
+
+
+def in_forks(fill: Callable[[int, int], bytes], n: int, width: int, parts: int) -> bytes | None:
+    """fill(lo, hi), `width` bytes for each of the items lo..hi-1, over 0..n-1 cut into
+    `parts` contiguous parts: the first here, each other in a process forked from this
+    one (which must run no other thread), writing into memory shared before the fork.
+
+    The parts' bytes, joined in order; None when a child failed, so that the caller can
+    compute serially and have an error raised here, as itself."""
+    import mmap
+
+    bounds = [n * i // parts for i in range(parts + 1)]
+    shared = mmap.mmap(-1, max(n * width, 1))  # anonymous and shared: what the children write, this reads
+    parent, children = os.getpid(), []
+    try:
+        for lo, hi in itertools.pairwise(bounds[1:]):
+            pid = os.fork()
+            if pid == 0:  # the child: its part, then out without this process's exit handlers
+                code = 1
+                try:
+                    _die_with(parent)
+                    shared[lo * width : hi * width] = fill(lo, hi)
+                    code = 0
+                finally:
+                    os._exit(code)
+            children.append(pid)
+        first = fill(bounds[0], bounds[1])
+        shared[: len(first)] = first
+        failed = False
+        while children:
+            _, status = os.waitpid(children[0], 0)
+            children.pop(0)
+            failed = failed or status != 0
+        return None if failed else shared[: n * width]
+    finally:
+        for pid in children:  # left only when this process was interrupted or failed
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        shared.close()
 
 
 def _die_with(parent: int) -> None:
