@@ -471,7 +471,8 @@ def _ranker(converter: Converter, workers: int) -> splitting.Ranker:
             joined = in_forks(part, len(items), 8, parts)
             if joined is not None:
                 return joined
-        return splitting.rank_bytes(items, key, seed, purpose)  # a child failed: any error is raised here
+        # here: a small split, no fork allowed, or a child failed (its error is then raised here, as itself)
+        return splitting.rank_bytes(items, key, seed, purpose)
 
     return ranks
 

@@ -212,8 +212,7 @@ def in_forks(fill: Callable[[int, int], bytes], n: int, width: int, parts: int) 
                 finally:
                     os._exit(code)
             children.append(pid)
-        first = fill(bounds[0], bounds[1])
-        shared[: len(first)] = first
+        shared[: bounds[1] * width] = fill(bounds[0], bounds[1])  # a part of the wrong size is an error
         failed = False
         while children:
             _, status = os.waitpid(children[0], 0)
