@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from tfr_convert.containers.scan import read_records
-from tfr_convert.converters.images import folder_runs
+from tfr_convert.converters.images import folder_runs, list_files
+from tfr_convert.errors import SourceError
 from tfr_convert.example import parse
 from tfr_convert.inspect.grid import caption
 
@@ -309,3 +310,53 @@ _NAME = st.text(alphabet="a-.0Z~", min_size=1, max_size=3)
 def test_folder_runs_are_the_runs_a_path_by_path_walk_finds(paths):
     files = sorted(set(paths))
     assert folder_runs(files) == _runs_path_by_path(files)
+
+
+def _messy_tree(root: Path) -> Path:
+    """Every kind of entry the listing treats apart, over enough folders to cut in parts:
+    nested class folders, files at the top, hidden files and OS litter, a link to a
+    folder inside and one to a file, an earlier output, this run's output, odd names."""
+    for c in range(7):
+        for depth in ("", "deep/er"):
+            for i in range(3):
+                (root / f"c{c}" / depth).mkdir(parents=True, exist_ok=True)
+                (root / f"c{c}" / depth / f"{i}-x.jpg").write_bytes(b"x")
+        (root / f"c{c}" / ".hidden.jpg").write_bytes(b"x")
+        (root / f"c{c}" / "Thumbs.db").write_bytes(b"x")
+    (root / "top.jpg").write_bytes(b"x")
+    (root / "c0" / "to-c1").symlink_to(root / "c1", target_is_directory=True)
+    (root / "c2" / "file-link.jpg").symlink_to(root / "c3" / "0-x.jpg")
+    (root / "c4" / "old-output").mkdir()
+    for marker in ("dataset_info.json", "manifest.json"):
+        (root / "c4" / "old-output" / marker).write_text("{}")
+    (root / "c5" / "this-run").mkdir()
+    (root / "a b.é").mkdir()
+    (root / "a b.é" / "ü.jpg").write_bytes(b"x")
+    return root
+
+
+def _forked(parts: int):
+    from tfr_convert.workers import in_forks
+
+    return lambda fill, n: in_forks(fill, n, min(parts, n))
+
+
+@pytest.mark.parametrize("parts", [2, 3, 16])
+def test_folders_listed_in_forked_parts_give_what_one_listing_gives(tmp_path, parts):
+    root = _messy_tree(tmp_path / "d")
+    serial_out: dict[str, list[str]] = {}
+    serial = list_files(str(root), serial_out, str(root / "c5" / "this-run"))
+    forked_out: dict[str, list[str]] = {}
+    forked = list_files(str(root), forked_out, str(root / "c5" / "this-run"), _forked(parts))
+    assert forked == serial and forked_out == serial_out
+    assert set(serial_out) == {"link", "file_link", "dataset"} and len(serial) == 7 * 6 + 2 + 1
+
+
+def test_a_folder_the_parts_cannot_list_is_listed_here_and_its_error_named(tmp_path):
+    root = _messy_tree(tmp_path / "d")
+    os.mkfifo(root / "c6" / "deep" / "pipe.jpg")
+    with pytest.raises(SourceError, match=r"pipe\.jpg") as serial:
+        list_files(str(root))
+    with pytest.raises(SourceError, match=r"pipe\.jpg") as forked:
+        list_files(str(root), in_parts=_forked(4))
+    assert str(forked.value) == str(serial.value)

@@ -636,6 +636,8 @@ def images(image_dir, labels_csv, delimiter, path_column, label_column, headerle
     policy = DecodePolicy(max_pixels, background, grayscale, gray_method, resize, rgb=color == "rgb", fit=fit)
 
     def make_converter():  # a remote IMAGE_DIR / CSV is read in place, through tf.io.gfile
+        from .pipeline import default_workers, forked_parts  # the engine runs the listing's parts
+
         return ImagesConverter(
             image_dir,
             labels_csv=labels_csv,
@@ -655,6 +657,7 @@ def images(image_dir, labels_csv, delimiter, path_column, label_column, headerle
             quality=quality,
             policy=policy,
             on_error=on_error,
+            in_parts=forked_parts(common["workers"] or default_workers()),
         )
 
     _run(make_converter, on_error=on_error, **common)

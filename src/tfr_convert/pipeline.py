@@ -199,18 +199,36 @@ def _runs_inline(converter: Converter, plan: dict[str, list[Hashable]], workers:
     return sample is None or converter.encode_batch(sample) is not None
 
 
-def _can_fork(converter: Converter) -> bool:
-    """Whether a process forked from this one may work on the converter: fork exists,
-    no thread but this one runs (a child would inherit the others' locks in whatever
-    state they were), and no path is remote (TensorFlow, which reads them, does not
-    survive fork)."""
+def _may_fork() -> bool:
+    """Whether this process may fork children that run Python: fork exists, and no
+    thread but this one runs (a child would inherit the others' locks in whatever
+    state they were)."""
     import multiprocessing  # here: slow to import, and inline runs never need it
 
-    return (
-        "fork" in multiprocessing.get_all_start_methods()
-        and threading.active_count() == 1
-        and not any(fs.is_remote(root) for root in converter.roots())
-    )
+    return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+
+
+def _can_fork(converter: Converter) -> bool:
+    """Whether a forked process may work on the converter: _may_fork, and no path is
+    remote (TensorFlow, which reads them, does not survive fork)."""
+    return _may_fork() and not any(fs.is_remote(root) for root in converter.roots())
+
+
+def forked_parts(workers: int) -> Callable[[Callable[[int, int], bytes], int], list[bytes] | None]:
+    """For a converter's independent work (listing folders): in_parts(fill, n) gives
+    fill's bytes over 0..n-1 in up to `workers` parts on forked processes, or None
+    where this engine would not fork (one worker or part, other threads alive, a
+    child failed): the converter then does the work itself."""
+
+    def in_parts(fill: Callable[[int, int], bytes], n: int) -> list[bytes] | None:
+        parts = min(workers, n)
+        if parts < 2 or not _may_fork():
+            return None
+        from .workers import in_forks
+
+        return in_forks(fill, n, parts)
+
+    return in_parts
 
 
 def _pool(
@@ -468,8 +486,9 @@ def _ranker(converter: Converter, workers: int) -> splitting.Ranker:
             def part(lo: int, hi: int) -> bytes:
                 return splitting.rank_bytes(items[lo:hi], key, seed, purpose)
 
-            joined = in_forks(part, len(items), 8, parts)
-            if joined is not None:
+            found = in_forks(part, len(items), parts)
+            joined = b"".join(found) if found is not None else b""
+            if len(joined) == 8 * len(items):
                 return joined
         # here: a small split, no fork allowed, or a child failed (its error is then raised here, as itself)
         return splitting.rank_bytes(items, key, seed, purpose)

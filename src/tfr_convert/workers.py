@@ -188,42 +188,46 @@ def _take(tasks: Any, inbox: queue.SimpleQueue) -> None:
         inbox.put(None)
 
 
-def in_forks(fill: Callable[[int, int], bytes], n: int, width: int, parts: int) -> bytes | None:
-    """fill(lo, hi), `width` bytes for each of the items lo..hi-1, over 0..n-1 cut into
-    `parts` contiguous parts: the first here, each other in a process forked from this
-    one (which must run no other thread), writing into memory shared before the fork.
+def in_forks(fill: Callable[[int, int], bytes], n: int, parts: int) -> list[bytes] | None:
+    """fill(lo, hi) over 0..n-1 cut into `parts` contiguous parts: the first here, each
+    other in a process forked from this one (which must run no other thread), which
+    sends its bytes back through a pipe.
 
-    The parts' bytes, joined in order; None when a child failed, so that the caller can
+    Each part's bytes, in order; None when a child failed, so that the caller can
     compute serially and have an error raised here, as itself."""
-    import mmap
-
     bounds = [n * i // parts for i in range(parts + 1)]
-    shared = mmap.mmap(-1, max(n * width, 1))  # anonymous and shared: what the children write, this reads
-    parent, children = os.getpid(), []
+    parent, children = os.getpid(), []  # (pid, the read end of its pipe)
     try:
         for lo, hi in itertools.pairwise(bounds[1:]):
+            read, write = os.pipe()
             pid = os.fork()
             if pid == 0:  # the child: its part, then out without this process's exit handlers
                 code = 1
                 try:
                     _die_with(parent)
-                    shared[lo * width : hi * width] = fill(lo, hi)
+                    _write(write, [fill(lo, hi)])
                     code = 0
                 finally:
                     os._exit(code)
-            children.append(pid)
-        shared[: bounds[1] * width] = fill(bounds[0], bounds[1])  # a part of the wrong size is an error
-        failed = False
-        while children:
-            _, status = os.waitpid(children[0], 0)
+            os.close(write)
+            children.append((pid, read))
+        found, failed = [fill(bounds[0], bounds[1])], False
+        while children:  # each child computed its part already; it only waits to send it
+            pid, read = children[0]
+            pieces = []
+            while piece := os.read(read, 1 << 20):
+                pieces.append(piece)
+            os.close(read)
+            _, status = os.waitpid(pid, 0)
             children.pop(0)
+            found.append(b"".join(pieces))
             failed = failed or status != 0
-        return None if failed else shared[: n * width]
+        return None if failed else found
     finally:
-        for pid in children:  # left only when this process was interrupted or failed
+        for pid, read in children:  # left only when this process was interrupted or failed
+            os.close(read)
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
-        shared.close()
 
 
 def _die_with(parent: int) -> None:

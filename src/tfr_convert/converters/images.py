@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import bisect
 import os
+import pickle
 import re
 from collections import Counter
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from .. import fs
@@ -77,16 +78,35 @@ def _visible(name: str) -> bool:
     return not name.startswith(".") and name.lower() not in _JUNK_FILES
 
 
-def list_files(root: str, left_out: dict[str, list[str]] | None = None, exclude: str | None = None) -> list[str]:
+#: runs fill(lo, hi) -> bytes over 0..n-1 in parts elsewhere (an engine's forked
+#: processes), giving each part's bytes in order, or None: then the caller does it
+InParts = Callable[[Callable[[int, int], bytes], int], "list[bytes] | None"]
+
+
+def list_files(
+    root: str,
+    left_out: dict[str, list[str]] | None = None,
+    exclude: str | None = None,
+    in_parts: InParts | None = None,
+) -> list[str]:
     """Relative paths of every visible regular file under root, sorted. Not entered:
     links to folders (their relative paths go to left_out["link"]), folders holding a
     tfr-convert dataset (an earlier run's output: left_out["dataset"]), and the folder
     `exclude` (this run's own output, when it lies inside root). Files that are links
-    are listed, and named again in left_out["file_link"] (local roots only)."""
+    are listed, and named again in left_out["file_link"] (local roots only). Each
+    left_out list is sorted. `in_parts`: the folders under root are listed in parts
+    by it, where it takes the work."""
     if not fs.is_remote(root):
         skip = os.path.realpath(exclude) if exclude and not fs.is_remote(exclude) else None
         found: list[str] = []
-        _list_local(root, "", found, {} if left_out is None else left_out, skip)
+        missed: dict[str, list[str]] = {}
+        folders: list[str] | None = [] if in_parts is not None else None
+        _list_local(root, "", found, missed, skip, folders)
+        if folders:
+            found += _list_folders(root, folders, missed, skip, in_parts)  # type: ignore[arg-type]
+        if left_out is not None:
+            for kind, paths in missed.items():
+                left_out.setdefault(kind, []).extend(sorted(paths))
         return sorted(found)
     found = []
     top = root.rstrip("/")
@@ -98,10 +118,39 @@ def list_files(root: str, left_out: dict[str, list[str]] | None = None, exclude:
     return sorted(found)
 
 
-def _list_local(root: str, rel: str, found: list[str], left_out: dict[str, list[str]], skip: str | None) -> None:
+def _list_folders(root: str, folders: list[str], left_out: dict[str, list[str]], skip: str | None,
+                  in_parts: InParts) -> list[str]:  # fmt: skip
+    """The files under `folders` (and what they leave out, added to left_out), listed in
+    parts by in_parts; here when it does not take the work, or a part failed (its error
+    is then raised here, as itself)."""
+
+    def part(lo: int, hi: int) -> bytes:
+        found: list[str] = []
+        missed: dict[str, list[str]] = {}
+        for folder in folders[lo:hi]:
+            _list_local(root, folder, found, missed, skip)
+        return pickle.dumps(("\0".join(found), missed))  # NUL: the one character no name holds
+
+    listed = in_parts(part, len(folders))
+    found: list[str] = []
+    if listed is None:
+        for folder in folders:
+            _list_local(root, folder, found, left_out, skip)
+        return found
+    for data in listed:
+        joined, missed = pickle.loads(data)  # this process's own children's bytes
+        found += joined.split("\0") if joined else []
+        for kind, paths in missed.items():
+            left_out.setdefault(kind, []).extend(paths)
+    return found
+
+
+def _list_local(root: str, rel: str, found: list[str], left_out: dict[str, list[str]], skip: str | None,
+                folders: list[str] | None = None) -> None:  # fmt: skip
     """Appends to `found` what os.walk would list (links to folders not followed),
     refusing what is neither a folder, a regular file nor a link: a FIFO would hang
-    the run, a device never end."""
+    the run, a device never end. `folders`: the folders to go down into are appended
+    there instead of being listed now."""
     with os.scandir(os.path.join(root, rel)) as listing:
         entries = list(listing)  # closed before going down: one open folder at a time, however deep
     prefix = rel + os.sep if rel else ""  # what os.path.join gives for a bare name, without its checks per file
@@ -119,6 +168,8 @@ def _list_local(root: str, rel: str, found: list[str], left_out: dict[str, list[
                 continue
             elif all(os.path.isfile(os.path.join(entry.path, m)) for m in _DATASET_MARKERS):
                 left_out.setdefault("dataset", []).append(path)
+            elif folders is not None:
+                folders.append(path)
             else:
                 _list_local(root, path, found, left_out, skip)
         elif entry.is_symlink():
@@ -175,7 +226,10 @@ class ImagesConverter(Converter):
         quality: int = 95,
         policy: DecodePolicy | None = None,
         on_error: str = "fail",
+        in_parts: InParts | None = None,
     ) -> None:
+        """in_parts: how an engine runs independent work elsewhere (see list_files); the
+        folders of a large tree are then listed in parts, in other processes."""
         if image_format not in IMAGE_FORMATS:
             raise ValueError(f"image_format must be one of {IMAGE_FORMATS}")
         self.root = image_dir
@@ -195,6 +249,7 @@ class ImagesConverter(Converter):
         self._csv = labels_csv
         self._delimiter = delimiter  # None: detected
         self._out = out  # never listed as input, when it lies inside IMAGE_DIR
+        self._in_parts = in_parts
         self.warnings: list[str] = []
         self._settings = {"image_format": image_format, "keep_exact": keep_exact, "split": split.describe() if split else None,
                           "stratify": stratify, "split_column": split_column, "label_column": label_column,
@@ -215,7 +270,7 @@ class ImagesConverter(Converter):
         self._splits = self._split(items, split, stratify, split_of, seed)
         if image_format == "keep" and not self._remote:
             self.chunk_size = _keep_chunk_size(self.root, [item[0] for item in items[:CHUNK_SAMPLE]])
-        self._remote_files = None  # only listing needs it
+        self._remote_files = self._in_parts = None  # only listing needs them (and workers get a copy of self)
         self.features = self._declare_features()
 
     # ------------------------------------------------------------ listing
@@ -228,7 +283,7 @@ class ImagesConverter(Converter):
 
     def _class_folders(self) -> list[tuple]:
         left_out: dict[str, list[str]] = {}
-        files = list_files(self.root, left_out, self._out)
+        files = list_files(self.root, left_out, self._out, self._in_parts)
         # A link to a folder inside IMAGE_DIR adds nothing (its files are listed where they
         # are); one leading outside is refused like a file that does.
         for link in sorted(left_out.get("link", [])):
@@ -307,14 +362,18 @@ class ImagesConverter(Converter):
         if not self._remote:
             return os.path.isfile(os.path.join(self.root, rel))
         if self._remote_files is None:
-            self._remote_files = set(list_files(self.root))
+            self._remote_files = set(list_files(self.root, in_parts=self._in_parts))
         return rel in self._remote_files
 
     def _headerless(self, csv_path: str) -> list[tuple]:
         table = csvtable.read(csv_path, header=False, delimiter=self._delimiter)
         real = (lambda p: p) if self._remote else os.path.realpath
         csv_real = real(csv_path)
-        files = [f for f in list_files(self.root, exclude=self._out) if real(fs.join(self.root, f)) != csv_real]
+        files = [
+            f
+            for f in list_files(self.root, exclude=self._out, in_parts=self._in_parts)
+            if real(fs.join(self.root, f)) != csv_real
+        ]
         # one CSV line per file, in order; a malformed line still holds its file's place
         lines = sorted([(r.line, r) for r in table.rows] + [(line, reason) for line, reason in table.problems])
         if len(files) != len(lines):
@@ -385,7 +444,7 @@ class ImagesConverter(Converter):
 
     def _warn_unlisted(self, csv_path: str, listed: dict[str, int]) -> None:
         """Images under IMAGE_DIR that no CSV row names: left out, and said so once."""
-        unlisted = [f for f in list_files(self.root, exclude=self._out)
+        unlisted = [f for f in list_files(self.root, exclude=self._out, in_parts=self._in_parts)
                     if f.lower().endswith(IMAGE_SUFFIXES) and os.path.normpath(f) not in listed]  # fmt: skip
         if unlisted:
             self.warnings.append(f"{self.root}: {_named(unlisted, 'image')} not in {csv_path}, left out")
