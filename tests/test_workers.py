@@ -144,6 +144,30 @@ def test_large_tasks_and_large_results_in_flight_together_do_not_deadlock():
     assert sizes == [4 * PIPE_BYTES] * 8
 
 
+def _deaf_to_sigterm(salt: int) -> None:
+    """As a worker that a SIGTERM did not reach: one sent while it was being forked is
+    lost (Python clears signals that arrive before its after-fork setup)."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+def test_close_ends_workers_that_a_sigterm_would_not():
+    def hung(*_):  # not a TimeoutError: multiprocessing's join takes any OSError for "not yet"
+        raise RuntimeError("close() waited for a worker that never ends")
+
+    before = _children()
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(20)
+    try:
+        workers = Workers(2, _echo_size, _deaf_to_sigterm, (0,), FORK)
+        workers.send(b"x")
+        assert len(workers.receive()) == 2  # the workers are up, past their setup
+        workers.close()
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert _children() <= before
+
+
 # ---------------------------------------------------------------- in_forks
 
 

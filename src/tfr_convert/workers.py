@@ -106,10 +106,14 @@ class Workers:
         return WorkerLost(f"worker process {proc.pid} ended without sending its result: {how}")
 
     def close(self) -> None:
-        """Stop the workers now (a result not yet read is dropped)."""
+        """Stop the workers now (a result not yet read is dropped).
+
+        With SIGKILL: a SIGTERM that reaches a worker still being forked is lost (Python
+        clears the signals that arrive before its after-fork setup), and the join below
+        would then wait forever."""
         for proc in self._procs:
             if proc.exitcode is None:
-                proc.terminate()
+                proc.kill()
         for conn in self._tasks + self._results:
             conn.close()
         for proc in self._procs:
