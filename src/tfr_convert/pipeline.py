@@ -479,19 +479,13 @@ def _ranker(converter: Converter, workers: int) -> splitting.Ranker:
     a pure function of each item's key, so the parts join into the same bytes."""
 
     def ranks(items: Sequence[Hashable], key: Callable[[Hashable], str], seed: int, purpose: str) -> bytes:
+        def part(lo: int, hi: int) -> bytes:
+            return splitting.rank_bytes(items[lo:hi], key, seed, purpose)
+
         parts = min(workers, len(items) // RANKS_PER_PROCESS)
-        if parts > 1 and _can_fork(converter):
-            from .workers import in_forks
-
-            def part(lo: int, hi: int) -> bytes:
-                return splitting.rank_bytes(items[lo:hi], key, seed, purpose)
-
-            found = in_forks(part, len(items), parts)
-            joined = b"".join(found) if found is not None else b""
-            if len(joined) == 8 * len(items):
-                return joined
-        # here: a small split, no fork allowed, or a child failed (its error is then raised here, as itself)
-        return splitting.rank_bytes(items, key, seed, purpose)
+        found = forked_parts(parts)(part, len(items)) if parts > 1 and _can_fork(converter) else None
+        # None: a small split, no fork allowed, or a child failed (its error is then raised here, as itself)
+        return part(0, len(items)) if found is None else b"".join(found)
 
     return ranks
 

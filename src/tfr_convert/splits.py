@@ -86,7 +86,7 @@ def rank_order(ranks: np.ndarray) -> np.ndarray:
 
     order = np.argsort(ranks)
     ordered = ranks[order]
-    if len(ranks) > 1 and bool((ordered[1:] == ordered[:-1]).any()):
+    if bool((ordered[1:] == ordered[:-1]).any()):
         return np.argsort(ranks, kind="stable")
     return order
 

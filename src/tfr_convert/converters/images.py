@@ -100,10 +100,13 @@ def list_files(
         skip = os.path.realpath(exclude) if exclude and not fs.is_remote(exclude) else None
         found: list[str] = []
         missed: dict[str, list[str]] = {}
-        folders: list[str] | None = [] if in_parts is not None else None
-        _list_local(root, "", found, missed, skip, folders)
-        if folders:
-            found += _list_folders(root, folders, missed, skip, in_parts)  # type: ignore[arg-type]
+        if in_parts is None:
+            _list_local(root, "", found, missed, skip)
+        else:  # the top level here, the folders under it in parts
+            folders: list[str] = []
+            _list_local(root, "", found, missed, skip, folders)
+            if folders:
+                found += _list_folders(root, folders, missed, skip, in_parts)
         if left_out is not None:
             for kind, paths in missed.items():
                 left_out.setdefault(kind, []).extend(sorted(paths))
