@@ -136,7 +136,8 @@ def _upright(data: bytes, where: str, policy: DecodePolicy):
             warnings.warn(f"{where}: animated {fmt} with {frames} frames; took frame 0", stacklevel=3)
             im.seek(0)
         im.load()
-        return ImageOps.exif_transpose(im), fmt, size, bands
+        ImageOps.exif_transpose(im, in_place=True)  # an upright image is not copied
+        return im, fmt, size, bands
     except (OSError, ValueError, SyntaxError) as e:
         raise SourceError(f"cannot decode {fmt} image: {e}") from None
 
