@@ -62,44 +62,53 @@ def find_source(src_dir: str, stem: str) -> str:
     raise SourceError(f"{src_dir}: missing {stem} (or {stem}.gz)")
 
 
-# gzip input is inflated this much at a time: each call releases the GIL and must take it
-# back, waiting up to a switch interval (5 ms) while the splits are planned beside it, so
-# few large calls; the output of one call stays below ~1032x this, and below the limit.
-_INFLATE_SLICE = 4 << 20
+# gzip input is inflated this much at a time, straight into one buffer. Small slices:
+# each call's output (a few times the slice, for idx data) is a block the allocator
+# hands back for the next call, where the output of large calls is fresh memory whose
+# every page the kernel must map and zero, which costs more than the calls saved.
+_INFLATE_SLICE = 128 << 10
+# at most this much output per call (deflate can expand a slice up to 1032 times)
+_INFLATE_PIECE = 4 << 20
+# the buffer's first size, in bytes per byte of gzip: idx images compress 3 to 5 times;
+# a stream that compresses better doubles the buffer as it outgrows it
+_FIRST_RATIO = 16
 # deflate cannot expand data by more than 1032:1, so a gzip of n bytes holds at most this much
 _MAX_INFLATION = 1032
 
 
 class _Inflated(NamedTuple):
-    data: bytearray
+    data: memoryview
     eof: bool  # the gzip member's end was reached (and its CRC and length checked)
     after: bytes  # what follows that end: empty, or its first bytes
 
 
 def _inflate(raw: bytes, limit: int) -> _Inflated:
-    """Up to `limit` bytes of a gzip stream, inflated into one growing buffer.
-
-    zlib's one-call output is built in blocks joined at the end, which briefly holds
-    everything twice (47 MB more for MNIST's train images); here the input goes in
-    4 MiB slices (views, no copies) and the output grows in place.
-    """
+    """Up to `limit` bytes of a gzip stream, inflated into one buffer: the input goes
+    in slices (views, no copies), each slice's output is copied to its place."""
     inflater = zlib.decompressobj(wbits=31)  # gzip framing; zlib checks its CRC and length
-    out, source, at, tail = bytearray(), memoryview(raw), 0, b""
-    while len(out) < limit and not inflater.eof:
+    out = np.empty(min(limit, _FIRST_RATIO * len(raw) + _INFLATE_PIECE), np.uint8)
+    n, source, at, tail = 0, memoryview(raw), 0, b""
+    while n < limit and not inflater.eof:
         if not tail:
             if at >= len(raw):
                 break  # the input ran out (a truncated stream)
             tail, at = source[at : at + _INFLATE_SLICE], at + _INFLATE_SLICE
-        out += inflater.decompress(tail, limit - len(out))  # bounded by what the header declares
+        piece = inflater.decompress(tail, min(_INFLATE_PIECE, limit - n))  # bounded by what the header declares
+        if n + len(piece) > len(out):  # never past the limit: the call was bounded by it
+            grown = np.empty(min(limit, 2 * len(out)), np.uint8)
+            grown[:n] = out[:n]
+            out = grown
+        out[n : n + len(piece)] = np.frombuffer(piece, np.uint8)
+        n += len(piece)
         tail = inflater.unconsumed_tail
     # past the stream's end: its first bytes (input not yet fed is not "after" unless the end was reached)
     after = inflater.unused_data + raw[at : at + 2] if inflater.eof else b""
-    return _Inflated(out, inflater.eof, after)
+    return _Inflated(memoryview(out)[:n], inflater.eof, after)
 
 
 def _read_data(path: str, stream, raw: bytes, header: int, expected: int, gzipped: bool):
     """(the data section, whether anything follows it). Plain files: a view of `raw`.
-    A gzip: inflated in one zlib call bounded by the size the header declares (+1, to
+    A gzip: inflated in slices, in all bounded by the size the header declares (+1, to
     see if there is more); the streaming reader only for lies and multi-member files."""
     if not gzipped:
         return memoryview(raw)[header : header + expected], len(raw) > header + expected
