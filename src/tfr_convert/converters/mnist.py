@@ -87,6 +87,9 @@ def _inflate(raw: bytes, limit: int) -> _Inflated:
     in slices (views, no copies), each slice's output is copied to its place."""
     inflater = zlib.decompressobj(wbits=31)  # gzip framing; zlib checks its CRC and length
     out = np.empty(min(limit, _FIRST_RATIO * len(raw) + _INFLATE_PIECE), np.uint8)
+    # copied through a memoryview, which keeps the GIL: numpy's copy lets it go and must
+    # then wait for it, up to a switch interval, while the caller plans the splits
+    view = memoryview(out)
     n, source, at, tail = 0, memoryview(raw), 0, b""
     while n < limit and not inflater.eof:
         if not tail:
@@ -97,13 +100,13 @@ def _inflate(raw: bytes, limit: int) -> _Inflated:
         if n + len(piece) > len(out):  # never past the limit: the call was bounded by it
             grown = np.empty(min(limit, 2 * len(out)), np.uint8)
             grown[:n] = out[:n]
-            out = grown
-        out[n : n + len(piece)] = np.frombuffer(piece, np.uint8)
+            out, view = grown, memoryview(grown)
+        view[n : n + len(piece)] = piece
         n += len(piece)
         tail = inflater.unconsumed_tail
     # past the stream's end: its first bytes (input not yet fed is not "after" unless the end was reached)
     after = inflater.unused_data + raw[at : at + 2] if inflater.eof else b""
-    return _Inflated(memoryview(out)[:n], inflater.eof, after)
+    return _Inflated(view[:n], inflater.eof, after)
 
 
 def _read_data(path: str, stream, raw: bytes, header: int, expected: int, gzipped: bool):
