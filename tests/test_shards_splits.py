@@ -211,6 +211,68 @@ print(json.dumps({"plan": plan, "n": n, "elsewhere": len(list(marks.iterdir()))}
 """
 
 
+_PLAN_DIGEST = """
+import json, os, sys
+from pathlib import Path
+from tfr_convert.converters.base import Converter
+from tfr_convert.pipeline import DIGEST_ITEMS_PER_PROCESS, RunOptions, run_identity
+
+class Num(int):
+    # marshal refuses a subclass, so a block of these is hashed through repr, which here
+    # leaves a file named after its pid in `marks` when a process other than the maker calls it
+    def __repr__(self):
+        if os.getpid() != MAKER:
+            (MARKS / str(os.getpid())).touch()
+        return f"Num({int(self)})"
+
+class Plain(Converter):
+    # a converter whose plan is given: the digest reads only its name, options and sources
+    command = "plain"
+
+    def __init__(self):
+        self.features, self.labels = {}, {}
+
+    def source_splits(self):
+        return {}
+
+    def key(self, item):
+        return str(item)
+
+    def describe(self, item):
+        return str(item)
+
+    def encode(self, item):
+        return {}
+
+    def sources(self):
+        return []
+
+workers, MARKS, mode = int(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+MAKER = os.getpid()
+n = 3 * DIGEST_ITEMS_PER_PROCESS + 17
+plan = {"train": [Num(i) for i in range(n)], "test": [Num(i) for i in range(5)], "validation": []}
+if mode == "changed":
+    plan["train"][n // 2] = Num(-1)
+identity = run_identity(Plain(), RunOptions(out=str(MARKS / "out"), workers=workers), plan)
+print(json.dumps({"sha256": identity["items"]["sha256"], "elsewhere": len(list(MARKS.iterdir()))}))
+"""
+
+
+def test_a_large_plans_digest_is_the_same_with_its_blocks_hashed_in_forked_processes(tmp_path):
+    def digest(workers: int, mode: str = "same") -> dict:
+        marks = tmp_path / f"hashed-elsewhere-{workers}-{mode}"
+        marks.mkdir()
+        run = subprocess.run([sys.executable, "-c", _PLAN_DIGEST, str(workers), str(marks), mode],
+                             capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert run.returncode == 0, run.stderr
+        return json.loads(run.stdout)
+
+    serial, forked, changed = digest(1), digest(4), digest(4, "changed")
+    assert serial["elsewhere"] == 0 and forked["elsewhere"] >= 2  # the parts did run in other processes
+    assert forked["sha256"] == serial["sha256"]
+    assert changed["sha256"] != serial["sha256"]  # one item of a block hashed elsewhere
+
+
 @pytest.mark.parametrize("validation_size", [0, 1000])
 def test_a_large_split_is_planned_the_same_with_its_ranks_computed_in_forked_processes(tmp_path, validation_size):
     def plan(workers: int) -> dict:

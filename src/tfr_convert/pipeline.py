@@ -356,22 +356,7 @@ def _committed(path: str, seconds: float) -> Summary:
 
 def run_identity(converter: Converter, options: RunOptions, plan: dict[str, list[Hashable]]) -> dict[str, Any]:
     """What shapes a run's output: a resumed run must match the interrupted one in all of it."""
-    import hashlib
-    import marshal
-
-    digest = hashlib.sha256()
-    for split, items in sorted(plan.items(), key=lambda kv: kv[0]):
-        digest.update(repr(split).encode())
-        for start in range(0, len(items), 4096):  # in blocks: never the whole plan as one string
-            block = items[start : start + 4096]
-            try:
-                # marshal's version 2 writes equal values as equal bytes (no references, no
-                # interning flags), several times faster than repr; it is only compared
-                # with a run of the same tool on the same machine (the journal's)
-                digest.update(marshal.dumps(block, 2))
-            except ValueError:  # a type marshal does not know
-                digest.update(repr(block).encode())
-    planned = digest.hexdigest()
+    planned = _plan_digest(converter, plan, options.workers)
     return {
         "tool_version": __version__,
         "converter": converter.command,
@@ -380,6 +365,49 @@ def run_identity(converter: Converter, options: RunOptions, plan: dict[str, list
         "items": {"splits": {split: len(items) for split, items in plan.items()}, "sha256": planned},
         "batch": converter.chunk_size,
     }
+
+
+PLAN_BLOCK = 4096  # items per block of the plan's digest
+# The blocks are hashed on forked processes in parts of at least this many items (a
+# smaller plan is hashed here: forking would cost more than it saves).
+DIGEST_ITEMS_PER_PROCESS = 200_000
+
+
+def _plan_digest(converter: Converter, plan: dict[str, list[Hashable]], workers: int) -> str:
+    """sha256 of each split's name, each followed by the sha256 of each block of its
+    items: the blocks have a fixed size, so any number of processes hashing them in parts
+    gives the same digest."""
+    import hashlib
+    import marshal
+
+    splits = sorted(plan.items(), key=lambda kv: kv[0])
+    blocks = [(items, start) for _, items in splits for start in range(0, len(items), PLAN_BLOCK)]
+
+    def fill(lo: int, hi: int) -> bytes:
+        digests = []
+        for items, start in blocks[lo:hi]:
+            block = items[start : start + PLAN_BLOCK]
+            try:
+                # marshal's version 2 writes equal values as equal bytes (no references, no
+                # interning flags), several times faster than repr; it is only compared
+                # with a run of the same tool on the same machine (the journal's)
+                data = marshal.dumps(block, 2)
+            except ValueError:  # a type marshal does not know
+                data = repr(block).encode()
+            digests.append(hashlib.sha256(data).digest())
+        return b"".join(digests)
+
+    parts = min(workers, sum(map(len, plan.values())) // DIGEST_ITEMS_PER_PROCESS)
+    found = forked_parts(parts)(fill, len(blocks)) if parts > 1 and _can_fork(converter) else None
+    # None: a small plan, no fork allowed, or a child failed (its error is then raised here, as itself)
+    block_digests = memoryview(fill(0, len(blocks)) if found is None else b"".join(found))
+    digest, at = hashlib.sha256(), 0
+    for split, items in splits:
+        size = 32 * -(-len(items) // PLAN_BLOCK)
+        digest.update(repr(split).encode())
+        digest.update(block_digests[at : at + size])
+        at += size
+    return digest.hexdigest()
 
 
 def _resume(out: OutputDir, name: str, file_format: str) -> tuple[list, Progress]:
