@@ -31,7 +31,7 @@ from multiprocessing import Pool
 from pathlib import Path
 
 import numpy as np
-from common import machine, median
+from common import compile_package, machine, median
 
 # Runs the CLI in this process, then prints the process's own CPU time and peak RSS:
 # RUSAGE_SELF leaves the worker processes out, which is the parent's share. The peak is
@@ -132,6 +132,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "tfr-bench-scale")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "scale.md")
     args = parser.parse_args()
+    compile_package()  # as an installed package is: no module compiled again by each run
     cores = os.cpu_count() or 1
     counts = [w for w in (int(x) for x in args.workers.split(",")) if w <= cores]
     small, large = args.work / f"small-{args.small}", args.work / f"large-{args.large}"
