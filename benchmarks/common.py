@@ -24,9 +24,19 @@ _PROBE = (
 )
 
 
+def settle() -> None:
+    """Wait until what earlier commands wrote (and deleted) is on disk. Linux writes a
+    file's pages back in its own time (by default up to 30 s later), on the CPUs the
+    next command runs on: without this, each timed command pays at random for the
+    writing of the one before it, and the sides of a comparison pay unequally."""
+    os.sync()
+
+
 def measure(cmd: list[str], shell: bool = False) -> tuple[float, int]:
-    """(wall seconds, peak RSS in KiB) of one run of cmd (a shell line if shell)."""
+    """(wall seconds, peak RSS in KiB) of one run of cmd (a shell line if shell), started
+    once the writes before it are settled."""
     argv = ["bash", "-c", cmd[0]] if shell else [str(c) for c in cmd]
+    settle()
     result = subprocess.run([sys.executable, "-c", _PROBE, *argv], check=True, capture_output=True, text=True)
     seconds, rss = result.stdout.split()
     return float(seconds), int(rss)

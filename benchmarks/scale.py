@@ -31,7 +31,7 @@ from multiprocessing import Pool
 from pathlib import Path
 
 import numpy as np
-from common import compile_package, machine, median
+from common import compile_package, machine, median, settle
 
 # Runs the CLI in this process, then prints the process's own CPU time and peak RSS:
 # RUSAGE_SELF leaves the worker processes out, which is the parent's share. The peak is
@@ -108,6 +108,7 @@ def _reencode(path: str) -> int:
 
 
 def floor(files: list[str], fn, workers: int) -> float:
+    settle()
     start = time.perf_counter()
     with Pool(workers) as pool:
         for _ in pool.imap_unordered(fn, files, chunksize=64):
@@ -117,6 +118,7 @@ def floor(files: list[str], fn, workers: int) -> float:
 
 def convert(args: list[str]) -> tuple[float, float, int]:
     """(wall s, parent CPU s, parent peak RSS KiB) of one tfr-convert run in a child process."""
+    settle()
     run = subprocess.run([sys.executable, "-c", _PARENT, *args], capture_output=True, text=True, check=True)
     line = next(x for x in run.stderr.splitlines() if x.startswith("PARENT "))
     _, wall, cpu, rss = line.split()
