@@ -9,6 +9,8 @@ import statistics
 import subprocess
 import sys
 import sysconfig
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 SCRIPTS = Path(sysconfig.get_path("scripts"))
@@ -24,19 +26,34 @@ _PROBE = (
 )
 
 
-def settle() -> None:
-    """Wait until what earlier commands wrote (and deleted) is on disk. Linux writes a
-    file's pages back in its own time (by default up to 30 s later), on the CPUs the
-    next command runs on: without this, each timed command pays at random for the
-    writing of the one before it, and the sides of a comparison pay unequally."""
+def settle(inputs: Sequence[str | Path] = ()) -> None:
+    """Ready the machine for the next timed command: every file under `inputs` read, and
+    everything written before it on disk.
+
+    The files: this VM's host takes the page cache back within a minute or so, and the
+    side of a comparison that read an input first would otherwise pay alone for reading
+    it from disk. The writes: Linux writes a file's pages back in its own time (by
+    default up to 30 s later), on the CPUs the next command runs on, which would then
+    pay at random for the writing of the one before it."""
+    files = [f for p in map(Path, inputs) for f in (sorted(p.rglob("*")) if p.is_dir() else [p]) if f.is_file()]
+    parts = [files[i::16] for i in range(16)]
+    with ThreadPoolExecutor(16) as pool:  # reads wait on the disk, not on the GIL
+        list(pool.map(_read_all, parts))
     os.sync()
 
 
-def measure(cmd: list[str], shell: bool = False) -> tuple[float, int]:
+def _read_all(files: list[Path]) -> None:
+    for f in files:
+        with open(f, "rb", buffering=0) as stream:
+            while stream.read(1 << 20):
+                pass
+
+
+def measure(cmd: list[str], shell: bool = False, inputs: Sequence[str | Path] = ()) -> tuple[float, int]:
     """(wall seconds, peak RSS in KiB) of one run of cmd (a shell line if shell), started
-    once the writes before it are settled."""
+    once `settle(inputs)` has readied the machine for it."""
     argv = ["bash", "-c", cmd[0]] if shell else [str(c) for c in cmd]
-    settle()
+    settle(inputs)
     result = subprocess.run([sys.executable, "-c", _PROBE, *argv], check=True, capture_output=True, text=True)
     seconds, rss = result.stdout.split()
     return float(seconds), int(rss)

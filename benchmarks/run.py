@@ -101,25 +101,26 @@ def output_bytes(out: Path) -> int:
     return sum(p.stat().st_size for p in out.iterdir() if ".tfrecord" in p.name)
 
 
-def floor(read_cmd: str, nbytes: int, work: Path) -> float:
-    """Read/decompress the input, then write nbytes: the least any converter must do."""
+def floor(read_cmd: str, nbytes: int, work: Path, src: Path) -> float:
+    """Read/decompress the input (src, from the page cache), then write nbytes: the least
+    any converter must do."""
     sink = work / "floor.bin"
-    seconds = measure([f"{read_cmd} > /dev/null"], shell=True)[0]
+    seconds = measure([f"{read_cmd} > /dev/null"], shell=True, inputs=[src])[0]
     seconds += measure([f"head -c {nbytes} /dev/zero > {sink}"], shell=True)[0]
     sink.unlink(missing_ok=True)
     return seconds
 
 
-def compare(name: str, ours: list[str], tutorial: list[str], read_cmd: str, out: Path, work: Path,
+def compare(name: str, ours: list[str], tutorial: list[str], read_cmd: str, src: Path, out: Path, work: Path,
             repeat: int) -> dict:  # fmt: skip
     runs, rss, loops, floors = [], [], [], []
-    for _ in range(repeat):
+    for _ in range(repeat):  # every side reads src from the page cache (settle)
         shutil.rmtree(out, ignore_errors=True)
-        seconds, peak = measure(ours)
+        seconds, peak = measure(ours, inputs=[src])
         runs.append(seconds)
         rss.append(peak)
-        loops.append(measure(tutorial)[0])
-        floors.append(floor(read_cmd, output_bytes(out), work))
+        loops.append(measure(tutorial, inputs=[src])[0])
+        floors.append(floor(read_cmd, output_bytes(out), work, src))
     result = {
         "ours_s": median(runs),
         "rss_mib": max(rss) / 1024,
@@ -153,7 +154,7 @@ def main() -> None:
     results["mnist"] = compare(
         "MNIST", [CONVERT, "mnist", mnist_src, "--out", work / "o-mnist", "--quiet"],
         [sys.executable, LOOPS, "mnist", mnist_src, work / "t-mnist"],
-        f"gzip -dc {mnist_src}/*.gz", work / "o-mnist", work, args.repeat,
+        f"gzip -dc {mnist_src}/*.gz", mnist_src, work / "o-mnist", work, args.repeat,
     )  # fmt: skip
     results["mnist"]["rss_vs_input"] = results["mnist"]["rss_mib"] * (1 << 20) / raw
 
@@ -162,7 +163,7 @@ def main() -> None:
     results["cifar10"] = compare(
         "CIFAR-10", [CONVERT, "cifar", cifar_src, "--out", work / "o-cifar", "--quiet"],
         [sys.executable, LOOPS, "cifar", cifar_src, work / "t-cifar"],
-        f"cat {cifar_src}/*", work / "o-cifar", work, args.repeat,
+        f"cat {cifar_src}/*", cifar_src, work / "o-cifar", work, args.repeat,
     )  # fmt: skip
 
     results["array_record"] = {}
@@ -173,7 +174,8 @@ def main() -> None:
             for file_format, acc in times.items():  # interleaved: a slow moment cannot flatter one side
                 out = work / f"o-{key}-{file_format}"
                 shutil.rmtree(out, ignore_errors=True)
-                acc.append(measure([CONVERT, converter, src, "--out", out, "--quiet", "--format", file_format])[0])
+                argv = [CONVERT, converter, src, "--out", out, "--quiet", "--format", file_format]
+                acc.append(measure(argv, inputs=[src])[0])
         row = {f: n / median(t) for f, t in times.items()}
         row["ratio"] = row["array_record"] / row["tfrecord"]
         results["array_record"][key] = row
@@ -188,8 +190,9 @@ def main() -> None:
         for workers, acc in ((1, one), (2, two)):
             shutil.rmtree(work / "o-images", ignore_errors=True)
             acc.append(measure([CONVERT, "images", images_src, "--out", work / "o-images", "--quiet",
-                                "--image-format", "jpeg", "--quality", "90", "--workers", str(workers)]))  # fmt: skip
-        loops.append(measure([sys.executable, LOOPS, "images", images_src, work / "t-images"])[0])
+                                "--image-format", "jpeg", "--quality", "90", "--workers", str(workers)],
+                               inputs=[images_src]))  # fmt: skip
+        loops.append(measure([sys.executable, LOOPS, "images", images_src, work / "t-images"], inputs=[images_src])[0])
     subset = work / "images-subset.csv"
     files = sorted(str(p.relative_to(images_src)) for p in images_src.rglob("*.jpg"))
     subset.write_text("path\n" + "\n".join(files[: max(len(files) // 5, 1)]) + "\n")

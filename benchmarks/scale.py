@@ -108,7 +108,7 @@ def _reencode(path: str) -> int:
 
 
 def floor(files: list[str], fn, workers: int) -> float:
-    settle()
+    settle(files)
     start = time.perf_counter()
     with Pool(workers) as pool:
         for _ in pool.imap_unordered(fn, files, chunksize=64):
@@ -116,9 +116,9 @@ def floor(files: list[str], fn, workers: int) -> float:
     return time.perf_counter() - start
 
 
-def convert(args: list[str]) -> tuple[float, float, int]:
+def convert(args: list[str], inputs: list[str]) -> tuple[float, float, int]:
     """(wall s, parent CPU s, parent peak RSS KiB) of one tfr-convert run in a child process."""
-    settle()
+    settle(inputs)
     run = subprocess.run([sys.executable, "-c", _PARENT, *args], capture_output=True, text=True, check=True)
     line = next(x for x in run.stderr.splitlines() if x.startswith("PARENT "))
     _, wall, cpu, rss = line.split()
@@ -154,14 +154,15 @@ def main() -> None:
         for _ in range(args.repeat):  # interleaved rounds
             out = args.work / "out"
             shutil.rmtree(out, ignore_errors=True)
-            wall, cpu, peak = convert(["images", str(small), "--out", str(out), "--quiet", "--workers", str(w)])
+            wall, cpu, peak = convert(["images", str(small), "--out", str(out), "--quiet", "--workers", str(w)],
+                                      files["small"])  # fmt: skip
             keep.append(wall)
             parent.append(cpu / args.small * 1e6)
             rss.append(peak / 1024)
             keep_floor.append(floor(files["small"], _decode, w))
             shutil.rmtree(out, ignore_errors=True)
             enc.append(convert(["images", str(large), "--out", str(out), "--quiet", "--workers", str(w),
-                                "--image-format", "jpeg", "--resize", "224x224"])[0])  # fmt: skip
+                                "--image-format", "jpeg", "--resize", "224x224"], files["large"])[0])  # fmt: skip
             enc_floor.append(floor(files["large"], _reencode, w))
         k, kf, e, ef = median(keep), median(keep_floor), median(enc), median(enc_floor)
         # Each row is printed as it is measured, so a run cut short still reports what it had.
