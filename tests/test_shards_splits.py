@@ -170,20 +170,39 @@ def test_a_failed_split_leaves_no_writer_thread_or_file(tmp_path):
 
 # Run in a fresh interpreter, as the command line runs: ranks are computed in forked
 # processes only where no other thread is alive, and earlier tests leave some behind.
-_PLAN_NUMBERS = """
+_BARE = """
 import json, os, sys
 from pathlib import Path
 from tfr_convert.converters.base import Converter
+
+class Bare(Converter):
+    # encodes nothing and names no source: the scripts below give it items
+    command = "bare"
+
+    def __init__(self):
+        self.features, self.labels = {}, {}
+
+    def describe(self, item):
+        return str(item)
+
+    def encode(self, item):
+        return {}
+
+    def sources(self):
+        return []
+"""
+
+_PLAN_NUMBERS = (
+    _BARE
+    + """
 from tfr_convert.pipeline import RANKS_PER_PROCESS, RunOptions, plan_splits
 
-class Numbers(Converter):
+class Numbers(Bare):
     # n items in train and a few in test, keyed by their number; a process other than
     # the one that made it leaves a file named after its pid in `marks`
-    command = "numbers"
-
     def __init__(self, n, marks):
+        super().__init__()
         self.n, self.marks, self.maker, self.marked = n, marks, os.getpid(), False
-        self.features, self.labels = {}, {}
 
     def source_splits(self):
         return {"train": list(range(self.n)), "test": list(range(5))}
@@ -194,27 +213,18 @@ class Numbers(Converter):
             (self.marks / str(os.getpid())).touch()
         return f"n{item}"
 
-    def describe(self, item):
-        return str(item)
-
-    def encode(self, item):
-        return {}
-
-    def sources(self):
-        return []
-
 workers, validation, marks = int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
 n = 4 * RANKS_PER_PROCESS + 17  # parts of the train split (and of the carving) in 3 other processes
 options = RunOptions(out=str(marks / "out"), workers=workers, validation_size=validation)
 plan = plan_splits(Numbers(n, marks), options)
 print(json.dumps({"plan": plan, "n": n, "elsewhere": len(list(marks.iterdir()))}))
 """
+)
 
 
-_PLAN_DIGEST = """
-import json, os, sys
-from pathlib import Path
-from tfr_convert.converters.base import Converter
+_PLAN_DIGEST = (
+    _BARE
+    + """
 from tfr_convert.pipeline import DIGEST_ITEMS_PER_PROCESS, RunOptions, run_identity
 
 class Num(int):
@@ -225,27 +235,13 @@ class Num(int):
             (MARKS / str(os.getpid())).touch()
         return f"Num({int(self)})"
 
-class Plain(Converter):
-    # a converter whose plan is given: the digest reads only its name, options and sources
-    command = "plain"
-
-    def __init__(self):
-        self.features, self.labels = {}, {}
-
+class Given(Bare):
+    # its plan is given: the digest reads only its name, options and sources
     def source_splits(self):
         return {}
 
     def key(self, item):
         return str(item)
-
-    def describe(self, item):
-        return str(item)
-
-    def encode(self, item):
-        return {}
-
-    def sources(self):
-        return []
 
 workers, MARKS, mode = int(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
 MAKER = os.getpid()
@@ -253,9 +249,10 @@ n = 3 * DIGEST_ITEMS_PER_PROCESS + 17
 plan = {"train": [Num(i) for i in range(n)], "test": [Num(i) for i in range(5)], "validation": []}
 if mode == "changed":
     plan["train"][n // 2] = Num(-1)
-identity = run_identity(Plain(), RunOptions(out=str(MARKS / "out"), workers=workers), plan)
+identity = run_identity(Given(), RunOptions(out=str(MARKS / "out"), workers=workers), plan)
 print(json.dumps({"sha256": identity["items"]["sha256"], "elsewhere": len(list(MARKS.iterdir()))}))
 """
+)
 
 
 def test_a_large_plans_digest_is_the_same_with_its_blocks_hashed_in_forked_processes(tmp_path):
