@@ -403,7 +403,7 @@ def _plan_digest(converter: Converter, plan: dict[str, list[Hashable]], workers:
     block_digests = memoryview(fill(0, len(blocks)) if found is None else b"".join(found))
     digest, at = hashlib.sha256(), 0
     for split, items in splits:
-        size = 32 * -(-len(items) // PLAN_BLOCK)
+        size = 32 * -(-len(items) // PLAN_BLOCK)  # a sha256 per block, the last one short
         digest.update(repr(split).encode())
         digest.update(block_digests[at : at + size])
         at += size
