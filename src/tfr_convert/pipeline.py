@@ -502,7 +502,7 @@ def _index_files(results: list[SplitResult]) -> dict[str, bytes]:
 RANKS_PER_PROCESS = 50_000
 
 
-def _ranker(converter: Converter, workers: int) -> splitting.Ranker:
+def _ranks_in_parts(converter: Converter, workers: int) -> splitting.Ranker:
     """splits.rank_bytes, run in parts on forked processes for a large split: ranks are
     a pure function of each item's key, so the parts join into the same bytes."""
 
@@ -525,7 +525,7 @@ def plan_splits(converter: Converter, options: RunOptions) -> dict[str, list[Has
         seed=options.seed,
         shuffle=options.shuffle,
         validation_size=options.validation_size,
-        ranker=_ranker(converter, options.workers),
+        ranker=_ranks_in_parts(converter, options.workers),
     )
     if options.limit is not None:  # after splitting and shuffling: a sample of every split, not its source order
         plan = {split: items[: options.limit] for split, items in plan.items()}
