@@ -35,7 +35,9 @@ def settle(inputs: Sequence[str | Path] = ()) -> None:
     it from disk. The writes: Linux writes a file's pages back in its own time (by
     default up to 30 s later), on the CPUs the next command runs on, which would then
     pay at random for the writing of the one before it."""
-    files = [f for p in map(Path, inputs) for f in (sorted(p.rglob("*")) if p.is_dir() else [p]) if f.is_file()]
+    files: list[Path] = []
+    for p in map(Path, inputs):  # a file named is read as it is (scale.py names a million)
+        files += [f for f in sorted(p.rglob("*")) if f.is_file()] if p.is_dir() else [p]
     parts = [files[i::16] for i in range(16)]
     with ThreadPoolExecutor(16) as pool:  # reads wait on the disk, not on the GIL
         list(pool.map(_read_all, parts))

@@ -398,9 +398,7 @@ def _plan_digest(converter: Converter, plan: dict[str, list[Hashable]], workers:
         return b"".join(digests)
 
     parts = min(workers, sum(map(len, plan.values())) // DIGEST_ITEMS_PER_PROCESS)
-    found = forked_parts(parts)(fill, len(blocks)) if parts > 1 and _can_fork(converter) else None
-    # None: a small plan, no fork allowed, or a child failed (its error is then raised here, as itself)
-    block_digests = memoryview(fill(0, len(blocks)) if found is None else b"".join(found))
+    block_digests = memoryview(_joined_parts(converter, fill, len(blocks), parts))
     digest, at = hashlib.sha256(), 0
     for split, items in splits:
         size = 32 * -(-len(items) // PLAN_BLOCK)  # a sha256 per block, the last one short
@@ -497,6 +495,14 @@ def _index_files(results: list[SplitResult]) -> dict[str, bytes]:
     return {f"{s.final_name}.index": index_lines(s.tmp_path) for r in results for s in r.shards}
 
 
+def _joined_parts(converter: Converter, fill: Callable[[int, int], bytes], n: int, parts: int) -> bytes:
+    """fill(0, n), computed in `parts` parts on forked processes where that is worth it and
+    allowed; here for one part, where no fork is allowed, or when a child failed (its
+    error is then raised here, as itself)."""
+    found = forked_parts(parts)(fill, n) if parts > 1 and _can_fork(converter) else None
+    return fill(0, n) if found is None else b"".join(found)
+
+
 # A split's ranks are computed in this many items per forked process at most (fewer
 # items are ranked here: forking would cost more than it saves).
 RANKS_PER_PROCESS = 50_000
@@ -510,10 +516,7 @@ def _ranks_in_parts(converter: Converter, workers: int) -> splitting.Ranker:
         def part(lo: int, hi: int) -> bytes:
             return splitting.rank_bytes(items[lo:hi], key, seed, purpose)
 
-        parts = min(workers, len(items) // RANKS_PER_PROCESS)
-        found = forked_parts(parts)(part, len(items)) if parts > 1 and _can_fork(converter) else None
-        # None: a small split, no fork allowed, or a child failed (its error is then raised here, as itself)
-        return part(0, len(items)) if found is None else b"".join(found)
+        return _joined_parts(converter, part, len(items), min(workers, len(items) // RANKS_PER_PROCESS))
 
     return ranks
 

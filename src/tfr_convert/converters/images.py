@@ -127,18 +127,20 @@ def _list_folders(root: str, folders: list[str], left_out: dict[str, list[str]],
     parts by in_parts; here when it does not take the work, or a part failed (its error
     is then raised here, as itself)."""
 
+    def list_some(lo: int, hi: int, found: list[str], missed: dict[str, list[str]]) -> None:
+        for folder in folders[lo:hi]:
+            _list_local(root, folder, found, missed, skip)
+
     def part(lo: int, hi: int) -> bytes:
         found: list[str] = []
         missed: dict[str, list[str]] = {}
-        for folder in folders[lo:hi]:
-            _list_local(root, folder, found, missed, skip)
+        list_some(lo, hi, found, missed)
         return pickle.dumps(("\0".join(found), missed))  # NUL: the one character no name holds
 
     listed = in_parts(part, len(folders))
     found: list[str] = []
     if listed is None:
-        for folder in folders:
-            _list_local(root, folder, found, left_out, skip)
+        list_some(0, len(folders), found, left_out)
         return found
     for data in listed:
         joined, missed = pickle.loads(data)  # this process's own children's bytes

@@ -86,10 +86,9 @@ def _inflate(raw: bytes, limit: int) -> _Inflated:
     """Up to `limit` bytes of a gzip stream, inflated into one buffer: the input goes
     in slices (views, no copies), each slice's output is copied to its place."""
     inflater = zlib.decompressobj(wbits=31)  # gzip framing; zlib checks its CRC and length
-    out = np.empty(min(limit, _FIRST_RATIO * len(raw) + _INFLATE_PIECE), np.uint8)
-    # copied through a memoryview, which keeps the GIL: numpy's copy lets it go and must
+    # filled through a memoryview, which keeps the GIL: numpy's copy lets it go and must
     # then wait for it, up to a switch interval, while the caller plans the splits
-    view = memoryview(out)
+    view = memoryview(np.empty(min(limit, _FIRST_RATIO * len(raw) + _INFLATE_PIECE), np.uint8))
     n, source, at, tail = 0, memoryview(raw), 0, b""
     while n < limit and not inflater.eof:
         if not tail:
@@ -97,10 +96,10 @@ def _inflate(raw: bytes, limit: int) -> _Inflated:
                 break  # the input ran out (a truncated stream)
             tail, at = source[at : at + _INFLATE_SLICE], at + _INFLATE_SLICE
         piece = inflater.decompress(tail, min(_INFLATE_PIECE, limit - n))  # bounded by what the header declares
-        if n + len(piece) > len(out):  # never past the limit: the call was bounded by it
-            grown = np.empty(min(limit, 2 * len(out)), np.uint8)
-            grown[:n] = out[:n]
-            out, view = grown, memoryview(grown)
+        if n + len(piece) > len(view):  # never past the limit: the call was bounded by it
+            grown = memoryview(np.empty(min(limit, 2 * len(view)), np.uint8))
+            grown[:n] = view[:n]
+            view = grown
         view[n : n + len(piece)] = piece
         n += len(piece)
         tail = inflater.unconsumed_tail
