@@ -36,3 +36,53 @@ class Cli:
 @pytest.fixture
 def cli() -> Cli:
     return Cli()
+
+
+class Bucket:
+    """A new, empty bucket on one of the test servers: `url` (s3://name, gs://name),
+    `fs` (an fsspec filesystem for it, for setting up and looking), `env` (what a
+    subprocess needs to reach it)."""
+
+    def __init__(self, scheme: str, server) -> None:
+        self.name = server.bucket()
+        self.url = f"{scheme}://{self.name}"
+        self.fs = server.filesystem()
+        self.env = {**os.environ, **server.env}
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    pytest.importorskip("s3fs", reason="the [s3] extra is not installed")
+    from object_stores import SeaweedS3
+
+    server = SeaweedS3()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def gcs_server():
+    # before gcsfs is imported: its experimental layer speaks gRPC, which the emulator does not
+    os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
+    pytest.importorskip("gcsfs", reason="the [gcs] extra is not installed")
+    from object_stores import FakeGcs
+
+    server = FakeGcs()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def s3(s3_server, monkeypatch) -> Bucket:
+    """A fresh bucket on the local S3 server, reachable from this process and its children."""
+    for key, value in s3_server.env.items():
+        monkeypatch.setenv(key, value)
+    return Bucket("s3", s3_server)
+
+
+@pytest.fixture
+def gcs(gcs_server, monkeypatch) -> Bucket:
+    """A fresh bucket on the local GCS server, reachable from this process and its children."""
+    for key, value in gcs_server.env.items():
+        monkeypatch.setenv(key, value)
+    return Bucket("gs", gcs_server)

@@ -35,7 +35,7 @@ from . import containers, fs
 from .converters.base import Converter
 from .errors import TfrConvertError
 from .journal import hashable, jsonable
-from .outdir import OutputDir
+from .outdir import Output, open_output
 from .pipeline import RunOptions, Summary, encode_sealed, finish, plan_splits
 from .shards import TEMP_PREFIX, ShardCutter, ShardFile, ShardPolicy, SplitResult
 from .skips import LISTED, Skips
@@ -85,7 +85,7 @@ def run(
     totals = {split: len(items) for split, items in plan.items()}
     if progress:
         progress(0, sum(totals.values()))
-    with OutputDir(options.out, options.overwrite) as out:
+    with open_output(options.out, options.overwrite) as out:
         try:
             plan_files = _write_plan(plan, converter.chunk_size, out.build)
             with beam.Pipeline(options=PipelineOptions(shlex.split(beam_options))) as pipeline:
@@ -261,7 +261,7 @@ def _write_json(data: Any, path: str) -> None:
 # ---------------------------------------------------------------- back on the launcher
 
 
-def _read_reports(out: OutputDir, splits: list[str]):
+def _read_reports(out: Output, splits: list[str]):
     """SplitResults (shards in order) and the gathered extras, from the workers' reports."""
     by_split: dict[str, list[dict[str, Any]]] = {split: [] for split in splits}
     extras: dict[str, Any] = {"observations": [], "skipped": [], "skipped_total": 0, "skipped_by_kind": {},

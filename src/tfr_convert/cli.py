@@ -36,8 +36,8 @@ _SIZE_UNITS = {
 
 
 class LocalOrRemotePath(click.Path):
-    """click.Path for local paths; a path with a scheme (gs://...) is taken as it is
-    and checked when it is opened (through tf.io.gfile, which only then is imported)."""
+    """click.Path for local paths; a path with a scheme (s3://...) is taken as it is
+    and checked when it is opened (through fsspec, which only then is imported)."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         from .fs import is_remote
@@ -62,6 +62,40 @@ class ByteSize(click.ParamType):
         if size < 1:
             self.fail(f"{value!r} must be at least one byte", param, ctx)
         return size
+
+
+class StorageOptions(click.ParamType):
+    """`--storage-options`: a JSON object of fsspec options, for every remote path
+    ({"endpoint_url": ...}) or per scheme ({"s3": {...}, "gs": {...}})."""
+
+    name = "JSON"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> dict[str, Any]:
+        from .stores import parse_options
+
+        if isinstance(value, dict):
+            return value
+        try:
+            return parse_options(str(value))
+        except ValueError as e:
+            self.fail(f"{value!r}: {e}", param, ctx)
+
+
+def _configure_storage(ctx: click.Context, param: click.Parameter, value: dict[str, Any] | None) -> None:
+    if value is not None:
+        from .stores import configure
+
+        configure(value)  # in the environment: worker processes (and Beam's) inherit it
+
+
+STORAGE_OPTIONS = click.option(
+    "--storage-options",
+    type=StorageOptions(),
+    expose_value=False,
+    callback=_configure_storage,
+    help="fsspec options for remote paths, as JSON: for every scheme, or per scheme "
+    '(\'{"s3": {"endpoint_url": "http://host:9000"}}\') [default: each backend\'s own configuration].',
+)
 
 
 class DatasetName(click.ParamType):
@@ -89,7 +123,9 @@ class _Translating:
             message = f"{e.filename}: {e.strerror}" if e.filename else str(e)
         except KeyboardInterrupt:
             message = "interrupted"
-        click.echo(f"error: {message}", err=True)
+        from .fs import named_back  # a remote source's local copy is named as the source
+
+        click.echo(f"error: {named_back(message)}", err=True)
         ctx.exit(code)
 
 
@@ -153,8 +189,9 @@ def common_options(f):
             "out",
             required=True,
             type=LocalOrRemotePath(file_okay=False, writable=True),
-            help="Output directory (local, or gs://, s3://, hdfs://... through tf.io.gfile).",
+            help="Output directory: local, or a bucket's prefix (s3://, gs://, az://... through fsspec).",
         ),
+        STORAGE_OPTIONS,
         click.option(
             "--name",
             type=DatasetName(),
@@ -255,10 +292,6 @@ def _run_options(*, out, name, num_shards, examples_per_shard, shard_size, file_
         raise click.UsageError("--format array_record needs a local --out (the ArrayRecord library writes local files)")
     if index and file_format != "tfrecord":
         raise click.UsageError("--index is for TFRecord shards (ArrayRecord files carry their own index)")
-    if index and fs.is_remote(out):
-        raise click.UsageError("--index needs a local --out")
-    if resume and fs.is_remote(out):
-        raise click.UsageError("--resume needs a local --out")
     if sum(x is not None for x in (num_shards, examples_per_shard, shard_size)) > 1:
         raise click.UsageError("give at most one of --num-shards, --examples-per-shard, --shard-size")
     if index and compression != "none":
@@ -286,6 +319,7 @@ def _run(make_converter, quiet: bool, as_json: bool, engine: str, beam_options: 
     """Validate options, build the converter (reads and checks sources), convert, report."""
     import time
 
+    from . import fs
     from .inspect.summary import counted, human_bytes
 
     options = _run_options(**common)
@@ -316,7 +350,7 @@ def _run(make_converter, quiet: bool, as_json: bool, engine: str, beam_options: 
     summary.seconds = time.perf_counter() - started  # reading and checking the sources included
     if not quiet:
         for warning in summary.warnings:
-            click.echo(f"warning: {warning}", err=True)
+            click.echo(f"warning: {fs.named_back(warning)}", err=True)
         for skipped in summary.skipped.listed:
             click.echo(f"skipped: {skipped['item']}: {skipped['reason']}", err=True)
         more = summary.skipped.total - len(summary.skipped.listed)
@@ -664,12 +698,12 @@ def images(image_dir, labels_csv, delimiter, path_column, label_column, headerle
 
 
 @convert.command()
-@click.argument("image_dir", type=click.Path(exists=True, file_okay=False))
-@click.option("--annotations", required=True, type=click.Path(exists=True),
+@click.argument("image_dir", type=LocalOrRemotePath(exists=True, file_okay=False))
+@click.option("--annotations", required=True, type=LocalOrRemotePath(exists=True),
               help="The boxes: a CSV, a COCO .json, or a folder of VOC .xml or YOLO .txt files.")  # fmt: skip
 @click.option("--annotation-format", type=click.Choice(["auto", "csv", "voc", "coco", "yolo"]), default="auto",
               show_default=True, help="auto: from PATH (.csv, .json, a folder of .xml or of .txt).")  # fmt: skip
-@click.option("--classes", "classes_file", type=click.Path(exists=True, dir_okay=False),
+@click.option("--classes", "classes_file", type=LocalOrRemotePath(exists=True, dir_okay=False),
               help="Class names, one per line (label 1 first): a box of any other class is an error.")  # fmt: skip
 @click.option("--split", "split", type=Split(), help="e.g. train=0.8,validation=0.1,test=0.1 [default: all train].")
 @click.option("--stratify", is_flag=True, help="Keep the proportions of each image's main class in every split.")
@@ -699,12 +733,14 @@ def detection(image_dir, annotations, annotation_format, classes_file, split, st
     image_format = image_format or ("jpeg" if resize or grayscale else "keep")
     policy = DecodePolicy(max_pixels, grayscale=grayscale, resize=resize)
 
-    def make_converter():
+    def make_converter():  # remote annotations are read from local copies; images in place
+        from . import fs
+
         return DetectionConverter(
             image_dir,
-            annotations=annotations,
+            annotations=fs.stage(annotations),
             annotation_format=annotation_format,
-            classes_file=classes_file,
+            classes_file=fs.stage(classes_file),
             out=common["out"],
             split=split,
             stratify=stratify,
@@ -729,7 +765,8 @@ def detection(image_dir, annotations, annotation_format, classes_file, split, st
 @click.option("--head", type=click.IntRange(min=0), default=1, show_default=True, help="Examples to show.")
 @click.option("--verify", is_flag=True, help="Check every record's CRCs (and a dataset against its metadata).")
 @click.option("--stats", is_flag=True, help="Per-feature statistics; split leakage on a dataset directory.")
-@click.option("--grid", "grid_out", type=click.Path(dir_okay=False), metavar="OUT.png", help="Draw the first images.")
+@click.option("--grid", "grid_out", type=LocalOrRemotePath(dir_okay=False), metavar="OUT.png",
+              help="Draw the first images.")  # fmt: skip
 @click.option("--grid-count", type=click.IntRange(1, 1024), default=64, show_default=True, help="Images in --grid.")
 @click.option("--write-index", is_flag=True, help="Write FILE.index (DALI / tfrecord package format) for each file.")
 @click.option("--all", "every", is_flag=True, help="Infer the schema from every record, not the first of each file.")
@@ -738,25 +775,21 @@ def detection(image_dir, annotations, annotation_format, classes_file, split, st
 @click.option("--max-pixels", type=click.IntRange(min=1),
               help="Largest image --grid decodes; larger ones are reported. [default: 25000000]")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON document.")
+@STORAGE_OPTIONS
 @click.version_option(__version__, prog_name="tfr-inspect")
 def inspect(paths, count, head, verify, stats, grid_out, grid_count, write_index, every, max_record_size, max_pixels,
             as_json) -> None:  # fmt: skip
     """Look inside TFRecord files: records, schema, first examples; --verify, --stats, --grid.
 
-    PATH is a file, a dataset directory or a glob, local or remote (gs://, s3://, ram://...:
-    copied to a temporary folder through tf.io.gfile, so with the [tf] extra). Every mode
-    checks CRCs as it reads; --verify reports every problem and exits 1 if there is any.
+    PATH is a file, a dataset directory or a glob, local or remote (s3://, gs://, az://...:
+    read in place, in ranges, through fsspec). Every mode checks CRCs as it reads;
+    --verify reports every problem and exits 1 if there is any.
     """
     modes = [m for m, on in (("--count", count), ("--verify", verify), ("--stats", stats),
                              ("--grid", grid_out), ("--write-index", write_index)) if on]  # fmt: skip
     if len(modes) > 1:
         raise click.UsageError(f"choose one of {', '.join(modes)}")
-    from .fs import is_remote
-    from .inspect.remote import localize, renamed
-
-    if write_index and any(is_remote(p) for p in paths):
-        raise click.UsageError("--write-index writes beside local files only")
-    paths, names = localize(list(paths))  # remote inputs are read from local copies
+    paths = list(paths)
     # the limits' defaults live with the readers (containers.MAX_RECORD_BYTES, grid.MAX_PIXELS)
     limit = {"max_record": max_record_size} if max_record_size else {}
     if count:
@@ -792,7 +825,6 @@ def inspect(paths, count, head, verify, stats, grid_out, grid_count, write_index
 
         report = summarize(paths, head=head, every=every, **limit)
         text = format_summary(report)
-    report, text = renamed(report, names), renamed(text, names)
     click.echo(json.dumps(report, indent=2, ensure_ascii=False) if as_json else text)
     if verify and not report["ok"]:
         raise SystemExit(1)

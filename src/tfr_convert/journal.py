@@ -13,7 +13,7 @@ to the run's tally (the converter's observations, skipped items, warnings),
 since those go into the metadata and must come out the same.
 
 A torn last line (the run died while appending it) is ignored: the shard it
-described is written again. Lines are flushed, not fsynced: the files they
+described is written again. On an object store each line is an object of its own. Lines are flushed, not fsynced: the files they
 describe are checked by size and sha256 before being kept, which also catches
 what a power loss may have torn.
 """
@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections import Counter
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import fs
 from .errors import OutputError
 from .skips import Skips
 
@@ -96,6 +98,7 @@ class ShardEntry:
     records: int
     bytes: int
     sha256: str
+    version: str | None = None  # a remote object's version (ETag, generation) as written
 
 
 @dataclass
@@ -122,27 +125,61 @@ def _differences(recorded: Any, current: Any, prefix: str = "") -> list[str]:
 
 
 class Journal:
-    """The journal of one run, in its work directory (no path: a run that keeps none)."""
+    """The journal of one run, in its work directory (no path: a run that keeps none).
+
+    Locally one file, appended to. On an object store (no appends) a folder of one
+    object per line, `NNNNNNNN.json` in order; an object appears whole or not at all,
+    so no line is ever torn there.
+    """
 
     def __init__(self, path: str | None) -> None:
         self.path = path
+        self._remote = path is not None and fs.is_remote(path)
         self._file: Any = None
+        self._next = 0  # remote: the number of the next line's object
+
+    def _line(self, number: int) -> str:
+        assert self.path is not None
+        return fs.join(self.path, f"{number:08d}.json")
+
+    def _lines(self) -> list[str]:
+        """A remote journal's line objects, in order."""
+        assert self.path is not None
+        if not fs.isdir(self.path):
+            return []
+        return sorted(fs.join(self.path, n) for n in fs.listdir(self.path) if re.fullmatch(r"\d{8}\.json", n))
 
     def exists(self) -> bool:
-        return self.path is not None and os.path.exists(self.path)
+        if self.path is None:
+            return False
+        return bool(self._lines()) if self._remote else os.path.exists(self.path)
 
-    def read(self, identity: dict[str, Any]) -> list[tuple[dict[str, Any], int]]:
-        """The finished steps of the interrupted run, each with the journal's length
-        after it; OutputError if that run was not this one (its identity differs)."""
+    def _read_lines(self) -> list[tuple[dict[str, Any], int]]:
+        """Every whole line, with where it ends (a file's length after it; a line's number + 1)."""
+        assert self.path is not None
+        entries = []
+        if self._remote:
+            for number, path in enumerate(self._lines()):
+                try:
+                    entries.append((json.loads(fs.read_bytes(path)), number + 1))
+                except ValueError:
+                    break
+            return entries
         with open(self.path, "rb") as f:
             data = f.read()
-        entries, at = [], 0
+        at = 0
         while (end := data.find(b"\n", at)) >= 0:
             try:
                 entries.append((json.loads(data[at:end]), end + 1))
             except ValueError:
                 break  # a torn line: the run died while appending it
             at = end + 1
+        return entries
+
+    def read(self, identity: dict[str, Any]) -> list[tuple[dict[str, Any], int]]:
+        """The finished steps of the interrupted run, each with where the journal ends
+        after it; OutputError if that run was not this one (its identity differs)."""
+        entries = self._read_lines()
         if not entries or "identity" not in entries[0][0]:
             return []
         differences = _differences(entries[0][0]["identity"], json.loads(json.dumps(identity)))
@@ -158,13 +195,30 @@ class Journal:
         """Begin appending: after the `kept` entries of a journal just read, or anew."""
         if self.path is None:
             return
+        first = json.dumps({"identity": identity}, sort_keys=True)
+        if self._remote:
+            self._next = 1 + (kept[-1][1] if kept else 0)
+            if kept is None:
+                fs.rmtree(self.path)
+                fs.put_bytes(self._line(0), first.encode())
+            else:
+                fs.remove_many(self._lines()[self._next :])
+            return
         if kept is None:
             with open(self.path, "w", encoding="utf-8") as f:
-                f.write(json.dumps({"identity": identity}, sort_keys=True) + "\n")
+                f.write(first + "\n")
         else:
             with open(self.path, "r+b") as f:
                 f.truncate(kept[-1][1] if kept else len(f.readline()))
         self._file = open(self.path, "a", encoding="utf-8")
+
+    def remove(self) -> None:
+        if self.path is None:
+            return
+        if self._remote:
+            fs.rmtree(self.path)
+        elif os.path.exists(self.path):
+            os.remove(self.path)
 
     def shard_done(self, split: str, shard: ShardEntry, at: Checkpoint, tally: Tally) -> None:
         self._append(
@@ -182,9 +236,14 @@ class Journal:
         self._append({"split": split, "done": True, "tally": tally.to_json()})
 
     def _append(self, line: dict[str, Any]) -> None:
+        text = json.dumps(line, sort_keys=True)
+        if self._remote:
+            fs.put_bytes(self._line(self._next), text.encode())
+            self._next += 1
+            return
         if self._file is None:
             return
-        self._file.write(json.dumps(line, sort_keys=True) + "\n")
+        self._file.write(text + "\n")
         self._file.flush()
 
     def close(self) -> None:

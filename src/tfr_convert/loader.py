@@ -147,7 +147,12 @@ def load(
     slices, _ = plan_split(dataset_dir, split)
     spec, decoders, labels = _decoders(dataset_dir)
     compression = {"gzip": "GZIP", "zlib": "ZLIB"}.get(dataset_dir.options.get("compression", "none"), "")
-    read_shard = _array_record_shard if dataset_dir.file_format == "array_record" else _tfrecord_shard(compression)
+    if dataset_dir.file_format == "array_record":
+        read_shard = _array_record_shard
+    elif fs.is_remote(directory):
+        read_shard = _streamed_shard  # TensorFlow's own filesystems lack most schemes (s3:// among them)
+    else:
+        read_shard = _tfrecord_shard(compression)
     if as_supervised:
         image_name = next(iter(decoders), None)
         label_name = label or (labels[0] if len(labels) == 1 else None)
@@ -207,6 +212,26 @@ def _array_record_shard(path, skip, take):
         from .containers.array_record import read_range
 
         yield from read_range(path.decode(), int(skip), int(skip + take))
+
+    return tf.data.Dataset.from_generator(
+        records, args=(path, skip, take), output_signature=tf.TensorSpec((), tf.string)
+    )
+
+
+def _streamed_shard(path, skip, take):
+    """The records [skip, skip + take) of a remote TFRecord shard, read in ranges through
+    fs (fsspec) by this package's checking reader, any compression."""
+    tf = tensorflow("tfr_convert.load()")
+
+    def records(path, skip, take):
+        from .containers.scan import read_records
+
+        stop = int(skip + take)
+        for record in read_records(path.decode()):
+            if record.index >= stop:
+                return
+            if record.index >= skip:
+                yield record.data
 
     return tf.data.Dataset.from_generator(
         records, args=(path, skip, take), output_signature=tf.TensorSpec((), tf.string)

@@ -17,10 +17,12 @@ dataset's files (its manifest lists them) are carried over: hard-linked into
 it. A run killed after the swap is finished by the next run (`recover`).
 
 Where no sibling can be made on DIR's filesystem (DIR is a mount point, or its
-parent is not writable) the work directory is `DIR/.tfr-convert/`, and for a
-remote DIR (object stores have no folders to swap) DIR itself: the commit then
-moves files into DIR one by one (`dataset_info.json` of the old dataset removed
-first, the new one written last), which is not atomic.
+parent is not writable) the work directory is `DIR/.tfr-convert/`: the commit
+then moves files into DIR one by one (`dataset_info.json` of the old dataset
+removed first, the new one written last), which is not atomic.
+
+A remote DIR (an object store: no folders to swap, no rename) is another kind of
+output with the same interface, `Output`: remote_out.py.
 """
 
 from __future__ import annotations
@@ -36,8 +38,8 @@ from . import fs
 from .dataset_dir import FEATURES, INFO, MANIFEST, load_json
 from .errors import Interrupted, OutputError
 from .features import flatten_tfds
-from .journal import Journal
-from .shards import TEMP_PREFIX, ShardName, SplitResult
+from .journal import Journal, ShardEntry
+from .shards import TEMP_PREFIX, ShardFile, ShardName, SplitResult
 
 
 class Lock:
@@ -148,14 +150,125 @@ def _remove(path: str) -> None:
         os.remove(path)
 
 
-class OutputDir:
-    """The output of one run; use as a context manager.
+class Output:
+    """What both kinds of output share: a local directory (OutputDir, below) and a
+    remote prefix (remote_out.RemoteOutput). Use as a context manager.
 
     `build` is where the run writes (`temp_path` names files in it); `commit`
     puts the finished dataset in place. On an exception the work is removed; on
     an interrupt (KeyboardInterrupt: SIGINT, or SIGTERM through the CLI) the
     finished shards and the journal are kept for --resume.
     """
+
+    path: str
+    build: str
+    work: str | None
+    journal: Journal
+
+    def __init__(self, overwrite: bool, resume: bool, identity: dict[str, Any] | None) -> None:
+        """`identity`: what shapes the run's output (journal.py); --resume checks the
+        interrupted run's journal against it before anything is touched."""
+        self.overwrite, self.resume, self.identity = overwrite, resume, identity or {}
+        self.entries: list[tuple[dict[str, Any], int]] = []  # the journal's, when resuming
+        self.finished = False  # --resume found the run done (see pipeline.run)
+        self._temps: list[str] = []
+
+    def _is_this_run(self, manifest: Any) -> bool:
+        """Whether a dataset's manifest records this run's sources and options."""
+        if not isinstance(manifest, dict) or not self.identity:
+            return False
+        recorded = manifest.get("options") or {}
+        return manifest.get("sources") == self.identity["sources"] and all(
+            recorded.get(k) == v for k, v in self.identity["options"].items()
+        )
+
+    def _refuse_start(self, nonempty: bool, partial: bool) -> None:
+        """OutputError if the run may not start: DIR holds something and no --overwrite, or
+        an interrupted run's work is there and neither --resume nor --overwrite."""
+        if nonempty and not self.overwrite:
+            hint = " (use --overwrite to replace it" + (
+                ", with --resume to finish the interrupted run)" if partial else ")"
+            )
+            raise OutputError(f"{self.path}: output directory is not empty{hint}")
+        if partial and not (self.resume or self.overwrite):
+            raise OutputError(
+                f"{self.path}: an interrupted run's unfinished work is in {self.work}; "
+                "run the same command with --resume to finish it, or with --overwrite to start over"
+            )
+
+    @property
+    def resuming(self) -> bool:
+        return self.resume and self.journal.exists()
+
+    def temp_path(self, label: str) -> str:
+        p = fs.join(self.build, f"{TEMP_PREFIX}{label}")
+        self._temps.append(p)
+        return p
+
+    def adopt(self, path: str) -> None:
+        """Count a temporary written elsewhere (by a Beam worker) as this run's."""
+        self._temps.append(path)
+
+    @staticmethod
+    def name_shards(results: list[SplitResult], dataset_name: str, file_format: str) -> None:
+        """Fix each shard's final name, now that every split's shard count is known."""
+        for result in results:
+            count = len(result.shards)
+            for i, shard in enumerate(result.shards):
+                shard.final_name = ShardName(dataset_name, result.split, i, count, file_format).filename
+
+    def entry(self, shard: ShardFile) -> ShardEntry:
+        """A finished shard, as the journal records it."""
+        return ShardEntry(fs.basename(shard.tmp_path), shard.records, shard.bytes, shard.sha256)
+
+    def whole(self, path: str, shard: ShardEntry) -> bool:
+        """Whether a journaled shard's file is there as it was written."""
+        raise NotImplementedError
+
+    def keep_only(self, files: set[str]) -> None:
+        """Remove from the build directory whatever a resumed run does not keep."""
+        raise NotImplementedError
+
+    def commit(self, results: list[SplitResult], metadata: dict[str, bytes]) -> None:
+        """Put the dataset in place: shards under their final names, then `metadata` in
+        order (the last one last)."""
+        raise NotImplementedError
+
+    def abort(self, keep: bool) -> None:
+        """After a failure: remove the work (or, `keep`, leave it for --resume)."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def check_held(self) -> None:
+        """OutputError if this run no longer holds the output's lock (a local lock is held
+        until the process ends)."""
+
+    def __enter__(self) -> Output:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        try:
+            if exc_type is not None:
+                self.abort(keep=issubclass(exc_type, (KeyboardInterrupt, Interrupted)))
+        finally:
+            self.close()
+
+
+def open_output(
+    path: str, overwrite: bool = False, resume: bool = False, identity: dict[str, Any] | None = None
+) -> Output:
+    """The output of one run: a local directory, or a remote prefix."""
+    if fs.is_remote(path):
+        from .remote_out import RemoteOutput
+
+        return RemoteOutput(path, overwrite, resume, identity)
+    return OutputDir(path, overwrite, resume, identity)
+
+
+class OutputDir(Output):
+    """A local output directory: built beside DIR and swapped in whole (see above)."""
 
     def __init__(
         self,
@@ -164,31 +277,13 @@ class OutputDir:
         resume: bool = False,
         identity: dict[str, Any] | None = None,
     ) -> None:
-        """`identity`: what shapes the run's output (journal.py); --resume checks the
-        interrupted run's journal against it before anything is touched."""
-        self.overwrite, self.resume, self.identity = overwrite, resume, identity or {}
-        self.entries: list[tuple[dict[str, Any], int]] = []  # the journal's, when resuming
-        self.finished = False  # --resume found the run done (see pipeline.run)
+        super().__init__(overwrite, resume, identity)
         self.in_place = False
-        self._temps: list[str] = []
         self._lock: Lock | None = None
-        if fs.is_remote(path):
-            self.path = self.build = path.rstrip("/")
-            self.work = None
-            self.journal = Journal(None)
-            self._open_remote()
-        else:
-            self.path = os.path.realpath(path)
-            self._open_local()
+        self.path = os.path.realpath(path)
+        self._open_local()
 
     # ------------------------------------------------------------ opening
-
-    def _open_remote(self) -> None:
-        if fs.isdir(self.path):
-            if fs.listdir(self.path) and not self.overwrite:
-                raise OutputError(f"{self.path}: output directory is not empty (use --overwrite to replace it)")
-        else:
-            fs.makedirs(self.path)
 
     def _open_local(self) -> None:
         path = self.path
@@ -241,57 +336,20 @@ class OutputDir:
         return [e for e in os.listdir(self.path) if not (self.in_place and e == ".tfr-convert")]
 
     def _check_start(self, partial: bool) -> None:
-        if self._entries() and not self.overwrite:
-            hint = " (use --overwrite to replace it" + (
-                ", with --resume to finish the interrupted run)" if partial else ")"
-            )
-            raise OutputError(f"{self.path}: output directory is not empty{hint}")
-        if partial and not (self.resume or self.overwrite):
-            raise OutputError(
-                f"{self.path}: an interrupted run's unfinished work is in {self.work}; "
-                "run the same command with --resume to finish it, or with --overwrite to start over"
-            )
+        self._refuse_start(bool(self._entries()), partial)
         if partial and not self.resume:
             for entry in ("new", "journal", "committing", "old"):
                 _remove(os.path.join(self.work, entry))
 
-    def _is_this_run(self, manifest: Any) -> bool:
-        """Whether a dataset's manifest records this run's sources and options."""
-        if not isinstance(manifest, dict) or not self.identity:
-            return False
-        recorded = manifest.get("options") or {}
-        return manifest.get("sources") == self.identity["sources"] and all(
-            recorded.get(k) == v for k, v in self.identity["options"].items()
-        )
-
-    @property
-    def resuming(self) -> bool:
-        return self.resume and self.journal.exists()
-
     # ------------------------------------------------------------ writing
 
-    def temp_path(self, label: str) -> str:
-        p = fs.join(self.build, f"{TEMP_PREFIX}{label}")
-        self._temps.append(p)
-        return p
-
-    def adopt(self, path: str) -> None:
-        """Count a temporary written elsewhere (by a Beam worker) as this run's."""
-        self._temps.append(path)
+    def whole(self, path: str, shard: ShardEntry) -> bool:
+        return os.path.isfile(path) and os.path.getsize(path) == shard.bytes and sha256_of(path) == shard.sha256
 
     def keep_only(self, files: set[str]) -> None:
-        """Remove from the build directory whatever a resumed run does not keep."""
         for entry in os.listdir(self.build):
             if entry not in files:
                 _remove(os.path.join(self.build, entry))
-
-    @staticmethod
-    def name_shards(results: list[SplitResult], dataset_name: str, file_format: str) -> None:
-        """Fix each shard's final name, now that every split's shard count is known."""
-        for result in results:
-            count = len(result.shards)
-            for i, shard in enumerate(result.shards):
-                shard.final_name = ShardName(dataset_name, result.split, i, count, file_format).filename
 
     def _write_file(self, name: str, data: bytes) -> None:
         tmp = self.temp_path(name)
@@ -307,7 +365,7 @@ class OutputDir:
                 final = fs.join(self.build, shard.final_name)
                 if shard.tmp_path != final:
                     fs.rename(shard.tmp_path, final)
-        if self.work is None or self.in_place:
+        if self.in_place:
             self._commit_in_place(results, metadata)
             return
         for name, data in metadata.items():
@@ -389,36 +447,26 @@ class OutputDir:
         self._finish_swap()
 
     def _commit_in_place(self, results: list[SplitResult], metadata: dict[str, bytes]) -> None:
-        """Files moved into DIR one by one (remote DIR, or no work directory beside DIR)."""
+        """Files moved into DIR one by one (no work directory can be made beside DIR)."""
         old = dataset_files(self.path) if self.overwrite else set()
         if INFO in old:  # first: a crash from here on leaves no directory claiming to be complete
-            fs.remove(fs.join(self.path, INFO))
+            os.remove(os.path.join(self.path, INFO))
         new = {s.final_name for r in results for s in r.shards} | set(metadata)
         for entry in sorted(old - new - {INFO}):
-            if fs.exists(fs.join(self.path, entry)):
-                fs.remove(fs.join(self.path, entry))
-        if self.build != self.path:
-            for name in sorted(new - set(metadata)):
-                fs.rename(fs.join(self.build, name), fs.join(self.path, name))
+            if os.path.lexists(os.path.join(self.path, entry)):
+                os.remove(os.path.join(self.path, entry))
+        for name in sorted(new - set(metadata)):
+            os.replace(os.path.join(self.build, name), os.path.join(self.path, name))
         for name, data in metadata.items():
-            tmp = self.temp_path(name)
-            with fs.naming(tmp), fs.open_file(tmp, "wb") as f:
-                f.write(data)
-            fs.rename(tmp, fs.join(self.path, name))
+            fs.put_bytes(os.path.join(self.path, name), data)
         self._temps.clear()
-        if self.work is not None:
-            for entry in ("new", "journal", "committing"):
-                _remove(os.path.join(self.work, entry))
+        for entry in ("new", "journal", "committing"):
+            _remove(os.path.join(self.work, entry))
 
     # ------------------------------------------------------------ ending
 
     def abort(self, keep: bool) -> None:
-        """After a failure: remove the work (or, `keep`, leave it for --resume)."""
-        if self.work is None:
-            for p in self._temps:
-                if fs.exists(p):
-                    fs.remove(p)
-        elif not keep and not os.path.exists(os.path.join(self.work, "committing")):
+        if not keep and not os.path.exists(os.path.join(self.work, "committing")):
             # (with the swap begun, what is there is for the next run's `recover`)
             for entry in ("new", "journal", "committing"):
                 _remove(os.path.join(self.work, entry))
@@ -428,18 +476,7 @@ class OutputDir:
         if self._lock is not None:
             self._lock.release()
             self._lock = None
-            if self.work is not None:
-                try:
-                    os.rmdir(self.work)  # only if nothing is kept in it
-                except OSError:
-                    pass
-
-    def __enter__(self) -> OutputDir:
-        return self
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        try:
-            if exc_type is not None:
-                self.abort(keep=issubclass(exc_type, (KeyboardInterrupt, Interrupted)))
-        finally:
-            self.close()
+            try:
+                os.rmdir(self.work)  # only if nothing is kept in it
+            except OSError:
+                pass

@@ -36,7 +36,7 @@ from .encode import Encoded, encode_items
 from .errors import Interrupted, WorkerLost
 from .journal import Checkpoint, Progress, ShardEntry, Tally, replay
 from .metadata import metadata_files
-from .outdir import OutputDir, sha256_of
+from .outdir import Output, open_output
 from .shards import ShardCutter, ShardFile, ShardName, ShardPolicy, SplitResult, SplitWriter
 from .skips import Skips, from_fields, skipped_fields
 
@@ -272,7 +272,7 @@ def run(converter: Converter, options: RunOptions, progress: Callable[[int, int]
     total = sum(len(items) for items in plan.values())
     name = options.name or converter.dataset_name
     identity = run_identity(converter, options, plan)
-    with OutputDir(options.out, options.overwrite, options.resume, identity) as out:
+    with open_output(options.out, options.overwrite, options.resume, identity) as out:
         if out.finished:
             return _committed(out.path, time.perf_counter() - started)
         kept = _resume(out, name, options.file_format) if out.resuming else None
@@ -302,8 +302,7 @@ def run(converter: Converter, options: RunOptions, progress: Callable[[int, int]
                 at = done.at.get(split, Checkpoint())
 
                 def journal_shard(shard: ShardFile, where: Checkpoint, split: str = split) -> None:
-                    entry = ShardEntry(os.path.basename(shard.tmp_path), shard.records, shard.bytes, shard.sha256)
-                    journal.shard_done(split, entry, where, pending)
+                    journal.shard_done(split, out.entry(shard), where, pending)
                     pending.clear()
 
                 with SplitWriter(
@@ -408,7 +407,7 @@ def _plan_digest(converter: Converter, plan: dict[str, list[Hashable]], workers:
     return digest.hexdigest()
 
 
-def _resume(out: OutputDir, name: str, file_format: str) -> tuple[list, Progress]:
+def _resume(out: Output, name: str, file_format: str) -> tuple[list, Progress]:
     """The journal entries whose shards are still there, whole (size and sha256
     checked), and what they say was finished; the rest of the build is removed."""
     entries = out.entries
@@ -423,7 +422,7 @@ def _resume(out: OutputDir, name: str, file_format: str) -> tuple[list, Progress
             shard = ShardEntry(**entry["shard"])
             split = entry["split"]
             i = index[split] = index.get(split, -1) + 1
-            found = _find_shard(out.build, shard, ShardName(name, split, i, counts[split], file_format).filename)
+            found = _find_shard(out, shard, ShardName(name, split, i, counts[split], file_format).filename)
             if found is None:
                 break
             entry["shard"]["file"] = found
@@ -433,16 +432,15 @@ def _resume(out: OutputDir, name: str, file_format: str) -> tuple[list, Progress
     progress = replay(kept)
     for shards in progress.shards.values():
         for shard in shards:
-            shard.file = os.path.join(out.build, shard.file)
+            shard.file = fs.join(out.build, shard.file)
     return kept, progress
 
 
-def _find_shard(build: str, shard: ShardEntry, final_name: str) -> str | None:
+def _find_shard(out: Output, shard: ShardEntry, final_name: str) -> str | None:
     """Where a journaled shard is now (under its temporary name, or its final one if
     a commit had begun), if it is whole."""
     for candidate in (shard.file, final_name):
-        path = os.path.join(build, candidate)
-        if os.path.isfile(path) and os.path.getsize(path) == shard.bytes and sha256_of(path) == shard.sha256:
+        if out.whole(fs.join(out.build, candidate), shard):
             return candidate
     return None
 
@@ -450,7 +448,7 @@ def _find_shard(build: str, shard: ShardEntry, final_name: str) -> str | None:
 def finish(
     converter: Converter,
     options: RunOptions,
-    out: OutputDir,
+    out: Output,
     results: list[SplitResult],
     observations: Counter[Hashable],
     skipped: Skips,

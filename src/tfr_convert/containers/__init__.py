@@ -30,7 +30,9 @@ def get(name: str) -> Container:
 
 def of_file(path: str) -> Container:
     """The container of a file, from its first bytes; SourceError if none is."""
-    with open(path, "rb") as f:
+    from .. import fs
+
+    with fs.open_input(path) as f:
         head = f.read(16)
         size = f.seek(0, 2)
     for name in reversed(FORMATS):  # the specific signatures first, TFRecord last

@@ -17,6 +17,7 @@ import zlib
 from collections.abc import Iterator
 from typing import BinaryIO
 
+from .. import fs
 from ..errors import RecordError
 from .base import MAX_RECORD_BYTES, Problem, Record
 from .compression import detect_compression, open_reader
@@ -170,7 +171,7 @@ def scan_records(
     large payloads block by block; "keep" reports a record above `max_record` bytes
     as a "too_large" problem (which ends the scan) instead of allocating it.
     """
-    with open(path, "rb") as f:
+    with fs.open_input(path) as f:
         if compression == "auto":
             compression = detect_compression(f.read(HEADER_SIZE))
             f.seek(0)

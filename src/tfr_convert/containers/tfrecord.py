@@ -121,7 +121,7 @@ class TFRecordContainer(Container):
         compression = compression_of(path)
         problems: list[Problem] = []
         records = 0
-        with open(path, "rb", buffering=8 << 10) as f:
+        with fs.open_input(path, buffering=8 << 10) as f:
             reader = HashingReader(f) if with_sha256 else None
             for item in scan_records(path, compression, payload="check", raw=reader):  # type: ignore[arg-type]
                 if isinstance(item, Problem):
@@ -138,7 +138,7 @@ class TFRecordContainer(Container):
 
 
 def compression_of(path: str) -> str:
-    with open(path, "rb") as f:
+    with fs.open_input(path) as f:
         return detect_compression(f.read(HEADER_SIZE))
 
 
@@ -146,8 +146,6 @@ def index_lines(path: str) -> bytes:
     """The index of one uncompressed TFRecord file, in the text format NVIDIA DALI and the
     PyTorch `tfrecord` package read: per record, the byte offset of its start and the
     length of the whole framed record (framing and length CRCs checked)."""
-    import os
-
     from ..errors import SourceError
 
     if compression_of(path) != "none":
@@ -159,5 +157,5 @@ def index_lines(path: str) -> bytes:
         if isinstance(item, Problem):
             raise SourceError(f"{path}: record {item.index} at byte offset {item.offset}: {item.message}")
         starts.append(item.offset)
-    ends = [*starts[1:], os.path.getsize(path)][: len(starts)]  # a record ends where the next one starts
+    ends = [*starts[1:], fs.getsize(path)][: len(starts)]  # a record ends where the next one starts
     return "".join(f"{start} {end - start}\n" for start, end in zip(starts, ends, strict=True)).encode()

@@ -113,7 +113,8 @@ class DetectionConverter(Converter):
         if image_format not in IMAGE_FORMATS:
             raise ValueError(f"image_format must be one of {IMAGE_FORMATS}")
         self.root = image_dir
-        self._real_root = os.path.realpath(image_dir)
+        # a local image's real path must stay under this (object stores have no links)
+        self._real_root = None if fs.is_remote(image_dir) else os.path.realpath(image_dir)
         self.image_format, self.quality = image_format, quality
         self.policy = policy or DecodePolicy()
         self.on_error = on_error
@@ -191,7 +192,7 @@ class DetectionConverter(Converter):
         if self._dedupe:
             kept, groups, found, message = plan_groups(
                 [item[0] for item in items],
-                lambda i: fs.read_bytes(os.path.join(self.root, items[i][0]), inside=self._real_root),
+                lambda i: fs.read_bytes(fs.join(self.root, items[i][0]), inside=self._real_root),
                 self._dedupe,
                 None,
                 self.root,
@@ -244,13 +245,13 @@ class DetectionConverter(Converter):
         return item[0]  # type: ignore[index]
 
     def describe(self, item: Hashable) -> str:
-        return os.path.join(self.root, item[0])  # type: ignore[index]
+        return fs.join(self.root, item[0])  # type: ignore[index]
 
     def encode(self, item: Hashable) -> dict[str, Any]:
         annotation = _annotation(item)  # type: ignore[arg-type]
         rel = annotation.filename
         try:
-            data = fs.read_bytes(os.path.join(self.root, rel), inside=self._real_root)
+            data = fs.read_bytes(fs.join(self.root, rel), inside=self._real_root)
         except OSError as e:
             raise SourceError(f"cannot read: {e.strerror or e}") from None
         info = probe(data, self.policy.max_pixels)

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import fs
 from ..containers import MAX_RECORD_BYTES
 from ..dataset_dir import DatasetDir, class_names
 from ..errors import SourceError
@@ -155,6 +156,9 @@ def grid(
             draw.rectangle(corners, outline=BOX_COLOUR, width=1)
             draw.text((corners[0] + 1, corners[1]), name[:10], fill=BOX_COLOUR)
         draw.text((x + 2, y + CELL), text[:16], fill=(0, 0, 0))
-    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    sheet.save(out, format="PNG")
+    picture = io.BytesIO()
+    sheet.save(picture, format="PNG")
+    if not fs.is_remote(out):
+        os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    fs.put_bytes(out, picture.getvalue())
     return {"mode": "grid", "out": out, "images": len(tiles), "feature": feature}

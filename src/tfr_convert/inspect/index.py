@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import containers
+from .. import containers, fs
 from ..containers.tfrecord import index_lines
 from ..errors import SourceError
 from .paths import resolve
@@ -21,7 +21,6 @@ def write_indexes(paths: list[str]) -> dict[str, Any]:
         if containers.of_file(path).name != "tfrecord":
             raise SourceError(f"{path}: not a TFRecord file; index files are for TFRecord (ArrayRecord has its own)")
         data = index_lines(path)
-        with open(path + ".index", "wb") as f:
-            f.write(data)
+        fs.put_bytes(path + ".index", data)
         written.append({"path": path, "index": path + ".index", "records": data.count(b"\n")})
     return {"mode": "index", "indexes": written}

@@ -1,13 +1,14 @@
-"""Which files a tfr-inspect PATH names: a file, a dataset directory or a glob."""
+"""Which files a tfr-inspect PATH names: a file, a dataset directory or a glob, local or
+remote (read in place, through fs)."""
 
 from __future__ import annotations
 
-import glob
 import os
 import stat
 from dataclasses import dataclass, field
 
-from ..dataset_dir import DatasetDir
+from .. import fs
+from ..dataset_dir import COMMITTING, WORK_FOLDER, DatasetDir
 from ..errors import SourceError
 from ..shards import ShardName
 from ..splits import SPLIT_ORDER
@@ -30,6 +31,8 @@ def _shard_sort_key(path: str) -> tuple:
 
 def _regular(path: str) -> str:
     """The path, if it is a regular file; a FIFO or device would block or never end."""
+    if fs.is_remote(path):
+        return path  # an object store holds objects only
     mode = os.stat(path).st_mode
     if not stat.S_ISREG(mode):
         kind = (
@@ -39,26 +42,35 @@ def _regular(path: str) -> str:
     return path
 
 
+def _directory(p: str, inputs: Inputs) -> None:
+    if fs.exists(fs.join(p, WORK_FOLDER, COMMITTING)):
+        raise SourceError(
+            f"{p}: a tfr-convert commit into this directory is under way, or was cut short "
+            f"({fs.join(p, WORK_FOLDER, COMMITTING)}); its files are a mixture until it ends. "
+            "A run into the directory (any tfr-convert command with this --out) finishes it"
+        )
+    files = sorted(fs.join(p, e) for e in fs.files_in(p) if not e.startswith("."))
+    shards = [e for e in files if ShardName.parse(e)]
+    chosen = sorted(shards, key=_shard_sort_key) or [e for e in files if not e.endswith(_METADATA_SUFFIXES)]
+    if not chosen:
+        raise SourceError(f"{p}: directory holds no TFRecord files")
+    inputs.files += [_regular(c) for c in chosen]
+    if DatasetDir.holds_dataset(p):
+        inputs.datasets.append(p)
+
+
 def resolve(paths: list[str]) -> Inputs:
     inputs = Inputs([])
     for p in paths:
-        if os.path.isdir(p):
-            entries = sorted(os.path.join(p, e) for e in os.listdir(p) if not e.startswith("."))
-            files = [e for e in entries if os.path.isfile(e)]
-            shards = [e for e in files if ShardName.parse(e)]
-            chosen = sorted(shards, key=_shard_sort_key) or [e for e in files if not e.endswith(_METADATA_SUFFIXES)]
-            if not chosen:
-                raise SourceError(f"{p}: directory holds no TFRecord files")
-            inputs.files += [_regular(c) for c in chosen]
-            if DatasetDir.holds_dataset(p):
-                inputs.datasets.append(p)
-        elif os.path.lexists(p):
+        if fs.isdir(p):
+            _directory(p, inputs)
+        elif fs.isfile(p) if fs.is_remote(p) else os.path.lexists(p):
             inputs.files.append(_regular(p))
         else:
-            matches = sorted(glob.glob(p))
+            matches = sorted(fs.glob(p))
             if not matches:
                 raise SourceError(f"{p}: no such file, directory or glob match")
-            inputs.files += [_regular(m) for m in matches if not os.path.isdir(m)]
+            inputs.files += [_regular(m) for m in matches if not fs.isdir(m)]
     return inputs
 
 

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import containers
+from .. import containers, fs
 from ..containers import MAX_RECORD_BYTES, Record
 from .paths import resolve
 
@@ -103,7 +103,7 @@ def file_kind(path: str) -> tuple[containers.Container, str]:
 
 
 def _file_entry(path: str, records: int, kind: tuple[containers.Container, str]) -> dict[str, Any]:
-    return {"path": path, "records": records, "bytes": os.path.getsize(path), "compression": kind[1],
+    return {"path": path, "records": records, "bytes": fs.getsize(path), "compression": kind[1],
             "format": kind[0].name}  # fmt: skip
 
 

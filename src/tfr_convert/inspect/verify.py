@@ -7,10 +7,9 @@ scan, since where the next record starts is then unknown.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
-from .. import containers
+from .. import containers, fs
 from ..dataset_dir import DatasetDir, compressed_note
 from ..errors import SourceError
 from ..shards import ShardName
@@ -28,7 +27,7 @@ def verify_file(path: str, with_sha256: bool = False) -> dict[str, Any]:
         "format": container.name,
         "compression": checked["compression"],
         "records": checked["records"],
-        "bytes": os.path.getsize(path),
+        "bytes": fs.getsize(path),
         "problems": [
             {"record": p.index, "offset": p.offset, "kind": p.kind, "message": p.message} for p in checked["problems"]
         ],
@@ -54,15 +53,15 @@ def verify_dataset(directory: str, checked: dict[str, dict[str, Any]]) -> list[d
         return [_problem("metadata", "dataset_info.json", f"no readable splits in dataset_info.json ({detail})")]
     problems: list[dict[str, str]] = []
     recorded = dataset.recorded_shards()
+    present = fs.listdir(directory)  # one listing, not a request per shard
     expected = set()
     for shards in names.values():
         for name, length in shards:
             expected.add(name)
-            path = os.path.join(directory, name)
-            if not os.path.exists(path):
+            if name not in present:
                 problems.append(_problem("missing_shard", name, "listed in dataset_info.json, absent"))
                 continue
-            result = checked.get(os.path.normpath(path))
+            result = checked.get(fs.normpath(fs.join(directory, name)))
             if result is None:
                 continue
             framing_ok = not any(p["kind"] != "data_crc" for p in result["problems"])
@@ -80,7 +79,7 @@ def verify_dataset(directory: str, checked: dict[str, dict[str, Any]]) -> list[d
                     )
                 if entry.get("sha256") != result.get("sha256"):
                     problems.append(_problem("sha256", name, "sha256 differs from manifest.json"))
-    for entry in sorted(os.listdir(directory)):
+    for entry in sorted(present):
         shard = ShardName.parse(entry)
         if shard and shard.name == dataset.name and entry not in expected:
             problems.append(_problem("unexpected_shard", entry, "not in dataset_info.json"))
@@ -92,10 +91,10 @@ def shard_set_problems(paths: list[str], covered: list[str]) -> dict[str, list[d
     and split, indices missing from 0..N-1, or two different `-of-N` counts. Directories in
     `covered` are left out: their dataset_info.json lists every shard (verify_dataset)."""
     sets: dict[tuple[str, str, str, str], dict[int, set[int]]] = {}
-    done = {os.path.normpath(d) for d in covered}
+    done = {fs.normpath(d) for d in covered}
     for path in paths:
         shard = ShardName.parse(path)
-        directory = os.path.normpath(os.path.dirname(path) or ".")
+        directory = fs.normpath(fs.dirname(path) or ".")
         if shard is None or directory in done:
             continue
         key = (directory, shard.name, shard.split, shard.file_format)
@@ -121,9 +120,9 @@ def shard_set_problems(paths: list[str], covered: list[str]) -> dict[str, list[d
 def verify(paths: list[str]) -> dict[str, Any]:
     inputs = resolve(paths)
     # sha256 costs more than reading and CRC together: only where a manifest has one to compare
-    with_manifest = [d.rstrip("/") + "/" for d in inputs.datasets if os.path.exists(os.path.join(d, "manifest.json"))]
+    with_manifest = [d.rstrip("/") + "/" for d in inputs.datasets if fs.exists(fs.join(d, "manifest.json"))]
     files = [verify_file(p, any(p.startswith(d) for d in with_manifest)) for p in inputs.files]
-    by_path = {os.path.normpath(f["path"]): f for f in files}
+    by_path = {fs.normpath(f["path"]): f for f in files}
     datasets = [{"path": d, "problems": verify_dataset(d, by_path), "notes": _notes(d, files)} for d in inputs.datasets]
     # without metadata, the names alone still show a shard set with gaps
     datasets += [{"path": d, "problems": p} for d, p in shard_set_problems(inputs.files, inputs.datasets).items()]
@@ -140,8 +139,8 @@ def verify(paths: list[str]) -> dict[str, Any]:
 
 def _notes(directory: str, files: list[dict[str, Any]]) -> list[str]:
     """What is worth saying about a sound dataset: compressed shards TFDS cannot read."""
-    inside = os.path.normpath(directory) + os.sep
-    kinds = {f["compression"] for f in files if os.path.normpath(f["path"]).startswith(inside)} - {"none"}
+    inside = fs.join(fs.normpath(directory), "")
+    kinds = {f["compression"] for f in files if fs.normpath(f["path"]).startswith(inside)} - {"none"}
     return [compressed_note(kind) for kind in sorted(kinds)]
 
 
@@ -155,7 +154,7 @@ def format_verify(report: dict[str, Any]) -> str:
             lines.append(f"FAIL  {f['path']}: record {p['record']}{at}: {p['kind']}: {p['message']}")
     for d in report["datasets"]:
         for p in d["problems"]:
-            lines.append(f"FAIL  {os.path.join(d['path'], p['file'])}: {p['kind']}: {p['message']}")
+            lines.append(f"FAIL  {fs.join(d['path'], p['file'])}: {p['kind']}: {p['message']}")
         lines += [f"NOTE  {d['path']}: {note}" for note in d.get("notes", [])]
     n = report["problems"]
     lines.append(

@@ -1,0 +1,149 @@
+"""A remote output (`--out s3://bucket/DIR`): object stores have no rename and no
+folder to swap, so the commit is a roll-forward from a record.
+
+Everything a run writes before its commit lives under `DIR/.tfr-convert/`:
+
+    lock            one run at a time (remote_lock.py)
+    journal/        one object per finished shard, for --resume (journal.py)
+    new/            the shards, under temporary names
+    committing      the commit's record: which shard goes to which final name, which
+                    files of the old dataset go, and the metadata to write
+
+The commit writes the record, then: removes the old `dataset_info.json` (from
+here on DIR holds no dataset that claims to be complete), copies each shard to
+its final name (server side), removes the old dataset's other files, writes the
+metadata with `dataset_info.json` last, and removes the work. A reader therefore
+sees the old dataset, then no dataset, then the new one; never a mixture behind a
+`dataset_info.json`. A run killed after writing the record is finished by the
+next run into DIR (any run: `recover`), from the record; one killed before it
+leaves the old dataset as it was, and its finished shards for --resume.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+from typing import Any
+
+from . import fs, stores
+from .dataset_dir import COMMITTING, INFO, MANIFEST, WORK_FOLDER, load_json
+from .journal import Journal, ShardEntry
+from .outdir import Output, dataset_files
+from .remote_lock import RemoteLock
+from .shards import ShardFile, SplitResult
+
+
+class RemoteOutput(Output):
+    def __init__(self, path: str, overwrite: bool, resume: bool, identity: dict[str, Any] | None) -> None:
+        super().__init__(overwrite, resume, identity)
+        self.path = path.rstrip("/")
+        self.work = fs.join(self.path, WORK_FOLDER)
+        self.build = fs.join(self.work, "new")
+        self.journal = Journal(fs.join(self.work, "journal"))
+        self._record = fs.join(self.work, COMMITTING)
+        self._lock = RemoteLock(fs.join(self.work, "lock"))
+        self._lock.acquire(self.path)
+        try:
+            self.recover()
+            partial = self.journal.exists() or bool(self._built())
+            # --resume after a run that had finished (or whose commit `recover` just finished)
+            self.finished = resume and not partial and self._is_this_run(load_json(self.path, MANIFEST))
+            if self.resuming:
+                self.entries = self.journal.read(self.identity)
+            if not self.finished:
+                self._refuse_start(bool(self._entries()), partial)
+                if partial and not resume:
+                    self._discard()
+        except BaseException:
+            self.close()
+            raise
+
+    def _entries(self) -> list[str]:
+        """What DIR holds, besides the work folder."""
+        if not fs.isdir(self.path):
+            return []
+        return [e for e in fs.listdir(self.path) if e != WORK_FOLDER]
+
+    def _built(self) -> list[str]:
+        """The names under new/ (a store with folders may keep new/ itself, empty)."""
+        return fs.listdir(self.build) if fs.isdir(self.build) else []
+
+    def _discard(self) -> None:
+        """An interrupted run's work, gone (its record is not: `recover` has run)."""
+        fs.rmtree(self.build)
+        self.journal.remove()
+
+    # ------------------------------------------------------------ writing
+
+    def entry(self, shard: ShardFile) -> ShardEntry:
+        version = stores.version_of(fs.info(shard.tmp_path))
+        return ShardEntry(fs.basename(shard.tmp_path), shard.records, shard.bytes, shard.sha256, version)
+
+    def whole(self, path: str, shard: ShardEntry) -> bool:
+        """The object is there with its size and version (ETag, generation) as written: the
+        store's own checksum stands in for reading it all back to hash it."""
+        try:
+            listing = fs.info(path)
+        except FileNotFoundError:
+            return False
+        return (
+            listing.get("size") == shard.bytes
+            and shard.version is not None
+            and (stores.version_of(listing) == shard.version)
+        )
+
+    def keep_only(self, files: set[str]) -> None:
+        fs.remove_many([fs.join(self.build, e) for e in self._built() if e not in files])
+
+    def check_held(self) -> None:
+        self._lock.check()
+
+    def commit(self, results: list[SplitResult], metadata: dict[str, bytes]) -> None:
+        shards = [(fs.basename(s.tmp_path), s.final_name) for r in results for s in r.shards]
+        new = {final for _, final in shards} | set(metadata)
+        old = dataset_files(self.path) - {WORK_FOLDER} if self.overwrite and fs.isdir(self.path) else set()
+        record = {
+            "copies": shards,
+            "remove": sorted(old - new),
+            "metadata": [[name, base64.b64encode(data).decode("ascii")] for name, data in metadata.items()],
+        }
+        self._lock.check()
+        fs.put_bytes(self._record, json.dumps(record).encode())
+        self._temps.clear()
+        self._finish(record)
+
+    def _finish(self, record: dict[str, Any]) -> None:
+        """The commit, from its record; each step may be done again (after a kill)."""
+        info = fs.join(self.path, INFO)
+        if fs.exists(info):  # first: until the new one is written, DIR claims no complete dataset
+            fs.remove(info)
+        present = set(self._built())
+        fs.copy_many([(fs.join(self.build, tmp), fs.join(self.path, final))
+                      for tmp, final in record["copies"] if tmp in present])  # fmt: skip
+        fs.remove_many([fs.join(self.path, name) for name in record["remove"]])
+        for name, data in record["metadata"]:  # dataset_info.json last
+            fs.put_bytes(fs.join(self.path, name), base64.b64decode(data))
+        fs.rmtree(self.build)
+        self.journal.remove()
+        fs.remove(self._record)
+
+    def recover(self) -> None:
+        """Finish the commit of a run killed after it wrote its record."""
+        try:
+            record = json.loads(fs.read_bytes(self._record))
+        except FileNotFoundError:
+            return
+        self._finish(record)
+
+    # ------------------------------------------------------------ ending
+
+    def abort(self, keep: bool) -> None:
+        if not keep and not fs.exists(self._record):
+            # (with the record written, what is there is for the next run's `recover`)
+            with contextlib.suppress(OSError):
+                self._discard()
+        self._temps.clear()
+
+    def close(self) -> None:
+        self._lock.release()
