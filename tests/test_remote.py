@@ -228,3 +228,41 @@ def test_storage_options_reach_the_store_without_environment(s3, s3_server, tmp_
     assert inspected.returncode == 0, inspected.stderr
     bad = run(s3, "tfr-inspect", f"{s3.url}/o", "--storage-options", "[1, 2]", env=bare)
     assert bad.returncode == 2 and "JSON object" in bad.stderr
+
+
+# ---------------------------------------------------------------- Beam on several worker processes
+
+
+def _beam_on_s3(s3, tmp_path, beam_options: str) -> None:
+    """An image folder on S3 converted by Beam with `beam_options` to S3: the local engine's bytes,
+    and nothing from the runner or its workers on the terminal with --quiet."""
+    pytest.importorskip("apache_beam")
+    src = class_folders_with_csv(tmp_path / "pets")
+    upload_tree(s3.fs, src, f"{s3.name}/pets")
+    common = ["images", f"{s3.url}/pets", "--labels", f"{s3.url}/pets/labels.csv", "--label-column", "label",
+              "--split", "train=0.6,test=0.4", "--image-format", "png", "--examples-per-shard", 3, "--quiet"]  # fmt: skip
+    local = run(s3, "tfr-convert", *common, "--out", f"{s3.url}/local")
+    beam = run(
+        s3, "tfr-convert", *common, "--out", f"{s3.url}/beam", "--engine", "beam", "--beam-options", beam_options
+    )
+    assert local.returncode == 0 and beam.returncode == 0, beam.stderr
+    assert beam.stderr == ""
+    written = download_tree(s3.fs, f"{s3.name}/beam")
+    assert len([n for n in written if ".tfrecord-" in n]) == 5
+    assert written == download_tree(s3.fs, f"{s3.name}/local")
+
+
+def test_beam_direct_runner_on_two_worker_processes_writes_the_local_engines_bytes_to_s3(s3, tmp_path):
+    _beam_on_s3(s3, tmp_path, "--direct_running_mode=multi_processing --direct_num_workers=2")
+
+
+def test_beam_dask_runner_on_two_worker_processes_writes_the_local_engines_bytes_to_s3(s3, tmp_path):
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
+                                  dashboard_address=None) as cluster:  # fmt: skip
+        with distributed.Client(cluster) as client:
+            assert len(client.scheduler_info()["workers"]) == 2
+            pids = set(client.run(os.getpid).values())
+        assert len(pids) == 2 and os.getpid() not in pids  # two processes besides this one
+        _beam_on_s3(s3, tmp_path, "--runner=apache_beam.runners.dask.dask_runner.DaskRunner "
+                                  f"--dask_client_address={cluster.scheduler_address}")  # fmt: skip

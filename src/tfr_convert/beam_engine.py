@@ -23,9 +23,12 @@ reference); workers need tfr-convert installed (see the README for Dataflow).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
 import shlex
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Iterator
@@ -46,7 +49,7 @@ _PREFIX = f"{TEMP_PREFIX}beam-"
 # one marked line the launcher finds, whatever the error's class (runners add
 # their own words around it, so both ends are marked).
 _MARK, _END = "tfr-convert error >>> ", " <<<"
-_EXTRAS = f"{_PREFIX}extras.json"
+_REPORTS = f"{_PREFIX}reports.json"
 _BATCHES_PER_PLAN_FILE = 256
 
 INSTALL_HINT = "--engine beam needs Apache Beam: pip install 'tfr-convert[beam]'"
@@ -72,9 +75,11 @@ def run(
     options: RunOptions,
     beam_options: str = "",
     progress: Callable[[int, int], None] | None = None,
+    quiet: bool = False,
 ) -> Summary:
     """Convert with a Beam pipeline (options as for Beam's command line, e.g.
-    "--runner=DataflowRunner --project=P ...") and commit the directory."""
+    "--runner=DataflowRunner --project=P ...") and commit the directory. `quiet`: what
+    the runner and its worker processes log goes to a file, named if the pipeline fails."""
     import apache_beam as beam
     from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -86,43 +91,60 @@ def run(
     if progress:
         progress(0, sum(totals.values()))
     with open_output(options.out, options.overwrite) as out:
+        log = None
         try:
             plan_files = _write_plan(plan, converter.chunk_size, out.build)
-            with beam.Pipeline(options=PipelineOptions(shlex.split(beam_options))) as pipeline:
+            rank = {split: i for i, split in enumerate(plan)}
+            arguments = shlex.split(beam_options)
+            if not any(a.startswith("--default_sdk_harness_log_level") for a in arguments):
+                arguments.append(f"--default_sdk_harness_log_level={'ERROR' if quiet else 'WARNING'}")
+            with _logs_aside(quiet) as log, beam.Pipeline(options=PipelineOptions(arguments)) as pipeline:
                 encoded = (
                     pipeline
                     | "PlanFiles" >> beam.Create(plan_files)
                     | "Batches" >> beam.FlatMap(_read_plan)
                     | "Spread" >> beam.Reshuffle()
                     | "Encode"
-                    >> beam.Map(_encode_batch, converter=converter, on_error=options.on_error, container=container)
+                    >> beam.Map(
+                        _encode_batch,
+                        converter=converter,
+                        on_error=options.on_error,
+                        container=container,
+                        out=out.build,
+                        rank=rank,
+                    )
                 )
-                cuts = (
+                shards = (
                     encoded
-                    | "Sizes" >> beam.Map(lambda e: (e[0], (e[1], e[2].sizes, len(e[2].skipped))))
+                    | "Sizes" >> beam.Map(lambda e: (e[0], (e[1], e[2], e[3])))
                     | "BySplit" >> beam.GroupByKey()
-                    | "Cut" >> beam.Map(_cut_split, totals=totals, policy=options.policy)
-                )
-                _ = (
-                    encoded
-                    | "Pieces" >> beam.FlatMap(_pieces, cuts=beam.pvalue.AsDict(cuts))
+                    | "Cut" >> beam.FlatMap(_cut_split, totals=totals, policy=options.policy)
                     | "ByShard" >> beam.GroupByKey()
                     | "WriteShard"
                     >> beam.Map(_write_shard, out=out.build, container=container, compression=options.compression)
                 )
-                _ = (
+                extras = (
                     encoded
-                    | "Extras" >> beam.Map(_extras_of, rank={split: i for i, split in enumerate(plan)})
+                    | "Extras" >> beam.Map(lambda e: e[4])
                     | "Gather" >> beam.CombineGlobally(_merge_extras)
-                    | "WriteExtras" >> beam.Map(_write_json, path=fs.join(out.build, _EXTRAS))
+                    | "Tag" >> beam.Map(lambda gathered: {"extras": gathered})
+                )
+                # One last step that every other one leads to: some runners (Dask's) run only
+                # what the pipeline's final transform needs.
+                _ = (
+                    (shards, extras)
+                    | "Reports" >> beam.Flatten()
+                    | "Collect" >> beam.combiners.ToList()
+                    | "WriteReports" >> beam.Map(_write_json, path=fs.join(out.build, _REPORTS))
                 )
         except TfrConvertError:
             _remove_temporaries(out.build)
             raise
         except Exception as e:  # Beam wraps what a worker raised; keep the message, not Beam's stack
             _remove_temporaries(out.build)
-            raise TfrConvertError(_worker_message(e)) from None
-        results, observations, skipped, found_warnings = _read_reports(out, list(plan))
+            where = f" (the runner's log: {log.name})" if log is not None else ""
+            raise TfrConvertError(_worker_message(e) + where) from None
+        results, observations, skipped, found_warnings = _read_reports(out, totals)
         if progress:
             progress(sum(totals.values()), sum(totals.values()))
         in_order = Skips()
@@ -130,6 +152,33 @@ def run(
         in_order.merge(skipped)
         found_warnings = [*converter.warnings, *found_warnings]  # listing's first, as in the local engine
         return finish(converter, options, out, results, observations, in_order, found_warnings, started)
+
+
+@contextlib.contextmanager
+def _logs_aside(quiet: bool) -> Iterator[Any]:
+    """With `quiet`, this process's standard error, which the runner's worker processes
+    inherit, goes to a temporary file while the pipeline runs: kept if it fails, else
+    removed."""
+    if not quiet:
+        yield None
+        return
+    import tempfile
+
+    log = tempfile.NamedTemporaryFile(prefix="tfr-convert-beam-", suffix=".log", delete=False)
+    sys.stderr.flush()
+    saved = os.dup(2)
+    os.dup2(log.fileno(), 2)
+    failed = True
+    try:
+        yield log
+        failed = False
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        log.close()
+        if not failed:
+            os.remove(log.name)
 
 
 def _write_plan(plan: dict[str, list[Hashable]], batch_size: int, out: str) -> list[str]:
@@ -164,72 +213,71 @@ class WorkerError(Exception):
     """A worker's TfrConvertError, as the one marked line the launcher looks for."""
 
 
+def _batch_path(out: str, split: str, b: int) -> str:
+    return fs.join(out, f"{_PREFIX}batch-{split}-{b:08d}")
+
+
 def _encode_batch(
-    element: tuple[str, int, list[Hashable]], converter: Converter, on_error: str, container: containers.Container
-):
-    """Batch -> (split, batch number, Encoded sealed records)."""
+    element: tuple[str, int, list[Hashable]],
+    converter: Converter,
+    on_error: str,
+    container: containers.Container,
+    out: str,
+    rank: dict[str, int],
+) -> tuple[str, int, list[int], int, dict[str, Any]]:
+    """Batch -> its sealed records, written to a temporary file in --out; what goes on
+    through the pipeline is small: (split, batch number, record sizes, items skipped, extras)."""
     split, b, items = element
     try:
         encoded = encode_sealed(converter, items, on_error, container)
     except TfrConvertError as e:
         raise WorkerError(f"{_MARK}{e}{_END}") from None
-    return split, b, encoded._replace(blob=bytes(encoded.blob))  # a view or bytearray: Beam pickles bytes
+    fs.put_bytes(_batch_path(out, split, b), bytes(encoded.blob))  # a retried bundle writes the same bytes
+    return split, b, encoded.sizes, len(encoded.skipped), _extras_of(split, b, encoded, rank)
 
 
 def _cut_split(
     element: tuple[str, Iterable[tuple[int, list[int], int]]], totals: dict[str, int], policy: ShardPolicy
-) -> tuple[str, dict[int, list[tuple[int, int, int, int]]]]:
-    """Where a split's shards end, from every batch's record sizes in item order:
-    per batch, its pieces as (shard number, byte start, byte count, record count)."""
+) -> Iterator[tuple[tuple[str, int], tuple[int, int, int, list[int]]]]:
+    """Where a split's shards end, from every batch's record sizes in item order: each
+    piece of a batch that goes to one shard, as ((split, shard), (batch, byte start,
+    byte count, record sizes))."""
     split, batches = element
     cutter = ShardCutter(totals[split], policy)
-    shard, per_batch = 0, {}
+    shard = 0
     for b, sizes, skipped in sorted(batches, key=lambda t: t[0]):
-        pieces, start = [], 0
+        start = at = 0
         for count, nbytes, closes in cutter.cut(sizes):
-            pieces.append((shard, start, nbytes, count))
+            yield (split, shard), (b, start, nbytes, sizes[at : at + count])
             start += nbytes
+            at += count
             shard += closes
         if cutter.skip(skipped):
             shard += 1
-        per_batch[b] = pieces
     cutter.check_complete(split)
-    return split, per_batch
-
-
-def _pieces(
-    element: tuple[str, int, Any], cuts: dict
-) -> Iterator[tuple[tuple[str, int], tuple[int, bytes, list[int]]]]:
-    split, b, encoded = element
-    blob = memoryview(encoded.blob)
-    at = 0
-    for shard, start, nbytes, count in cuts[split].get(b, []):
-        yield (split, shard), (b, bytes(blob[start : start + nbytes]), encoded.sizes[at : at + count])
-        at += count
 
 
 def _write_shard(
-    element: tuple[tuple[str, int], Iterable[tuple[int, bytes, list[int]]]],
+    element: tuple[tuple[str, int], Iterable[tuple[int, int, int, list[int]]]],
     out: str,
     container: containers.Container,
     compression: str,
-) -> None:
+) -> dict[str, Any]:
+    """One shard from its pieces, read from the batches' temporary files in item order."""
     (split, shard), pieces = element
     path = fs.join(out, f"{_PREFIX}{split}-{shard:05d}")
     records = 0
     with container.writer(path, compression) as writer:
-        for _, blob, sizes in sorted(pieces, key=lambda p: p[0]):  # item order within the shard
-            writer.write(memoryview(blob), sizes)
+        for b, start, nbytes, sizes in sorted(pieces, key=lambda p: p[0]):
+            writer.write(memoryview(fs.read_range(_batch_path(out, split, b), start, nbytes)), sizes)
             records += len(sizes)
-    report = {"split": split, "shard": shard, "path": path, "records": records,
-              "bytes": writer.bytes_written(), "sha256": writer.sha256()}  # fmt: skip
-    _write_json(report, path + ".json")
+    return {"split": split, "shard": shard, "path": path, "records": records,
+            "bytes": writer.bytes_written(), "sha256": writer.sha256()}  # fmt: skip
 
 
-def _extras_of(batch: tuple[str, int, Any], rank: dict[str, int]) -> dict[str, Any]:
+def _extras_of(split: str, b: int, encoded: Any, rank: dict[str, int]) -> dict[str, Any]:
     """One encoded batch's extras; its skipped items keyed by where they come in the
     local engine's order (split, batch, item), since Beam gathers batches in any order."""
-    split, b, encoded = batch
     observed = Counter(o for o in encoded.observations if o is not None)
     skips = Skips()
     skips.extend(encoded.skipped)
@@ -261,30 +309,33 @@ def _write_json(data: Any, path: str) -> None:
 # ---------------------------------------------------------------- back on the launcher
 
 
-def _read_reports(out: Output, splits: list[str]):
-    """SplitResults (shards in order) and the gathered extras, from the workers' reports."""
-    by_split: dict[str, list[dict[str, Any]]] = {split: [] for split in splits}
+def _read_reports(out: Output, totals: dict[str, int]):
+    """SplitResults (shards in order) and the gathered extras, from the workers' reports;
+    TfrConvertError if the runner did not run every shard (records and skips short of the plan)."""
+    by_split: dict[str, list[dict[str, Any]]] = {split: [] for split in totals}
     extras: dict[str, Any] = {"observations": [], "skipped": [], "skipped_total": 0, "skipped_by_kind": {},
                               "warnings": []}  # fmt: skip
-    for entry in fs.listdir(out.build):
-        if not (entry.startswith(_PREFIX) and entry.endswith(".json")):
-            continue
-        path = fs.join(out.build, entry)
-        report = json.loads(fs.read_bytes(path))
-        fs.remove(path)
-        if entry.startswith(f"{_PREFIX}plan-"):
-            continue
-        if entry == _EXTRAS:
-            extras = report
+    path = fs.join(out.build, _REPORTS)
+    reports = json.loads(fs.read_bytes(path)) if fs.exists(path) else []
+    for report in reports:
+        if "extras" in report:
+            extras = report["extras"]
         else:
             by_split[report["split"]].append(report)
+    _remove_temporaries(out.build, keep=[report["path"] for report in reports if "path" in report])
     results = []
-    for split in splits:
+    for split in totals:
         result = SplitResult(split)
         for report in sorted(by_split[split], key=lambda r: r["shard"]):
             out.adopt(report["path"])
             result.shards.append(ShardFile(report["path"], report["records"], report["bytes"], report["sha256"]))
         results.append(result)
+    written, planned = sum(r.records for r in results), sum(totals.values())
+    if written + extras["skipped_total"] != planned:
+        raise TfrConvertError(
+            f"the Beam runner wrote {written} of the {planned} examples ({extras['skipped_total']} skipped) and "
+            "reported no failure: it did not run every step of the pipeline"
+        )
     observations: Counter[Hashable] = Counter()
     for observed, n in extras["observations"]:
         observations[hashable(observed)] += n
@@ -293,11 +344,16 @@ def _read_reports(out: Output, splits: list[str]):
     return results, observations, skipped, extras["warnings"]
 
 
-def _remove_temporaries(out: str) -> None:
+def _remove_temporaries(out: str, keep: Iterable[str] = ()) -> None:
+    """The pipeline's temporaries (plan files, encoded batches, reports), but the shards in `keep`."""
     if fs.isdir(out):
-        for entry in fs.listdir(out):
-            if entry.startswith(_PREFIX):
-                fs.remove(fs.join(out, entry))
+        kept = {fs.basename(path) for path in keep}
+        gone = [fs.join(out, e) for e in fs.listdir(out) if e.startswith(_PREFIX) and e not in kept]
+        if fs.is_remote(out):
+            fs.remove_many(gone)
+        else:
+            for path in gone:
+                fs.remove(path)
 
 
 def _worker_message(error: Exception) -> str:

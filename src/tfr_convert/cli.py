@@ -330,7 +330,7 @@ def _run(make_converter, quiet: bool, as_json: bool, engine: str, beam_options: 
             raise click.UsageError(beam_engine.INSTALL_HINT)
         if options.resume:
             raise click.UsageError("--resume is for --engine local (Beam's runners retry failed work themselves)")
-        run = functools.partial(beam_engine.run, beam_options=beam_options)
+        run = functools.partial(beam_engine.run, beam_options=beam_options, quiet=quiet)
     else:
         if beam_options:
             raise click.UsageError("--beam-options needs --engine beam")

@@ -173,6 +173,19 @@ class _Translating:
             self._f.close()
 
 
+def read_range(path: str, start: int, length: int) -> bytes:
+    """`length` bytes of a file from `start` (one ranged request for a remote object)."""
+    if not length:
+        return b""
+    if is_remote(path):
+        fs, key = _remote(path)
+        with stores.translated(path):
+            return fs.cat_file(key, start=start, end=start + length)
+    with open(path, "rb") as f:
+        f.seek(start)
+        return f.read(length)
+
+
 def put_bytes(path: str, data: bytes) -> None:
     """A whole file written in one step: a remote object in one request, a local file
     under a temporary name renamed onto `path`."""
