@@ -98,7 +98,6 @@ class ShardEntry:
     records: int
     bytes: int
     sha256: str
-    version: str | None = None  # a remote object's version (ETag, generation) as written
 
 
 @dataclass

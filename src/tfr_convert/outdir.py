@@ -32,7 +32,7 @@ import hashlib
 import os
 import shutil
 import stat
-from typing import Any
+from typing import IO, Any
 
 from . import fs
 from .dataset_dir import FEATURES, INFO, MANIFEST, load_json
@@ -216,6 +216,13 @@ class Output:
             count = len(result.shards)
             for i, shard in enumerate(result.shards):
                 shard.final_name = ShardName(dataset_name, result.split, i, count, file_format).filename
+
+    def opener(self, path: str) -> IO[bytes]:
+        """Opens a shard's file to write (the container's writer writes through it)."""
+        return fs.open_file(path)
+
+    def sync(self) -> None:
+        """Every shard written so far is in place (a remote output's uploads finished)."""
 
     def entry(self, shard: ShardFile) -> ShardEntry:
         """A finished shard, as the journal records it."""

@@ -458,6 +458,7 @@ def finish(
     """After every shard is written (by either engine): name the shards, write the
     metadata and commit the directory."""
     name = options.name or converter.dataset_name
+    out.sync()  # every shard in place before anything reads one back (index files) or commits
     # may refine features, or refuse (e.g. mixed shapes for raw), or have a word on the whole run
     found_warnings = [*found_warnings, *(converter.finish(observations) or [])]
     out.name_shards(results, name, options.file_format)

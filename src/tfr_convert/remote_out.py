@@ -23,15 +23,17 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import hashlib
 import json
-from typing import Any
+from typing import IO, Any
 
-from . import fs, stores
+from . import fs
 from .dataset_dir import COMMITTING, INFO, MANIFEST, WORK_FOLDER, load_json
 from .journal import Journal, ShardEntry
 from .outdir import Output, dataset_files
 from .remote_lock import RemoteLock
-from .shards import ShardFile, SplitResult
+from .shards import SplitResult
+from .uploads import Uploads
 
 
 class RemoteOutput(Output):
@@ -43,6 +45,7 @@ class RemoteOutput(Output):
         self.journal = Journal(fs.join(self.work, "journal"))
         self._record = fs.join(self.work, COMMITTING)
         self._lock = RemoteLock(fs.join(self.work, "lock"))
+        self._uploads = Uploads()
         self._lock.acquire(self.path)
         try:
             self.recover()
@@ -76,22 +79,25 @@ class RemoteOutput(Output):
 
     # ------------------------------------------------------------ writing
 
-    def entry(self, shard: ShardFile) -> ShardEntry:
-        version = stores.version_of(fs.info(shard.tmp_path))
-        return ShardEntry(fs.basename(shard.tmp_path), shard.records, shard.bytes, shard.sha256, version)
+    def opener(self, path: str) -> IO[bytes]:
+        return self._uploads.open(path)
+
+    def sync(self) -> None:
+        self._uploads.wait()
 
     def whole(self, path: str, shard: ShardEntry) -> bool:
-        """The object is there with its size and version (ETag, generation) as written: the
-        store's own checksum stands in for reading it all back to hash it."""
+        """The object is there with its size, and its bytes (read back) hash as journaled: a
+        shard is journaled when written, before its upload has finished."""
         try:
-            listing = fs.info(path)
+            if fs.info(path).get("size") != shard.bytes:
+                return False
         except FileNotFoundError:
             return False
-        return (
-            listing.get("size") == shard.bytes
-            and shard.version is not None
-            and (stores.version_of(listing) == shard.version)
-        )
+        digest = hashlib.sha256()
+        with fs.open_input(path) as f:
+            while block := f.read(8 << 20):
+                digest.update(block)
+        return digest.hexdigest() == shard.sha256
 
     def keep_only(self, files: set[str]) -> None:
         fs.remove_many([fs.join(self.build, e) for e in self._built() if e not in files])
@@ -108,6 +114,7 @@ class RemoteOutput(Output):
             "remove": sorted(old - new),
             "metadata": [[name, base64.b64encode(data).decode("ascii")] for name, data in metadata.items()],
         }
+        self._uploads.wait()
         self._lock.check()
         fs.put_bytes(self._record, json.dumps(record).encode())
         self._temps.clear()
@@ -139,6 +146,7 @@ class RemoteOutput(Output):
     # ------------------------------------------------------------ ending
 
     def abort(self, keep: bool) -> None:
+        self._uploads.close()  # the uploads under way finish: a shard journaled may then be kept
         if not keep and not fs.exists(self._record):
             # (with the record written, what is there is for the next run's `recover`)
             with contextlib.suppress(OSError):
@@ -146,4 +154,5 @@ class RemoteOutput(Output):
         self._temps.clear()
 
     def close(self) -> None:
+        self._uploads.close()
         self._lock.release()

@@ -286,7 +286,7 @@ class SplitWriter:
     def _append(self, records: memoryview, sizes: list[int]) -> None:
         if self._writer is None:  # opened lazily: an empty split writes no file
             path = self.out.temp_path(f"{self.split}-{len(self.result.shards):05d}")
-            self._writer = self.container.writer(path, self.compression)
+            self._writer = self.container.writer(path, self.compression, self.out.opener)
         with fs.naming(self._writer.path):
             self._writer.write(records, sizes)
 

@@ -11,7 +11,7 @@ a file's first bytes say it is (TFRecord when nothing else claims it).
 from __future__ import annotations
 
 from ..errors import SourceError
-from .base import MAX_RECORD_BYTES, Container, Problem, Record, ShardFileWriter
+from .base import MAX_RECORD_BYTES, Container, Opener, Problem, Record, ShardFileWriter
 
 FORMATS = ("tfrecord", "array_record")
 
@@ -43,4 +43,4 @@ def of_file(path: str) -> Container:
     raise SourceError(f"{path}: not a TFRecord or ArrayRecord file (starts with {head[:8]!r}){hint}")
 
 
-__all__ = ["FORMATS", "MAX_RECORD_BYTES", "Container", "Problem", "Record", "ShardFileWriter", "get", "of_file"]
+__all__ = ["FORMATS", "MAX_RECORD_BYTES", "Container", "Opener", "Problem", "Record", "ShardFileWriter", "get", "of_file"]

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import MissingExtra, RecordError, TfrConvertError
 from ..streams import HashingReader
-from .base import MAX_RECORD_BYTES, Container, Problem, Record, ShardFileWriter
+from .base import MAX_RECORD_BYTES, Container, Opener, Problem, Record, ShardFileWriter
 
 WRITER_OPTIONS = {"none": "group_size:1,uncompressed", "zstd": "group_size:1,zstd:3"}
 # The first bytes of every Riegeli file: the signature chunk's header.
@@ -101,7 +101,8 @@ class ArrayRecordContainer(Container):
             return False
         return True
 
-    def writer(self, path: str, compression: str) -> ArrayRecordWriter:
+    def writer(self, path: str, compression: str, opener: Opener | None = None) -> ArrayRecordWriter:
+        # the library writes the file itself (a local one: remote --out is refused for ArrayRecord)
         return ArrayRecordWriter(path, compression)
 
     def sniff(self, head: bytes, size: int) -> bool:

@@ -10,9 +10,11 @@ the container through `records`, `count` and `verify`.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import IO, Any, NamedTuple
+
+Opener = Callable[[str], IO[bytes]]
 
 # What a reader that hands out payloads (schema, stats, grid) takes whole at most, by
 # default: a length field is untrusted, and a compressed stream's size unknown.
@@ -79,7 +81,9 @@ class Container(ABC):
         return None
 
     @abstractmethod
-    def writer(self, path: str, compression: str) -> ShardFileWriter: ...
+    def writer(self, path: str, compression: str, opener: Opener | None = None) -> ShardFileWriter:
+        """A writer of sealed records to `path`, a file opened by `opener` (fs.open_file by
+        default: the output may open its files otherwise, e.g. to upload them in the background)."""
 
     @abstractmethod
     def sniff(self, head: bytes, size: int) -> bool:

@@ -15,7 +15,7 @@ from typing import Any
 
 from .. import fs
 from ..streams import HashingReader
-from .base import MAX_RECORD_BYTES, Container, Problem, Record, ShardFileWriter
+from .base import MAX_RECORD_BYTES, Container, Opener, Problem, Record, ShardFileWriter
 from .compression import COMPRESSIONS, detect_compression, open_compressed_writer
 from .crc import masked_crc
 from .framing import FOOTER_SIZE, HEADER_SIZE, seal, u32, u64
@@ -30,8 +30,8 @@ class _HashingFile:
     A write error surfaces at the next write or at close.
     """
 
-    def __init__(self, path: str) -> None:
-        self._f = fs.open_file(path, "wb")
+    def __init__(self, path: str, opener: Opener | None = None) -> None:
+        self._f = (opener or fs.open_file)(path)
         self.hash = hashlib.sha256()
         self.size = 0
         self._queue: queue.Queue = queue.Queue(maxsize=8)  # bounds what waits in memory
@@ -69,9 +69,9 @@ class _HashingFile:
 class RecordWriter(ShardFileWriter):
     """Writes sealed (framed) records to a path. `sha256()` is the digest of the file as on disk."""
 
-    def __init__(self, path: str, compression: str = "none") -> None:
+    def __init__(self, path: str, compression: str = "none", opener: Opener | None = None) -> None:
         self.path = path
-        self._raw = _HashingFile(path)
+        self._raw = _HashingFile(path, opener)
         self._out = open_compressed_writer(self._raw, compression)  # type: ignore[arg-type]
 
     def write(self, blob: memoryview | bytes, sizes: list[int] | None = None) -> None:
@@ -98,8 +98,8 @@ class TFRecordContainer(Container):
     def seal(self, blob: bytearray | memoryview, sizes: list[int]) -> None:
         seal(blob, sizes)
 
-    def writer(self, path: str, compression: str) -> RecordWriter:
-        return RecordWriter(path, compression)
+    def writer(self, path: str, compression: str, opener: Opener | None = None) -> RecordWriter:
+        return RecordWriter(path, compression, opener)
 
     def sniff(self, head: bytes, size: int) -> bool:
         """Any file but one whose first header is no header at all: its length field
