@@ -22,6 +22,16 @@ def mnist_src(tmp_path: Path):
     return src, write_mnist(src)
 
 
+@pytest.fixture
+def no_tensorflow(tmp_path) -> dict[str, str]:
+    """An environment in which `import tensorflow` fails, as on a light install: a package of
+    that name that raises ImportError shadows the installed one on PYTHONPATH."""
+    fake = tmp_path / "no-tf" / "tensorflow"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('No module named tensorflow (light install)')\n")
+    return {**os.environ, "PYTHONPATH": str(fake.parent)}
+
+
 class Cli:
     def __init__(self) -> None:
         self.runner = CliRunner()

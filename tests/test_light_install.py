@@ -9,26 +9,15 @@ also builds a genuine light venv: see .ci/run.)
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from helpers import write_cifar, write_mnist
 from PIL import Image
 
 SCRIPTS = Path(sys.executable).parent
 EXTRA_HINT = "needs TensorFlow: pip install 'tfr-convert[tf]'"
-
-
-@pytest.fixture
-def no_tensorflow(tmp_path) -> dict[str, str]:
-    """An environment in which `import tensorflow` fails."""
-    fake = tmp_path / "no-tf" / "tensorflow"
-    fake.mkdir(parents=True)
-    (fake / "__init__.py").write_text("raise ImportError('No module named tensorflow (light install)')\n")
-    return {**os.environ, "PYTHONPATH": str(fake.parent)}
 
 
 def run(env: dict[str, str], command: str, *args) -> subprocess.CompletedProcess:

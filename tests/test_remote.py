@@ -142,6 +142,25 @@ def test_a_missing_remote_source_is_exit_1_naming_it(s3, tmp_path):
     assert result.returncode == 1 and f"{s3.url}/nowhere" in result.stderr and "Traceback" not in result.stderr
 
 
+def test_array_record_to_s3_and_index_files_beside_remote_shards(s3, tmp_path):
+    pytest.importorskip("array_record")
+    write_mnist(tmp_path / "src")
+    common = ["mnist", tmp_path / "src", "--format", "array_record", "--num-shards", 2, "--quiet"]
+    assert run(s3, "tfr-convert", *common, "--out", tmp_path / "local").returncode == 0
+    remote = run(s3, "tfr-convert", *common, "--out", f"{s3.url}/ar")
+    assert remote.returncode == 0, remote.stderr
+    same_dataset(download_tree(s3.fs, f"{s3.name}/ar"), local_files(tmp_path / "local"))
+    here = run(s3, "tfr-inspect", tmp_path / "local", "--verify", "--json")
+    there = run(s3, "tfr-inspect", f"{s3.url}/ar", "--verify", "--json")
+    assert there.returncode == 0 and there.stdout == here.stdout.replace(str(tmp_path / "local"), f"{s3.url}/ar")
+    indexed = run(s3, "tfr-convert", "mnist", tmp_path / "src", "--out", f"{s3.url}/tf", "--index", "--num-shards", 1)
+    assert indexed.returncode == 0, indexed.stderr
+    assert run(s3, "tfr-convert", "mnist", tmp_path / "src", "--out", tmp_path / "tf", "--index", "--num-shards", 1,
+               "--quiet").returncode == 0  # fmt: skip
+    same_dataset(download_tree(s3.fs, f"{s3.name}/tf"), local_files(tmp_path / "tf"))
+    assert any(name.endswith(".index") for name in local_files(tmp_path / "tf"))
+
+
 # ---------------------------------------------------------------- gs://
 
 
@@ -233,10 +252,11 @@ def test_storage_options_reach_the_store_without_environment(s3, s3_server, tmp_
 # ---------------------------------------------------------------- Beam on several worker processes
 
 
-def _beam_on_s3(s3, tmp_path, beam_options: str) -> None:
-    """An image folder on S3 converted by Beam with `beam_options` to S3: the local engine's bytes,
-    and nothing from the runner or its workers on the terminal with --quiet."""
+def _beam_on_s3(s3, tmp_path, beam_options: str, env: dict[str, str]) -> None:
+    """An image folder on S3 converted by Beam with `beam_options` to S3, without TensorFlow: the
+    local engine's bytes, and nothing from the runner or its workers on the terminal with --quiet."""
     pytest.importorskip("apache_beam")
+    env = {**s3.env, "PYTHONPATH": env["PYTHONPATH"]}
     src = class_folders_with_csv(tmp_path / "pets")
     upload_tree(s3.fs, src, f"{s3.name}/pets")
     common = ["images", f"{s3.url}/pets", "--labels", f"{s3.url}/pets/labels.csv", "--label-column", "label",
@@ -252,11 +272,11 @@ def _beam_on_s3(s3, tmp_path, beam_options: str) -> None:
     assert written == download_tree(s3.fs, f"{s3.name}/local")
 
 
-def test_beam_direct_runner_on_two_worker_processes_writes_the_local_engines_bytes_to_s3(s3, tmp_path):
-    _beam_on_s3(s3, tmp_path, "--direct_running_mode=multi_processing --direct_num_workers=2")
+def test_beam_direct_runner_on_two_worker_processes_writes_the_local_engines_bytes_to_s3(s3, tmp_path, no_tensorflow):
+    _beam_on_s3(s3, tmp_path, "--direct_running_mode=multi_processing --direct_num_workers=2", no_tensorflow)
 
 
-def test_beam_dask_runner_on_two_worker_processes_writes_the_local_engines_bytes_to_s3(s3, tmp_path):
+def test_beam_dask_runner_on_two_worker_processes_writes_the_local_engines_bytes_to_s3(s3, tmp_path, no_tensorflow):
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
                                   dashboard_address=None) as cluster:  # fmt: skip
@@ -265,4 +285,4 @@ def test_beam_dask_runner_on_two_worker_processes_writes_the_local_engines_bytes
             pids = set(client.run(os.getpid).values())
         assert len(pids) == 2 and os.getpid() not in pids  # two processes besides this one
         _beam_on_s3(s3, tmp_path, "--runner=apache_beam.runners.dask.dask_runner.DaskRunner "
-                                  f"--dask_client_address={cluster.scheduler_address}")  # fmt: skip
+                                  f"--dask_client_address={cluster.scheduler_address}", no_tensorflow)  # fmt: skip

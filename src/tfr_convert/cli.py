@@ -274,7 +274,7 @@ def _apply(decorators, f):
 def _run_options(*, out, name, num_shards, examples_per_shard, shard_size, file_format, compression, seed, shuffle,
                  workers, overwrite, resume, index, limit=None, validation_size=0, on_error="fail"):  # fmt: skip
     """RunOptions from the common options; checked before any input is read."""
-    from . import containers, fs
+    from . import containers
     from .pipeline import RunOptions, default_workers
     from .shards import ShardPolicy
 
@@ -288,8 +288,6 @@ def _run_options(*, out, name, num_shards, examples_per_shard, shard_size, file_
         raise click.UsageError(
             f"--format {file_format} needs its library: pip install 'tfr-convert[{container.extra}]'"
         )
-    if file_format == "array_record" and fs.is_remote(out):
-        raise click.UsageError("--format array_record needs a local --out (the ArrayRecord library writes local files)")
     if index and file_format != "tfrecord":
         raise click.UsageError("--index is for TFRecord shards (ArrayRecord files carry their own index)")
     if sum(x is not None for x in (num_shards, examples_per_shard, shard_size)) > 1:

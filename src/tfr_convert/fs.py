@@ -381,6 +381,9 @@ def stage(path: str) -> str:
     sources that are read whole anyway (MNIST, CIFAR, annotation files)."""
     if path is None or not is_remote(path):
         return path
+    staged = next((copy for copy, remote in _STAGED.items() if remote == path.rstrip("/")), None)
+    if staged is not None and os.path.exists(staged):
+        return staged
     import atexit
     import tempfile
 

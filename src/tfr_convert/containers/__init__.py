@@ -43,4 +43,14 @@ def of_file(path: str) -> Container:
     raise SourceError(f"{path}: not a TFRecord or ArrayRecord file (starts with {head[:8]!r}){hint}")
 
 
-__all__ = ["FORMATS", "MAX_RECORD_BYTES", "Container", "Opener", "Problem", "Record", "ShardFileWriter", "get", "of_file"]
+__all__ = [
+    "FORMATS",
+    "MAX_RECORD_BYTES",
+    "Container",
+    "Opener",
+    "Problem",
+    "Record",
+    "ShardFileWriter",
+    "get",
+    "of_file",
+]

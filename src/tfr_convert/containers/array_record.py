@@ -12,10 +12,12 @@ The library (`array-record`) is an extra, imported only here and only when used.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from typing import Any
 
+from .. import fs
 from ..errors import MissingExtra, RecordError, TfrConvertError
 from ..streams import HashingReader
 from .base import MAX_RECORD_BYTES, Container, Opener, Problem, Record, ShardFileWriter
@@ -38,9 +40,19 @@ def _module():
 
 
 class ArrayRecordWriter(ShardFileWriter):
-    def __init__(self, path: str, compression: str) -> None:
+    """The library writes a local file itself: for a remote path, a temporary one, copied
+    to `opener(path)` when closed."""
+
+    def __init__(self, path: str, compression: str, opener: Opener | None = None) -> None:
         self.path = path
-        self._writer = _module().ArrayRecordWriter(path, WRITER_OPTIONS[compression])
+        self._opener = opener or fs.open_file
+        self._local = path
+        if fs.is_remote(path):
+            import tempfile
+
+            handle, self._local = tempfile.mkstemp(prefix="tfr-convert-", suffix=".array_record")
+            os.close(handle)
+        self._writer = _module().ArrayRecordWriter(self._local, WRITER_OPTIONS[compression])
         self._size: int | None = None
         self._sha256 = ""
 
@@ -54,8 +66,15 @@ class ArrayRecordWriter(ShardFileWriter):
         if self._size is not None:
             return
         self._writer.close()
-        hashed = _hashed(self.path)  # the library writes the file itself: hash what reached the disk
+        hashed = _hashed(self._local)  # the library writes the file itself: hash what reached the disk
         self._size, self._sha256 = hashed.size, hashed.hash.hexdigest()
+        if self._local != self.path:
+            try:
+                with open(self._local, "rb") as source, self._opener(self.path) as target:
+                    while block := source.read(8 << 20):
+                        target.write(block)
+            finally:
+                os.remove(self._local)
 
     def bytes_written(self) -> int:
         assert self._size is not None, "known after close"
@@ -66,15 +85,16 @@ class ArrayRecordWriter(ShardFileWriter):
 
 
 def _hashed(path: str) -> HashingReader:
-    with open(path, "rb") as f:
+    with fs.open_input(path) as f:
         reader = HashingReader(f)
         reader.drain()
     return reader
 
 
 def _reader(path: str):
+    local = fs.stage(path)  # the library reads local files only: a remote one is copied first, once
     try:
-        return _module().ArrayRecordReader(path, "readahead_buffer_size:16M,max_parallelism:0")
+        return _module().ArrayRecordReader(local, "readahead_buffer_size:16M,max_parallelism:0")
     except (RuntimeError, ValueError) as e:
         raise RecordError(path, 0, 0, f"not a readable ArrayRecord file: {_first_line(e)}") from None
 
@@ -102,8 +122,7 @@ class ArrayRecordContainer(Container):
         return True
 
     def writer(self, path: str, compression: str, opener: Opener | None = None) -> ArrayRecordWriter:
-        # the library writes the file itself (a local one: remote --out is refused for ArrayRecord)
-        return ArrayRecordWriter(path, compression)
+        return ArrayRecordWriter(path, compression, opener)
 
     def sniff(self, head: bytes, size: int) -> bool:
         return head.startswith(SIGNATURE)
