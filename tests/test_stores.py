@@ -1,0 +1,111 @@
+"""Unit tests at the remote seams: storage options, remote path helpers, the lock's idea of
+a stale holder, background uploads (on fsspec's in-memory filesystem, which lives in this
+process)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tfr_convert import fs, stores
+from tfr_convert.errors import OptionError
+
+pytest.importorskip("fsspec")
+
+
+def test_storage_options_apply_to_every_scheme_and_per_scheme_ones_win(monkeypatch):
+    stores.configure({"anon": False, "s3": {"endpoint_url": "http://x:9000", "anon": True}, "gs": {"project": "p"}})
+    try:
+        assert stores.options_for("s3") == {"anon": True, "endpoint_url": "http://x:9000"}
+        assert stores.options_for("gs") == {"anon": False, "project": "p"}
+        assert stores.options_for("az") == {"anon": False}
+    finally:
+        stores.configure(None)
+    monkeypatch.setenv(stores.OPTIONS_ENV, "[1]")
+    with pytest.raises(OptionError, match="JSON object"):
+        stores.options_for("s3")
+
+
+def test_an_emulator_means_anonymous_gcs_unless_a_token_is_given(monkeypatch):
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", "http://127.0.0.1:1")
+    assert stores.options_for("gs")["token"] == "anon"
+    monkeypatch.setenv(stores.OPTIONS_ENV, json.dumps({"gs": {"token": "/key.json"}}))
+    assert stores.options_for("gs")["token"] == "/key.json"
+
+
+def test_remote_paths_keep_their_scheme_through_the_path_helpers():
+    assert fs.normpath("s3://b/a/./c//d/../e") == "s3://b/a/c/e"
+    assert fs.normpath("a/./b") == "a/b"
+    assert fs.join("gs://b/x", "y", "z") == "gs://b/x/y/z"
+    assert fs.dirname("s3://b/x/y/") == "s3://b/x"
+    assert fs.basename("s3://b/x/y/") == "y"
+    assert fs.is_remote("memory://x") and not fs.is_remote("/tmp/x") and not fs.is_remote("rel/s3:/x")
+
+
+def test_a_memory_tree_is_walked_from_one_listing_with_implied_folders():
+    root = f"memory://walk-{os.getpid()}"
+    for name in ("a/1.png", "a/b/2.png", "c/3.png", "top.csv"):
+        fs.put_bytes(f"{root}/{name}", b"x")
+    walked = [(d[len(root) :], dirs, files) for d, dirs, files in fs.walk(root)]
+    assert walked == [("", ["a", "c"], ["top.csv"]), ("/a", ["b"], ["1.png"]), ("/a/b", [], ["2.png"]),
+                      ("/c", [], ["3.png"])]  # fmt: skip
+    assert sorted(fs.listdir(root)) == ["a", "c", "top.csv"]
+    assert fs.files_in(root) == ["top.csv"]
+    assert fs.read_range(f"{root}/top.csv", 0, 1) == b"x"
+    fs.rmtree(root)
+    assert not fs.exists(f"{root}/top.csv")
+
+
+def test_background_uploads_land_whole_and_a_failed_one_is_raised():
+    from tfr_convert.uploads import Uploads
+
+    uploads = Uploads(pending=2)
+    root = f"memory://uploads-{os.getpid()}"
+    for i in range(5):  # more than the spool holds at once: opening waits for a slot
+        with uploads.open(f"{root}/shard-{i}") as f:
+            f.write(bytes([i]) * 1000)
+            f.write(memoryview(b"end"))
+    uploads.wait()
+    assert [fs.read_bytes(f"{root}/shard-{i}") for i in range(5)] == [bytes([i]) * 1000 + b"end" for i in range(5)]
+    with uploads.open("nosuchscheme://x/y") as f:  # its upload fails on the helper thread
+        f.write(b"x")
+    with pytest.raises(OptionError):
+        uploads.wait()
+    uploads.close()
+
+
+def test_a_lock_held_by_a_dead_process_here_is_stale_and_a_live_ones_is_not(tmp_path):
+    from tfr_convert.remote_lock import RemoteLock
+
+    lock = RemoteLock("memory://locks/lock")
+    alive = dict(lock.me, run="other")
+    assert not lock._stale(alive, {})  # this very process: alive
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    dead = dict(lock.me, pid=child.pid, pid_start="1", run="other")
+    assert lock._stale(dead, {})  # that pid is gone (or is another process now)
+    elsewhere = dict(alive, host="another-host")
+    fresh = {"LastModified": time.time()}
+    assert not lock._stale(elsewhere, fresh)
+    assert lock._stale(elsewhere, {"LastModified": time.time() - lock.lease - 1})
+
+
+def test_only_one_of_two_takes_a_memory_lock_and_release_frees_it():
+    from tfr_convert.errors import OutputError
+    from tfr_convert.remote_lock import RemoteLock
+
+    first, second = RemoteLock("memory://held/lock"), RemoteLock("memory://held/lock")
+    first.acquire("memory://held")
+    try:
+        with pytest.raises(OutputError, match=f"another tfr-convert run \\(pid {os.getpid()} on "):
+            second.acquire("memory://held")
+    finally:
+        first.release()
+    second.acquire("memory://held")
+    second.release()
+    assert not fs.exists("memory://held/lock")
