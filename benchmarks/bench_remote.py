@@ -30,20 +30,17 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from common import REPO, SCRIPTS, compile_package, machine
+from common import REPO, SCRIPTS, compile_package, machine, measure
 
 sys.path.insert(0, str(REPO / "tests"))
 from helpers import write_cifar, write_mnist
 from object_stores import SeaweedS3
 
 
-def timed(cmd: list[str]) -> float:
-    start = time.perf_counter()
-    subprocess.run([str(c) for c in cmd], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - start
+def timed(cmd: list) -> float:
+    return measure([str(c) for c in cmd])[0]  # after common.settle: inputs read, earlier writes synced
 
 
 def s3fs_command(code: str) -> list[str]:

@@ -119,9 +119,8 @@ def filesystem(path: str) -> tuple[Any, str]:
 
 
 def is_backend_error(e: BaseException) -> bool:
-    return any(type(e).__module__.startswith(m) for m in _BACKEND_MODULES) or any(
-        c.__module__.startswith(_BACKEND_MODULES) for c in type(e).__mro__[1:-2]
-    )
+    """Whether an exception (or a class it derives from) comes from a storage backend."""
+    return any(c.__module__.startswith(_BACKEND_MODULES) for c in type(e).__mro__[:-2])
 
 
 @contextlib.contextmanager
@@ -129,11 +128,10 @@ def translated(path: str) -> Iterator[None]:
     """A backend's exceptions as OSError naming `path` (a FileNotFoundError stays one)."""
     try:
         yield
-    except OSError as e:
-        if not e.filename:
-            e.filename = path
-        raise
     except Exception as e:
+        if isinstance(e, OSError):
+            e.filename = e.filename or path
+            raise
         if not is_backend_error(e):
             raise
         text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
