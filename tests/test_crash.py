@@ -130,6 +130,56 @@ def test_a_kill_at_any_step_of_an_overwrite_leaves_the_old_or_the_new_dataset(cl
         assert not work_dir(out).exists()
 
 
+def test_a_repair_run_killed_at_its_commit_then_resumed_leaves_the_whole_dataset(cli, mnist, tmp_path):
+    """DIR holds this very command's output with a shard deleted, so the repair run's new
+    manifest equals the damaged dataset's byte for byte: the commit's recovery must tell the
+    two sides of the swap apart by something else than their contents."""
+    args = ["mnist", mnist, "--examples-per-shard", "5", "--overwrite"]
+    whole = tmp_path / "whole"
+    assert cli.convert(*args, "--out", whole).exit_code == 0
+    expected = files(whole)
+    damaged = tmp_path / "damaged"
+    shutil.copytree(whole, damaged)
+    next(damaged.glob("mnist-train.tfrecord-00003-*")).unlink()
+    out = tmp_path / "out"
+    counted = shutil.copytree(damaged, tmp_path / "counted")
+    total = changes_made(*args, "--out", counted, count_file=tmp_path / "count")
+    for n in range(1, total + 1):
+        shutil.rmtree(out, ignore_errors=True)
+        shutil.rmtree(work_dir(out), ignore_errors=True)
+        shutil.copytree(damaged, out)
+        run = killed_at(n, *args, "--out", out)
+        assert run.returncode == -signal.SIGKILL, (n, run.stderr)
+        assert files(out) in (files(damaged), expected), n
+        result = cli.convert(*args, "--out", out, "--resume")
+        assert result.exit_code == 0, (n, result.output)
+        assert files(out) == expected, n
+        assert not work_dir(out).exists(), n
+
+
+def test_recovery_tells_an_unswapped_commit_by_its_token_not_by_the_manifest(cli, mnist, tmp_path):
+    """Killed after the commit's marker was written and before the swap, with the damaged old
+    dataset's manifest equal to the new one: the new build is kept (for --resume), DIR untouched."""
+    from tfr_convert.outdir import COMMIT_TOKEN, OutputDir
+
+    args = ["mnist", mnist, "--examples-per-shard", "5"]
+    out = tmp_path / "out"
+    assert cli.convert(*args, "--out", out).exit_code == 0
+    whole = files(out)
+    next(out.glob("mnist-train.tfrecord-00003-*")).unlink()
+    damaged = files(out)
+    work = work_dir(out)
+    shutil.copytree(tmp_path / "out", work / "new")
+    missing = next(name for name in whole if name not in damaged)
+    (work / "new" / missing).write_bytes(whole[missing])  # the build: the whole dataset again
+    (work / "new" / COMMIT_TOKEN).write_text("token-of-this-commit")
+    (work / "committing").write_text("token-of-this-commit")
+    with OutputDir(str(out), overwrite=True, resume=True):
+        assert files(out) == damaged  # not taken for swapped
+        assert {k: v for k, v in files(work / "new").items() if k != COMMIT_TOKEN} == whole  # kept
+        assert not (work / "committing").exists()
+
+
 def test_a_write_failing_at_any_step_of_an_overwrite_is_reported_and_leaves_a_whole_dataset(cli, overwrite, tmp_path):
     old, new_args, old_files, new_files = overwrite
     out = tmp_path / "out"

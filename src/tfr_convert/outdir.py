@@ -6,7 +6,8 @@ a work directory beside it, `PARENT/.DIR.tfr-convert/`:
     lock        held (fcntl) by the live run, holding its pid; a dead run's lock is free
     journal     what is finished, for --resume (journal.py)
     new/        the dataset being built: shards under temporary names, then metadata
-    committing  the new manifest's sha256, written just before the swap
+    committing  the commit's token, written just before the swap (the new tree holds
+                it too, as .tfr-convert-commit, until the swap is finished)
     trash/      the old dataset, after the swap, while it is deleted
 
 The commit is one atomic step: `new/` is renamed onto DIR (absent or an empty
@@ -14,7 +15,8 @@ directory) or exchanged with it (renameat2's RENAME_EXCHANGE), so at every momen
 DIR holds the old dataset or the new one. Entries of DIR that are not the old
 dataset's files (its manifest lists them) are carried over: hard-linked into
 `new/` before the exchange, and what cannot be linked (folders) moved back after
-it. A run killed after the swap is finished by the next run (`recover`).
+it. A run killed after the swap is finished by the next run (`recover`), which
+tells the two sides apart by the token the new tree carries.
 
 Where no sibling can be made on DIR's filesystem (DIR is a mount point, or its
 parent is not writable) the work directory is `DIR/.tfr-convert/`: the commit
@@ -143,6 +145,18 @@ def sha256_of(path: str) -> str | None:
     return digest.hexdigest()
 
 
+# In the new tree from just before the swap until just after it: the commit's token.
+COMMIT_TOKEN = ".tfr-convert-commit"
+
+
+def _read_token(path: str) -> str | None:
+    try:
+        with open(path, encoding="ascii") as f:
+            return f.read().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 def _remove(path: str) -> None:
     if os.path.isdir(path) and not os.path.islink(path):
         shutil.rmtree(path, ignore_errors=True)
@@ -173,14 +187,26 @@ class Output:
         self.finished = False  # --resume found the run done (see pipeline.run)
         self._temps: list[str] = []
 
-    def _is_this_run(self, manifest: Any) -> bool:
-        """Whether a dataset's manifest records this run's sources and options."""
+    def _done_already(self) -> bool:
+        """Whether DIR holds this run's dataset, whole: its manifest records this run's
+        sources and options, and every shard it lists is there at its recorded size (a
+        repair run into this command's own damaged output must not be taken for done)."""
+        manifest = load_json(self.path, MANIFEST)
         if not isinstance(manifest, dict) or not self.identity:
             return False
         recorded = manifest.get("options") or {}
-        return manifest.get("sources") == self.identity["sources"] and all(
-            recorded.get(k) == v for k, v in self.identity["options"].items()
-        )
+        if manifest.get("sources") != self.identity["sources"] or any(
+            recorded.get(k) != v for k, v in self.identity["options"].items()
+        ):
+            return False
+        for split in (manifest.get("splits") or {}).values():
+            for shard in split.get("shards") or []:
+                try:
+                    if fs.getsize(fs.join(self.path, shard["file"])) != shard["bytes"]:
+                        return False
+                except (OSError, KeyError, TypeError):
+                    return False
+        return True
 
     def _refuse_start(self, nonempty: bool, partial: bool) -> None:
         """OutputError if the run may not start: DIR holds something and no --overwrite, or
@@ -326,7 +352,7 @@ class OutputDir(Output):
             self.recover()
             partial = os.path.isdir(self.build) or self.journal.exists()
             # --resume after a run that had finished (or whose commit `recover` just finished)
-            self.finished = self.resume and not partial and self._is_this_run(load_json(path, MANIFEST))
+            self.finished = self.resume and not partial and self._done_already()
             if self.resuming:
                 self.entries = self.journal.read(self.identity)
             if not self.finished:
@@ -378,10 +404,15 @@ class OutputDir(Output):
         for name, data in metadata.items():
             self._write_file(name, data)
         self._temps.clear()
+        # A token inside the new tree moves with it: after a crash, the side of the swap that
+        # holds it is the new dataset, whatever the two trees' contents (a manifest's digest
+        # cannot tell a dataset from the same command's damaged earlier output).
+        token = os.urandom(16).hex()
+        self._write_atomically(os.path.join(self.build, COMMIT_TOKEN), token)
         replace = os.path.isdir(self.path) and os.listdir(self.path)
         if replace:
             self._carry_over()
-        self._write_atomically(os.path.join(self.work, "committing"), hashlib.sha256(metadata[MANIFEST]).hexdigest())
+        self._write_atomically(os.path.join(self.work, "committing"), token)
         if not replace:
             os.replace(self.build, self.path)  # replaces an empty directory in one step
         elif not _exchange(self.build, self.path):
@@ -428,6 +459,7 @@ class OutputDir(Output):
 
     def _finish_swap(self) -> None:
         """After the swap: entries of the old DIR that are not its dataset's move back."""
+        _remove(os.path.join(self.path, COMMIT_TOKEN))
         old = next((p for p in (os.path.join(self.work, "old"), self.build) if os.path.isdir(p)), None)
         if old is not None:
             own = dataset_files(old)
@@ -448,8 +480,9 @@ class OutputDir(Output):
             os.replace(self.build, self.path)  # killed inside the no-exchange window
         with open(marker, encoding="ascii") as f:
             expected = f.read().strip()
-        if sha256_of(os.path.join(self.path, MANIFEST)) != expected:
+        if _read_token(os.path.join(self.path, COMMIT_TOKEN)) != expected:
             os.remove(marker)  # not swapped: the build is kept, for --resume
+            _remove(os.path.join(self.build, COMMIT_TOKEN))
             return
         self._finish_swap()
 

@@ -28,7 +28,7 @@ import json
 from typing import IO, Any
 
 from . import fs
-from .dataset_dir import COMMITTING, INFO, MANIFEST, WORK_FOLDER, load_json
+from .dataset_dir import COMMITTING, INFO, WORK_FOLDER
 from .journal import Journal, ShardEntry
 from .outdir import Output, dataset_files
 from .remote_lock import RemoteLock
@@ -51,7 +51,7 @@ class RemoteOutput(Output):
             self.recover()
             partial = self.journal.exists() or bool(self._built())
             # --resume after a run that had finished (or whose commit `recover` just finished)
-            self.finished = resume and not partial and self._is_this_run(load_json(self.path, MANIFEST))
+            self.finished = resume and not partial and self._done_already()
             if self.resuming:
                 self.entries = self.journal.read(self.identity)
             if not self.finished:
