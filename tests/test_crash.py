@@ -157,10 +157,10 @@ def test_a_repair_run_killed_at_its_commit_then_resumed_leaves_the_whole_dataset
         assert not work_dir(out).exists(), n
 
 
-def test_recovery_tells_an_unswapped_commit_by_its_token_not_by_the_manifest(cli, mnist, tmp_path):
+def test_recovery_tells_an_unswapped_commit_by_the_trees_inode_not_by_the_manifest(cli, mnist, tmp_path):
     """Killed after the commit's marker was written and before the swap, with the damaged old
     dataset's manifest equal to the new one: the new build is kept (for --resume), DIR untouched."""
-    from tfr_convert.outdir import COMMIT_TOKEN, OutputDir
+    from tfr_convert.outdir import OutputDir
 
     args = ["mnist", mnist, "--examples-per-shard", "5"]
     out = tmp_path / "out"
@@ -172,11 +172,11 @@ def test_recovery_tells_an_unswapped_commit_by_its_token_not_by_the_manifest(cli
     shutil.copytree(tmp_path / "out", work / "new")
     missing = next(name for name in whole if name not in damaged)
     (work / "new" / missing).write_bytes(whole[missing])  # the build: the whole dataset again
-    (work / "new" / COMMIT_TOKEN).write_text("token-of-this-commit")
-    (work / "committing").write_text("token-of-this-commit")
+    built = os.stat(work / "new")
+    (work / "committing").write_text(f"{built.st_dev}:{built.st_ino}")  # as the commit writes it
     with OutputDir(str(out), overwrite=True, resume=True):
         assert files(out) == damaged  # not taken for swapped
-        assert {k: v for k, v in files(work / "new").items() if k != COMMIT_TOKEN} == whole  # kept
+        assert files(work / "new") == whole  # kept
         assert not (work / "committing").exists()
 
 

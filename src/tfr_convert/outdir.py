@@ -6,8 +6,8 @@ a work directory beside it, `PARENT/.DIR.tfr-convert/`:
     lock        held (fcntl) by the live run, holding its pid; a dead run's lock is free
     journal     what is finished, for --resume (journal.py)
     new/        the dataset being built: shards under temporary names, then metadata
-    committing  the commit's token, written just before the swap (the new tree holds
-                it too, as .tfr-convert-commit, until the swap is finished)
+    committing  new/'s device and inode, written just before the swap: after a crash,
+                the side of the swap that has them is the new dataset
     trash/      the old dataset, after the swap, while it is deleted
 
 The commit is one atomic step: `new/` is renamed onto DIR (absent or an empty
@@ -16,7 +16,7 @@ DIR holds the old dataset or the new one. Entries of DIR that are not the old
 dataset's files (its manifest lists them) are carried over: hard-linked into
 `new/` before the exchange, and what cannot be linked (folders) moved back after
 it. A run killed after the swap is finished by the next run (`recover`), which
-tells the two sides apart by the token the new tree carries.
+tells the two sides apart by the new tree's inode.
 
 Where no sibling can be made on DIR's filesystem (DIR is a mount point, or its
 parent is not writable) the work directory is `DIR/.tfr-convert/`: the commit
@@ -145,16 +145,13 @@ def sha256_of(path: str) -> str | None:
     return digest.hexdigest()
 
 
-# In the new tree from just before the swap until just after it: the commit's token.
-COMMIT_TOKEN = ".tfr-convert-commit"
-
-
-def _read_token(path: str) -> str | None:
+def _identity(path: str) -> str | None:
+    """A directory's device and inode, which a rename keeps; None if there is none."""
     try:
-        with open(path, encoding="ascii") as f:
-            return f.read().strip()
-    except (OSError, UnicodeDecodeError):
+        st = os.stat(path)
+    except OSError:
         return None
+    return f"{st.st_dev}:{st.st_ino}"
 
 
 def _remove(path: str) -> None:
@@ -404,15 +401,13 @@ class OutputDir(Output):
         for name, data in metadata.items():
             self._write_file(name, data)
         self._temps.clear()
-        # A token inside the new tree moves with it: after a crash, the side of the swap that
-        # holds it is the new dataset, whatever the two trees' contents (a manifest's digest
-        # cannot tell a dataset from the same command's damaged earlier output).
-        token = os.urandom(16).hex()
-        self._write_atomically(os.path.join(self.build, COMMIT_TOKEN), token)
         replace = os.path.isdir(self.path) and os.listdir(self.path)
         if replace:
             self._carry_over()
-        self._write_atomically(os.path.join(self.work, "committing"), token)
+        # The new tree's identity (device and inode) moves with it in the swap: after a crash,
+        # the side of the swap that has it is the new dataset, whatever the two trees hold (a
+        # manifest's digest cannot tell a dataset from the same command's damaged output).
+        self._write_atomically(os.path.join(self.work, "committing"), _identity(self.build))
         if not replace:
             os.replace(self.build, self.path)  # replaces an empty directory in one step
         elif not _exchange(self.build, self.path):
@@ -459,7 +454,6 @@ class OutputDir(Output):
 
     def _finish_swap(self) -> None:
         """After the swap: entries of the old DIR that are not its dataset's move back."""
-        _remove(os.path.join(self.path, COMMIT_TOKEN))
         old = next((p for p in (os.path.join(self.work, "old"), self.build) if os.path.isdir(p)), None)
         if old is not None:
             own = dataset_files(old)
@@ -480,9 +474,8 @@ class OutputDir(Output):
             os.replace(self.build, self.path)  # killed inside the no-exchange window
         with open(marker, encoding="ascii") as f:
             expected = f.read().strip()
-        if _read_token(os.path.join(self.path, COMMIT_TOKEN)) != expected:
+        if _identity(self.path) != expected:
             os.remove(marker)  # not swapped: the build is kept, for --resume
-            _remove(os.path.join(self.build, COMMIT_TOKEN))
             return
         self._finish_swap()
 
