@@ -7,6 +7,8 @@
 2. `near_duplicates.close_pairs` on N random 64-bit hashes (1% planted copies, 0..7 bits
    away), for each N in --sizes: seconds, candidate comparisons per hash, pairs found,
    and the all-pairs count it avoids — so the growth with N is visible.
+3. `tfr-convert images --dedupe near|drop|exact` on --identical copies of one JPEG (one
+   cluster as large as the dataset): seconds and peak RSS of the whole run.
 Medians of --repeat; writes Markdown to --out and prints it.
 """
 
@@ -20,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 from bench_images import make_images
-from common import machine, median
+from common import machine, median, peak_rss_mib
 
 from tfr_convert.near_duplicates import CHUNKS, close_pairs, phash
 
@@ -52,6 +54,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--images", type=int, default=2000)
     parser.add_argument("--sizes", default="10000,100000,1000000")
+    parser.add_argument("--identical", type=int, default=20000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "tfr-bench-dedupe")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "dedupe.md")
@@ -83,6 +86,21 @@ def main() -> None:
             times.append(time.perf_counter() - start)
         lines.append(f"| {n:,} | {median(times):.2f} | {candidates(h) / n:.1f} | {len(found):,} | "
                      f"{n * (n - 1) // 2:.2e} |")  # fmt: skip
+    lines += ["", f"| tfr-convert images, {args.identical:,} copies of one picture | seconds | peak RSS MiB |",
+              "|---|---|---|"]  # fmt: skip
+    same = args.work / f"identical-{args.identical}"
+    if not same.exists():
+        same.mkdir(parents=True)
+        for i in range(args.identical):
+            (same / f"{i:06d}.jpg").write_bytes(data[0])
+    for mode in ("near", "drop", "exact"):
+        times, peaks = [], []
+        for _ in range(args.repeat):
+            start = time.perf_counter()
+            peaks.append(peak_rss_mib(["convert", "images", same, "--dedupe", mode, "--split", "train=0.8,test=0.2",
+                                       "--out", args.work / "out", "--overwrite", "--quiet"]))  # fmt: skip
+            times.append(time.perf_counter() - start)
+        lines.append(f"| --dedupe {mode} | {median(times):.1f} | {median(peaks):.0f} |")
     text = "\n".join(lines) + "\n"
     print(text)
     args.out.write_text(text)

@@ -32,7 +32,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from common import REPO, SCRIPTS, compile_package, machine, measure
+from common import REPO, SCRIPTS, compile_package, machine, measure, peak_rss_mib
 
 sys.path.insert(0, str(REPO / "tests"))
 from helpers import write_cifar, write_mnist
@@ -46,13 +46,6 @@ def timed(cmd: list) -> float:
 def s3fs_command(code: str) -> list[str]:
     """A Python process doing `code` with an s3fs filesystem `fs`, configured like ours (environment)."""
     return [sys.executable, "-c", f"import s3fs; fs = s3fs.S3FileSystem(); {code}"]
-
-
-def peak_rss_mib(cmd: list[str]) -> float:
-    probe = REPO / "tests" / "peak_rss.py"
-    result = subprocess.run([sys.executable, str(probe), *map(str, cmd)], capture_output=True, text=True)
-    line = [x for x in result.stderr.splitlines() if x.startswith("peak_rss_mib=")][-1]
-    return float(line.split("=")[1])
 
 
 def main() -> None:

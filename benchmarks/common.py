@@ -61,6 +61,17 @@ def measure(cmd: list[str], shell: bool = False, inputs: Sequence[str | Path] = 
     return float(seconds), int(rss)
 
 
+def peak_rss_mib(args: Sequence[object]) -> float:
+    """Run tfr-convert or tfr-inspect (`convert|inspect ARGS...`) through tests/peak_rss.py:
+    its peak RSS in MiB; exits with its stderr if it fails."""
+    probe = REPO / "tests" / "peak_rss.py"
+    result = subprocess.run([sys.executable, str(probe), *map(str, args)], capture_output=True, text=True)
+    if result.returncode != 0:
+        raise SystemExit(result.stderr)
+    line = [x for x in result.stderr.splitlines() if x.startswith("peak_rss_mib=")][-1]
+    return float(line.split("=")[1])
+
+
 def compile_package() -> None:
     """Byte-compile tfr_convert, as `pip install` of a wheel does.
 

@@ -374,3 +374,82 @@ def test_a_killed_worker_ends_the_run_with_its_signal_named_and_resume_finishes_
     assert cli.convert(*args, "--out", out, "--resume").exit_code == 0
     assert cli.convert(*args, "--out", whole).exit_code == 0
     assert files(out) == files(whole)
+
+
+def _small_images(root: Path, seed: int) -> None:
+    import numpy as np
+    from PIL import Image
+
+    rng = np.random.default_rng(seed)
+    for c in ("a", "b"):
+        (root / c).mkdir(parents=True, exist_ok=True)
+        for i in range(12):
+            size = 8 + seed  # another seed, another size: a new file is not mistaken for the old
+            Image.fromarray(rng.integers(0, 256, (size, size, 3), dtype=np.uint8)).save(root / c / f"{i}.png")
+
+
+def test_resume_refuses_images_replaced_since_the_interrupted_run_naming_the_first(cli, tmp_path):
+    root, out = tmp_path / "images", tmp_path / "out"
+    _small_images(root, seed=0)
+    args = ["images", root, "--out", out, "--examples-per-shard", "2", "--workers", "1"]
+    assert killed_at(8, *args).returncode == -signal.SIGKILL
+    assert list((work_dir(out) / "new").glob(".tfr-convert-tmp-*"))  # shards of the old images kept
+    _small_images(root, seed=1)  # every image: new bytes, size and modification time
+    result = cli.convert(*args, "--resume")
+    assert result.exit_code == 1, result.output
+    assert "cannot --resume: " in result.output and "changed (size " in result.output
+    named = result.output.split("cannot --resume: ")[1].split(" changed")[0]
+    assert Path(named).parent.parent == root and Path(named).exists()
+    assert "Traceback" not in result.output and not out.exists()
+    assert cli.convert(*args, "--overwrite").exit_code == 0
+    assert cli.inspect(out, "--verify").exit_code == 0
+
+
+def test_resume_names_an_image_replaced_with_one_of_its_size_and_time(cli, tmp_path):
+    """A file moved over another (its size and modification time copied) is told by its inode."""
+    root, out, reference = tmp_path / "images", tmp_path / "out", tmp_path / "reference"
+    _small_images(root, seed=0)
+    args = ["images", root, "--examples-per-shard", "2", "--workers", "1"]
+    assert killed_at(8, *args, "--out", out).returncode == -signal.SIGKILL
+    victim, other = root / "b" / "7.png", root / "b" / "6.png"
+    data = other.read_bytes()  # another picture of the same size (noise compresses to a fixed size)
+    assert len(data) == victim.stat().st_size and data != victim.read_bytes()
+    stat = victim.stat()
+    fresh = tmp_path / "fresh.png"
+    fresh.write_bytes(data)
+    os.utime(fresh, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    os.replace(fresh, victim)
+    result = cli.convert(*args, "--out", out, "--resume")
+    assert result.exit_code == 1
+    assert f"cannot --resume: {victim} changed (inode)" in result.output
+    assert cli.convert(*args, "--out", out, "--overwrite").exit_code == 0
+    assert cli.convert(*args, "--out", reference).exit_code == 0
+    assert files(out) == files(reference)
+
+
+def test_resume_over_unchanged_images_gives_the_uninterrupted_bytes(cli, tmp_path):
+    root, out, reference = tmp_path / "images", tmp_path / "out", tmp_path / "reference"
+    _small_images(root, seed=0)
+    args = ["images", root, "--examples-per-shard", "2", "--workers", "1"]
+    assert killed_at(8, *args, "--out", out).returncode == -signal.SIGKILL
+    assert cli.convert(*args, "--out", out, "--resume").exit_code == 0
+    assert cli.convert(*args, "--out", reference).exit_code == 0
+    assert files(out) == files(reference)
+
+
+def test_resume_of_a_detection_run_refuses_an_image_changed_since(cli, tmp_path):
+    from PIL import Image
+
+    images, out = tmp_path / "images", tmp_path / "out"
+    images.mkdir()
+    rows = ["filename,width,height,class,xmin,ymin,xmax,ymax"]
+    for i in range(8):
+        Image.new("RGB", (20, 10 + i), (i * 20, 5, 5)).save(images / f"{i}.png")
+        rows.append(f"{i}.png,20,{10 + i},cat,1,1,9,9")
+    (tmp_path / "boxes.csv").write_text("\n".join(rows) + "\n")
+    args = ["detection", images, "--annotations", tmp_path / "boxes.csv", "--out", out, "--examples-per-shard", "1"]
+    assert killed_at(8, *args, "--workers", "1").returncode == -signal.SIGKILL
+    Image.new("RGB", (20, 15), (0, 0, 0)).save(images / "5.png")  # redrawn, same size in pixels
+    result = cli.convert(*args, "--workers", "1", "--resume")
+    assert result.exit_code == 1
+    assert f"cannot --resume: {images / '5.png'} changed (" in result.output

@@ -10,6 +10,7 @@ import pytest
 import tensorflow as tf
 from PIL import Image, ImageDraw, ImageEnhance
 
+from tfr_convert.converters.grouping import duplicate_pairs, group_keys
 from tfr_convert.near_duplicates import THRESHOLD, close_pairs, clusters, phash, popcount
 
 
@@ -84,6 +85,20 @@ def test_the_index_finds_exactly_the_pairs_all_pairs_comparison_finds():
 
 def test_clusters_join_chains_and_are_named_by_their_smallest_member():
     assert clusters(6, [(4, 1), (1, 3), (2, 5)]) == [0, 1, 2, 1, 1, 2]
+
+
+def test_copies_of_one_picture_are_linked_in_n_minus_one_pairs_into_the_clusters_all_pairs_give():
+    """The converter's pairs join each cluster without listing every pair in it (N copies
+    of one picture made N * (N - 1) / 2 pairs, quadratic in time and memory)."""
+    images = [jpeg(picture(i)) for i in range(30)]
+    images += [images[3]] * 400 + [COPIES["q35"](picture(5))] * 50 + [COPIES["half"](picture(3))]
+    pairs = duplicate_pairs(images.__getitem__, len(images), "near", workers=1)
+    assert len(pairs) == 400 + 1 + 50  # every copy linked once
+    h = np.array([phash(d) for d in images], np.uint64)
+    i, j = np.nonzero(np.triu(popcount(h[:, None] ^ h[None, :]) <= THRESHOLD, 1))
+    assert group_keys(len(images), None, pairs) == group_keys(len(images), None, list(zip(i.tolist(), j.tolist())))
+    exact = duplicate_pairs(images.__getitem__, len(images), "exact", workers=1)
+    assert len(exact) == 400 + 49
 
 
 def test_copies_hash_close_and_different_pictures_far():

@@ -164,3 +164,25 @@ def test_a_lock_not_renewed_for_a_lease_is_taken_over(s3, tmp_path):
     taken = run(env, "tfr-convert", "mnist", src, "--out", out)
     assert taken.returncode == 0, taken.stderr
     assert not s3.fs.exists(f"{s3.name}/out/.tfr-convert/lock")
+
+
+def test_resume_refuses_an_s3_image_rewritten_since_the_interrupted_run_naming_it(s3, tmp_path):
+    from object_stores import upload_tree
+    from PIL import Image
+
+    for c in ("a", "b"):
+        (tmp_path / "src" / c).mkdir(parents=True)
+        for i in range(8):
+            Image.new("RGB", (8, 8 + i), (i * 30, 9, ord(c))).save(tmp_path / "src" / c / f"{i}.png")
+    upload_tree(s3.fs, tmp_path / "src", f"{s3.name}/images")
+    args = ["images", f"s3://{s3.name}/images", "--examples-per-shard", 2, "--workers", 1, "--quiet"]
+    out = f"s3://{s3.name}/out"
+    assert killed_at(6, s3.env, *args, "--out", out).returncode == -signal.SIGKILL
+    victim = f"{s3.name}/images/a/3.png"
+    other = (tmp_path / "src" / "b" / "3.png").read_bytes()  # another picture of the same size
+    assert len(other) == s3.fs.size(victim) and other != s3.fs.cat_file(victim)
+    s3.fs.pipe_file(victim, other)
+    resumed = run(s3.env, "tfr-convert", *args, "--out", out, "--resume")
+    assert resumed.returncode == 1
+    assert f"cannot --resume: s3://{victim} changed (" in resumed.stderr and "version)" in resumed.stderr
+    assert run(s3.env, "tfr-convert", *args, "--out", out, "--overwrite").returncode == 0

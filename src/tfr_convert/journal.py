@@ -2,8 +2,10 @@
 
 One JSON object per line, appended as the run goes:
 - first, the run's identity: everything that shapes the output (tool version,
-  converter, options, source fingerprints, a hash of the planned items). A
-  resumed run must present the same identity, or it is refused naming what differs.
+  converter, options, source fingerprints, a hash of the planned items, a hash of
+  the item files' stats). A resumed run must present the same identity, or it is
+  refused naming what differs; beside it, the item files' stats themselves
+  (fingerprints.py), so that a changed input file is named.
 - one line per finished shard: its temporary file, records, bytes and sha256,
   where the next shard starts (the batch of the split and the record within it)
   and the shard cutter's counters there;
@@ -20,6 +22,7 @@ what a power loss may have torn.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -30,6 +33,7 @@ from typing import Any
 
 from . import fs
 from .errors import OutputError
+from .fingerprints import InputFiles
 from .skips import Skips
 
 
@@ -175,13 +179,21 @@ class Journal:
             at = end + 1
         return entries
 
-    def read(self, identity: dict[str, Any]) -> list[tuple[dict[str, Any], int]]:
+    def read(self, identity: dict[str, Any], inputs: InputFiles | None = None) -> list[tuple[dict[str, Any], int]]:
         """The finished steps of the interrupted run, each with where the journal ends
-        after it; OutputError if that run was not this one (its identity differs)."""
+        after it; OutputError if that run was not this one (its identity differs), naming
+        the first changed input file where only those differ."""
         entries = self._read_lines()
         if not entries or "identity" not in entries[0][0]:
             return []
         differences = _differences(entries[0][0]["identity"], json.loads(json.dumps(identity)))
+        if inputs is not None and differences and all(d.split(":")[0].split(".")[0] == "inputs" for d in differences):
+            changed = inputs.first_change(_stored_stats(entries[0][0]))
+            if changed is not None:
+                raise OutputError(
+                    f"cannot --resume: {changed} since the interrupted run began, which encoded it; "
+                    "use --overwrite to start over"
+                )
         if differences:
             shown = "; ".join(differences[:5]) + (f"; {len(differences) - 5} more" if len(differences) > 5 else "")
             raise OutputError(
@@ -190,11 +202,19 @@ class Journal:
             )
         return entries[1:]
 
-    def open(self, identity: dict[str, Any], kept: list[tuple[dict[str, Any], int]] | None = None) -> None:
+    def open(
+        self,
+        identity: dict[str, Any],
+        kept: list[tuple[dict[str, Any], int]] | None = None,
+        inputs: InputFiles | None = None,
+    ) -> None:
         """Begin appending: after the `kept` entries of a journal just read, or anew."""
         if self.path is None:
             return
-        first = json.dumps({"identity": identity}, sort_keys=True)
+        head: dict[str, Any] = {"identity": identity}
+        if inputs is not None:
+            head["inputs"] = base64.b64encode(inputs.stats).decode("ascii")
+        first = json.dumps(head, sort_keys=True)
         if self._remote:
             self._next = 1 + (kept[-1][1] if kept else 0)
             if kept is None:
@@ -249,6 +269,13 @@ class Journal:
         if self._file is not None:
             self._file.close()
             self._file = None
+
+
+def _stored_stats(head: dict[str, Any]) -> bytes:
+    try:
+        return base64.b64decode(head.get("inputs") or "", validate=True)
+    except (ValueError, TypeError):
+        return b""
 
 
 def replay(entries: list[tuple[dict[str, Any], int]]) -> Progress:

@@ -40,6 +40,7 @@ from . import fs
 from .dataset_dir import FEATURES, INFO, MANIFEST, load_json
 from .errors import Interrupted, OutputError
 from .features import flatten_tfds
+from .fingerprints import InputFiles
 from .journal import Journal, ShardEntry
 from .shards import TEMP_PREFIX, ShardFile, ShardName, SplitResult
 
@@ -176,10 +177,13 @@ class Output:
     work: str | None
     journal: Journal
 
-    def __init__(self, overwrite: bool, resume: bool, identity: dict[str, Any] | None) -> None:
+    def __init__(
+        self, overwrite: bool, resume: bool, identity: dict[str, Any] | None, inputs: InputFiles | None = None
+    ) -> None:
         """`identity`: what shapes the run's output (journal.py); --resume checks the
-        interrupted run's journal against it before anything is touched."""
-        self.overwrite, self.resume, self.identity = overwrite, resume, identity or {}
+        interrupted run's journal against it before anything is touched. `inputs`: the
+        stats of the items' files, to name one that changed (fingerprints.py)."""
+        self.overwrite, self.resume, self.identity, self.inputs = overwrite, resume, identity or {}, inputs
         self.entries: list[tuple[dict[str, Any], int]] = []  # the journal's, when resuming
         self.finished = False  # --resume found the run done (see pipeline.run)
         self._temps: list[str] = []
@@ -287,14 +291,18 @@ class Output:
 
 
 def open_output(
-    path: str, overwrite: bool = False, resume: bool = False, identity: dict[str, Any] | None = None
+    path: str,
+    overwrite: bool = False,
+    resume: bool = False,
+    identity: dict[str, Any] | None = None,
+    inputs: InputFiles | None = None,
 ) -> Output:
     """The output of one run: a local directory, or a remote prefix."""
     if fs.is_remote(path):
         from .remote_out import RemoteOutput
 
-        return RemoteOutput(path, overwrite, resume, identity)
-    return OutputDir(path, overwrite, resume, identity)
+        return RemoteOutput(path, overwrite, resume, identity, inputs)
+    return OutputDir(path, overwrite, resume, identity, inputs)
 
 
 class OutputDir(Output):
@@ -306,8 +314,9 @@ class OutputDir(Output):
         overwrite: bool = False,
         resume: bool = False,
         identity: dict[str, Any] | None = None,
+        inputs: InputFiles | None = None,
     ) -> None:
-        super().__init__(overwrite, resume, identity)
+        super().__init__(overwrite, resume, identity, inputs)
         self.in_place = False
         self._lock: Lock | None = None
         self.path = os.path.realpath(path)
@@ -351,7 +360,7 @@ class OutputDir(Output):
             # --resume after a run that had finished (or whose commit `recover` just finished)
             self.finished = self.resume and not partial and self._done_already()
             if self.resuming:
-                self.entries = self.journal.read(self.identity)
+                self.entries = self.journal.read(self.identity, self.inputs)
             if not self.finished:
                 self._check_start(partial)
                 os.makedirs(self.build, exist_ok=True)

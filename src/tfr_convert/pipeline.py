@@ -34,6 +34,7 @@ from .converters.base import Converter
 from .dataset_dir import compressed_note
 from .encode import Encoded, encode_items
 from .errors import Interrupted, WorkerLost
+from .fingerprints import InputFiles
 from .journal import Checkpoint, Progress, ShardEntry, Tally, replay
 from .metadata import metadata_files
 from .outdir import Output, open_output
@@ -271,13 +272,14 @@ def run(converter: Converter, options: RunOptions, progress: Callable[[int, int]
     plan = plan_splits(converter, options)
     total = sum(len(items) for items in plan.values())
     name = options.name or converter.dataset_name
-    identity = run_identity(converter, options, plan)
-    with open_output(options.out, options.overwrite, options.resume, identity) as out:
+    inputs = input_files(converter, plan, options.workers)
+    identity = run_identity(converter, options, plan, inputs)
+    with open_output(options.out, options.overwrite, options.resume, identity, inputs) as out:
         if out.finished:
             return _committed(out.path, time.perf_counter() - started)
         kept = _resume(out, name, options.file_format) if out.resuming else None
         journal = out.journal
-        journal.open(identity, kept[0] if kept else None)
+        journal.open(identity, kept[0] if kept else None, inputs)
         done = kept[1] if kept else Progress()
         tally, pending = Tally(), Tally()  # the whole run's; what the journal has not yet got
         tally.skipped.merge(converter.skipped)  # found while listing sources: first
@@ -353,10 +355,12 @@ def _committed(path: str, seconds: float) -> Summary:
     return Summary(manifest["dataset"], path, splits, seconds, from_fields(manifest), manifest["warnings"])
 
 
-def run_identity(converter: Converter, options: RunOptions, plan: dict[str, list[Hashable]]) -> dict[str, Any]:
+def run_identity(
+    converter: Converter, options: RunOptions, plan: dict[str, list[Hashable]], inputs: InputFiles | None = None
+) -> dict[str, Any]:
     """What shapes a run's output: a resumed run must match the interrupted one in all of it."""
     planned = _plan_digest(converter, plan, options.workers)
-    return {
+    identity = {
         "tool_version": __version__,
         "converter": converter.command,
         "options": {**options.recorded(), "name": options.name or converter.dataset_name, **converter.options()},
@@ -364,6 +368,25 @@ def run_identity(converter: Converter, options: RunOptions, plan: dict[str, list
         "items": {"splits": {split: len(items) for split, items in plan.items()}, "sha256": planned},
         "batch": converter.chunk_size,
     }
+    if inputs is not None:
+        identity["inputs"] = {"files": len(inputs.names), "sha256": inputs.digest()}
+    return identity
+
+
+# The item files are stat'ed on forked processes in parts of at least this many files.
+STATS_PER_PROCESS = 200_000
+
+
+def input_files(converter: Converter, plan: dict[str, list[Hashable]], workers: int) -> InputFiles | None:
+    """The stats of the files the plan's items are read from, in plan order (None where
+    items are not files)."""
+    roots = converter.roots()
+    items = [item for split in sorted(plan) for item in plan[split]]
+    if not roots or not items or converter.item_file(items[0]) is None:
+        return None
+    names = [converter.item_file(item) or "" for item in items]
+    parts = min(workers, len(names) // STATS_PER_PROCESS)
+    return InputFiles.of(roots[0], names, lambda fill, n: _joined_parts(converter, fill, n, parts))
 
 
 PLAN_BLOCK = 4096  # items per block of the plan's digest

@@ -29,6 +29,7 @@ from typing import IO, Any
 
 from . import fs
 from .dataset_dir import COMMITTING, INFO, WORK_FOLDER
+from .fingerprints import InputFiles
 from .journal import Journal, ShardEntry
 from .outdir import Output, dataset_files
 from .remote_lock import RemoteLock
@@ -37,8 +38,10 @@ from .uploads import Uploads
 
 
 class RemoteOutput(Output):
-    def __init__(self, path: str, overwrite: bool, resume: bool, identity: dict[str, Any] | None) -> None:
-        super().__init__(overwrite, resume, identity)
+    def __init__(
+        self, path: str, overwrite: bool, resume: bool, identity: dict[str, Any] | None, inputs: InputFiles | None
+    ) -> None:
+        super().__init__(overwrite, resume, identity, inputs)
         self.path = path.rstrip("/")
         self.work = fs.join(self.path, WORK_FOLDER)
         self.build = fs.join(self.work, "new")
@@ -53,7 +56,7 @@ class RemoteOutput(Output):
             # --resume after a run that had finished (or whose commit `recover` just finished)
             self.finished = resume and not partial and self._done_already()
             if self.resuming:
-                self.entries = self.journal.read(self.identity)
+                self.entries = self.journal.read(self.identity, self.inputs)
             if not self.finished:
                 self._refuse_start(bool(self._entries()), partial)
                 if partial and not resume:

@@ -111,6 +111,12 @@ class Converter(ABC):
         """The files or folders `encode` reads (engines spawn, not fork, for remote ones)."""
         return []
 
+    def item_file(self, item: Hashable) -> str | None:
+        """The file `encode` reads for the item, relative to roots()[0], where items are
+        files: the engine records their stats so that --resume notices one that changed.
+        None where `sources` fingerprints every input."""
+        return None
+
     def settle(self) -> None:
         """Finish any loading running in the background (threads), so that the
         converter can be copied into worker processes. Engines call it first."""

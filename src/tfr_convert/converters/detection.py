@@ -244,6 +244,9 @@ class DetectionConverter(Converter):
     def key(self, item: Hashable) -> str:
         return item[0]  # type: ignore[index]
 
+    def item_file(self, item: Hashable) -> str:
+        return item[0]  # type: ignore[index]
+
     def describe(self, item: Hashable) -> str:
         return fs.join(self.root, item[0])  # type: ignore[index]
 

@@ -19,8 +19,11 @@ DEDUPE_MODES = ("exact", "near", "drop")
 def duplicate_pairs(
     read: Callable[[int], bytes], n: int, mode: str, workers: int | None = None
 ) -> list[tuple[int, int]]:
-    """Pairs (i, j), i < j, of duplicates among n images read by index: identical bytes
-    for "exact"; hashes within near_duplicates.THRESHOLD bits for "near" and "drop"."""
+    """Pairs (i, j), i < j, linking duplicates among n images read by index: identical
+    bytes for "exact"; hashes within near_duplicates.THRESHOLD bits for "near" and "drop".
+    Enough pairs to join each cluster, not every pair in it: an image whose fingerprint
+    an earlier one has is linked to that one alone, and only distinct hashes are looked
+    up in the index (N copies of one picture make N - 1 pairs, not N * (N - 1) / 2)."""
 
     def fingerprint(i: int) -> bytes | int | None:
         try:
@@ -31,19 +34,19 @@ def duplicate_pairs(
 
     with ThreadPoolExecutor(workers or os.cpu_count() or 1) as pool:
         prints = list(pool.map(fingerprint, range(n), chunksize=64))
-    if mode == "exact":
-        first: dict[bytes, int] = {}
-        pairs = []
-        for i, p in enumerate(prints):
-            if isinstance(p, bytes):
-                if p in first:
-                    pairs.append((first[p], i))
-                else:
-                    first[p] = i
-        return pairs
-    known = [i for i, p in enumerate(prints) if isinstance(p, int)]
-    close = near_duplicates.close_pairs(prints[i] for i in known)  # type: ignore[misc]
-    return [(known[a], known[b]) for a, b, _ in close]
+    first: dict[bytes | int, int] = {}
+    pairs = []
+    for i, p in enumerate(prints):
+        if p is not None:
+            if p in first:
+                pairs.append((first[p], i))
+            else:
+                first[p] = i
+    if mode != "exact":
+        distinct = list(first.values())  # in index order
+        close = near_duplicates.close_pairs(prints[i] for i in distinct)  # type: ignore[misc]
+        pairs += [(distinct[a], distinct[b]) for a, b, _ in close]
+    return sorted(pairs)
 
 
 def group_keys(n: int, values: list[str] | None, pairs: list[tuple[int, int]]) -> list[str]:

@@ -587,6 +587,9 @@ class ImagesConverter(Converter):
     def key(self, item: Hashable) -> str:
         return item[0]  # type: ignore[index]
 
+    def item_file(self, item: Hashable) -> str:
+        return item[0]  # type: ignore[index]
+
     def describe(self, item: Hashable) -> str:
         rel, line = item[0], item[1]  # type: ignore[index]
         path = fs.join(self.root, rel)
