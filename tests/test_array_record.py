@@ -132,6 +132,23 @@ def test_verify_finds_a_flipped_byte_through_the_containers_own_checksums(cli, b
     assert summary.exit_code == 1 and shard.name in summary.stderr and "Traceback" not in summary.stderr
 
 
+def test_a_truncated_shard_is_one_line_in_every_mode_and_the_directory_report_goes_on(cli, both):
+    _, ar = both
+    shard = shards_by_split(ar)["train"][0]
+    os.truncate(shard, shard.stat().st_size - 40)  # Riegeli's end (its postscript) torn off
+    for mode in ([], ["--count"], ["--stats"], ["--head", "2"], ["--grid", ar.parent / "grid.png"]):
+        result = cli.inspect(shard, *mode)  # an exception would propagate: the CLI let it through
+        assert result.exit_code == 1, mode
+        assert f"{shard}: record " in result.stderr and "at byte offset" in result.stderr, mode
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    report = cli.inspect(ar, "--verify", "--json")
+    assert report.exit_code == 1
+    files = {Path(f["path"]).name: f for f in json.loads(report.stdout)["files"]}
+    assert len(files) == len(list(ar.glob("*.array_record-*"))) and files[shard.name]["problems"]
+    assert sum(f["records"] for name, f in files.items() if name != shard.name) > 0  # the others read on
+    assert "the end of the file" in files[shard.name]["problems"][0]["message"]
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

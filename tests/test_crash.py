@@ -453,3 +453,37 @@ def test_resume_of_a_detection_run_refuses_an_image_changed_since(cli, tmp_path)
     result = cli.convert(*args, "--workers", "1", "--resume")
     assert result.exit_code == 1
     assert f"cannot --resume: {images / '5.png'} changed (" in result.output
+
+
+def _edit_journal(out: Path, line: int, edit) -> None:
+    import json
+
+    journal = work_dir(out) / "journal"
+    lines = journal.read_text().splitlines()
+    entry = json.loads(lines[line])
+    edit(entry)
+    lines[line] = json.dumps(entry, sort_keys=True)
+    journal.write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda e: e.update(shard="mnist-train-00001"),  # a string where the shard's record was
+        lambda e: e["shard"].update(records=e["shard"]["records"] - 1),  # one record fewer claimed
+        lambda e: e["shard"].update(records="5"),
+        lambda e: e.update(cutter=[1, 2]),
+        lambda e: e.update(tally=[]),
+    ],
+    ids=["shard-a-string", "records-one-fewer", "records-a-string", "cutter-short", "tally-a-list"],
+)
+def test_resume_does_not_believe_an_edited_journal_line(cli, mnist, tmp_path, edit):
+    out, reference = tmp_path / "out", tmp_path / "reference"
+    args = ["mnist", mnist, "--examples-per-shard", "5"]
+    assert cli.convert(*args, "--out", reference).exit_code == 0
+    assert killed_at(10, *args, "--out", out).returncode == -signal.SIGKILL  # 4 train shards journaled
+    _edit_journal(out, 2, edit)  # the second shard's line
+    result = cli.convert(*args, "--out", out, "--resume")  # an exception would propagate here
+    assert result.exit_code == 0, result.output
+    assert files(out) == files(reference)  # the metadata's counts too
+    assert cli.inspect(out, "--verify").exit_code == 0

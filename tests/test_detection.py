@@ -195,6 +195,7 @@ def test_a_box_up_to_one_pixel_outside_is_clipped_with_a_warning(cli, tmp_path):
         ("a.jpg,64,48,cat,30,3,30,40", "line 3: xmax 30 is not right of xmin 30"),
         ("a.jpg,64,48,cat,2,40,30,12", "line 3: ymax 12 is not below ymin 40"),
         ("a.jpg,64,48,cat,2,3,wide,40", "line 3: xmax 'wide' is not a number"),
+        ("a.jpg,64,48,cat,2,3,3_0,40", "line 3: xmax '3_0' is not a number"),
         ("nope.jpg,64,48,cat,2,3,30,40", "line 3: image 'nope.jpg' not found in"),
         ("a.jpg,48,64,cat,2,3,30,40", "line 3: declares 48x64, but the image is 64x48 as displayed"),
         ("../a.jpg,64,48,cat,2,3,30,40", "line 3: image path '../a.jpg' is not inside IMAGE_DIR"),
@@ -296,6 +297,12 @@ def test_output_is_byte_identical_whatever_the_worker_count(cli, tmp_path):
     assert all((one / n).read_bytes() == (tmp_path / "two" / n).read_bytes() for n in shards)
 
 
+def _edit(path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+
+
 @pytest.mark.parametrize(
     ("fmt", "damage", "message"),
     [
@@ -332,6 +339,22 @@ def test_output_is_byte_identical_whatever_the_worker_count(cli, tmp_path):
             "no classes.txt or data.yaml here or above: give --classes FILE",
         ),
         ("yolo", lambda r: (r / "labels" / "zzz.txt").write_text(""), "zzz.txt: no image named zzz.* in IMAGE_DIR"),
+        ("yolo", lambda r: (r / "labels" / "a.txt").write_text("0 0.5 0.5 0.2 0_2\n"), "a.txt line 1: h '0_2' is"),
+        ("yolo", lambda r: (r / "labels" / "a.txt").write_text("0 0.5 nan 0.2 0.2\n"), "line 1: cy 'nan' is not a"),
+        ("voc", lambda r: _edit(r / "Annotations" / "a.jpg.xml", "<xmin>3</xmin>", "<xmin>1_0</xmin>"),
+         "a.jpg.xml object 1: <xmin> '1_0' is not a number"),
+        ("voc", lambda r: _edit(r / "Annotations" / "a.jpg.xml", "<xmin>3</xmin>", "<xmin>\uff11\uff10</xmin>"),
+         "a.jpg.xml object 1: <xmin> '\uff11\uff10' is not a number"),  # fullwidth digits
+        ("voc", lambda r: _edit(r / "Annotations" / "a.jpg.xml", "<xmin>3</xmin>", ""),
+         "a.jpg.xml object 1: <xmin> is missing"),
+        ("coco", lambda r: _edit(r / "instances_train.json", '"bbox": [2, ', '"bbox": ["2", '),
+         "instances_train.json annotations[0]: bbox[0] is '2', not a number"),
+        ("coco", lambda r: _edit(r / "instances_train.json", '"id": 100,', f'"id": {"7" * 100_000},'),
+         "instances_train.json images[0]: id is an integer of 100000 digits, not an integer"),
+        ("coco", lambda r: _edit(r / "instances_train.json", '"images": [', '"images": [' + "[" * 100_000),
+         "instances_train.json: byte 110: arrays or objects nested more than 100 deep"),
+        ("coco", lambda r: _edit(r / "instances_train.json", '"id": 2, "image_id"', '"id": 1, "image_id"'),
+         "instances_train.json annotations[1]: annotation id 1 appears twice (annotations[0] too)"),
     ],
 )
 def test_malformed_annotation_files_are_named(cli, tmp_path, fmt, damage, message):

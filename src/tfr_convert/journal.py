@@ -200,7 +200,11 @@ class Journal:
                 f"cannot --resume: the interrupted run differs from this one ({shown}); "
                 "run the same command, or use --overwrite to start over"
             )
-        return entries[1:]
+        steps = entries[1:]
+        for i, (entry, _) in enumerate(steps):
+            if not _well_formed(entry):  # edited or damaged: what follows is done again
+                return steps[:i]
+        return steps
 
     def open(
         self,
@@ -269,6 +273,40 @@ class Journal:
         if self._file is not None:
             self._file.close()
             self._file = None
+
+
+def _count(value: Any) -> bool:
+    return type(value) is int and value >= 0
+
+
+def _well_formed(entry: Any) -> bool:
+    """Whether a journal line has the shape this module writes (a line edited by hand, or
+    damaged on disk, is not believed: the run redoes from there)."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("split"), str):
+        return False
+    tally = entry.get("tally")
+    if not isinstance(tally, dict):
+        return False
+    try:
+        Tally.from_json(tally)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return False
+    if entry.get("done") is True:
+        return True
+    shard, cutter = entry.get("shard"), entry.get("cutter")
+    return (
+        isinstance(shard, dict)
+        and set(shard) == {"file", "records", "bytes", "sha256"}
+        and isinstance(shard["file"], str)
+        and re.fullmatch(r"[0-9a-f]{64}", str(shard["sha256"])) is not None
+        and _count(shard["records"])
+        and _count(shard["bytes"])
+        and _count(entry.get("batch"))
+        and _count(entry.get("offset"))
+        and isinstance(cutter, list)
+        and len(cutter) == 3
+        and all(map(_count, cutter))
+    )
 
 
 def _stored_stats(head: dict[str, Any]) -> bytes:

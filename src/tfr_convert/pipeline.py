@@ -33,7 +33,7 @@ from . import splits as splitting
 from .converters.base import Converter
 from .dataset_dir import compressed_note
 from .encode import Encoded, encode_items
-from .errors import Interrupted, WorkerLost
+from .errors import Interrupted, RecordError, WorkerLost
 from .fingerprints import InputFiles
 from .journal import Checkpoint, Progress, ShardEntry, Tally, replay
 from .metadata import metadata_files
@@ -277,7 +277,7 @@ def run(converter: Converter, options: RunOptions, progress: Callable[[int, int]
     with open_output(options.out, options.overwrite, options.resume, identity, inputs) as out:
         if out.finished:
             return _committed(out.path, time.perf_counter() - started)
-        kept = _resume(out, name, options.file_format) if out.resuming else None
+        kept = _resume(out, name, options.file_format, container) if out.resuming else None
         journal = out.journal
         journal.open(identity, kept[0] if kept else None, inputs)
         done = kept[1] if kept else Progress()
@@ -430,9 +430,9 @@ def _plan_digest(converter: Converter, plan: dict[str, list[Hashable]], workers:
     return digest.hexdigest()
 
 
-def _resume(out: Output, name: str, file_format: str) -> tuple[list, Progress]:
-    """The journal entries whose shards are still there, whole (size and sha256
-    checked), and what they say was finished; the rest of the build is removed."""
+def _resume(out: Output, name: str, file_format: str, container: containers.Container) -> tuple[list, Progress]:
+    """The journal entries whose shards are still there, whole (size, sha256 and record
+    count checked), and what they say was finished; the rest of the build is removed."""
     entries = out.entries
     kept: list = []
     counts: dict[str, int] = {}
@@ -445,7 +445,7 @@ def _resume(out: Output, name: str, file_format: str) -> tuple[list, Progress]:
             shard = ShardEntry(**entry["shard"])
             split = entry["split"]
             i = index[split] = index.get(split, -1) + 1
-            found = _find_shard(out, shard, ShardName(name, split, i, counts[split], file_format).filename)
+            found = _find_shard(out, shard, ShardName(name, split, i, counts[split], file_format).filename, container)
             if found is None:
                 break
             entry["shard"]["file"] = found
@@ -459,13 +459,22 @@ def _resume(out: Output, name: str, file_format: str) -> tuple[list, Progress]:
     return kept, progress
 
 
-def _find_shard(out: Output, shard: ShardEntry, final_name: str) -> str | None:
+def _find_shard(out: Output, shard: ShardEntry, final_name: str, container: containers.Container) -> str | None:
     """Where a journaled shard is now (under its temporary name, or its final one if
-    a commit had begun), if it is whole."""
+    a commit had begun), if it is whole: its size and sha256 as journaled, and the
+    records the journal counts in it (read back: the journal is not believed alone)."""
     for candidate in (shard.file, final_name):
-        if out.whole(fs.join(out.build, candidate), shard):
+        path = fs.join(out.build, candidate)
+        if out.whole(path, shard) and _holds(container, path, shard.records):
             return candidate
     return None
+
+
+def _holds(container: containers.Container, path: str, records: int) -> bool:
+    try:
+        return container.count(path) == records
+    except (RecordError, OSError):
+        return False
 
 
 def finish(

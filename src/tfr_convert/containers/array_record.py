@@ -99,6 +99,22 @@ def _reader(path: str):
         raise RecordError(path, 0, 0, f"not a readable ArrayRecord file: {_first_line(e)}") from None
 
 
+def _num_records(reader: Any, path: str) -> int:
+    try:
+        return reader.num_records()
+    except RuntimeError as e:
+        raise RecordError(path, 0, 0, f"not a readable ArrayRecord file: {_first_line(e)}") from None
+
+
+def _close(reader: Any) -> str | None:
+    """Closes a reader; Riegeli checks the file's end there: what it found wrong, or None."""
+    try:
+        reader.close()
+    except RuntimeError as e:
+        return _first_line(e)
+    return None
+
+
 def _first_line(error: Exception) -> str:
     text = str(error).strip()
     return text.splitlines()[0] if text else type(error).__name__
@@ -129,8 +145,9 @@ class ArrayRecordContainer(Container):
 
     def _scan(self, path: str) -> Iterator[Record | Problem]:
         reader = _reader(path)
+        closed = False
         try:
-            total = reader.num_records()
+            total = _num_records(reader, path)
             for start in range(0, total, _RANGE):
                 try:
                     batch = reader.read(start, min(start + _RANGE, total))
@@ -141,8 +158,13 @@ class ArrayRecordContainer(Container):
                     return
                 for k, data in enumerate(batch):
                     yield Record(start + k, None, data)
+            closed = True
+            message = _close(reader)
+            if message is not None:  # a damaged end (a truncated file): its records were read
+                yield Problem(total, _byte_of(message), "corrupt_chunk", f"the end of the file: {message}")
         finally:
-            reader.close()
+            if not closed:
+                _close(reader)  # what it finds is already said, or the caller stopped reading
 
     def records(self, path: str, max_record: int = MAX_RECORD_BYTES) -> Iterator[Record]:
         # (Riegeli bounds its chunks itself; the limit keeps the modes that hold records alike)
@@ -157,9 +179,12 @@ class ArrayRecordContainer(Container):
     def count(self, path: str) -> int:
         reader = _reader(path)
         try:
-            return reader.num_records()  # from the footer index
+            total = _num_records(reader, path)  # from the footer index
         finally:
-            reader.close()
+            message = _close(reader)
+        if message is not None:
+            raise RecordError(path, total, _byte_of(message) or 0, f"the end of the file: {message}")
+        return total
 
     def verify(self, path: str, with_sha256: bool) -> dict[str, Any]:
         problems, records = [], 0
@@ -182,6 +207,11 @@ def read_range(path: str, start: int, stop: int) -> Iterator[bytes]:
     reader = _reader(path)
     try:
         for at in range(start, stop, _RANGE):
-            yield from reader.read(at, min(at + _RANGE, stop))
+            try:
+                batch = reader.read(at, min(at + _RANGE, stop))
+            except RuntimeError as e:
+                message = _first_line(e)
+                raise RecordError(path, at, _byte_of(message) or 0, message) from None
+            yield from batch
     finally:
-        reader.close()
+        _close(reader)

@@ -13,9 +13,43 @@ import os
 from typing import Any
 
 from ...errors import SourceError, shown
-from .common import Annotations, Box, ImageCollector, box_problem, number, relative, size
+from .common import Annotations, Box, ImageCollector, box_problem, json_number, relative, size
 
 MAX_JSON_BYTES = 2 << 30
+MAX_DIGITS = 4000  # Python turns no longer text into an int (its guard against slow conversions)
+
+
+class LongInteger:
+    """A JSON integer too long to convert: kept as its length, to be named in a message."""
+
+    def __init__(self, digits: str) -> None:
+        self.length = len(digits.lstrip("-"))
+
+    def __repr__(self) -> str:
+        return f"an integer of {self.length} digits"
+
+
+def _parse_int(text: str) -> int | LongInteger:
+    return int(text) if len(text) <= MAX_DIGITS else LongInteger(text)
+
+
+MAX_DEPTH = 100  # arrays and objects in arrays and objects: a COCO file's go 4 deep
+
+
+def _too_deep_at(data: bytes) -> int:
+    """The byte where the JSON's nesting passes MAX_DEPTH (strings skipped)."""
+    import re
+
+    depth = 0
+    for m in re.finditer(rb'"(?:[^"\\]|\\.)*"|[\[{]|[\]}]', data):
+        token = m[0]
+        if token in (b"[", b"{"):
+            depth += 1
+            if depth > MAX_DEPTH:
+                return m.start()
+        elif token in (b"]", b"}"):
+            depth -= 1
+    return 0
 
 
 def _list(doc: dict[str, Any], key: str, path: str) -> list[Any]:
@@ -34,13 +68,20 @@ def _int(value: Any, what: str) -> int:
 def read(path: str) -> Annotations:
     if os.path.getsize(path) > MAX_JSON_BYTES:
         raise SourceError(f"{path}: {os.path.getsize(path)} bytes, more than a COCO file may hold here (2 GiB)")
+    with open(path, "rb") as f:
+        data = f.read()
     try:
-        with open(path, "rb") as f:
-            doc = json.load(f)
+        doc = json.loads(data, parse_int=_parse_int)
     except UnicodeDecodeError as e:
         raise SourceError(f"{path}: not UTF-8 text (byte {e.start})") from None
     except json.JSONDecodeError as e:
         raise SourceError(f"{path}: line {e.lineno}, column {e.colno}: not valid JSON ({e.msg})") from None
+    except RecursionError:
+        raise SourceError(
+            f"{path}: byte {_too_deep_at(data)}: arrays or objects nested more than {MAX_DEPTH} deep "
+            "(a COCO file's go 4 deep), more than the JSON parser follows"
+        ) from None
+    del data
     if not isinstance(doc, dict):
         raise SourceError(f"{path}: the top level is not an object")
     categories: dict[int, str] = {}
@@ -72,7 +113,8 @@ def read(path: str) -> Annotations:
             name = image.get("file_name")
             if not isinstance(name, str) or not relative(name):
                 raise ValueError(f"file_name is {shown(name)}")
-            width, height = size(image.get("width"), "width"), size(image.get("height"), "height")
+            width = size(image.get("width"), "width", json_number)
+            height = size(image.get("height"), "height", json_number)
         except ValueError as e:
             found.problems.append((where, str(e)))
             continue
@@ -80,8 +122,14 @@ def read(path: str) -> Annotations:
             found.problems.append((where, f"image id {iid} appears twice"))
             continue
         by_id[iid] = images.image(relative(name), where, width, height, source_id=str(iid))
+    ann_ids: dict[int, int] = {}  # annotation id -> where it was first seen
     for i, ann in enumerate(_list(doc, "annotations", path)):
         where = f"{path} annotations[{i}]"
+        if isinstance(ann, dict) and type(ann.get("id")) is int:
+            first = ann_ids.setdefault(ann["id"], i)
+            if first != i:
+                found.problems.append((where, f"annotation id {ann['id']} appears twice (annotations[{first}] too)"))
+                continue
         if not isinstance(ann, dict) or type(ann.get("image_id")) is not int:
             found.problems.append(
                 (where, f"image_id is {shown(ann.get('image_id') if isinstance(ann, dict) else ann)}")
@@ -98,14 +146,14 @@ def read(path: str) -> Annotations:
             bbox = ann.get("bbox")
             if not isinstance(bbox, list) or len(bbox) != 4:
                 raise ValueError(f"bbox is {shown(bbox)}, not [x, y, width, height]")
-            x, y, w, h = (number(v, f"bbox[{k}]") for k, v in enumerate(bbox))
+            x, y, w, h = (json_number(v, f"bbox[{k}]") for k, v in enumerate(bbox))
             problem = box_problem(x, y, x + w, y + h)
             if problem:
                 raise ValueError(f"bbox {shown(bbox)}: width and height must be positive")
             crowd = ann.get("iscrowd", 0)
             if crowd not in (0, 1) or type(crowd) is bool:
                 raise ValueError(f"iscrowd is {shown(crowd)}, not 0 or 1")
-            area = number(ann["area"], "area") if "area" in ann else None
+            area = json_number(ann["area"], "area") if "area" in ann else None
         except ValueError as e:
             entry["problems"].append((where, str(e)))
             continue

@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import math
 import posixpath
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from ...errors import shown
 
 
 @dataclass(frozen=True)
@@ -48,15 +52,34 @@ class Annotations:
     problems: list[tuple[str, str]] = field(default_factory=list)  # (where, what) tied to no image
 
 
+# A number as annotation files write one: ASCII digits, a sign, a point, an exponent
+# (float() would also take "1_0", other scripts' digits, "nan" and "infinity").
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
 def number(text: object, what: str) -> float:
     """A finite coordinate from annotation text, or ValueError saying which."""
-    try:
-        value = float(str(text).strip())
-    except ValueError:
-        raise ValueError(f"{what} {str(text)[:40]!r} is not a number") from None
+    if text is None:
+        raise ValueError(f"{what} is missing")
+    if not isinstance(text, str) or not _NUMBER.fullmatch(text.strip()):
+        raise ValueError(f"{what} {shown(text)} is not a number")
+    value = float(text)
     if not math.isfinite(value):
-        raise ValueError(f"{what} is {value}")
+        raise ValueError(f"{what} {shown(text)} is too large")
     return value
+
+
+def json_number(value: object, what: str) -> float:
+    """A finite coordinate from a JSON value: a JSON number (not a string, not true)."""
+    if type(value) not in (int, float):
+        raise ValueError(f"{what} is {shown(value)}, not a number")
+    try:
+        result = float(value)  # type: ignore[arg-type]
+    except OverflowError:
+        result = math.inf
+    if not math.isfinite(result):
+        raise ValueError(f"{what} is {shown(value)}, too large")
+    return result
 
 
 def box_problem(xmin: float, ymin: float, xmax: float, ymax: float) -> str | None:
@@ -68,8 +91,8 @@ def box_problem(xmin: float, ymin: float, xmax: float, ymax: float) -> str | Non
     return None
 
 
-def size(text: object, what: str) -> int:
-    value = number(text, what)
+def size(text: object, what: str, parse: Callable[[object, str], float] = number) -> int:
+    value = parse(text, what)
     if value != int(value) or value <= 0:
         raise ValueError(f"{what} {value:g} is not a positive whole number of pixels")
     return int(value)
