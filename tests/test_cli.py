@@ -197,3 +197,18 @@ def test_count_and_verify_never_import_numpy(cli, mnist_src, tmp_path, mode):
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip().splitlines()[-1] == "False"
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("args", [[], ["--json"]])
+def test_a_full_stdout_after_the_commit_is_a_warning_not_a_failed_run(mnist_src, tmp_path, args):
+    src, _ = mnist_src
+    out = tmp_path / "out"
+    scripts = Path(sysconfig.get_path("scripts"))
+    with open("/dev/full", "w") as full:  # every write: "No space left on device"
+        proc = subprocess.run([str(scripts / "tfr-convert"), "mnist", str(src), "--out", str(out), *args],
+                              stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert f"warning: {out} is complete; its summary could not be written to stdout: No space left" in proc.stderr
+    assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr
+    assert (out / "dataset_info.json").exists()

@@ -96,7 +96,9 @@ def test_copies_of_one_picture_are_linked_in_n_minus_one_pairs_into_the_clusters
     assert len(pairs) == 400 + 1 + 50  # every copy linked once
     h = np.array([phash(d) for d in images], np.uint64)
     i, j = np.nonzero(np.triu(popcount(h[:, None] ^ h[None, :]) <= THRESHOLD, 1))
-    assert group_keys(len(images), None, pairs) == group_keys(len(images), None, list(zip(i.tolist(), j.tolist())))
+    assert group_keys(len(images), None, pairs) == group_keys(
+        len(images), None, list(zip(i.tolist(), j.tolist(), strict=True))
+    )
     exact = duplicate_pairs(images.__getitem__, len(images), "exact", workers=1)
     assert len(exact) == 400 + 49
 

@@ -341,20 +341,41 @@ def _edit(path, old: str, new: str) -> None:
         ("yolo", lambda r: (r / "labels" / "zzz.txt").write_text(""), "zzz.txt: no image named zzz.* in IMAGE_DIR"),
         ("yolo", lambda r: (r / "labels" / "a.txt").write_text("0 0.5 0.5 0.2 0_2\n"), "a.txt line 1: h '0_2' is"),
         ("yolo", lambda r: (r / "labels" / "a.txt").write_text("0 0.5 nan 0.2 0.2\n"), "line 1: cy 'nan' is not a"),
-        ("voc", lambda r: _edit(r / "Annotations" / "a.jpg.xml", "<xmin>3</xmin>", "<xmin>1_0</xmin>"),
-         "a.jpg.xml object 1: <xmin> '1_0' is not a number"),
-        ("voc", lambda r: _edit(r / "Annotations" / "a.jpg.xml", "<xmin>3</xmin>", "<xmin>\uff11\uff10</xmin>"),
-         "a.jpg.xml object 1: <xmin> '\uff11\uff10' is not a number"),  # fullwidth digits
-        ("voc", lambda r: _edit(r / "Annotations" / "a.jpg.xml", "<xmin>3</xmin>", ""),
-         "a.jpg.xml object 1: <xmin> is missing"),
-        ("coco", lambda r: _edit(r / "instances_train.json", '"bbox": [2, ', '"bbox": ["2", '),
-         "instances_train.json annotations[0]: bbox[0] is '2', not a number"),
-        ("coco", lambda r: _edit(r / "instances_train.json", '"id": 100,', f'"id": {"7" * 100_000},'),
-         "instances_train.json images[0]: id is an integer of 100000 digits, not an integer"),
-        ("coco", lambda r: _edit(r / "instances_train.json", '"images": [', '"images": [' + "[" * 100_000),
-         "instances_train.json: byte 110: arrays or objects nested more than 100 deep"),
-        ("coco", lambda r: _edit(r / "instances_train.json", '"id": 2, "image_id"', '"id": 1, "image_id"'),
-         "instances_train.json annotations[1]: annotation id 1 appears twice (annotations[0] too)"),
+        (
+            "voc",
+            lambda r: _edit(r / "Annotations" / "a.jpg.xml", "<xmin>3</xmin>", "<xmin>1_0</xmin>"),
+            "a.jpg.xml object 1: <xmin> '1_0' is not a number",
+        ),
+        (
+            "voc",
+            lambda r: _edit(r / "Annotations" / "a.jpg.xml", "<xmin>3</xmin>", "<xmin>\uff11\uff10</xmin>"),
+            "a.jpg.xml object 1: <xmin> '\uff11\uff10' is not a number",
+        ),  # fullwidth digits
+        (
+            "voc",
+            lambda r: _edit(r / "Annotations" / "a.jpg.xml", "<xmin>3</xmin>", ""),
+            "a.jpg.xml object 1: <xmin> is missing",
+        ),
+        (
+            "coco",
+            lambda r: _edit(r / "instances_train.json", '"bbox": [2, ', '"bbox": ["2", '),
+            "instances_train.json annotations[0]: bbox[0] is '2', not a number",
+        ),
+        (
+            "coco",
+            lambda r: _edit(r / "instances_train.json", '"id": 100,', f'"id": {"7" * 100_000},'),
+            "instances_train.json images[0]: id is an integer of 100000 digits, not an integer",
+        ),
+        (
+            "coco",
+            lambda r: _edit(r / "instances_train.json", '"images": [', '"images": [' + "[" * 100_000),
+            "instances_train.json: byte 110: arrays or objects nested more than 100 deep",
+        ),
+        (
+            "coco",
+            lambda r: _edit(r / "instances_train.json", '"id": 2, "image_id"', '"id": 1, "image_id"'),
+            "instances_train.json annotations[1]: annotation id 1 appears twice (annotations[0] too)",
+        ),
     ],
 )
 def test_malformed_annotation_files_are_named(cli, tmp_path, fmt, damage, message):

@@ -381,6 +381,28 @@ def test_default_mode_decodes_a_sample_and_counts_the_rest(cli, tmp_path):
     assert f"schema (from {SAMPLE} records; --all for every one)" in cli.inspect(path).stdout
 
 
+def test_a_record_of_millions_of_empty_features_is_read_in_part_and_said_so(cli, tmp_path):
+    from tfr_convert.inspect.summary import MAX_FEATURES
+
+    entries = b"\x0a\x00" * (4 * MAX_FEATURES)  # Features' map entries with neither name nor value
+    payload = b"\x0a" + _varint(len(entries)) + entries + serialize({"i": 7})
+    path = tmp_path / "wide.tfrecord"
+    path.write_bytes(header(len(payload)) + payload + struct.pack("<I", masked_crc(payload)))
+    result = cli.inspect(path, "--json")
+    report = json.loads(result.stdout)
+    assert report["records_read_in_part"] == [{"file": str(path), "record": 0, "features_read": MAX_FEATURES}]
+    assert "i" not in report["schema"]  # behind the cut
+    assert f"record 0: only its first {MAX_FEATURES} features read" in cli.inspect(path).stdout
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    return bytes(out + bytes([n]))
+
+
 def test_a_run_of_zeros_is_not_parsed_as_half_a_million_fields(cli, tmp_path):
     path = tmp_path / "zeros.tfrecord"
     payload = bytes(8 << 20)

@@ -116,6 +116,19 @@ def test_verify_checks_a_dataset_against_its_metadata(cli, mnist_src, tmp_path):
     assert cli.inspect(out, "--verify").exit_code == 1
 
 
+def test_verify_of_a_dataset_says_which_files_beside_it_are_another_datasets(cli, mnist_src, tmp_path):
+    src, _ = mnist_src
+    out, other = tmp_path / "out", tmp_path / "other"
+    assert cli.convert("mnist", src, "--out", out, "--num-shards", 2).exit_code == 0
+    assert cli.convert("mnist", src, "--out", other, "--name", "digits").exit_code == 0
+    for shard in other.glob("digits-*"):
+        shutil.copy(shard, out / shard.name)
+    result = cli.inspect(out, "--verify")
+    assert result.exit_code == 0  # sound files, and the dataset whole
+    assert f"NOTE  {out}: 2 files of another dataset, 'digits' (52 records), lie beside 'mnist'" in result.stdout
+    assert "verified 6 files, 104 records" in result.stdout
+
+
 def test_gzip_and_zlib_files_are_detected_and_verified(cli, tmp_path):
     for compression in ("GZIP", "ZLIB"):
         path = tmp_path / f"c.{compression}"

@@ -317,9 +317,6 @@ def _run(make_converter, quiet: bool, as_json: bool, engine: str, beam_options: 
     """Validate options, build the converter (reads and checks sources), convert, report."""
     import time
 
-    from . import fs
-    from .inspect.summary import counted, human_bytes
-
     options = _run_options(**common)
     if engine == "beam":
         from . import beam_engine
@@ -346,6 +343,29 @@ def _run(make_converter, quiet: bool, as_json: bool, engine: str, beam_options: 
     finally:
         close_bar()
     summary.seconds = time.perf_counter() - started  # reading and checking the sources included
+    try:
+        _report(summary, quiet, as_json)
+    except OSError as e:  # stdout full or gone: the dataset is committed all the same
+        _silence_stdout()
+        click.echo(f"warning: {summary.out} is complete; its summary could not be written to stdout: "
+                   f"{e.strerror or e}", err=True)  # fmt: skip
+
+
+def _silence_stdout() -> None:
+    """Later flushes of stdout (the one at exit too) go nowhere instead of failing again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _report(summary, quiet: bool, as_json: bool) -> None:
+    """The warnings and skips on stderr, the one-line summary (or --json) on stdout."""
+    from . import fs
+    from .inspect.summary import counted, human_bytes
+
     if not quiet:
         for warning in summary.warnings:
             click.echo(f"warning: {fs.named_back(warning)}", err=True)

@@ -310,19 +310,36 @@ def parse(data: bytes) -> dict[str, tuple[str | None, list[Any]]]:
     return {name: (kind, values) for name, (kind, values, _) in outline(data).items()}
 
 
-def outline(data: bytes, keep: int | None = None) -> dict[str, tuple[str | None, list[Any], int]]:
+class Outline(dict):
+    """outline's result: {name: (kind, values, how many)}; `cut_at`: the map entries read
+    before `max_entries` stopped it (None: the whole record was read)."""
+
+    cut_at: int | None = None
+
+
+def outline(
+    data: bytes, keep: int | None = None, max_entries: int | None = None
+) -> dict[str, tuple[str | None, list[Any], int]]:
     """Example bytes -> {name: (kind, values, how many)}: the values all, or the first
     `keep` of each list (a schema needs counts, not a million decoded integers).
+    `max_entries`: at most that many features read (map entries, repeated or empty ones
+    included), the Outline's `cut_at` then saying so: a record of a few megabytes can
+    hold millions of them, each a step of Python here.
 
     A tf.train.SequenceExample reads the same way: its context is field 1, as an
     Example's features; each of its feature lists (field 2) comes out as
     (`feature_list[KIND]`, the values of each step, how many steps).
     """
-    out: dict[str, tuple[str | None, list[Any], int]] = {}
+    out = Outline()
+    entries = 0
     for number, wire, span in _fields(data, 0, len(data)):
         if wire != 2 or number not in (1, 2):
             continue
         for name, value in _map_entries(data, span):
+            entries += 1
+            if max_entries is not None and entries > max_entries:
+                out.cut_at = max_entries
+                return out
             if number == 1:
                 out[name] = _feature(data, value, keep)
                 continue

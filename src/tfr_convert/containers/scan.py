@@ -184,9 +184,29 @@ def scan_records(
         # a small plain file needs no more than its size (a compressed one's is unknown)
         ahead = _ReadAhead(stream, _BLOCK_SIZE if compression != "none" else max(1, min(_BLOCK_SIZE, file_size)))
         try:
-            yield from _scan_stream(_Cursor(ahead), compression, file_size, payload, max_record)
+            for item in _scan_stream(_Cursor(ahead), compression, file_size, payload, max_record):
+                if isinstance(item, Problem) and item.kind in _ENDED:
+                    item = _said_if_resized(item, path, file_size)
+                yield item
         finally:
             ahead.close()
+
+
+_ENDED = ("truncated_payload", "length_past_eof", "partial_header")  # the file ended early
+
+
+def _said_if_resized(problem: Problem, path: str, size: int) -> Problem:
+    """A problem of a file that ended early, saying so where it changed size while it was
+    read (its bytes up to `offset` were read before another process cut it short)."""
+    try:
+        now = fs.getsize(path)
+    except OSError:
+        return problem
+    if now == size:
+        return problem
+    return Problem(problem.index, problem.offset, problem.kind,
+                   f"{problem.message} (the file changed size while it was read: {size} bytes when "
+                   f"opened, {now} now)")  # fmt: skip
 
 
 def _scan_stream(

@@ -21,6 +21,9 @@ from .paths import resolve
 # of a converter's output (they all write every feature) at a bounded cost.
 SAMPLE = 100
 PREVIEW = 10  # values shown of a list
+# Features read of one record for the summary: real examples hold a few hundred at most;
+# the cap bounds the time a record crafted with millions of empty ones can take.
+MAX_FEATURES = 100_000
 
 
 @dataclass
@@ -77,17 +80,18 @@ def preview_values(values: list[Any], limit: int = PREVIEW, total: int | None = 
 
 
 def examples_of(
-    path: str, max_record: int = MAX_RECORD_BYTES, keep: int | None = None
+    path: str, max_record: int = MAX_RECORD_BYTES, keep: int | None = None, max_entries: int | None = None
 ) -> Iterator[tuple[Record, dict | None]]:
     """(record, parsed example) of every record of one file (of any container), checked
     as it is read; the example is None when the payload is not a tf.train.Example
     (worth counting, not fatal). A record above `max_record` bytes raises RecordError.
-    With `keep`, examples are outlines ({name: (kind, first `keep` values, count)})."""
+    With `keep`, examples are outlines ({name: (kind, first `keep` values, count)}), of at
+    most `max_entries` features each (example.outline)."""
     from ..example import ExampleDecodeError, outline, parse  # numpy: not needed by --count
 
     for record in containers.of_file(path).records(path, max_record):
         try:
-            yield record, parse(record.data) if keep is None else outline(record.data, keep)
+            yield record, parse(record.data) if keep is None else outline(record.data, keep, max_entries)
         except ExampleDecodeError:
             yield record, None
 
@@ -130,10 +134,11 @@ def summarize(
     schema: dict[str, FeatureStats] = {}
     examples: list[dict[str, Any]] = []
     total = undecodable = decoded = 0
+    cut: list[dict[str, Any]] = []  # records read only in part
     for path in resolve(paths).files:
         file = file_kind(path)
         records = 0
-        for record, example in examples_of(path, max_record, keep=PREVIEW):
+        for record, example in examples_of(path, max_record, keep=PREVIEW, max_entries=MAX_FEATURES):
             records += 1
             if not every and records > max(SAMPLE, head):
                 records = file[0].count(path)  # the rest from the framing alone
@@ -142,6 +147,8 @@ def summarize(
             if example is None:
                 undecodable += 1
                 continue
+            if getattr(example, "cut_at", None) is not None:
+                cut.append({"file": path, "record": record.index, "features_read": example.cut_at})
             for name, (kind, _, n) in example.items():
                 schema.setdefault(name, FeatureStats()).add(kind, n)
             if len(examples) < head:
@@ -166,6 +173,7 @@ def summarize(
         "schema_from_records": decoded,
         "examples": examples,
         "undecodable_records": undecodable,
+        "records_read_in_part": cut,
     }
 
 
@@ -212,6 +220,9 @@ def format_summary(report: dict[str, Any]) -> str:
             lines.append(f"  {name:<{nw}}  {s['kind']!s:<10}  {counts} {unit}{present}")
         if report["undecodable_records"]:
             lines.append(f"undecodable records (not tf.train.Example): {report['undecodable_records']}")
+        for part in report.get("records_read_in_part", []):
+            lines.append(f"{part['file']} record {part['record']}: only its first {part['features_read']} features "
+                         "read for the schema (it holds more)")  # fmt: skip
         for ex in report["examples"]:
             lines.append(f"example: {os.path.basename(ex['file'])} record {ex['record']}")
             for name, feat in ex["features"].items():

@@ -138,10 +138,26 @@ def verify(paths: list[str]) -> dict[str, Any]:
 
 
 def _notes(directory: str, files: list[dict[str, Any]]) -> list[str]:
-    """What is worth saying about a sound dataset: compressed shards TFDS cannot read."""
+    """What is worth saying about a dataset: compressed shards TFDS cannot read; shards of
+    another dataset beside it (verified, and counted among the files, but not its own)."""
     inside = fs.join(fs.normpath(directory), "")
-    kinds = {f["compression"] for f in files if fs.normpath(f["path"]).startswith(inside)} - {"none"}
-    return [compressed_note(kind) for kind in sorted(kinds)]
+    mine = [f for f in files if fs.normpath(f["path"]).startswith(inside)]
+    kinds = {f["compression"] for f in mine} - {"none"}
+    notes = [compressed_note(kind) for kind in sorted(kinds)]
+    try:
+        name = DatasetDir(directory).name
+    except (SourceError, KeyError, TypeError, ValueError, AttributeError):
+        return notes  # unreadable metadata: a problem verify_dataset reports
+    others: dict[str, list[str]] = {}
+    for f in mine:
+        shard = ShardName.parse(f["path"])
+        if shard is not None and shard.name != name:
+            others.setdefault(shard.name, []).append(f)
+    for other, found in sorted(others.items()):
+        records = sum(f["records"] for f in found)
+        notes.append(f"{counted(len(found), 'file')} of another dataset, {other!r} ({counted(records, 'record')}), "
+                     f"lie beside {name!r}: verified and counted above, not against its metadata")  # fmt: skip
+    return notes
 
 
 def format_verify(report: dict[str, Any]) -> str:

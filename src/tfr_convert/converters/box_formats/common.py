@@ -61,6 +61,8 @@ def number(text: object, what: str) -> float:
     """A finite coordinate from annotation text, or ValueError saying which."""
     if text is None:
         raise ValueError(f"{what} is missing")
+    if isinstance(text, str) and not text.strip():
+        raise ValueError(f"{what} is empty")
     if not isinstance(text, str) or not _NUMBER.fullmatch(text.strip()):
         raise ValueError(f"{what} {shown(text)} is not a number")
     value = float(text)
