@@ -297,6 +297,18 @@ def test_output_is_byte_identical_whatever_the_worker_count(cli, tmp_path):
     assert all((one / n).read_bytes() == (tmp_path / "two" / n).read_bytes() for n in shards)
 
 
+def test_coco_members_in_any_order_give_the_same_records(cli, tmp_path):
+    """Annotations are read before the images and categories they name (kept until both are known)."""
+    _, out = convert(cli, tmp_path, "coco")
+    path = tmp_path / "instances_train.json"
+    doc = json.loads(path.read_text())
+    path.write_text(json.dumps({k: doc[k] for k in ("annotations", "categories", "images")}, indent=1))
+    result = cli.convert("detection", tmp_path / "images", "--annotations", path, "--out", tmp_path / "again")
+    assert result.exit_code == 0, result.stderr
+    shards = sorted(p.name for p in out.glob("*.tfrecord-*"))
+    assert shards and all((out / n).read_bytes() == (tmp_path / "again" / n).read_bytes() for n in shards)
+
+
 def _edit(path, old: str, new: str) -> None:
     text = path.read_text()
     assert old in text

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import os
 import pickle
 import struct
 import subprocess
@@ -451,3 +452,31 @@ def test_malformed_dataset_info_is_a_reported_problem(cli, mnist_src, tmp_path, 
     verify = cli.inspect(out, "--verify")
     assert verify.exit_code == 1
     assert "dataset_info.json" in verify.stdout + verify.stderr
+
+
+def test_a_coco_file_of_many_annotations_is_never_held_whole_as_parsed_json(tmp_path):
+    """Its entries are parsed one at a time and kept in columns: the whole run holds less
+    than parsing the document with json.load alone does (which it did before)."""
+    from PIL import Image
+
+    images = tmp_path / "images"
+    images.mkdir()
+    Image.new("RGB", (64, 48)).save(images / "0.jpg")
+    for i in range(1, 3000):
+        os.link(images / "0.jpg", images / f"{i}.jpg")
+    annotations = [{"id": k, "image_id": k // 100, "category_id": 1 + k % 3, "bbox": [1.5, 2, 10.25, 20],
+                    "area": 205.0, "iscrowd": 0, "segmentation": [[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]]}
+                   for k in range(300_000)]  # fmt: skip
+    doc = {"images": [{"id": i, "file_name": f"{i}.jpg", "width": 64, "height": 48} for i in range(3000)],
+           "annotations": annotations, "categories": [{"id": c, "name": n} for c, n in ((1, "a"), (2, "b"), (3, "c"))]}  # fmt: skip
+    path = tmp_path / "instances.json"
+    path.write_text(json.dumps(doc))
+    del doc, annotations
+    probe = "import json, sys; json.load(open(sys.argv[1], 'rb')); " + (
+        "print(next(int(x.split()[1]) for x in open('/proc/self/status') if x.startswith('VmHWM')) / 1024)"
+    )
+    parsed = float(subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True, text=True,
+                                  check=True).stdout)  # fmt: skip
+    result, peak = measured("convert", "detection", images, "--annotations", path, "--out", tmp_path / "o", "--dry-run")
+    assert result.returncode == 0, result.stderr
+    assert peak < 0.75 * parsed, (peak, parsed)

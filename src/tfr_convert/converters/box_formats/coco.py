@@ -9,11 +9,15 @@ become labels 1..N in increasing id order, the names in that order.
 from __future__ import annotations
 
 import json
+import math
 import os
+from array import array
+from collections.abc import Iterator
 from typing import Any
 
 from ...errors import SourceError, shown
 from .common import Annotations, Box, ImageCollector, box_problem, json_number, relative, size
+from .json_stream import read_object
 
 MAX_JSON_BYTES = 2 << 30
 MAX_DIGITS = 4000  # Python turns no longer text into an int (its guard against slow conversions)
@@ -71,19 +75,35 @@ def read(path: str) -> Annotations:
     with open(path, "rb") as f:
         data = f.read()
     try:
-        doc = json.loads(data, parse_int=_parse_int)
+        text = data.decode(json.detect_encoding(data), "surrogatepass")
     except UnicodeDecodeError as e:
         raise SourceError(f"{path}: not UTF-8 text (byte {e.start})") from None
+    del data  # the text alone while it is parsed
+    images, annotations = _Images(path), _Annotations(path)
+    try:
+        doc = read_object(text, {"images": images.read, "annotations": annotations.read}, _parse_int)
     except json.JSONDecodeError as e:
         raise SourceError(f"{path}: line {e.lineno}, column {e.colno}: not valid JSON ({e.msg})") from None
     except RecursionError:
         raise SourceError(
-            f"{path}: byte {_too_deep_at(data)}: arrays or objects nested more than {MAX_DEPTH} deep "
-            "(a COCO file's go 4 deep), more than the JSON parser follows"
+            f"{path}: byte {_too_deep_at(text.encode('utf-8', 'surrogatepass'))}: arrays or objects nested more "
+            f"than {MAX_DEPTH} deep (a COCO file's go 4 deep), more than the JSON parser follows"
         ) from None
-    del data
-    if not isinstance(doc, dict):
+    del text
+    if doc is None:
         raise SourceError(f"{path}: the top level is not an object")
+    for key, part in (("images", images), ("annotations", annotations)):
+        if not part.read_once:
+            _list(doc, key, path)  # raises: no such list
+    categories = _categories(doc, path)
+    found = Annotations([], [path], classes=[categories[c] for c in sorted(categories)])
+    found.problems += images.problems
+    annotations.resolve(images.by_id, categories, found.problems)
+    found.images = images.collector.images()
+    return found
+
+
+def _categories(doc: dict[str, Any], path: str) -> dict[int, str]:
     categories: dict[int, str] = {}
     for i, cat in enumerate(_list(doc, "categories", path)):
         where = f"{path} categories[{i}]"
@@ -101,62 +121,155 @@ def read(path: str) -> Annotations:
         if name.strip() in categories.values():
             raise SourceError(f"{where}: category name {name.strip()!r} appears twice")
         categories[cid] = name.strip()
-    found = Annotations([], [path], classes=[categories[c] for c in sorted(categories)])
-    images = ImageCollector()
-    by_id: dict[int, dict] = {}
-    for i, image in enumerate(_list(doc, "images", path)):
-        where = f"{path} images[{i}]"
-        try:
-            if not isinstance(image, dict):
-                raise ValueError("not an object")
-            iid = _int(image.get("id"), "id")
-            name = image.get("file_name")
-            if not isinstance(name, str) or not relative(name):
-                raise ValueError(f"file_name is {shown(name)}")
-            width = size(image.get("width"), "width", json_number)
-            height = size(image.get("height"), "height", json_number)
-        except ValueError as e:
-            found.problems.append((where, str(e)))
-            continue
-        if iid in by_id:
-            found.problems.append((where, f"image id {iid} appears twice"))
-            continue
-        by_id[iid] = images.image(relative(name), where, width, height, source_id=str(iid))
-    ann_ids: dict[int, int] = {}  # annotation id -> where it was first seen
-    for i, ann in enumerate(_list(doc, "annotations", path)):
-        where = f"{path} annotations[{i}]"
-        if isinstance(ann, dict) and type(ann.get("id")) is int:
-            first = ann_ids.setdefault(ann["id"], i)
-            if first != i:
-                found.problems.append((where, f"annotation id {ann['id']} appears twice (annotations[{first}] too)"))
+    return categories
+
+
+class _Images:
+    """The `images` list, read entry by entry as the file is parsed."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.collector = ImageCollector()
+        self.by_id: dict[int, dict] = {}
+        self.problems: list[tuple[str, str]] = []
+        self.read_once = False
+
+    def read(self, entries: Iterator[Any]) -> None:
+        self.read_once = True
+        for i, image in enumerate(entries):
+            where = f"{self.path} images[{i}]"
+            try:
+                if not isinstance(image, dict):
+                    raise ValueError("not an object")
+                iid = _int(image.get("id"), "id")
+                name = image.get("file_name")
+                if not isinstance(name, str) or not relative(name):
+                    raise ValueError(f"file_name is {shown(name)}")
+                width = size(image.get("width"), "width", json_number)
+                height = size(image.get("height"), "height", json_number)
+            except ValueError as e:
+                self.problems.append((where, str(e)))
                 continue
-        if not isinstance(ann, dict) or type(ann.get("image_id")) is not int:
-            found.problems.append(
-                (where, f"image_id is {shown(ann.get('image_id') if isinstance(ann, dict) else ann)}")
-            )
-            continue
-        entry = by_id.get(ann["image_id"])
-        if entry is None:
-            found.problems.append((where, f"image_id {ann['image_id']} is not in 'images'"))
-            continue
-        try:
-            cid = _int(ann.get("category_id"), "category_id")
-            if cid not in categories:
-                raise ValueError(f"category_id {cid} is not in 'categories'")
-            bbox = ann.get("bbox")
-            if not isinstance(bbox, list) or len(bbox) != 4:
-                raise ValueError(f"bbox is {shown(bbox)}, not [x, y, width, height]")
-            x, y, w, h = (json_number(v, f"bbox[{k}]") for k, v in enumerate(bbox))
-            problem = box_problem(x, y, x + w, y + h)
-            if problem:
-                raise ValueError(f"bbox {shown(bbox)}: width and height must be positive")
-            crowd = ann.get("iscrowd", 0)
-            if crowd not in (0, 1) or type(crowd) is bool:
-                raise ValueError(f"iscrowd is {shown(crowd)}, not 0 or 1")
-            area = json_number(ann["area"], "area") if "area" in ann else None
-        except ValueError as e:
-            entry["problems"].append((where, str(e)))
-            continue
-        entry["boxes"].append(Box(categories[cid], x, y, x + w, y + h, where=where, is_crowd=crowd, area=area))
-    found.images = images.images()
-    return found
+            if iid in self.by_id:
+                self.problems.append((where, f"image id {iid} appears twice"))
+                continue
+            self.by_id[iid] = self.collector.image(relative(name), where, width, height, source_id=str(iid))
+
+
+class _Annotations:
+    """The `annotations` list, read entry by entry as the file is parsed, and kept in
+    columns (not as a dict each) until the categories and images, which may come later
+    in the file, are known. What cannot be told without them (an image or category id
+    that names none) is decided in `resolve`, in the order each entry was checked before."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.read_once = False
+        self.index = array("q")  # of each sound entry, in 'annotations'
+        self.image_ids: list[int] = []
+        self.category_ids: list[int] = []
+        self.boxes = array("d")  # x, y, w, h of each
+        self.crowd = array("b")
+        self.area = array("d")  # nan: none given
+        # (index, image id or None, category id or None, message) of an entry found wrong;
+        # image id None: the message is about the image id itself (no image to blame)
+        self.wrong: list[tuple[int, int | None, int | None, str]] = []
+        self.ids = array("q")  # the entries' own ids, for duplicates
+        self.id_at = array("q")
+        self.big_ids: dict[int, list[int]] = {}  # ids beyond 64 bits: rare, kept aside
+
+    def read(self, entries: Iterator[Any]) -> None:
+        self.read_once = True
+        for i, ann in enumerate(entries):
+            if isinstance(ann, dict) and type(ann.get("id")) is int:
+                if -(1 << 63) <= ann["id"] < 1 << 63:
+                    self.ids.append(ann["id"])
+                    self.id_at.append(i)
+                else:
+                    self.big_ids.setdefault(ann["id"], []).append(i)
+            if not isinstance(ann, dict) or type(ann.get("image_id")) is not int:
+                self.wrong.append((i, None, None, f"image_id is {shown(ann.get('image_id') if isinstance(ann, dict) else ann)}"))  # fmt: skip
+                continue
+            iid, cid = ann["image_id"], ann.get("category_id")
+            try:
+                cid = _int(cid, "category_id")
+            except ValueError as e:
+                self.wrong.append((i, iid, None, str(e)))
+                continue
+            try:
+                bbox = ann.get("bbox")
+                if not isinstance(bbox, list) or len(bbox) != 4:
+                    raise ValueError(f"bbox is {shown(bbox)}, not [x, y, width, height]")
+                x, y, w, h = (json_number(v, f"bbox[{k}]") for k, v in enumerate(bbox))
+                if box_problem(x, y, x + w, y + h):
+                    raise ValueError(f"bbox {shown(bbox)}: width and height must be positive")
+                crowd = ann.get("iscrowd", 0)
+                if crowd not in (0, 1) or type(crowd) is bool:
+                    raise ValueError(f"iscrowd is {shown(crowd)}, not 0 or 1")
+                area = json_number(ann["area"], "area") if "area" in ann else math.nan
+            except ValueError as e:
+                self.wrong.append((i, iid, cid, str(e)))
+                continue
+            self.index.append(i)
+            self.image_ids.append(iid)
+            self.category_ids.append(cid)
+            self.boxes.extend((x, y, w, h))
+            self.crowd.append(crowd)
+            self.area.append(area)
+
+    def _repeated(self) -> dict[int, str]:
+        """Each entry whose id an earlier one has: the message naming the first."""
+        import numpy as np
+
+        repeated: dict[int, str] = {}
+        ids = np.frombuffer(self.ids, np.int64)
+        order = np.argsort(ids, kind="stable")  # equal ids together, in file order
+        ids = ids[order]
+        if len(ids) > 1 and (ids[1:] == ids[:-1]).any():
+            at, start = np.frombuffer(self.id_at, np.int64)[order].tolist(), 0
+            ids = ids.tolist()
+            for k in range(1, len(ids)):
+                if ids[k] != ids[start]:
+                    start = k
+                else:
+                    repeated[at[k]] = f"annotation id {ids[k]} appears twice (annotations[{at[start]}] too)"
+        for value, where in self.big_ids.items():
+            for later in where[1:]:
+                repeated[later] = f"annotation id {value} appears twice (annotations[{where[0]}] too)"
+        return repeated
+
+    def resolve(self, by_id: dict[int, dict], categories: dict[int, str], problems: list[tuple[str, str]]) -> None:
+        """Every entry, in file order, as a box of its image or a problem (of the image, or
+        of the file where no image can be blamed)."""
+        repeated = self._repeated()
+        wrong = iter(self.wrong)
+        pending = next(wrong, None)
+        sound = len(self.index)
+        k = 0
+        while k < sound or pending is not None:
+            if pending is not None and (k == sound or pending[0] < self.index[k]):
+                i, iid, cid, message = pending
+                pending = next(wrong, None)
+            else:
+                i, iid, cid, message = self.index[k], self.image_ids[k], self.category_ids[k], None
+                k += 1
+            where = f"{self.path} annotations[{i}]"
+            if i in repeated:
+                problems.append((where, repeated[i]))
+                continue
+            if iid is None:
+                problems.append((where, message))  # type: ignore[arg-type]
+                continue
+            entry = by_id.get(iid)
+            if entry is None:
+                problems.append((where, f"image_id {iid} is not in 'images'"))
+                continue
+            if cid is not None and cid not in categories:
+                entry["problems"].append((where, f"category_id {cid} is not in 'categories'"))
+            elif message is not None:
+                entry["problems"].append((where, message))
+            else:
+                x, y, w, h = self.boxes[4 * (k - 1) : 4 * k]
+                area = self.area[k - 1]
+                entry["boxes"].append(Box(categories[cid], x, y, x + w, y + h, where=where,  # type: ignore[index]
+                                          is_crowd=self.crowd[k - 1], area=None if math.isnan(area) else area))  # fmt: skip

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from ...errors import shown
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Box:
     name: str  # class name
     xmin: float
@@ -33,7 +33,7 @@ class Box:
     normalized: bool = False  # fractions of the image (YOLO), not pixels
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ImageBoxes:
     filename: str  # relative to IMAGE_DIR, '/'-separated
     boxes: tuple[Box, ...]
