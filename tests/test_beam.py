@@ -16,7 +16,7 @@ import tensorflow_datasets as tfds
 from helpers import FailingMnist, final_files
 from PIL import Image
 
-from tfr_convert.errors import FeatureError, RecordError, SourceError, TfrConvertError
+from tfr_convert.errors import FeatureError, MissingExtra, OptionError, RecordError, SourceError, TfrConvertError
 from tfr_convert.shards import ShardName
 
 pytest.importorskip("apache_beam")
@@ -146,16 +146,20 @@ def test_download_into_a_remote_src_is_a_usage_error(cli, tmp_path):
 
 @pytest.mark.parametrize("make_error", [lambda: FeatureError("feature 'x': integer 2**70 does not fit in int64"),
                                         lambda: SourceError("cannot read: broken"),
-                                        lambda: RecordError("a.tfrecord", 4, 100, "bad CRC")])  # fmt: skip
+                                        lambda: RecordError("a.tfrecord", 4, 100, "bad CRC"),
+                                        lambda: OptionError("--label-column 'x' is not a column"),
+                                        lambda: MissingExtra("needs TensorFlow: pip install 'tfr-convert[tf]'")])  # fmt: skip
 def test_every_library_error_reaches_the_launcher_as_the_local_engines_message(mnist_src, tmp_path, make_error):
     from tfr_convert import beam_engine, pipeline
 
     src, _ = mnist_src
-    messages = []
+    messages, codes = [], []
     for engine, out in ((pipeline.run, tmp_path / "local"), (beam_engine.run, tmp_path / "beam")):
         with pytest.raises(TfrConvertError) as caught:
             engine(FailingMnist(str(src), make_error()), pipeline.RunOptions(out=str(out)))
         messages.append(str(caught.value))
+        codes.append(caught.value.exit_code)
         assert final_files(out) == []
     assert messages[0] == messages[1]
+    assert codes[0] == codes[1] == make_error().exit_code  # a usage error (exit 2) stays one under Beam
     assert messages[0] == f"{src}/train-images-idx3-ubyte.gz: image 1: {make_error()}"

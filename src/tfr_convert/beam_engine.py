@@ -27,6 +27,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import shlex
 import sys
 import time
@@ -47,8 +48,10 @@ _PREFIX = f"{TEMP_PREFIX}beam-"
 # What a worker's TfrConvertError becomes on its way through the runner (which
 # wraps it in its own exceptions and may carry only its text between machines):
 # one marked line the launcher finds, whatever the error's class (runners add
-# their own words around it, so both ends are marked).
+# their own words around it, so both ends are marked), with the exit code the
+# error carries (a usage error found in a worker is exit 2 there too).
 _MARK, _END = "tfr-convert error >>> ", " <<<"
+_CODE = re.compile(r"exit (\d+): ")
 _REPORTS = f"{_PREFIX}reports.json"
 _BATCHES_PER_PLAN_FILE = 256
 
@@ -143,7 +146,10 @@ def run(
         except Exception as e:  # Beam wraps what a worker raised; keep the message, not Beam's stack
             _remove_temporaries(out.build)
             where = f" (the runner's log: {log.name})" if log is not None else ""
-            raise TfrConvertError(_worker_message(e) + where) from None
+            code, message = _worker_message(e)
+            error = TfrConvertError(message + where)
+            error.exit_code = code
+            raise error from None
         results, observations, skipped, found_warnings = _read_reports(out, totals)
         if progress:
             progress(sum(totals.values()), sum(totals.values()))
@@ -231,7 +237,7 @@ def _encode_batch(
     try:
         encoded = encode_sealed(converter, items, on_error, container)
     except TfrConvertError as e:
-        raise WorkerError(f"{_MARK}{e}{_END}") from None
+        raise WorkerError(f"{_MARK}exit {e.exit_code}: {e}{_END}") from None
     fs.put_bytes(_batch_path(out, split, b), bytes(encoded.blob))  # a retried bundle writes the same bytes
     return split, b, encoded.sizes, len(encoded.skipped), _extras_of(split, b, encoded, rank)
 
@@ -356,10 +362,13 @@ def _remove_temporaries(out: str, keep: Iterable[str] = ()) -> None:
                 fs.remove(path)
 
 
-def _worker_message(error: Exception) -> str:
-    """What a worker raised, as its one marked line, without the runner's decoration."""
+def _worker_message(error: Exception) -> tuple[int, str]:
+    """What a worker raised, as its one marked line, without the runner's decoration:
+    (its exit code, its message)."""
     text = str(error).strip()
     for line in text.splitlines():
         if _MARK in line and _END in line:
-            return line.split(_MARK, 1)[1].rsplit(_END, 1)[0]
-    return f"the Beam pipeline failed: {text.splitlines()[0] if text else type(error).__name__}"
+            marked = line.split(_MARK, 1)[1].rsplit(_END, 1)[0]
+            code = _CODE.match(marked)
+            return (int(code[1]), marked[code.end() :]) if code else (1, marked)
+    return 1, f"the Beam pipeline failed: {text.splitlines()[0] if text else type(error).__name__}"
