@@ -75,3 +75,45 @@ def test_no_private_name_is_imported_across_modules(path):
         if n.startswith("_") and not n.startswith("__")
     ]
     assert private == []
+
+
+WRITERS = ("tfr_convert.shards", "tfr_convert.outdir", "tfr_convert.remote_out", "tfr_convert.uploads",
+           "tfr_convert.remote_lock", "tfr_convert.journal", "tfr_convert.metadata", "tfr_convert.encode",
+           "tfr_convert.pipeline", "tfr_convert.beam_engine")  # fmt: skip
+
+
+def test_readers_never_import_the_writers():
+    """What reads a dataset (the inspector, the loader, the metadata reader) shares only
+    naming.py and containers/ with what writes one."""
+    readers = modules_imported("inspect")
+    for module in ("dataset_dir.py", "loader.py"):
+        readers |= {m for m, _ in imports(PACKAGE / module)}
+    assert not {m for m in readers if m.startswith(WRITERS)}
+
+
+def test_nobody_reaches_past_the_containers_interface():
+    outside = [p for p in PACKAGE.rglob("*.py") if "containers" not in p.relative_to(PACKAGE).parts]
+    reached = {(str(p.relative_to(PACKAGE)), m) for p in outside for m, _ in imports(p)
+               if m.startswith("tfr_convert.containers.")}  # fmt: skip
+    assert reached == set()
+
+
+CONVERTERS = {"cifar", "detection", "emnist", "images", "mnist"}  # one per command; the rest are their helpers
+# A variant may subclass the converter whose format it shares, as TFDS's EMNIST builder subclasses MNIST's.
+VARIANTS = {("emnist", "mnist")}
+
+
+def test_converters_never_import_sibling_converters():
+    found = set()
+    for name in CONVERTERS:
+        for module, _ in imports(PACKAGE / "converters" / f"{name}.py"):
+            other = module.removeprefix("tfr_convert.converters.")
+            if other in CONVERTERS - {name} and (name, other) not in VARIANTS:
+                found.add((name, other))
+    assert found == set()
+
+
+def test_the_writers_parts_do_not_import_each_other_in_a_cycle():
+    """shards (the cutter and split writer) knows nothing of the output or the journal."""
+    imported = {m for m, _ in imports(PACKAGE / "shards.py")}
+    assert not {m for m in imported if m.startswith(("tfr_convert.outdir", "tfr_convert.journal"))}

@@ -15,7 +15,7 @@ from helpers import final_files
 import tfr_convert
 from tfr_convert.containers.scan import read_records
 from tfr_convert.example import parse
-from tfr_convert.shards import ShardName
+from tfr_convert.naming import ShardName
 
 array_record_module = pytest.importorskip("array_record.python.array_record_module")
 SCRIPTS = Path(sys.executable).parent

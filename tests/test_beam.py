@@ -17,7 +17,7 @@ from helpers import FailingMnist, final_files
 from PIL import Image
 
 from tfr_convert.errors import FeatureError, MissingExtra, OptionError, RecordError, SourceError, TfrConvertError
-from tfr_convert.shards import ShardName
+from tfr_convert.naming import ShardName
 
 pytest.importorskip("apache_beam")
 

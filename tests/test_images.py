@@ -15,7 +15,7 @@ from PIL import Image
 
 from tfr_convert.containers.scan import read_records
 from tfr_convert.example import parse
-from tfr_convert.shards import ShardName
+from tfr_convert.naming import ShardName
 
 RNG = np.random.default_rng(7)
 

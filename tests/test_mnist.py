@@ -14,7 +14,7 @@ from helpers import final_files, write_mnist
 
 from tfr_convert.containers.scan import read_records
 from tfr_convert.converters.mnist import FILES, IMAGES_MAGIC, idx_bytes, parse_idx
-from tfr_convert.shards import ShardName
+from tfr_convert.naming import ShardName
 
 
 def tutorial_reader(files: list[str]) -> list[tuple[bytes, int]]:

@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 from tfr_convert.containers import get as container
 from tfr_convert.containers.framing import frame
 from tfr_convert.errors import OutputError, SourceError
+from tfr_convert.naming import ShardName
 from tfr_convert.outdir import OutputDir
-from tfr_convert.shards import ShardName, ShardPolicy, SplitWriter
+from tfr_convert.shards import ShardPolicy, SplitWriter
 from tfr_convert.splits import assign, carve, rank_order, seeded_order
 
 

@@ -39,9 +39,10 @@ from . import containers, fs
 from .converters.base import Converter
 from .errors import TfrConvertError
 from .journal import hashable, jsonable
+from .naming import TEMP_PREFIX
 from .outdir import Output, open_output
 from .pipeline import RunOptions, Summary, encode_sealed, finish, plan_splits
-from .shards import TEMP_PREFIX, ShardCutter, ShardFile, ShardPolicy, SplitResult
+from .shards import ShardCutter, ShardFile, ShardPolicy, SplitResult
 from .skips import LISTED, Skips
 
 _PREFIX = f"{TEMP_PREFIX}beam-"

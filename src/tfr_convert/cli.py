@@ -182,7 +182,7 @@ def convert() -> None:
 
 
 def common_options(f):
-    """Options every converter shares (design section 2)."""
+    """Options every converter shares."""
     options = [
         click.option(
             "--out",

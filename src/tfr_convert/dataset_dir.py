@@ -14,12 +14,7 @@ from typing import Any
 from . import fs
 from .errors import SourceError
 from .features import LABELS_SUFFIX, flatten_tfds
-from .shards import ShardName
-
-INFO, FEATURES, MANIFEST = "dataset_info.json", "features.json", "manifest.json"
-# Where a run into a remote (or mount point) DIR works, inside DIR; while its commit is
-# under way (or was cut short) the folder holds this record.
-WORK_FOLDER, COMMITTING = ".tfr-convert", "committing"
+from .naming import FEATURES, INFO, MANIFEST, ShardName
 
 
 def load_json(directory: str, name: str) -> Any:

@@ -34,6 +34,7 @@ from typing import Any
 from . import fs
 from .errors import OutputError
 from .fingerprints import InputFiles
+from .shards import Checkpoint
 from .skips import Skips
 
 
@@ -84,16 +85,6 @@ class Tally:
         for observed, n in data["observations"]:
             tally.observations[hashable(observed)] += n
         return tally
-
-
-@dataclass
-class Checkpoint:
-    """Where a split's next shard begins: batch `batch` of the split, its record
-    `offset` (records before it are in finished shards), and the cutter's counters."""
-
-    batch: int = 0
-    offset: int = 0
-    cutter: tuple[int, int, int] = (0, 0, 0)  # records written, skipped, bytes of the split so far
 
 
 @dataclass

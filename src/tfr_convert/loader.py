@@ -209,9 +209,9 @@ def _array_record_shard(path, skip, take):
     tf = tensorflow("tfr_convert.load()")
 
     def records(path, skip, take):
-        from .containers.array_record import read_range
+        from . import containers
 
-        yield from read_range(path.decode(), int(skip), int(skip + take))
+        yield from containers.get("array_record").read_range(path.decode(), int(skip), int(skip + take))
 
     return tf.data.Dataset.from_generator(
         records, args=(path, skip, take), output_signature=tf.TensorSpec((), tf.string)
@@ -224,14 +224,9 @@ def _streamed_shard(path, skip, take):
     tf = tensorflow("tfr_convert.load()")
 
     def records(path, skip, take):
-        from .containers.scan import read_records
+        from . import containers
 
-        stop = int(skip + take)
-        for record in read_records(path.decode()):
-            if record.index >= stop:
-                return
-            if record.index >= skip:
-                yield record.data
+        yield from containers.get("tfrecord").read_range(path.decode(), int(skip), int(skip + take))
 
     return tf.data.Dataset.from_generator(
         records, args=(path, skip, take), output_signature=tf.TensorSpec((), tf.string)

@@ -18,11 +18,11 @@ from typing import Any
 
 from . import __version__
 from .features import TFDS_FEATURES, FeatureSpec, labels_file_of
-from .shards import ShardName, SplitResult
+from .naming import FEATURES, INFO, MANIFEST, ShardName
+from .shards import SplitResult
 from .skips import Skips, skipped_fields
 
 DATASET_VERSION = "1.0.0"
-MANIFEST = "manifest.json"
 
 
 def _json(obj: Any) -> bytes:
@@ -166,7 +166,7 @@ def metadata_files(
     completeness. `extra`: files of the converter's own (a label map), listed in the manifest."""
     files = {labels_file_of(feature, nested): labels_txt(names) for feature, names in sorted(labels.items())}
     files |= extra or {}
-    files["features.json"] = features_json(features, nested)
+    files[FEATURES] = features_json(features, nested)
     files[MANIFEST] = manifest_json(name, converter, options, sources, results, skipped, warnings, tuple(extra or {}))
-    files["dataset_info.json"] = dataset_info_json(name, description, file_format, results, features)
+    files[INFO] = dataset_info_json(name, description, file_format, results, features)
     return files

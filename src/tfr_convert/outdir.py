@@ -37,12 +37,13 @@ import stat
 from typing import IO, Any
 
 from . import fs
-from .dataset_dir import FEATURES, INFO, MANIFEST, load_json
+from .dataset_dir import load_json
 from .errors import Interrupted, OutputError
 from .features import flatten_tfds
 from .fingerprints import InputFiles
 from .journal import Journal, ShardEntry
-from .shards import TEMP_PREFIX, ShardFile, ShardName, SplitResult
+from .naming import COMMITTING, FEATURES, INFO, MANIFEST, TEMP_PREFIX, WORK_FOLDER, ShardName
+from .shards import ShardFile, SplitResult
 
 
 class Lock:
@@ -337,9 +338,9 @@ class OutputDir(Output):
             os.stat(path).st_dev != os.stat(parent).st_dev or not os.access(parent, os.W_OK | os.X_OK)
         )
         self.work = (
-            os.path.join(path, ".tfr-convert")
+            os.path.join(path, WORK_FOLDER)
             if self.in_place
-            else os.path.join(parent, f".{os.path.basename(path)}.tfr-convert")
+            else os.path.join(parent, f".{os.path.basename(path)}{WORK_FOLDER}")
         )
         self.build = os.path.join(self.work, "new")
         self.journal = Journal(os.path.join(self.work, "journal"))
@@ -372,12 +373,12 @@ class OutputDir(Output):
         """What DIR holds, besides this run's own work directory."""
         if not os.path.isdir(self.path):
             return []
-        return [e for e in os.listdir(self.path) if not (self.in_place and e == ".tfr-convert")]
+        return [e for e in os.listdir(self.path) if not (self.in_place and e == WORK_FOLDER)]
 
     def _check_start(self, partial: bool) -> None:
         self._refuse_start(bool(self._entries()), partial)
         if partial and not self.resume:
-            for entry in ("new", "journal", "committing", "old"):
+            for entry in ("new", "journal", COMMITTING, "old"):
                 _remove(os.path.join(self.work, entry))
 
     # ------------------------------------------------------------ writing
@@ -416,7 +417,7 @@ class OutputDir(Output):
         # The new tree's identity (device and inode) moves with it in the swap: after a crash,
         # the side of the swap that has it is the new dataset, whatever the two trees hold (a
         # manifest's digest cannot tell a dataset from the same command's damaged output).
-        self._write_atomically(os.path.join(self.work, "committing"), _identity(self.build))
+        self._write_atomically(os.path.join(self.work, COMMITTING), _identity(self.build))
         if not replace:
             os.replace(self.build, self.path)  # replaces an empty directory in one step
         elif not _exchange(self.build, self.path):
@@ -471,12 +472,12 @@ class OutputDir(Output):
                     os.replace(os.path.join(old, entry), os.path.join(self.path, entry))
             # out of the way in one step: once its removal has begun, its manifest may be gone
             os.replace(old, os.path.join(self.work, "trash"))
-        for entry in ("journal", "committing", "trash"):
+        for entry in ("journal", COMMITTING, "trash"):
             _remove(os.path.join(self.work, entry))
 
     def recover(self) -> None:
         """Finish the commit of a run killed after it began the swap."""
-        marker = os.path.join(self.work, "committing")
+        marker = os.path.join(self.work, COMMITTING)
         if not os.path.exists(marker):
             return
         if not os.path.isdir(self.path) and os.path.isdir(self.build):
@@ -502,15 +503,15 @@ class OutputDir(Output):
         for name, data in metadata.items():
             fs.put_bytes(os.path.join(self.path, name), data)
         self._temps.clear()
-        for entry in ("new", "journal", "committing"):
+        for entry in ("new", "journal", COMMITTING):
             _remove(os.path.join(self.work, entry))
 
     # ------------------------------------------------------------ ending
 
     def abort(self, keep: bool) -> None:
-        if not keep and not os.path.exists(os.path.join(self.work, "committing")):
+        if not keep and not os.path.exists(os.path.join(self.work, COMMITTING)):
             # (with the swap begun, what is there is for the next run's `recover`)
-            for entry in ("new", "journal", "committing"):
+            for entry in ("new", "journal", COMMITTING):
                 _remove(os.path.join(self.work, entry))
         self._temps.clear()
 

@@ -35,10 +35,11 @@ from .dataset_dir import compressed_note
 from .encode import Encoded, encode_items
 from .errors import Interrupted, RecordError, WorkerLost
 from .fingerprints import InputFiles
-from .journal import Checkpoint, Progress, ShardEntry, Tally, replay
+from .journal import Progress, ShardEntry, Tally, replay
 from .metadata import metadata_files
+from .naming import ShardName
 from .outdir import Output, open_output
-from .shards import ShardCutter, ShardFile, ShardName, ShardPolicy, SplitResult, SplitWriter
+from .shards import Checkpoint, ShardCutter, ShardFile, ShardPolicy, SplitResult, SplitWriter
 from .skips import Skips, from_fields, skipped_fields
 
 if TYPE_CHECKING:
@@ -521,9 +522,8 @@ def finish(
 
 
 def _index_files(results: list[SplitResult]) -> dict[str, bytes]:
-    from .containers.tfrecord import index_lines
-
-    return {f"{s.final_name}.index": index_lines(s.tmp_path) for r in results for s in r.shards}
+    tfrecord = containers.get("tfrecord")
+    return {f"{s.final_name}.index": tfrecord.index_lines(s.tmp_path) for r in results for s in r.shards}
 
 
 def _joined_parts(converter: Converter, fill: Callable[[int, int], bytes], n: int, parts: int) -> bytes:

@@ -28,9 +28,9 @@ import json
 from typing import IO, Any
 
 from . import fs
-from .dataset_dir import COMMITTING, INFO, WORK_FOLDER
 from .fingerprints import InputFiles
 from .journal import Journal, ShardEntry
+from .naming import COMMITTING, INFO, WORK_FOLDER
 from .outdir import Output, dataset_files
 from .remote_lock import RemoteLock
 from .shards import SplitResult

@@ -1,8 +1,6 @@
-"""Shards: their names, how records are cut into them, and atomic output.
+"""Shards: how records are cut into them, and how a split's shards are written.
 
-- `ShardName` is the only place that formats or parses
-  `{name}-{split}.{format}-{index:05d}-of-{count:05d}` (TFDS's default template;
-  format is tfrecord or array_record).
+(Their names are naming.py's.)
 - `ShardPolicy` decides where one shard ends and the next begins.
 - `ShardCutter` decides, from record sizes alone, where each shard ends.
 - `SplitWriter` writes one split's records to temporary files through a
@@ -13,50 +11,36 @@
 
 from __future__ import annotations
 
-import os
-import re
 from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import accumulate
-from typing import TYPE_CHECKING
+from typing import IO, Protocol
 
 from . import fs
 from .containers import Container, ShardFileWriter
 from .errors import OutputError
-from .journal import Checkpoint
-
-if TYPE_CHECKING:
-    from .outdir import OutputDir
 
 DEFAULT_SHARD_SIZE = 64 << 20  # bytes: TFDS's lower bound for a shard
-#: every temporary a run writes into the output directory starts with this
-TEMP_PREFIX = ".tfr-convert-tmp-"
 
 
-@dataclass(frozen=True)
-class ShardName:
-    name: str
-    split: str
-    index: int
-    count: int
-    file_format: str = "tfrecord"
+@dataclass
+class Checkpoint:
+    """Where a split's next shard begins: batch `batch` of the split, its record
+    `offset` (records before it are in finished shards), and the cutter's counters."""
 
-    _PATTERN = re.compile(
-        r"^(?P<name>.+)-(?P<split>[^-/]+)\.(?P<format>tfrecord|array_record)-(?P<index>\d{5,})-of-(?P<count>\d{5,})$"
-    )
-    TFDS_TEMPLATE = "{DATASET}-{SPLIT}.{FILEFORMAT}-{SHARD_X_OF_Y}"
+    batch: int = 0
+    offset: int = 0
+    cutter: tuple[int, int, int] = (0, 0, 0)  # records written, skipped, bytes of the split so far
 
-    @property
-    def filename(self) -> str:
-        return f"{self.name}-{self.split}.{self.file_format}-{self.index:05d}-of-{self.count:05d}"
 
-    @classmethod
-    def parse(cls, filename: str) -> ShardName | None:
-        m = cls._PATTERN.match(os.path.basename(filename))
-        if not m:
-            return None
-        return cls(m["name"], m["split"], int(m["index"]), int(m["count"]), m["format"])
+class ShardFiles(Protocol):
+    """Where a split's shard files go (an outdir.Output): a temporary path for each, and
+    how to open one for writing."""
+
+    def temp_path(self, label: str) -> str: ...
+
+    def opener(self, path: str) -> IO[bytes]: ...
 
 
 # ---------------------------------------------------------------- policy
@@ -240,7 +224,7 @@ class SplitWriter:
 
     def __init__(
         self,
-        out: OutputDir,
+        out: ShardFiles,
         split: str,
         total: int,
         policy: ShardPolicy,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
@@ -250,3 +251,25 @@ def achieved(splits: dict[str, list[T]], spec: SplitSpec, groups: int) -> str:
     got = ", ".join(f"{name} {len(splits[name]) / total:.3f}" for name, _ in spec.ratios)
     asked = ", ".join(f"{f:g}" for _, f in spec.ratios)
     return f"split {total} examples in {groups} whole groups: {got} (asked {asked})"
+
+
+def split_by_ratio(
+    items: Sequence[T],
+    key: Callable[[T], str],
+    spec: SplitSpec,
+    seed: int,
+    stratum: Callable[[T], Hashable] | None = None,
+    groups: Sequence[str] | None = None,
+) -> tuple[dict[str, list[T]], str | None]:
+    """A converter's --split: (the splits, a line saying what whole groups achieved, or
+    None). Items one by one (assign_by_ratio), or, with `groups` (items that must share
+    a split share a value), whole groups (assign_groups_by_ratio), a group's stratum
+    then being its most frequent item stratum."""
+    if groups is None:
+        return assign_by_ratio(items, key, spec, seed, stratum), None
+
+    def of_group(indices: list[int]) -> Hashable:
+        return Counter(stratum(items[i]) for i in indices).most_common(1)[0][0]  # type: ignore[misc]
+
+    splits = assign_groups_by_ratio(items, groups, spec, seed, of_group if stratum else None)
+    return splits, achieved(splits, spec, len(set(groups)))

@@ -186,6 +186,9 @@ class ArrayRecordContainer(Container):
             raise RecordError(path, total, _byte_of(message) or 0, f"the end of the file: {message}")
         return total
 
+    def read_range(self, path: str, start: int, stop: int) -> Iterator[bytes]:
+        return read_range(path, start, stop)
+
     def verify(self, path: str, with_sha256: bool) -> dict[str, Any]:
         problems, records = [], 0
         try:

@@ -102,3 +102,21 @@ class Container(ABC):
     @abstractmethod
     def verify(self, path: str, with_sha256: bool) -> dict[str, Any]:
         """{compression, records, problems: [Problem], [sha256]} of one file, checking everything."""
+
+    def compression(self, path: str) -> str:
+        """How a file's records are compressed as a whole (gzip / zlib for TFRecord), or "none"."""
+        return "none"
+
+    def read_range(self, path: str, start: int, stop: int) -> Iterator[bytes]:
+        """The payloads of records [start, stop) of one file, in order (checked as `records`)."""
+        for record in self.records(path):
+            if record.index >= stop:
+                return
+            if record.index >= start:
+                yield record.data
+
+    def index_lines(self, path: str) -> bytes:
+        """An index file's text (NVIDIA DALI's format), for containers that have one."""
+        from ..errors import SourceError
+
+        raise SourceError(f"{path}: not a TFRecord file; index files are for TFRecord (ArrayRecord has its own)")

@@ -117,6 +117,12 @@ class TFRecordContainer(Container):
     def count(self, path: str) -> int:
         return count_records(path)
 
+    def compression(self, path: str) -> str:
+        return compression_of(path)
+
+    def index_lines(self, path: str) -> bytes:
+        return index_lines(path)
+
     def verify(self, path: str, with_sha256: bool) -> dict[str, Any]:
         compression = compression_of(path)
         problems: list[Problem] = []

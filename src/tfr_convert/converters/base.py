@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import SourceError
 from ..features import FeatureSpec
 from ..skips import Skips
 
@@ -110,6 +111,13 @@ class Converter(ABC):
     def roots(self) -> list[str]:
         """The files or folders `encode` reads (engines spawn, not fork, for remote ones)."""
         return []
+
+    def reject(self, where: str, reason: str) -> None:
+        """An item or source row that cannot be used: SourceError, or, where the converter
+        was made with on_error="skip", listed in its `skipped` and left out."""
+        if getattr(self, "on_error", "fail") != "skip":
+            raise SourceError(f"{where}: {reason}")
+        self.skipped.add(where, reason)
 
     def item_file(self, item: Hashable) -> str | None:
         """The file `encode` reads for the item, relative to roots()[0], where items are

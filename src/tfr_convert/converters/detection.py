@@ -26,12 +26,12 @@ from .. import fs
 from ..errors import SourceError
 from ..features import FeatureSpec
 from ..skips import Skips
-from ..splits import SplitSpec, achieved, assign_by_ratio, assign_groups_by_ratio
+from ..splits import SplitSpec, split_by_ratio
 from . import box_formats
 from .base import Converter, fingerprint
 from .box_formats import Box, ImageBoxes
+from .folders import IMAGE_SUFFIXES, dataset_name, list_files
 from .grouping import plan_groups
-from .images import IMAGE_SUFFIXES, dataset_name, list_files
 from .imaging import DecodePolicy, probe, reencode
 
 IMAGE_FORMATS = ("keep", "jpeg", "png")
@@ -134,7 +134,7 @@ class DetectionConverter(Converter):
         found = box_formats.read(annotations, fmt, images, classes)
         self._annotation_files = found.files
         for where, why in found.problems:
-            self._problem(where, why)
+            self.reject(where, why)
         self.classes = classes or found.classes or sorted({b.name for i in found.images for b in i.boxes})
         self._label = {name: i for i, name in enumerate(self.classes, 1)}
         items = self._items(found.images, images, classes_file or (found.files[0] if found.classes else None))
@@ -153,21 +153,16 @@ class DetectionConverter(Converter):
 
     # ------------------------------------------------------------ listing
 
-    def _problem(self, where: str, reason: str) -> None:
-        if self.on_error != "skip":
-            raise SourceError(f"{where}: {reason}")
-        self.skipped.add(where, reason)
-
     def _items(self, annotated: list[ImageBoxes], images: list[str], class_source: str | None) -> list[tuple]:
         on_disk = set(images)
         by_name: dict[str, ImageBoxes] = {}
         for entry in annotated:
             name = entry.filename
             if posixpath.isabs(name) or name == ".." or name.startswith("../"):
-                self._problem(entry.where, f"image path {name!r} is not inside IMAGE_DIR")
+                self.reject(entry.where, f"image path {name!r} is not inside IMAGE_DIR")
                 continue
             if name not in on_disk:
-                self._problem(entry.where, f"image {name!r} not found in {self.root}")
+                self.reject(entry.where, f"image {name!r} not found in {self.root}")
                 continue
             problems = list(entry.problems)
             for box in entry.boxes:
@@ -203,12 +198,10 @@ class DetectionConverter(Converter):
                 self.warnings.append(message)
         if spec is None:
             return {"train": items}
-        if groups is not None and self._dedupe != "drop":
-            stratum = (lambda idx: Counter(dominant(items[i]) for i in idx).most_common(1)[0][0]) if stratify else None
-            splits = assign_groups_by_ratio(items, groups, spec, seed, stratum)
-            self.warnings.append(achieved(splits, spec, len(set(groups))))
-            return splits
-        return assign_by_ratio(items, self.key, spec, seed, dominant if stratify else None)
+        whole = groups if groups is not None and self._dedupe != "drop" else None
+        splits, said = split_by_ratio(items, self.key, spec, seed, dominant if stratify else None, whole)
+        self.warnings += [said] if said else []
+        return splits
 
     def _declare_features(self) -> dict[str, FeatureSpec]:
         channels = self.policy.channels or 3

@@ -19,34 +19,27 @@ with the file list fetched once instead of one existence check per CSV row.
 
 from __future__ import annotations
 
-import bisect
 import os
-import pickle
 import re
 from collections import Counter
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 from typing import Any
 
 from .. import fs
 from ..errors import OptionError, SourceError
 from ..features import FeatureSpec
 from ..skips import Skips
-from ..splits import SplitSpec, achieved, assign_by_ratio, assign_groups_by_ratio
+from ..splits import SplitSpec, split_by_ratio
 from . import csvtable
 from .base import Converter
+from .folders import IMAGE_SUFFIXES, InParts, dataset_name, folder_runs, list_files
 from .grouping import plan_groups
 from .imaging import Decoded, DecodePolicy, decode, encode, probe, reencode
 
 IMAGE_FORMATS = ("keep", "png", "jpeg", "raw")
 _PATH_COLUMN_NAMES = ("path", "file", "filename", "file_name", "filepath", "file_path", "image", "image_path",
                       "image_file", "img", "img_path")  # fmt: skip
-_JUNK_FILES = {"thumbs.db", "desktop.ini"}  # OS litter that lives in image folders
-_AFTER_SEP = chr(ord(os.sep) + 1)  # sorts right after the separator: "F0" > every "F/..."
-# What counts as an image when naming files a CSV leaves out, or that lie beside the
-# class folders (by name: the listing reads no file).
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".bmp", ".webp", ".tif", ".tiff", ".jfif", ".ppm", ".pgm")
 _NAMED = 5  # files named in a warning, before "..."
-_DATASET_MARKERS = ("dataset_info.json", "manifest.json")  # a folder holding both is a tfr-convert output
 _SPLIT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 _RESERVED = {"image", "filename", "format", "height", "width", "channels"}
 # Integer labels from this value up must be dense enough (at least a quarter of 0..max
@@ -72,137 +65,6 @@ def _named(files: list[str], what: str = "file") -> str:
     """'3 images (a.png, b.png, c.png)', naming the first few."""
     shown = ", ".join(files[:_NAMED]) + (", ..." if len(files) > _NAMED else "")
     return f"{len(files)} {what}{'s' if len(files) != 1 else ''} ({shown})"
-
-
-def _visible(name: str) -> bool:
-    return not name.startswith(".") and name.lower() not in _JUNK_FILES
-
-
-#: runs fill(lo, hi) -> bytes over 0..n-1 in parts elsewhere (an engine's forked
-#: processes), giving each part's bytes in order, or None: then the caller does it
-InParts = Callable[[Callable[[int, int], bytes], int], "list[bytes] | None"]
-
-
-def list_files(
-    root: str,
-    left_out: dict[str, list[str]] | None = None,
-    exclude: str | None = None,
-    in_parts: InParts | None = None,
-) -> list[str]:
-    """Relative paths of every visible regular file under root, sorted. Not entered:
-    links to folders (their relative paths go to left_out["link"]), folders holding a
-    tfr-convert dataset (an earlier run's output: left_out["dataset"]), and the folder
-    `exclude` (this run's own output, when it lies inside root). Files that are links
-    are listed, and named again in left_out["file_link"] (local roots only). Each
-    left_out list is sorted. `in_parts`: the folders under root are listed in parts
-    by it, where it takes the work."""
-    if not fs.is_remote(root):
-        skip = os.path.realpath(exclude) if exclude and not fs.is_remote(exclude) else None
-        found: list[str] = []
-        missed: dict[str, list[str]] = {}
-        if in_parts is None:
-            _list_local(root, "", found, missed, skip)
-        else:  # the top level here, the folders under it in parts
-            folders: list[str] = []
-            _list_local(root, "", found, missed, skip, folders)
-            if folders:
-                found += _list_folders(root, folders, missed, skip, in_parts)
-        if left_out is not None:
-            for kind, paths in missed.items():
-                left_out.setdefault(kind, []).extend(sorted(paths))
-        return sorted(found)
-    found = []
-    top = root.rstrip("/")
-    for directory, dirs, files in fs.walk(top):
-        dirs[:] = sorted(d for d in dirs if _visible(d))
-        for name in files:
-            if _visible(name):
-                found.append(fs.join(directory, name)[len(top) + 1 :])
-    return sorted(found)
-
-
-def _list_folders(root: str, folders: list[str], left_out: dict[str, list[str]], skip: str | None,
-                  in_parts: InParts) -> list[str]:  # fmt: skip
-    """The files under `folders` (and what they leave out, added to left_out), listed in
-    parts by in_parts; here when it does not take the work, or a part failed (its error
-    is then raised here, as itself)."""
-
-    def list_some(lo: int, hi: int, found: list[str], missed: dict[str, list[str]]) -> None:
-        for folder in folders[lo:hi]:
-            _list_local(root, folder, found, missed, skip)
-
-    def part(lo: int, hi: int) -> bytes:
-        found: list[str] = []
-        missed: dict[str, list[str]] = {}
-        list_some(lo, hi, found, missed)
-        return pickle.dumps(("\0".join(found), missed))  # NUL: the one character no name holds
-
-    listed = in_parts(part, len(folders))
-    found: list[str] = []
-    if listed is None:
-        list_some(0, len(folders), found, left_out)
-        return found
-    for data in listed:
-        joined, missed = pickle.loads(data)  # this process's own children's bytes
-        found += joined.split("\0") if joined else []
-        for kind, paths in missed.items():
-            left_out.setdefault(kind, []).extend(paths)
-    return found
-
-
-def _list_local(root: str, rel: str, found: list[str], left_out: dict[str, list[str]], skip: str | None,
-                folders: list[str] | None = None) -> None:  # fmt: skip
-    """Appends to `found` what os.walk would list (links to folders not followed),
-    refusing what is neither a folder, a regular file nor a link: a FIFO would hang
-    the run, a device never end. `folders`: the folders to go down into are appended
-    there instead of being listed now."""
-    with os.scandir(os.path.join(root, rel)) as listing:
-        entries = list(listing)  # closed before going down: one open folder at a time, however deep
-    prefix = rel + os.sep if rel else ""  # what os.path.join gives for a bare name, without its checks per file
-    for entry in entries:
-        name = entry.name
-        if name[0] == "." or name.lower() in _JUNK_FILES:  # not _visible(name): a call per file
-            continue
-        if entry.is_file(follow_symlinks=False):  # most entries: one question answers
-            found.append(prefix + name)
-        elif entry.is_dir():
-            path = prefix + name
-            if entry.is_symlink():
-                left_out.setdefault("link", []).append(path)
-            elif skip is not None and os.path.realpath(entry.path) == skip:
-                continue
-            elif all(os.path.isfile(os.path.join(entry.path, m)) for m in _DATASET_MARKERS):
-                left_out.setdefault("dataset", []).append(path)
-            elif folders is not None:
-                folders.append(path)
-            else:
-                _list_local(root, path, found, left_out, skip)
-        elif entry.is_symlink():
-            left_out.setdefault("file_link", []).append(prefix + name)  # the only files that may lead outside
-            found.append(prefix + name)
-        else:
-            fs.check_regular(entry.path, entry.stat(follow_symlinks=False).st_mode)
-
-
-def folder_runs(files: list[str]) -> list[tuple[str | None, int, int]]:
-    """(top folder, start, stop) of each run of sorted relative paths under one top
-    folder; None for a run of files at the top. The paths under a folder F are
-    contiguous in sorted order, and are exactly those from "F/" up to "F" followed by
-    the character after the separator: a folder's run ends where a bisection says,
-    without looking at each of its paths."""
-    runs: list[tuple[str | None, int, int]] = []
-    start, n = 0, len(files)
-    while start < n:
-        folder, sep, _ = files[start].partition(os.sep)
-        if sep:
-            stop = bisect.bisect_left(files, folder + _AFTER_SEP, start)
-        else:  # files at the top: one run up to the next folder's
-            stop = start + 1
-            while stop < n and os.sep not in files[stop]:
-                stop += 1
-        runs.append((folder if sep else None, start, stop))
-        start = stop
-    return runs
 
 
 class ImagesConverter(Converter):
@@ -280,12 +142,6 @@ class ImagesConverter(Converter):
 
     # ------------------------------------------------------------ listing
 
-    def _problem(self, where: str, reason: str) -> None:
-        """A row or file that cannot be used: fatal, or listed and left out under on_error=skip."""
-        if self.on_error != "skip":
-            raise SourceError(f"{where}: {reason}")
-        self.skipped.add(where, reason)
-
     def _class_folders(self) -> list[tuple]:
         left_out: dict[str, list[str]] = {}
         files = list_files(self.root, left_out, self._out, self._in_parts)
@@ -306,7 +162,7 @@ class ImagesConverter(Converter):
             self.warnings.append(f"{self.root}: left out {_named(others)}, beside the class folders (not images)")
         for f in loose:
             if f not in others:
-                self._problem(os.path.join(self.root, f), "image outside the class folders (no label)")
+                self.reject(os.path.join(self.root, f), "image outside the class folders (no label)")
         index = {name: i for i, name in enumerate(classes)}
         self.label_feature = "label"
         self.labels = {"label": classes}
@@ -332,33 +188,33 @@ class ImagesConverter(Converter):
             return True  # object stores have no symlinks; ../ was refused already
         real = os.path.realpath(os.path.join(self.root, rel))
         if os.path.commonpath([real, self._real_root]) != self._real_root:
-            self._problem(where, f"resolves to {real}, outside IMAGE_DIR (symlink)")
+            self.reject(where, f"resolves to {real}, outside IMAGE_DIR (symlink)")
             return False
         return True
 
     def _resolve(self, path: str, where: str, seen: dict[str, int], line: int) -> str | None:
         """A CSV path made relative to IMAGE_DIR, or None (and a problem) if unusable."""
         if not path:
-            self._problem(where, "empty path")
+            self.reject(where, "empty path")
             return None
         if os.path.isabs(path) or re.match(r"^[A-Za-z]:[\\/]", path):
-            self._problem(where, f"absolute path {path!r}: paths must be relative to IMAGE_DIR")
+            self.reject(where, f"absolute path {path!r}: paths must be relative to IMAGE_DIR")
             return None
         rel = os.path.normpath(path.replace("\\", "/"))
         if rel == ".." or rel.startswith(".." + os.sep):
-            self._problem(where, f"path {path!r} escapes IMAGE_DIR")
+            self.reject(where, f"path {path!r} escapes IMAGE_DIR")
             return None
         if rel in seen:
-            self._problem(where, f"duplicate row: {path!r} is already on line {seen[rel]}")
+            self.reject(where, f"duplicate row: {path!r} is already on line {seen[rel]}")
             return None
         if not self._inside(rel, where):
             return None
         if not self._is_file(rel):
             full = os.path.join(self.root, rel)
             if not self._remote and os.path.islink(full):
-                self._problem(where, f"image {path!r} is a symlink that loops or leads nowhere")
+                self.reject(where, f"image {path!r} is a symlink that loops or leads nowhere")
             else:
-                self._problem(where, f"image {path!r} not found in {self.root}")
+                self.reject(where, f"image {path!r} not found in {self.root}")
             return None
         seen[rel] = line
         return rel
@@ -395,7 +251,7 @@ class ImagesConverter(Converter):
         for f, (line, row) in zip(files, lines, strict=True):
             where = f"{csv_path} line {line}"
             if isinstance(row, str):
-                self._problem(where, row)
+                self.reject(where, row)
             elif self._inside(f, where):
                 items.append((f, line, None, (table.typed(row.values[0], dtype),)))
         return items
@@ -404,7 +260,7 @@ class ImagesConverter(Converter):
                      split_column: str | None, group_column: str | None) -> tuple[list[tuple], dict[str, str]]:  # fmt: skip
         table = csvtable.read(csv_path, delimiter=self._delimiter)
         for line, reason in table.problems:
-            self._problem(f"{csv_path} line {line}", reason)
+            self.reject(f"{csv_path} line {line}", reason)
         header = list(table.header)
         path_col = self._path_column(table, path_column)
         for option, col in (("--label-column", label_column), ("--split-column", split_column),
@@ -428,11 +284,11 @@ class ImagesConverter(Converter):
             where = f"{csv_path} line {row.line}"
             split_name = row.values[col_index[split_column]] if split_column else None
             if split_name is not None and not _SPLIT_NAME.fullmatch(split_name):
-                self._problem(where, f"split {split_name!r} is not a name like train, validation or test")
+                self.reject(where, f"split {split_name!r} is not a name like train, validation or test")
                 continue
             spanning = next((c for c, v in zip(header, row.values, strict=True) if "\n" in v), None)
             if spanning is not None:  # a label CSV has no multi-line values: a quote left open swallowed a row
-                self._problem(where, f"the {spanning} value runs over several lines (a quote left open?)")
+                self.reject(where, f"the {spanning} value runs over several lines (a quote left open?)")
                 continue
             rel = self._resolve(row.values[col_index[path_col]], where, seen, row.line)
             if rel is None:
@@ -529,13 +385,10 @@ class ImagesConverter(Converter):
             return out
         if spec is None:
             return {"train": items}
-        if groups is not None and (self._group_column or self._dedupe != "drop"):
-            stratum = (lambda idx: Counter(items[i][2] for i in idx).most_common(1)[0][0]) if stratify else None
-            splits = assign_groups_by_ratio(items, groups, spec, seed, stratum)
-            self.warnings.append(achieved(splits, spec, len(set(groups))))
-            return splits
-        group = (lambda item: item[2]) if stratify else None
-        return assign_by_ratio(items, self.key, spec, seed, group)
+        whole = groups if groups is not None and (self._group_column or self._dedupe != "drop") else None
+        splits, said = split_by_ratio(items, self.key, spec, seed, (lambda item: item[2]) if stratify else None, whole)
+        self.warnings += [said] if said else []
+        return splits
 
     def _groups(self, items: list[tuple]) -> tuple[list[tuple], list[str]]:
         """(the items, minus dropped duplicates; each one's group): --group-column values
@@ -725,9 +578,3 @@ def _keep_chunk_size(root: str, sample: list[str]) -> int:
 def _common_format(observations: Counter[Hashable]) -> str | None:
     formats = {fmt for fmt, *_ in observations}  # type: ignore[misc]
     return formats.pop() if len(formats) == 1 and formats <= {"png", "jpeg"} else None
-
-
-def dataset_name(image_dir: str) -> str:
-    folder = fs.basename(image_dir) if fs.is_remote(image_dir) else os.path.basename(os.path.abspath(image_dir))
-    base = re.sub(r"\W+", "_", folder).strip("_").lower()
-    return base if re.match(r"[a-z]", base) else f"images_{base}" if base else "images"

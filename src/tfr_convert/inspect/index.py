@@ -10,17 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from .. import containers, fs
-from ..containers.tfrecord import index_lines
-from ..errors import SourceError
 from .paths import resolve
 
 
 def write_indexes(paths: list[str]) -> dict[str, Any]:
     written = []
     for path in resolve(paths).files:
-        if containers.of_file(path).name != "tfrecord":
-            raise SourceError(f"{path}: not a TFRecord file; index files are for TFRecord (ArrayRecord has its own)")
-        data = index_lines(path)
+        data = containers.of_file(path).index_lines(path)
         fs.put_bytes(path + ".index", data)
         written.append({"path": path, "index": path + ".index", "records": data.count(b"\n")})
     return {"mode": "index", "indexes": written}

@@ -8,9 +8,9 @@ import stat
 from dataclasses import dataclass, field
 
 from .. import fs
-from ..dataset_dir import COMMITTING, WORK_FOLDER, DatasetDir
+from ..dataset_dir import DatasetDir
 from ..errors import SourceError
-from ..shards import ShardName
+from ..naming import COMMITTING, WORK_FOLDER, ShardName
 from ..splits import SPLIT_ORDER
 
 _METADATA_SUFFIXES = (".json", ".txt", ".png", ".md", ".index")

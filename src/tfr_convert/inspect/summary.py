@@ -99,11 +99,7 @@ def examples_of(
 def file_kind(path: str) -> tuple[containers.Container, str]:
     """(the file's container, its compression: gzip / zlib for TFRecord, else none)."""
     container = containers.of_file(path)
-    if container.name == "tfrecord":
-        from ..containers.tfrecord import compression_of
-
-        return container, compression_of(path)
-    return container, "none"
+    return container, container.compression(path)
 
 
 def _file_entry(path: str, records: int, kind: tuple[containers.Container, str]) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from typing import Any
 from .. import containers, fs
 from ..dataset_dir import DatasetDir, compressed_note
 from ..errors import SourceError
-from ..shards import ShardName
+from ..naming import MANIFEST, ShardName
 from .paths import resolve
 from .summary import counted
 
@@ -120,7 +120,7 @@ def shard_set_problems(paths: list[str], covered: list[str]) -> dict[str, list[d
 def verify(paths: list[str]) -> dict[str, Any]:
     inputs = resolve(paths)
     # sha256 costs more than reading and CRC together: only where a manifest has one to compare
-    with_manifest = [d.rstrip("/") + "/" for d in inputs.datasets if fs.exists(fs.join(d, "manifest.json"))]
+    with_manifest = [d.rstrip("/") + "/" for d in inputs.datasets if fs.exists(fs.join(d, MANIFEST))]
     files = [verify_file(p, any(p.startswith(d) for d in with_manifest)) for p in inputs.files]
     by_path = {fs.normpath(f["path"]): f for f in files}
     datasets = [{"path": d, "problems": verify_dataset(d, by_path), "notes": _notes(d, files)} for d in inputs.datasets]

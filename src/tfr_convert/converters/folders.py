@@ -1,0 +1,162 @@
+"""Image folders: what lies under a root, listed once, cheaply.
+
+Shared by the converters that read a folder of images (images, detection): which
+files count (hidden files and OS litter do not; a tfr-convert output inside is left
+out), links to folders not followed, FIFOs and devices refused while listing, and a
+large tree listed in parts on an engine's forked processes.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import pickle
+import re
+from collections.abc import Callable
+
+from .. import fs
+from ..naming import INFO, MANIFEST
+
+_JUNK_FILES = {"thumbs.db", "desktop.ini"}  # OS litter that lives in image folders
+_AFTER_SEP = chr(ord(os.sep) + 1)  # sorts right after the separator: "F0" > every "F/..."
+# What counts as an image when naming files a CSV leaves out, or that lie beside the
+# class folders (by name: the listing reads no file).
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".bmp", ".webp", ".tif", ".tiff", ".jfif", ".ppm", ".pgm")
+_DATASET_MARKERS = (INFO, MANIFEST)  # a folder holding both is a tfr-convert output
+
+
+def visible(name: str) -> bool:
+    return not name.startswith(".") and name.lower() not in _JUNK_FILES
+
+
+#: runs fill(lo, hi) -> bytes over 0..n-1 in parts elsewhere (an engine's forked
+#: processes), giving each part's bytes in order, or None: then the caller does it
+InParts = Callable[[Callable[[int, int], bytes], int], "list[bytes] | None"]
+
+
+def list_files(
+    root: str,
+    left_out: dict[str, list[str]] | None = None,
+    exclude: str | None = None,
+    in_parts: InParts | None = None,
+) -> list[str]:
+    """Relative paths of every visible regular file under root, sorted. Not entered:
+    links to folders (their relative paths go to left_out["link"]), folders holding a
+    tfr-convert dataset (an earlier run's output: left_out["dataset"]), and the folder
+    `exclude` (this run's own output, when it lies inside root). Files that are links
+    are listed, and named again in left_out["file_link"] (local roots only). Each
+    left_out list is sorted. `in_parts`: the folders under root are listed in parts
+    by it, where it takes the work."""
+    if not fs.is_remote(root):
+        skip = os.path.realpath(exclude) if exclude and not fs.is_remote(exclude) else None
+        found: list[str] = []
+        missed: dict[str, list[str]] = {}
+        if in_parts is None:
+            _list_local(root, "", found, missed, skip)
+        else:  # the top level here, the folders under it in parts
+            folders: list[str] = []
+            _list_local(root, "", found, missed, skip, folders)
+            if folders:
+                found += _list_folders(root, folders, missed, skip, in_parts)
+        if left_out is not None:
+            for kind, paths in missed.items():
+                left_out.setdefault(kind, []).extend(sorted(paths))
+        return sorted(found)
+    found = []
+    top = root.rstrip("/")
+    for directory, dirs, files in fs.walk(top):
+        dirs[:] = sorted(d for d in dirs if visible(d))
+        for name in files:
+            if visible(name):
+                found.append(fs.join(directory, name)[len(top) + 1 :])
+    return sorted(found)
+
+
+def _list_folders(root: str, folders: list[str], left_out: dict[str, list[str]], skip: str | None,
+                  in_parts: InParts) -> list[str]:  # fmt: skip
+    """The files under `folders` (and what they leave out, added to left_out), listed in
+    parts by in_parts; here when it does not take the work, or a part failed (its error
+    is then raised here, as itself)."""
+
+    def list_some(lo: int, hi: int, found: list[str], missed: dict[str, list[str]]) -> None:
+        for folder in folders[lo:hi]:
+            _list_local(root, folder, found, missed, skip)
+
+    def part(lo: int, hi: int) -> bytes:
+        found: list[str] = []
+        missed: dict[str, list[str]] = {}
+        list_some(lo, hi, found, missed)
+        return pickle.dumps(("\0".join(found), missed))  # NUL: the one character no name holds
+
+    listed = in_parts(part, len(folders))
+    found: list[str] = []
+    if listed is None:
+        list_some(0, len(folders), found, left_out)
+        return found
+    for data in listed:
+        joined, missed = pickle.loads(data)  # this process's own children's bytes
+        found += joined.split("\0") if joined else []
+        for kind, paths in missed.items():
+            left_out.setdefault(kind, []).extend(paths)
+    return found
+
+
+def _list_local(root: str, rel: str, found: list[str], left_out: dict[str, list[str]], skip: str | None,
+                folders: list[str] | None = None) -> None:  # fmt: skip
+    """Appends to `found` what os.walk would list (links to folders not followed),
+    refusing what is neither a folder, a regular file nor a link: a FIFO would hang
+    the run, a device never end. `folders`: the folders to go down into are appended
+    there instead of being listed now."""
+    with os.scandir(os.path.join(root, rel)) as listing:
+        entries = list(listing)  # closed before going down: one open folder at a time, however deep
+    prefix = rel + os.sep if rel else ""  # what os.path.join gives for a bare name, without its checks per file
+    for entry in entries:
+        name = entry.name
+        if name[0] == "." or name.lower() in _JUNK_FILES:  # not visible(name): a call per file
+            continue
+        if entry.is_file(follow_symlinks=False):  # most entries: one question answers
+            found.append(prefix + name)
+        elif entry.is_dir():
+            path = prefix + name
+            if entry.is_symlink():
+                left_out.setdefault("link", []).append(path)
+            elif skip is not None and os.path.realpath(entry.path) == skip:
+                continue
+            elif all(os.path.isfile(os.path.join(entry.path, m)) for m in _DATASET_MARKERS):
+                left_out.setdefault("dataset", []).append(path)
+            elif folders is not None:
+                folders.append(path)
+            else:
+                _list_local(root, path, found, left_out, skip)
+        elif entry.is_symlink():
+            left_out.setdefault("file_link", []).append(prefix + name)  # the only files that may lead outside
+            found.append(prefix + name)
+        else:
+            fs.check_regular(entry.path, entry.stat(follow_symlinks=False).st_mode)
+
+
+def folder_runs(files: list[str]) -> list[tuple[str | None, int, int]]:
+    """(top folder, start, stop) of each run of sorted relative paths under one top
+    folder; None for a run of files at the top. The paths under a folder F are
+    contiguous in sorted order, and are exactly those from "F/" up to "F" followed by
+    the character after the separator: a folder's run ends where a bisection says,
+    without looking at each of its paths."""
+    runs: list[tuple[str | None, int, int]] = []
+    start, n = 0, len(files)
+    while start < n:
+        folder, sep, _ = files[start].partition(os.sep)
+        if sep:
+            stop = bisect.bisect_left(files, folder + _AFTER_SEP, start)
+        else:  # files at the top: one run up to the next folder's
+            stop = start + 1
+            while stop < n and os.sep not in files[stop]:
+                stop += 1
+        runs.append((folder if sep else None, start, stop))
+        start = stop
+    return runs
+
+
+def dataset_name(image_dir: str) -> str:
+    folder = fs.basename(image_dir) if fs.is_remote(image_dir) else os.path.basename(os.path.abspath(image_dir))
+    base = re.sub(r"\W+", "_", folder).strip("_").lower()
+    return base if re.match(r"[a-z]", base) else f"images_{base}" if base else "images"
