@@ -117,3 +117,7 @@ def test_the_writers_parts_do_not_import_each_other_in_a_cycle():
     """shards (the cutter and split writer) knows nothing of the output or the journal."""
     imported = {m for m, _ in imports(PACKAGE / "shards.py")}
     assert not {m for m in imported if m.startswith(("tfr_convert.outdir", "tfr_convert.journal"))}
+
+
+def test_the_beam_engine_shares_the_engine_core_not_the_local_loop():
+    assert not {m for m, _ in imports(PACKAGE / "beam_engine.py") if m.startswith("tfr_convert.pipeline")}

@@ -151,12 +151,13 @@ def test_download_into_a_remote_src_is_a_usage_error(cli, tmp_path):
                                         lambda: MissingExtra("needs TensorFlow: pip install 'tfr-convert[tf]'")])  # fmt: skip
 def test_every_library_error_reaches_the_launcher_as_the_local_engines_message(mnist_src, tmp_path, make_error):
     from tfr_convert import beam_engine, pipeline
+    from tfr_convert import engine as engines
 
     src, _ = mnist_src
     messages, codes = [], []
     for engine, out in ((pipeline.run, tmp_path / "local"), (beam_engine.run, tmp_path / "beam")):
         with pytest.raises(TfrConvertError) as caught:
-            engine(FailingMnist(str(src), make_error()), pipeline.RunOptions(out=str(out)))
+            engine(FailingMnist(str(src), make_error()), engines.RunOptions(out=str(out)))
         messages.append(str(caught.value))
         codes.append(caught.value.exit_code)
         assert final_files(out) == []

@@ -15,10 +15,10 @@ from tfr_convert.converters.base import Columns, Group
 from tfr_convert.converters.cifar import CifarConverter
 from tfr_convert.converters.mnist import MnistConverter
 from tfr_convert.encode import encode_columns, encode_items, uniform_rows
+from tfr_convert.engine import encode_sealed
 from tfr_convert.errors import FeatureError, RecordError, SourceError
 from tfr_convert.example import serialize
 from tfr_convert.features import FeatureSpec
-from tfr_convert.pipeline import encode_sealed
 
 
 def per_item(converter, items) -> bytes:

@@ -1,7 +1,7 @@
 """`--engine beam`: the conversion of `pipeline.run` as an Apache Beam pipeline.
 
 The launcher lists the items and assigns splits with the code the local engine
-uses (`pipeline.plan_splits`: ranks by a seeded hash of each item's key, cut at
+uses (`engine.plan_splits`: ranks by a seeded hash of each item's key, cut at
 exact counts), so both engines put every example in the same split. Beam does
 the expensive part on as many machines as the runner gives it:
 
@@ -37,11 +37,11 @@ from typing import Any
 
 from . import containers, fs
 from .converters.base import Converter
+from .engine import RunOptions, Summary, encode_sealed, finish, plan_splits
 from .errors import TfrConvertError
 from .journal import hashable, jsonable
 from .naming import TEMP_PREFIX
 from .outdir import Output, open_output
-from .pipeline import RunOptions, Summary, encode_sealed, finish, plan_splits
 from .shards import ShardCutter, ShardFile, ShardPolicy, SplitResult
 from .skips import LISTED, Skips
 

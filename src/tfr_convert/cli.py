@@ -275,7 +275,7 @@ def _run_options(*, out, name, num_shards, examples_per_shard, shard_size, file_
                  workers, overwrite, resume, index, limit=None, validation_size=0, on_error="fail"):  # fmt: skip
     """RunOptions from the common options; checked before any input is read."""
     from . import containers
-    from .pipeline import RunOptions, default_workers
+    from .engine import RunOptions, default_workers
     from .shards import ShardPolicy
 
     container = containers.get(file_format)
@@ -390,8 +390,8 @@ def _report(summary, quiet: bool, as_json: bool) -> None:
 
 
 def _print_plan(converter, options, quiet: bool, as_json: bool) -> None:
+    from .engine import dry_run
     from .inspect.summary import counted, human_bytes
-    from .pipeline import dry_run
 
     plan = dry_run(converter, options)
     if as_json:
@@ -688,7 +688,8 @@ def images(image_dir, labels_csv, delimiter, path_column, label_column, headerle
     policy = DecodePolicy(max_pixels, background, grayscale, gray_method, resize, rgb=color == "rgb", fit=fit)
 
     def make_converter():  # a remote IMAGE_DIR / CSV is read in place, through tf.io.gfile
-        from .pipeline import default_workers, forked_parts  # the engine runs the listing's parts
+        from .engine import default_workers  # the engine runs the listing's parts
+        from .workers import forked_parts
 
         return ImagesConverter(
             image_dir,

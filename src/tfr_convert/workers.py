@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from . import fs
 from .errors import WorkerLost
 
 _HEAD = struct.Struct("<BIQ")  # ok (1) or error (0), buffer count, pickle length
@@ -256,3 +257,44 @@ def _watch_parent(parent: int) -> None:
     while os.getppid() == parent:
         time.sleep(1)
     os._exit(1)
+
+
+# ---------------------------------------------------------------- forked parts
+
+
+def may_fork() -> bool:
+    """Whether this process may fork children that run Python: fork exists, and no
+    thread but this one runs (a child would inherit the others' locks in whatever
+    state they were)."""
+    import multiprocessing  # here: slow to import, and inline runs never need it
+
+    return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+
+
+def can_fork(roots: list[str]) -> bool:
+    """Whether a forked process may work on a converter reading `roots`: may_fork, and
+    none of them is remote (a remote filesystem's client threads do not survive fork)."""
+    return may_fork() and not any(fs.is_remote(root) for root in roots)
+
+
+def forked_parts(workers: int) -> Callable[[Callable[[int, int], bytes], int], list[bytes] | None]:
+    """For a converter's independent work (listing folders): in_parts(fill, n) gives
+    fill's bytes over 0..n-1 in up to `workers` parts on forked processes, or None
+    where this engine would not fork (one worker or part, other threads alive, a
+    child failed): the converter then does the work itself."""
+
+    def in_parts(fill: Callable[[int, int], bytes], n: int) -> list[bytes] | None:
+        parts = min(workers, n)
+        if parts < 2 or not may_fork():
+            return None
+        return in_forks(fill, n, parts)
+
+    return in_parts
+
+
+def joined_parts(roots: list[str], fill: Callable[[int, int], bytes], n: int, parts: int) -> bytes:
+    """fill(0, n), computed in `parts` parts on forked processes where that is worth it and
+    allowed; here for one part, where no fork is allowed, or when a child failed (its
+    error is then raised here, as itself)."""
+    found = forked_parts(parts)(fill, n) if parts > 1 and can_fork(roots) else None
+    return fill(0, n) if found is None else b"".join(found)

@@ -1,0 +1,211 @@
+"""What both engines share (the local one, pipeline.py, and Beam's, beam_engine.py): the
+run's options and summary, the plan of splits, the encoding of one batch, and the
+finish (shard names, metadata, commit); a dry run's estimate.
+
+An engine lists nothing and decides no split of its own: it takes `plan_splits`,
+encodes batches with `encode_sealed` wherever it runs them, cuts shards with
+shards.py's cutter and ends with `finish`, so that both write the same bytes.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from . import containers, fs
+from . import splits as splitting
+from .converters.base import Converter
+from .dataset_dir import compressed_note
+from .encode import Encoded, encode_items
+from .metadata import metadata_files
+from .outdir import Output
+from .shards import ShardCutter, ShardPolicy, SplitResult
+from .skips import Skips, from_fields, skipped_fields
+from .workers import joined_parts
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    out: str
+    name: str | None = None
+    policy: ShardPolicy = field(default_factory=ShardPolicy)
+    file_format: str = "tfrecord"
+    compression: str = "none"
+    seed: int = 0
+    shuffle: bool = True
+    validation_size: int = 0
+    workers: int = 1
+    overwrite: bool = False
+    resume: bool = False  # go on from an interrupted run's journal (local engine)
+    on_error: str = "fail"  # or "skip": leave out items that fail to encode, and list them
+    index: bool = False  # write <shard>.index files (DALI / tfrecord package format)
+    limit: int | None = None  # at most this many examples per split (the first of its plan): a quick trial
+
+    def __post_init__(self) -> None:
+        if self.file_format not in containers.FORMATS:
+            raise ValueError(f"file_format must be one of {containers.FORMATS}")
+        if self.compression not in self.container().compressions:
+            raise ValueError(f"{self.file_format} compression must be one of {self.container().compressions}")
+        if self.on_error not in ("fail", "skip"):
+            raise ValueError("on_error must be 'fail' or 'skip'")
+        if self.index and (self.compression != "none" or self.file_format != "tfrecord"):
+            raise ValueError("index files need uncompressed TFRecord shards")
+
+    def container(self) -> containers.Container:
+        return containers.get(self.file_format)
+
+    def recorded(self) -> dict[str, Any]:
+        """The options that shape the output (worker count does not), for the manifest."""
+        d = asdict(self)
+        for k in ("out", "workers", "overwrite", "resume", "policy"):
+            d.pop(k)
+        return {**d, "shards": self.policy.describe()}
+
+
+@dataclass
+class Summary:
+    name: str
+    out: str
+    splits: dict[str, dict[str, int]]
+    seconds: float
+    skipped: Skips = field(default_factory=Skips)
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "out": self.out,
+            "splits": self.splits,
+            "seconds": round(self.seconds, 3),
+            **skipped_fields(self.skipped),
+            "warnings": self.warnings,
+        }
+
+
+def encode_sealed(
+    converter: Converter, items: Sequence[Hashable], on_error: str, container: containers.Container
+) -> Encoded:
+    """A batch encoded with room for the container's framing, and sealed: what both engines write."""
+    encoded = encode_items(converter, items, on_error, container.head, container.tail)
+    container.seal(encoded.blob, encoded.sizes)
+    return encoded
+
+
+def default_workers() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def committed_summary(path: str, seconds: float) -> Summary:
+    """The summary of a dataset already committed, from its manifest."""
+    from .dataset_dir import DatasetDir
+
+    manifest = DatasetDir(path).manifest
+    splits = {
+        split: {"examples": s["examples"], "shards": len(s["shards"]), "bytes": s["bytes"]}
+        for split, s in manifest["splits"].items()
+    }
+    return Summary(manifest["dataset"], path, splits, seconds, from_fields(manifest), manifest["warnings"])
+
+
+def finish(
+    converter: Converter,
+    options: RunOptions,
+    out: Output,
+    results: list[SplitResult],
+    observations: Counter[Hashable],
+    skipped: Skips,
+    found_warnings: list[str],
+    started: float,
+) -> Summary:
+    """After every shard is written (by either engine): name the shards, write the
+    metadata and commit the directory."""
+    name = options.name or converter.dataset_name
+    out.sync()  # every shard in place before anything reads one back (index files) or commits
+    # may refine features, or refuse (e.g. mixed shapes for raw), or have a word on the whole run
+    found_warnings = [*found_warnings, *(converter.finish(observations) or [])]
+    out.name_shards(results, name, options.file_format)
+    description = converter.description
+    if options.compression != "none":  # the metadata stays whole (load() and tfr-inspect use it); TFDS is told
+        found_warnings = [*found_warnings, compressed_note(options.compression)]
+        description = f"{compressed_note(options.compression)} {description}"
+    files = _index_files(results) if options.index else {}
+    files |= metadata_files(
+        name=name,
+        converter=converter.command,
+        description=description,
+        file_format=options.file_format,
+        features=converter.features,
+        labels=converter.labels,
+        options={**options.recorded(), "name": name, **converter.options()},
+        sources=converter.sources(),
+        results=results,
+        skipped=skipped,
+        warnings=found_warnings,
+        nested=converter.nested_features,
+        extra=converter.extra_files(),
+    )
+    with fs.naming(out.build):
+        out.commit(results, files)
+    splits = {r.split: {"examples": r.records, "shards": len(r.shards), "bytes": r.bytes} for r in results}
+    return Summary(name, options.out, splits, time.perf_counter() - started, skipped, found_warnings)
+
+
+def _index_files(results: list[SplitResult]) -> dict[str, bytes]:
+    tfrecord = containers.get("tfrecord")
+    return {f"{s.final_name}.index": tfrecord.index_lines(s.tmp_path) for r in results for s in r.shards}
+
+
+# A split's ranks are computed in this many items per forked process at most (fewer
+# items are ranked here: forking would cost more than it saves).
+RANKS_PER_PROCESS = 50_000
+
+
+def _ranks_in_parts(converter: Converter, workers: int) -> splitting.Ranker:
+    """splits.rank_bytes, run in parts on forked processes for a large split: ranks are
+    a pure function of each item's key, so the parts join into the same bytes."""
+
+    def ranks(items: Sequence[Hashable], key: Callable[[Hashable], str], seed: int, purpose: str) -> bytes:
+        def part(lo: int, hi: int) -> bytes:
+            return splitting.rank_bytes(items[lo:hi], key, seed, purpose)
+
+        return joined_parts(converter.roots(), part, len(items), min(workers, len(items) // RANKS_PER_PROCESS))
+
+    return ranks
+
+
+def plan_splits(converter: Converter, options: RunOptions) -> dict[str, list[Hashable]]:
+    plan = splitting.assign(
+        converter.source_splits(),
+        converter.key,
+        seed=options.seed,
+        shuffle=options.shuffle,
+        validation_size=options.validation_size,
+        ranker=_ranks_in_parts(converter, options.workers),
+    )
+    if options.limit is not None:  # after splitting and shuffling: a sample of every split, not its source order
+        plan = {split: items[: options.limit] for split, items in plan.items()}
+    return plan
+
+
+DRY_RUN_SAMPLE = 16  # items encoded per split to estimate the sizes a dry run reports
+
+
+def dry_run(converter: Converter, options: RunOptions) -> dict[str, Any]:
+    """What a run would write, per split (examples, shards, estimated bytes), from the
+    plan and a few encoded items; nothing is written. The inputs were already listed
+    and checked when the converter was made."""
+    container = options.container()
+    plan = plan_splits(converter, options)
+    splits = {}
+    for split, items in plan.items():
+        sample = encode_sealed(converter, items[:DRY_RUN_SAMPLE], options.on_error, container).sizes
+        mean = sum(sample) / len(sample) if sample else 0
+        cuts = ShardCutter(len(items), options.policy).cut([round(mean)] * len(items)) if items else []
+        splits[split] = {"examples": len(items), "shards": sum(closes for _, _, closes in cuts),
+                         "estimated_bytes": round(mean * len(items))}  # fmt: skip
+    return {"name": options.name or converter.dataset_name, "out": options.out, "format": options.file_format,
+            "splits": splits, "skipped": converter.skipped.total, "warnings": list(converter.warnings)}  # fmt: skip

@@ -1,0 +1,148 @@
+"""--resume: what identifies a run, and which of an interrupted run's shards are kept.
+
+- `run_identity`: everything that shapes the output (tool version, converter and its
+  options, source digests, the plan's digest, the item files' stats); the journal's
+  first line holds it, and a resumed run must present the same (journal.py compares).
+- `input_files`: the stats of the files the items are read from (fingerprints.py).
+- `kept_work`: the journal's entries whose shards are still whole (size, sha256 and
+  record count checked), and what they say was finished; the rest is removed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Any
+
+from . import __version__, containers, fs
+from .converters.base import Converter
+from .engine import RunOptions
+from .errors import RecordError
+from .fingerprints import InputFiles
+from .journal import Progress, ShardEntry, replay
+from .naming import ShardName
+from .outdir import Output
+from .workers import joined_parts
+
+
+def run_identity(
+    converter: Converter, options: RunOptions, plan: dict[str, list[Hashable]], inputs: InputFiles | None = None
+) -> dict[str, Any]:
+    """What shapes a run's output: a resumed run must match the interrupted one in all of it."""
+    planned = _plan_digest(converter, plan, options.workers)
+    identity = {
+        "tool_version": __version__,
+        "converter": converter.command,
+        "options": {**options.recorded(), "name": options.name or converter.dataset_name, **converter.options()},
+        "sources": converter.sources(),
+        "items": {"splits": {split: len(items) for split, items in plan.items()}, "sha256": planned},
+        "batch": converter.chunk_size,
+    }
+    if inputs is not None:
+        identity["inputs"] = {"files": len(inputs.names), "sha256": inputs.digest()}
+    return identity
+
+
+# The item files are stat'ed on forked processes in parts of at least this many files.
+STATS_PER_PROCESS = 200_000
+
+
+def input_files(converter: Converter, plan: dict[str, list[Hashable]], workers: int) -> InputFiles | None:
+    """The stats of the files the plan's items are read from, in plan order (None where
+    items are not files)."""
+    roots = converter.roots()
+    items = [item for split in sorted(plan) for item in plan[split]]
+    if not roots or not items or converter.item_file(items[0]) is None:
+        return None
+    names = [converter.item_file(item) or "" for item in items]
+    parts = min(workers, len(names) // STATS_PER_PROCESS)
+    return InputFiles.of(roots[0], names, lambda fill, n: joined_parts(converter.roots(), fill, n, parts))
+
+
+PLAN_BLOCK = 4096  # items per block of the plan's digest
+
+
+# The blocks are hashed on forked processes in parts of at least this many items (a
+# smaller plan is hashed here: forking would cost more than it saves).
+DIGEST_ITEMS_PER_PROCESS = 200_000
+
+
+def _plan_digest(converter: Converter, plan: dict[str, list[Hashable]], workers: int) -> str:
+    """sha256 of each split's name, each followed by the sha256 of each block of its
+    items: the blocks have a fixed size, so any number of processes hashing them in parts
+    gives the same digest."""
+    import hashlib
+    import marshal
+
+    splits = sorted(plan.items(), key=lambda kv: kv[0])
+    blocks = [(items, start) for _, items in splits for start in range(0, len(items), PLAN_BLOCK)]
+
+    def fill(lo: int, hi: int) -> bytes:
+        digests = []
+        for items, start in blocks[lo:hi]:
+            block = items[start : start + PLAN_BLOCK]
+            try:
+                # marshal's version 2 writes equal values as equal bytes (no references, no
+                # interning flags), several times faster than repr; it is only compared
+                # with a run of the same tool on the same machine (the journal's)
+                data = marshal.dumps(block, 2)
+            except ValueError:  # a type marshal does not know
+                data = repr(block).encode()
+            digests.append(hashlib.sha256(data).digest())
+        return b"".join(digests)
+
+    parts = min(workers, sum(map(len, plan.values())) // DIGEST_ITEMS_PER_PROCESS)
+    block_digests = memoryview(joined_parts(converter.roots(), fill, len(blocks), parts))
+    digest, at = hashlib.sha256(), 0
+    for split, items in splits:
+        size = 32 * -(-len(items) // PLAN_BLOCK)  # a sha256 per block, the last one short
+        digest.update(repr(split).encode())
+        digest.update(block_digests[at : at + size])
+        at += size
+    return digest.hexdigest()
+
+
+def kept_work(out: Output, name: str, file_format: str, container: containers.Container) -> tuple[list, Progress]:
+    """The journal entries whose shards are still there, whole (size, sha256 and record
+    count checked), and what they say was finished; the rest of the build is removed."""
+    entries = out.entries
+    kept: list = []
+    counts: dict[str, int] = {}
+    for entry, _ in entries:
+        counts[entry["split"]] = counts.get(entry["split"], 0) + (1 if "shard" in entry else 0)
+    index: dict[str, int] = {}
+    files = set()
+    for entry, end in entries:
+        if "shard" in entry:
+            shard = ShardEntry(**entry["shard"])
+            split = entry["split"]
+            i = index[split] = index.get(split, -1) + 1
+            found = _find_shard(out, shard, ShardName(name, split, i, counts[split], file_format).filename, container)
+            if found is None:
+                break
+            entry["shard"]["file"] = found
+            files.add(found)
+        kept.append((entry, end))
+    out.keep_only(files)
+    progress = replay(kept)
+    for shards in progress.shards.values():
+        for shard in shards:
+            shard.file = fs.join(out.build, shard.file)
+    return kept, progress
+
+
+def _find_shard(out: Output, shard: ShardEntry, final_name: str, container: containers.Container) -> str | None:
+    """Where a journaled shard is now (under its temporary name, or its final one if
+    a commit had begun), if it is whole: its size and sha256 as journaled, and the
+    records the journal counts in it (read back: the journal is not believed alone)."""
+    for candidate in (shard.file, final_name):
+        path = fs.join(out.build, candidate)
+        if out.whole(path, shard) and _holds(container, path, shard.records):
+            return candidate
+    return None
+
+
+def _holds(container: containers.Container, path: str, records: int) -> bool:
+    try:
+        return container.count(path) == records
+    except (RecordError, OSError):
+        return False
