@@ -21,6 +21,7 @@ from . import splits as splitting
 from .converters.base import Converter
 from .dataset_dir import compressed_note
 from .encode import Encoded, encode_items
+from .errors import OptionError
 from .metadata import metadata_files
 from .outdir import Output
 from .shards import ShardCutter, ShardPolicy, SplitResult
@@ -46,14 +47,28 @@ class RunOptions:
     limit: int | None = None  # at most this many examples per split (the first of its plan): a quick trial
 
     def __post_init__(self) -> None:
+        problem = self.problem()
+        if problem is not None:
+            raise OptionError(problem)
+
+    def problem(self) -> str | None:
+        """What makes these options impossible together, in the command line's words (the
+        one home of these rules: the CLI turns it into a usage error), or None."""
         if self.file_format not in containers.FORMATS:
-            raise ValueError(f"file_format must be one of {containers.FORMATS}")
-        if self.compression not in self.container().compressions:
-            raise ValueError(f"{self.file_format} compression must be one of {self.container().compressions}")
+            return f"--format {self.file_format}: choose {', '.join(containers.FORMATS)}"
+        container = self.container()
+        if self.compression not in container.compressions:
+            return (f"--compression {self.compression} does not apply to --format {self.file_format} "
+                    f"(choose {', '.join(container.compressions)})")  # fmt: skip
+        if not container.available():
+            return f"--format {self.file_format} needs its library: pip install 'tfr-convert[{container.extra}]'"
+        if self.index and self.file_format != "tfrecord":
+            return "--index is for TFRecord shards (ArrayRecord files carry their own index)"
+        if self.index and self.compression != "none":
+            return "--index needs --compression none (index offsets point into the file)"
         if self.on_error not in ("fail", "skip"):
-            raise ValueError("on_error must be 'fail' or 'skip'")
-        if self.index and (self.compression != "none" or self.file_format != "tfrecord"):
-            raise ValueError("index files need uncompressed TFRecord shards")
+            return f"--on-error {self.on_error}: choose fail or skip"
+        return None
 
     def container(self) -> containers.Container:
         return containers.get(self.file_format)

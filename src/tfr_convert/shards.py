@@ -66,9 +66,9 @@ class ShardPolicy:
     def __post_init__(self) -> None:
         given = [v for v in (self.num_shards, self.examples_per_shard, self.shard_size) if v is not None]
         if len(given) > 1:
-            raise ValueError("give at most one of num_shards, examples_per_shard, shard_size")
+            raise ValueError("give at most one of --num-shards, --examples-per-shard, --shard-size")
         if any(v < 1 for v in given):
-            raise ValueError("shard policy values must be positive")
+            raise ValueError("--num-shards, --examples-per-shard and --shard-size must be positive")
 
     def describe(self) -> dict[str, int]:
         if self.num_shards is not None:

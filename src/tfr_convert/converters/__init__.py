@@ -10,14 +10,37 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .base import Converter
 
-REGISTRY: dict[str, str] = {
-    "mnist": "tfr_convert.converters.mnist:MnistConverter",
-    "cifar": "tfr_convert.converters.cifar:CifarConverter",
-    "images": "tfr_convert.converters.images:ImagesConverter",
-    "detection": "tfr_convert.converters.detection:DetectionConverter",
+#: subcommand -> the converter classes behind it (EMNIST is a variant of `mnist`)
+REGISTRY: dict[str, tuple[str, ...]] = {
+    "mnist": ("tfr_convert.converters.mnist:MnistConverter", "tfr_convert.converters.emnist:EmnistConverter"),
+    "cifar": ("tfr_convert.converters.cifar:CifarConverter",),
+    "images": ("tfr_convert.converters.images:ImagesConverter",),
+    "detection": ("tfr_convert.converters.detection:DetectionConverter",),
+}
+
+#: `--variant` of the commands that read published datasets, as their converters name
+#: them (each module's VARIANTS; tests/test_cli.py holds the two to each other): here,
+#: so that the command line lists them without importing the converters and numpy
+VARIANTS: dict[str, tuple[str, ...]] = {
+    "mnist": (
+        "mnist",
+        "fashion_mnist",
+        "kmnist",
+        "emnist/byclass",
+        "emnist/bymerge",
+        "emnist/balanced",
+        "emnist/letters",
+        "emnist/digits",
+        "emnist/mnist",
+    ),
+    "cifar": ("cifar10", "cifar100"),
 }
 
 
-def converter_class(name: str) -> type[Converter]:
-    module, _, attr = REGISTRY[name].partition(":")
-    return getattr(importlib.import_module(module), attr)
+def converter_classes(name: str) -> list[type[Converter]]:
+    """The converter classes of a subcommand."""
+    found = []
+    for spec in REGISTRY[name]:
+        module, _, attr = spec.partition(":")
+        found.append(getattr(importlib.import_module(module), attr))
+    return found

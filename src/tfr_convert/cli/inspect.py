@@ -1,0 +1,84 @@
+"""`tfr-inspect`: count, summary, verify, stats, grid and index files of TFRecord and
+ArrayRecord files, globs and dataset directories."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from .. import __version__
+from .options import STORAGE_OPTIONS
+from .translate import Command
+from .types import ByteSize, LocalOrRemotePath
+
+
+@click.command(cls=Command, context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@click.option("--count", is_flag=True, help="Only count records (framing and length CRCs; fast).")
+@click.option("--head", type=click.IntRange(min=0), default=1, show_default=True, help="Examples to show.")
+@click.option("--verify", is_flag=True, help="Check every record's CRCs (and a dataset against its metadata).")
+@click.option("--stats", is_flag=True, help="Per-feature statistics; split leakage on a dataset directory.")
+@click.option("--grid", "grid_out", type=LocalOrRemotePath(dir_okay=False), metavar="OUT.png",
+              help="Draw the first images.")  # fmt: skip
+@click.option("--grid-count", type=click.IntRange(1, 1024), default=64, show_default=True, help="Images in --grid.")
+@click.option("--write-index", is_flag=True, help="Write FILE.index (DALI / tfrecord package format) for each file.")
+@click.option("--all", "every", is_flag=True, help="Infer the schema from every record, not the first of each file.")
+@click.option("--max-record-size", type=ByteSize(), metavar="SIZE",
+              help="Largest record the schema, --stats and --grid read whole; larger ones are reported. [default: 64MiB]")  # fmt: skip
+@click.option("--max-pixels", type=click.IntRange(min=1),
+              help="Largest image --grid decodes; larger ones are reported. [default: 25000000]")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON document.")
+@STORAGE_OPTIONS
+@click.version_option(__version__, prog_name="tfr-inspect")
+def inspect(paths, count, head, verify, stats, grid_out, grid_count, write_index, every, max_record_size, max_pixels,
+            as_json) -> None:  # fmt: skip
+    """Look inside TFRecord files: records, schema, first examples; --verify, --stats, --grid.
+
+    PATH is a file, a dataset directory or a glob, local or remote (s3://, gs://, az://...:
+    read in place, in ranges, through fsspec). Every mode checks CRCs as it reads;
+    --verify reports every problem and exits 1 if there is any.
+    """
+    modes = [m for m, on in (("--count", count), ("--verify", verify), ("--stats", stats),
+                             ("--grid", grid_out), ("--write-index", write_index)) if on]  # fmt: skip
+    if len(modes) > 1:
+        raise click.UsageError(f"choose one of {', '.join(modes)}")
+    paths = list(paths)
+    # the limits' defaults live with the readers (containers.MAX_RECORD_BYTES, grid.MAX_PIXELS)
+    limit = {"max_record": max_record_size} if max_record_size else {}
+    if count:
+        from ..inspect.summary import count as count_files
+        from ..inspect.summary import format_files
+
+        report = count_files(paths)
+        text = "\n".join(format_files(report))
+    elif verify:
+        from ..inspect.verify import format_verify
+        from ..inspect.verify import verify as verify_files
+
+        report = verify_files(paths)
+        text = format_verify(report)
+    elif stats:
+        from ..inspect.stats import format_stats
+        from ..inspect.stats import stats as feature_stats
+
+        report = feature_stats(paths, **limit)
+        text = format_stats(report)
+    elif grid_out:
+        from ..inspect.grid import grid
+
+        report = grid(paths, grid_out, grid_count, **limit, **({"max_pixels": max_pixels} if max_pixels else {}))
+        text = f"{report['images']} images of {report['feature']!r} -> {report['out']}"
+    elif write_index:
+        from ..inspect.index import write_indexes
+
+        report = write_indexes(paths)
+        text = "\n".join(f"{i['index']}  {i['records']} records" for i in report["indexes"])
+    else:
+        from ..inspect.summary import format_summary, summarize
+
+        report = summarize(paths, head=head, every=every, **limit)
+        text = format_summary(report)
+    click.echo(json.dumps(report, indent=2, ensure_ascii=False) if as_json else text)
+    if verify and not report["ok"]:
+        raise SystemExit(1)

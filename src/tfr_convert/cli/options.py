@@ -1,0 +1,234 @@
+"""The options every converter shares (output, shards, format, splits, engine...), the
+published datasets' source options, and the checks across options."""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any
+
+import click
+
+from .types import ByteSize, DatasetName, LocalOrRemotePath, Split, StorageOptions
+
+
+def configure_storage(ctx: click.Context, param: click.Parameter, value: dict[str, Any] | None) -> None:
+    if value is not None:
+        from ..stores import configure
+
+        configure(value)  # in the environment: worker processes (and Beam's) inherit it
+
+
+STORAGE_OPTIONS = click.option(
+    "--storage-options",
+    type=StorageOptions(),
+    expose_value=False,
+    callback=configure_storage,
+    help="fsspec options for remote paths, as JSON: for every scheme, or per scheme "
+    '(\'{"s3": {"endpoint_url": "http://host:9000"}}\') [default: each backend\'s own configuration].',
+)
+
+
+def common_options(f):
+    """Options every converter shares."""
+    options = [
+        click.option(
+            "--out",
+            "out",
+            required=True,
+            type=LocalOrRemotePath(file_okay=False, writable=True),
+            help="Output directory: local, or a bucket's prefix (s3://, gs://, az://... through fsspec).",
+        ),
+        STORAGE_OPTIONS,
+        click.option(
+            "--name",
+            type=DatasetName(),
+            help="Dataset name used in shard file names [default: the variant for mnist and cifar, the folder name for images].",
+        ),
+        click.option("--num-shards", type=click.IntRange(min=1), help="Shards per split."),
+        click.option("--examples-per-shard", type=click.IntRange(min=1), help="Examples per shard."),
+        click.option(
+            "--shard-size", type=ByteSize(), help="Shards of at least this size, e.g. 128MB [default: 64MiB]."
+        ),
+        click.option(
+            "--format",
+            "file_format",
+            type=click.Choice(["tfrecord", "array_record"]),
+            default="tfrecord",
+            show_default=True,
+            help="Container of the shards: TFRecord, or ArrayRecord for random access (Grain, tfds.data_source).",
+        ),
+        click.option(
+            "--compression",
+            type=click.Choice(["none", "gzip", "zlib", "zstd"]),
+            default="none",
+            show_default=True,
+            help="gzip / zlib for TFRecord; zstd for ArrayRecord.",
+        ),
+        click.option(
+            "--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of every shuffle and split."
+        ),
+        click.option(
+            "--shuffle/--no-shuffle", default=True, show_default=True, help="Shuffle examples within each split."
+        ),
+        click.option("--workers", type=click.IntRange(min=1), help="Encoding processes [default: all cores]."),
+        click.option(
+            "--engine",
+            type=click.Choice(["local", "beam"]),
+            default="local",
+            show_default=True,
+            help="beam: run as an Apache Beam pipeline (pip install 'tfr-convert[beam]').",
+        ),
+        click.option(
+            "--beam-options",
+            default="",
+            metavar="TEXT",
+            help='Beam pipeline options, e.g. "--runner=DataflowRunner --project=P --region=R".',
+        ),
+        click.option(
+            "--overwrite",
+            is_flag=True,
+            help="Replace the dataset in a non-empty output directory (only its files), or an interrupted run's work.",
+        ),
+        click.option(
+            "--resume", is_flag=True, help="Finish an interrupted run of the same command, keeping its finished shards."
+        ),
+        click.option("--index", is_flag=True, help="Write <shard>.index files for DALI / the tfrecord package."),
+        click.option(
+            "--limit",
+            type=click.IntRange(min=1),
+            metavar="N",
+            help="At most N examples per split (a quick trial; recorded in the manifest).",
+        ),
+        click.option(
+            "--dry-run",
+            is_flag=True,
+            help="Check the inputs and print what would be written (per split: examples, shards, "
+            "estimated size); write nothing.",
+        ),
+        click.option("--quiet", is_flag=True, help="No progress bar."),
+        click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON document."),
+    ]
+    return _apply(options, f)
+
+
+def _apply(decorators, f):
+    """Apply click decorators listed top to bottom, as if stacked above f."""
+    for decorator in reversed(decorators):
+        f = decorator(f)
+    return f
+
+
+def run_options(*, out, name, num_shards, examples_per_shard, shard_size, file_format, compression, seed, shuffle,
+                 workers, overwrite, resume, index, limit=None, validation_size=0, on_error="fail"):  # fmt: skip
+    """RunOptions from the common options; checked before any input is read."""
+    from ..engine import RunOptions, default_workers
+    from ..errors import OptionError
+    from ..shards import ShardPolicy
+
+    try:
+        policy = ShardPolicy(num_shards, examples_per_shard, shard_size)
+    except ValueError as e:
+        raise click.UsageError(str(e)) from None
+    try:
+        return RunOptions(
+            out=out,
+            name=name,
+            policy=policy,
+            file_format=file_format,
+            compression=compression,
+            seed=seed,
+            shuffle=shuffle,
+            validation_size=validation_size,
+            workers=workers or default_workers(),
+            overwrite=overwrite,
+            resume=resume,
+            on_error=on_error,
+            index=index,
+            limit=limit,
+        )
+    except OptionError as e:  # the options' own rules (RunOptions.problem), as a usage error
+        raise click.UsageError(str(e)) from None
+
+
+def published_dataset_options(variants: list[str], default_help: str):
+    """SRC, --download and the options every published-dataset converter shares."""
+    options = [
+        click.argument("src", required=False, type=LocalOrRemotePath()),
+        click.option("--download", is_flag=True, help="Fetch the published files (verified by checksum) first."),
+        click.option("--variant", type=click.Choice(variants), help=default_help),
+        click.option(
+            "--image-format",
+            type=click.Choice(["raw", "png"]),
+            help="raw: uint8 pixel bytes; png [default: raw, png with --layout tfds].",
+        ),
+        click.option(
+            "--layout",
+            type=click.Choice(["tutorial", "tfds"]),
+            default="tutorial",
+            show_default=True,
+            help="tutorial: the notebooks' feature names; tfds: exactly TFDS's catalog features, "
+            "so code written for tfds.load runs on the output.",
+        ),
+        click.option(
+            "--validation-size", type=click.IntRange(min=0), default=0, help="Carve N seeded examples out of train."
+        ),
+        click.option("--mirror", metavar="URL", help="Download from this base URL instead (or TFR_CONVERT_MIRROR)."),
+        click.option(
+            "--cache-dir",
+            type=click.Path(file_okay=False),
+            help="Where --download puts files [default: ~/.cache/tfr-convert/VARIANT].",
+        ),
+    ]
+
+    return lambda f: common_options(_apply(options, f))
+
+
+def source_of(src, download, variant, default_variant, mirror, cache_dir):
+    """Check SRC at parse time; return a function giving the source path, downloading first if asked."""
+
+    if not download and src is None:
+        raise click.UsageError("give SRC, or --download")
+    from .. import fs
+
+    if download and src is not None and fs.is_remote(src):
+        raise click.UsageError("with --download, SRC is where the files are saved: it must be a local folder")
+    if not download and not fs.is_remote(src) and not os.path.exists(src):
+        raise click.BadParameter(f"{src!r} does not exist", param_hint="SRC")
+
+    def source() -> str:
+        if not download:
+            return fs.stage(src)
+        from ..download import default_cache_dir, fetch
+
+        dataset = variant or default_variant
+        dest = src or os.path.join(cache_dir or default_cache_dir(), dataset)
+        fetch(dataset, dest, mirror)
+        return dest
+
+    return source
+
+
+DEDUPE = click.option(
+    "--dedupe",
+    type=click.Choice(["exact", "near", "drop"]),
+    help="exact: identical files, near: near-identical pictures (perceptual hash) each kept whole in one split; "
+    "drop: keep one image of each near-duplicate cluster.",
+)
+
+
+def split_options(stratify_help: str):
+    """--split and --stratify, which needs it (the check is made here, for every command)."""
+
+    def decorate(f):
+        @functools.wraps(f)
+        def checked(*args: Any, split: Any = None, stratify: bool = False, **kwargs: Any) -> Any:
+            if stratify and split is None:
+                raise click.UsageError("--stratify needs --split")
+            return f(*args, split=split, stratify=stratify, **kwargs)
+
+        checked = click.option("--stratify", is_flag=True, help=stratify_help)(checked)
+        return click.option("--split", "split", type=Split(),
+                            help="e.g. train=0.8,validation=0.1,test=0.1 [default: all train].")(checked)  # fmt: skip
+
+    return decorate

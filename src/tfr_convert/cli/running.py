@@ -1,0 +1,156 @@
+"""A conversion run from the command line: the progress bar, SIGTERM as Ctrl-C, the
+run (or its dry run), and the summary on stdout."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+from typing import Any
+
+import click
+
+from .options import run_options
+
+
+def _progress_bar(quiet: bool):
+    """(a `progress(n, total)` callback drawing a tqdm bar on stderr, or None; a closer).
+
+    On a terminal only. The phases are labelled: a "checking sources" line while the
+    inputs are listed and checked (before any total is known), then the bar,
+    "converting", which stays on screen when done (also in a `script` log)."""
+    if quiet or not sys.stderr.isatty():
+        return None, lambda: None
+    from tqdm import tqdm
+
+    sys.stderr.write("checking sources...")
+    sys.stderr.flush()
+    bars = []
+
+    def update(n: int, total: int) -> None:
+        if not bars:  # created on the first call, when the total is known
+            sys.stderr.write("\r\033[K")  # the status line gives way to the bar
+            try:  # a pseudo-terminal without a size (`script` run from a pipe) says 0x0,
+                sized = os.get_terminal_size(sys.stderr.fileno()).columns > 0  # and tqdm then hides its bar
+            except OSError:
+                sized = False
+            shape = {"dynamic_ncols": True} if sized else {"ncols": 80, "nrows": 24}
+            bars.append(tqdm(total=total, unit="ex", desc="converting", file=sys.stderr, **shape))
+        bars[0].update(n)
+
+    def close() -> None:
+        if bars:
+            bars[0].close()
+        else:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+
+    return update, close
+
+
+def run_conversion(make_converter, quiet: bool, as_json: bool, engine: str, beam_options: str, dry_run: bool,
+         **common) -> None:  # fmt: skip
+    """Validate options, build the converter (reads and checks sources), convert, report."""
+    import time
+
+    options = run_options(**common)
+    if engine == "beam":
+        from .. import beam_engine
+
+        if not beam_engine.available():
+            raise click.UsageError(beam_engine.INSTALL_HINT)
+        if options.resume:
+            raise click.UsageError("--resume is for --engine local (Beam's runners retry failed work themselves)")
+        run = functools.partial(beam_engine.run, beam_options=beam_options, quiet=quiet)
+    else:
+        if beam_options:
+            raise click.UsageError("--beam-options needs --engine beam")
+        from ..pipeline import run
+    started = time.perf_counter()
+    _terminate_as_interrupt()
+    progress, close_bar = _progress_bar(quiet)
+    try:
+        converter = make_converter()
+        if dry_run:
+            close_bar()
+            _print_plan(converter, options, quiet, as_json)
+            return
+        summary = run(converter, options, progress=progress)
+    finally:
+        close_bar()
+    summary.seconds = time.perf_counter() - started  # reading and checking the sources included
+    try:
+        _report(summary, quiet, as_json)
+    except OSError as e:  # stdout full or gone: the dataset is committed all the same
+        _silence_stdout()
+        click.echo(f"warning: {summary.out} is complete; its summary could not be written to stdout: "
+                   f"{e.strerror or e}", err=True)  # fmt: skip
+
+
+def _silence_stdout() -> None:
+    """Later flushes of stdout (the one at exit too) go nowhere instead of failing again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _report(summary, quiet: bool, as_json: bool) -> None:
+    """The warnings and skips on stderr, the one-line summary (or --json) on stdout."""
+    from .. import fs
+    from ..inspect.summary import counted, human_bytes
+
+    if not quiet:
+        for warning in summary.warnings:
+            click.echo(f"warning: {fs.named_back(warning)}", err=True)
+        for skipped in summary.skipped.listed:
+            click.echo(f"skipped: {skipped['item']}: {skipped['reason']}", err=True)
+        more = summary.skipped.total - len(summary.skipped.listed)
+        if more:
+            kinds = "; ".join(f"{n} x {kind}" for kind, n in summary.skipped.by_kind.most_common(5))
+            click.echo(f"skipped: ... and {more} more (listed in manifest.json by kind: {kinds})", err=True)
+    if as_json:
+        click.echo(json.dumps(summary.to_dict(), indent=2))
+        return
+    per_split = ", ".join(f"{split} {s['examples']}" for split, s in summary.splits.items())
+    shards = sum(s["shards"] for s in summary.splits.values())
+    size = human_bytes(sum(s["bytes"] for s in summary.splits.values()))
+    skipped = f" ({summary.skipped.total} skipped, listed in manifest.json)" if summary.skipped.total else ""
+    click.echo(
+        f"{summary.name}: {per_split} examples in {counted(shards, 'shard')}, {size}, {summary.seconds:.1f} s -> "
+        f"{summary.out}"
+        f"{skipped}"
+    )
+
+
+def _print_plan(converter, options, quiet: bool, as_json: bool) -> None:
+    from ..engine import dry_run
+    from ..inspect.summary import counted, human_bytes
+
+    plan = dry_run(converter, options)
+    if as_json:
+        click.echo(json.dumps({"mode": "dry_run", **plan}, indent=2))
+        return
+    if not quiet:
+        for warning in plan["warnings"]:
+            click.echo(f"warning: {warning}", err=True)
+    click.echo(f"dry run: nothing written. {plan['name']} -> {plan['out']} ({plan['format']})")
+    for split, s in plan["splits"].items():
+        click.echo(f"  {split}: {counted(s['examples'], 'example')} in {counted(s['shards'], 'shard')}, "
+                   f"about {human_bytes(s['estimated_bytes'])}")  # fmt: skip
+    if plan["skipped"]:
+        click.echo(f"  {plan['skipped']} items would be skipped (run without --dry-run to list them)")
+
+
+def _terminate_as_interrupt() -> None:
+    """SIGTERM (a CI timeout, `kill`, a preempted VM) ends a run as Ctrl-C does:
+    the unfinished shard removed, the finished ones kept for --resume."""
+    import signal
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)

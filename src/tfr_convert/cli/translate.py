@@ -1,0 +1,39 @@
+"""The one place where what went wrong becomes a line on stderr and an exit code: the
+library's errors carry theirs (1; 2 for a usage error found in the data, or a missing
+extra), an OSError is 1, an interrupt is 1."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from ..errors import TfrConvertError
+
+
+class Translating:
+    """Turns the library's errors into one line on stderr and their exit code (1; 2 for a
+    missing optional dependency)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        code = 1
+        try:
+            return super().invoke(ctx)  # type: ignore[misc]
+        except TfrConvertError as e:
+            message, code = str(e), e.exit_code
+        except OSError as e:
+            message = f"{e.filename}: {e.strerror}" if e.filename else str(e)
+        except KeyboardInterrupt:
+            message = "interrupted"
+        from ..fs import named_back  # a remote source's local copy is named as the source
+
+        click.echo(f"error: {named_back(message)}", err=True)
+        ctx.exit(code)
+
+
+class Group(Translating, click.Group):
+    pass
+
+
+class Command(Translating, click.Command):
+    pass
