@@ -56,11 +56,12 @@ def test_no_layer_imports_upward():
     engine_and_cli = ("tfr_convert.pipeline", "tfr_convert.beam_engine", "tfr_convert.cli")
     for folder in ("converters", "containers", "inspect"):
         assert not {m for m in modules_imported(folder) if m.startswith(engine_and_cli)}, folder
-    for module in ("pipeline.py", "shards.py", "encode.py", "metadata.py", "loader.py", "outdir.py", "journal.py"):
+    for module in ("pipeline.py", "shards.py", "encode.py", "metadata.py", "loader.py", "outdir.py", "output.py",
+                   "journal.py"):  # fmt: skip
         imported = {m for m, _ in imports(PACKAGE / module)}
         assert not {m for m in imported if m.startswith(("tfr_convert.inspect", "tfr_convert.cli"))}, module
     # The output directory and its journal are driven by the engines, never the other way round.
-    for module in ("shards.py", "encode.py", "metadata.py", "outdir.py", "journal.py"):
+    for module in ("shards.py", "encode.py", "metadata.py", "outdir.py", "output.py", "journal.py"):
         imported = {m for m, _ in imports(PACKAGE / module)}
         assert not {m for m in imported if m.startswith(engine_and_cli)}, module
 
@@ -77,7 +78,7 @@ def test_no_private_name_is_imported_across_modules(path):
     assert private == []
 
 
-WRITERS = ("tfr_convert.shards", "tfr_convert.outdir", "tfr_convert.remote_out", "tfr_convert.uploads",
+WRITERS = ("tfr_convert.shards", "tfr_convert.outdir", "tfr_convert.output", "tfr_convert.remote_out", "tfr_convert.uploads",
            "tfr_convert.remote_lock", "tfr_convert.journal", "tfr_convert.metadata", "tfr_convert.encode",
            "tfr_convert.pipeline", "tfr_convert.beam_engine")  # fmt: skip
 

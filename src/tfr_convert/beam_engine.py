@@ -41,7 +41,7 @@ from .engine import RunOptions, Summary, encode_sealed, finish, plan_splits
 from .errors import TfrConvertError
 from .journal import hashable, jsonable
 from .naming import TEMP_PREFIX
-from .outdir import Output, open_output
+from .output import Output, open_output
 from .shards import ShardCutter, ShardFile, ShardPolicy, SplitResult
 from .skips import LISTED, Skips
 

@@ -23,7 +23,7 @@ from .dataset_dir import compressed_note
 from .encode import Encoded, encode_items
 from .errors import OptionError
 from .metadata import metadata_files
-from .outdir import Output
+from .output import Output
 from .shards import ShardCutter, ShardPolicy, SplitResult
 from .skips import Skips, from_fields, skipped_fields
 from .workers import joined_parts

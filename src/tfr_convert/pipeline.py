@@ -31,7 +31,7 @@ from .encode import Encoded
 from .engine import RunOptions, Summary, committed_summary, encode_sealed, finish, plan_splits
 from .errors import Interrupted, WorkerLost
 from .journal import Progress, Tally
-from .outdir import open_output
+from .output import open_output
 from .resume import input_files, kept_work, run_identity
 from .shards import Checkpoint, ShardFile, SplitResult, SplitWriter
 

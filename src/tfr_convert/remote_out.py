@@ -31,7 +31,7 @@ from . import fs
 from .fingerprints import InputFiles
 from .journal import Journal, ShardEntry
 from .naming import COMMITTING, INFO, WORK_FOLDER
-from .outdir import Output, dataset_files
+from .output import Output, dataset_files
 from .remote_lock import RemoteLock
 from .shards import SplitResult
 from .uploads import Uploads

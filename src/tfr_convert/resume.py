@@ -20,7 +20,7 @@ from .errors import RecordError
 from .fingerprints import InputFiles
 from .journal import Progress, ShardEntry, replay
 from .naming import ShardName
-from .outdir import Output
+from .output import Output
 from .workers import joined_parts
 
 

@@ -6,7 +6,7 @@
 - `SplitWriter` writes one split's records to temporary files through a
   container's writer, and says where each finished shard leaves off (for the
   resume journal); the final names (which need the shard count) are given only
-  at commit (outdir.py).
+  at commit (output.py).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ class Checkpoint:
 
 
 class ShardFiles(Protocol):
-    """Where a split's shard files go (an outdir.Output): a temporary path for each, and
+    """Where a split's shard files go (an output.Output): a temporary path for each, and
     how to open one for writing."""
 
     def temp_path(self, label: str) -> str: ...
