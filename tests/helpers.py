@@ -49,7 +49,7 @@ def write_cifar(root: Path, variant: str = "cifar10", per_batch: int = 4, archiv
     import tarfile
 
     import py2pickle
-    from tfr_convert.converters.cifar import LAYOUTS
+    from tfr_convert.converters.cifar_files import LAYOUTS
 
     layout = LAYOUTS[variant]
     rng = np.random.default_rng(seed)
@@ -114,7 +114,7 @@ def write_cifar_binary(root: Path, pickled: dict, variant: str = "cifar10", arch
     TFDS downloads it: fixed-size records and text name files; returns what to pass as SRC."""
     import tarfile
 
-    from tfr_convert.converters.cifar import BINARY_LAYOUTS
+    from tfr_convert.converters.cifar_files import BINARY_LAYOUTS
 
     layout = BINARY_LAYOUTS[variant]
     folder = root / layout.folder

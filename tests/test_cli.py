@@ -27,13 +27,13 @@ def test_help_of_every_command_runs(cli, command, args):
 
 def test_the_commands_are_the_registered_converters_and_list_their_variants(cli):
     from tfr_convert.cli import convert
-    from tfr_convert.converters import REGISTRY, VARIANTS, cifar, converter_classes, emnist, mnist
+    from tfr_convert.converters import REGISTRY, VARIANTS, cifar_files, converter_classes, emnist, mnist
 
     assert sorted(convert.commands) == sorted(REGISTRY)
     for name in REGISTRY:
         assert cli.convert(name, "--help").exit_code == 0
         assert {c.command for c in converter_classes(name)} == {name}
-    assert VARIANTS == {"mnist": mnist.VARIANTS + emnist.VARIANTS, "cifar": cifar.VARIANTS}
+    assert VARIANTS == {"mnist": mnist.VARIANTS + emnist.VARIANTS, "cifar": cifar_files.VARIANTS}
 
 
 @pytest.mark.parametrize(

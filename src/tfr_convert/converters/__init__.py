@@ -19,7 +19,7 @@ REGISTRY: dict[str, tuple[str, ...]] = {
 }
 
 #: `--variant` of the commands that read published datasets, as their converters name
-#: them (each module's VARIANTS; tests/test_cli.py holds the two to each other): here,
+#: them (mnist's, emnist's and cifar_files' VARIANTS; tests/test_cli.py holds the two to each other): here,
 #: so that the command line lists them without importing the converters and numpy
 VARIANTS: dict[str, tuple[str, ...]] = {
     "mnist": (

@@ -16,12 +16,9 @@ from __future__ import annotations
 
 import io
 import os
-import tarfile
-import zlib
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
 from operator import itemgetter
-from typing import Any, BinaryIO, NamedTuple, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 import numpy as np
 
@@ -29,197 +26,22 @@ from ..errors import SourceError, shown
 from ..features import FeatureSpec
 from ..streams import HashingReader
 from .base import Background, Columns, Converter, Group
+from .cifar_files import (
+    LAYOUTS,
+    LabelKind,
+    Layout,
+    Member,
+    detect,
+    list_folder,
+    locate,
+    read_archive,
+)
 from .imaging import encode_png
 from .safe_pickle import UnsafePickleError, safe_load
 
 T = TypeVar("T")
 ROW_BYTES = 32 * 32 * 3
 IMAGE_FORMATS = ("raw", "png")
-# No real CIFAR file comes near these (a batch is 31 MB, CIFAR-100's train 155 MB, a
-# whole variant under 190 MB); they bound what a hostile archive or folder makes us hold.
-MAX_MEMBER_BYTES = 256 << 20
-MAX_TOTAL_BYTES = 512 << 20
-
-
-@dataclass(frozen=True)
-class LabelKind:
-    feature_prefix: str  # "" -> label_index / label_name; "coarse_" -> coarse_label_index / ...
-    labels_key: str  # in each batch
-    names_key: str  # in the meta file
-    num_classes: int
-
-
-@dataclass(frozen=True)
-class Layout:
-    folder: str
-    archive: str
-    train: tuple[str, ...]
-    test: tuple[str, ...]
-    meta: str
-    label_kinds: tuple[LabelKind, ...]
-    #: the binary version: records of label bytes (in `label_order`, indices into
-    #: label_kinds) then 3072 planar pixels; class names in text files, one per line
-    binary: bool = False
-    label_order: tuple[int, ...] = (0,)
-    names_files: tuple[str, ...] = ()  # per label kind; `meta` is the first
-
-    @property
-    def members(self) -> tuple[str, ...]:
-        return (*self.train, *self.test, self.meta, *self.names_files[1:])
-
-
-LAYOUTS = {
-    "cifar10": Layout(
-        folder="cifar-10-batches-py",
-        archive="cifar-10-python.tar.gz",
-        train=tuple(f"data_batch_{i}" for i in range(1, 6)),
-        test=("test_batch",),
-        meta="batches.meta",
-        label_kinds=(LabelKind("", "labels", "label_names", 10),),
-    ),
-    "cifar100": Layout(
-        folder="cifar-100-python",
-        archive="cifar-100-python.tar.gz",
-        train=("train",),
-        test=("test",),
-        meta="meta",
-        label_kinds=(
-            LabelKind("", "fine_labels", "fine_label_names", 100),
-            LabelKind("coarse_", "coarse_labels", "coarse_label_names", 20),
-        ),
-    ),
-}
-VARIANTS = tuple(LAYOUTS)
-# The same datasets as the binary version (what TensorFlow Datasets downloads).
-BINARY_LAYOUTS = {
-    "cifar10": Layout(
-        folder="cifar-10-batches-bin",
-        archive="cifar-10-binary.tar.gz",
-        train=tuple(f"data_batch_{i}.bin" for i in range(1, 6)),
-        test=("test_batch.bin",),
-        meta="batches.meta.txt",
-        label_kinds=LAYOUTS["cifar10"].label_kinds,
-        binary=True,
-        names_files=("batches.meta.txt",),
-    ),
-    "cifar100": Layout(
-        folder="cifar-100-binary",
-        archive="cifar-100-binary.tar.gz",
-        train=("train.bin",),
-        test=("test.bin",),
-        meta="fine_label_names.txt",
-        label_kinds=LAYOUTS["cifar100"].label_kinds,
-        binary=True,
-        label_order=(1, 0),  # a record starts with the coarse label, then the fine one
-        names_files=("fine_label_names.txt", "coarse_label_names.txt"),
-    ),
-}
-# (variant, layout), pickles first: what a folder or an archive is searched for
-_ALL_LAYOUTS = [*LAYOUTS.items(), *BINARY_LAYOUTS.items()]
-
-
-# ---------------------------------------------------------------- reading sources
-
-
-class _Member(NamedTuple):
-    where: str  # for messages: the file's path, or archive:member
-    data: bytes | None  # an archive member's bytes; None: a folder's file, read when it is parsed
-    size: int
-
-
-def _list_folder(folder: str) -> dict[str, _Member]:
-    """{member name: member} of every known file in a folder (each file is read once,
-    when it is parsed)."""
-    wanted = {m for _, layout in _ALL_LAYOUTS for m in layout.members}
-    found = {}
-    budget = _SizeBudget()
-    for name in sorted(wanted):
-        path = os.path.join(folder, name)
-        if os.path.isfile(path):
-            size = os.path.getsize(path)
-            budget.take(path, size)
-            found[name] = _Member(path, None, size)
-    return found
-
-
-class _SizeBudget:
-    """What the CIFAR files of one source may hold: each, and all together."""
-
-    def __init__(self) -> None:
-        self.total = 0
-
-    def take(self, where: str, size: int) -> None:
-        if size > MAX_MEMBER_BYTES:
-            raise SourceError(f"{where}: larger than any CIFAR file ({size} bytes; at most {MAX_MEMBER_BYTES})")
-        self.total += size
-        if self.total > MAX_TOTAL_BYTES:
-            raise SourceError(
-                f"{where}: the CIFAR files reach {self.total} bytes with this one, more than any CIFAR "
-                f"variant holds (at most {MAX_TOTAL_BYTES})"
-            )
-
-
-def _read_archive(archive: str) -> tuple[dict[str, _Member], dict[str, Any]]:
-    """The same, streamed member by member from a .tar.gz in one pass; also the
-    archive's own fingerprint, hashed on the way."""
-    folders = {layout.folder: layout for _, layout in _ALL_LAYOUTS}
-    found: dict[str, _Member] = {}
-    budget = _SizeBudget()
-    current = None
-    try:
-        with open(archive, "rb") as f:
-            reader = HashingReader(f)
-            with tarfile.open(fileobj=reader, mode="r|*") as tar:  # type: ignore[call-overload]
-                for member in tar:
-                    folder, _, name = member.name.rstrip("/").rpartition("/")
-                    layout = folders.get(folder.removeprefix("./"))
-                    if not member.isfile() or layout is None or name not in layout.members:
-                        continue
-                    current = f"{archive}:{member.name}"
-                    if name in found:
-                        raise SourceError(
-                            f"{current}: a second {name} in the archive (the first is {found[name].where})"
-                        )
-                    budget.take(current, member.size)
-                    stream = tar.extractfile(member)
-                    assert stream is not None  # a regular file always has one
-                    data = stream.read()
-                    if len(data) != member.size:
-                        raise SourceError(f"{current}: truncated archive ({len(data)} of {member.size} bytes)")
-                    found[name] = _Member(current, data, len(data))
-                    current = None
-            reader.drain()
-    except (tarfile.TarError, EOFError, zlib.error, OSError) as e:
-        where = current or archive
-        raise SourceError(f"{where}: truncated or corrupt archive ({e or type(e).__name__})") from None
-    return found, {"file": os.path.basename(archive), "bytes": reader.size, "sha256": reader.hash.hexdigest()}
-
-
-def _locate(src: str) -> str:
-    """The folder or archive inside SRC that holds the batches."""
-    if os.path.isfile(src):
-        return src
-    names = set(os.listdir(src))
-    if any(m in names for _, layout in _ALL_LAYOUTS for m in layout.members):
-        return src
-    for _, layout in _ALL_LAYOUTS:
-        if layout.folder in names and os.path.isdir(os.path.join(src, layout.folder)):
-            return os.path.join(src, layout.folder)
-    for _, layout in _ALL_LAYOUTS:
-        if layout.archive in names:
-            return os.path.join(src, layout.archive)
-    folders = "/".join(layout.folder for _, layout in _ALL_LAYOUTS)
-    raise SourceError(f"{src}: no CIFAR batches, {folders} folder or archive")
-
-
-def _detect(found: dict[str, Any], where: str, variant: str | None) -> tuple[str, Layout]:
-    """(variant, layout) of what was found: the pickles if they are there, else the binaries."""
-    for name, layout in _ALL_LAYOUTS:
-        if layout.meta in found and variant in (None, name):
-            return name, layout
-    raise SourceError(
-        f"{where}: neither batches.meta / batches.meta.txt (CIFAR-10) nor meta / fine_label_names.txt (CIFAR-100) found"
-    )
 
 
 # ---------------------------------------------------------------- validating
@@ -349,15 +171,15 @@ class CifarConverter(Converter):
             raise ValueError(f"image_format must be one of {IMAGE_FORMATS}, layout tutorial or tfds")
         self.layout = layout
         self.image_format = "png" if layout == "tfds" else image_format
-        location = _locate(src)
+        location = locate(src)
         self._sources: list[dict[str, Any]] = []
         if os.path.isfile(location):
-            found, archive_fingerprint = _read_archive(location)
+            found, archive_fingerprint = read_archive(location)
             self._sources.append(archive_fingerprint)
         else:
-            found = _list_folder(location)
+            found = list_folder(location)
         try:
-            self.variant, layout = _detect(found, location, variant)
+            self.variant, layout = detect(found, location, variant)
         except SourceError:
             if variant is None:
                 raise
@@ -423,7 +245,7 @@ class CifarConverter(Converter):
                 self.features[f"{kind.feature_prefix}label"] = FeatureSpec.class_label(kind.num_classes)
                 self.labels[f"{kind.feature_prefix}label"] = names
 
-    def _parse(self, name: str, member: _Member, parse: Callable[[str, BinaryIO], T]) -> T:
+    def _parse(self, name: str, member: Member, parse: Callable[[str, BinaryIO], T]) -> T:
         """parse(where, stream) of one member. A folder's file is read here, once, by
         the parser itself, and fingerprinted from the very bytes it read (hashed on
         the helper thread: a file changed under the run cannot get another's digest)."""
