@@ -1,8 +1,7 @@
 """Optional dependencies: imported where used, or one line saying which extra installs them.
 
-Conversion and inspection of local files need none of them. TensorFlow is the
-`tf` extra: `tfr_convert.load()` and remote paths (gs://, s3://, hdfs://, ram://,
-through tf.io.gfile) use it.
+Conversion and inspection need none of them. TensorFlow is the `tf` extra, which
+`tfr_convert.load()` uses; remote paths need their fsspec backend (stores.py says which).
 """
 
 from __future__ import annotations

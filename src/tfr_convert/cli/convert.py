@@ -162,7 +162,7 @@ def images(image_dir, labels_csv, delimiter, path_column, label_column, headerle
         raise click.UsageError("--keep-exact is for --image-format keep")
     policy = DecodePolicy(max_pixels, background, grayscale, gray_method, resize, rgb=color == "rgb", fit=fit)
 
-    def make_converter():  # a remote IMAGE_DIR / CSV is read in place, through tf.io.gfile
+    def make_converter():  # a remote IMAGE_DIR / CSV is read in place, through fsspec
         from ..engine import default_workers  # the engine runs the listing's parts
         from ..workers import forked_parts
 

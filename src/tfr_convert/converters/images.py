@@ -13,7 +13,7 @@ Layouts:
 Items are (relative path, CSV line, label, extra column values): small, so a
 folder of a million images lists cheaply; pixels are read only in `encode`,
 in whichever process (or Beam worker) runs it. IMAGE_DIR and the CSV may be
-remote (gs://...): they are then listed and read through tf.io.gfile (`fs`),
+remote (s3://, gs://...): they are then listed and read through fsspec (`fs`),
 with the file list fetched once instead of one existence check per CSV row.
 """
 
