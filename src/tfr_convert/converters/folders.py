@@ -160,3 +160,46 @@ def dataset_name(image_dir: str) -> str:
     folder = fs.basename(image_dir) if fs.is_remote(image_dir) else os.path.basename(os.path.abspath(image_dir))
     base = re.sub(r"\W+", "_", folder).strip("_").lower()
     return base if re.match(r"[a-z]", base) else f"images_{base}" if base else "images"
+
+
+_NAMED = 5  # files named in a message, before "..."
+
+
+def named(files: list[str], what: str = "file") -> str:
+    """'3 images (a.png, b.png, c.png)', naming the first few."""
+    shown = ", ".join(files[:_NAMED]) + (", ..." if len(files) > _NAMED else "")
+    return f"{len(files)} {what}{'s' if len(files) != 1 else ''} ({shown})"
+
+
+class ImageFolder:
+    """IMAGE_DIR as a converter reads it: its files (listed when first asked for),
+    whether a relative path names one, whether a path stays inside it (links resolved).
+    `out`: this run's output, never listed when it lies inside; `in_parts`: how the
+    engine lists a large tree in parts (see list_files)."""
+
+    def __init__(self, root: str, out: str | None = None, in_parts: InParts | None = None) -> None:
+        self.root, self.out, self.in_parts = root, out, in_parts
+        self.remote = fs.is_remote(root)
+        self.real_root = root if self.remote else os.path.realpath(root)
+        self._remote_files: set[str] | None = None  # a remote folder's, listed once
+
+    def files(self, left_out: dict[str, list[str]] | None = None) -> list[str]:
+        return list_files(self.root, left_out, self.out, self.in_parts)
+
+    def is_file(self, rel: str) -> bool:
+        if not self.remote:
+            return os.path.isfile(os.path.join(self.root, rel))
+        if self._remote_files is None:
+            self._remote_files = set(list_files(self.root, in_parts=self.in_parts))
+        return rel in self._remote_files
+
+    def outside(self, rel: str) -> str | None:
+        """Where a path leads if a link takes it outside the folder, else None."""
+        if self.remote:
+            return None  # object stores have no symlinks; ../ is refused before
+        real = os.path.realpath(os.path.join(self.root, rel))
+        return real if os.path.commonpath([real, self.real_root]) != self.real_root else None
+
+    def listed(self) -> None:
+        """Listing is over: what only it needed goes (workers get a copy of the converter)."""
+        self._remote_files = self.in_parts = None

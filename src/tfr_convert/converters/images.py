@@ -20,33 +20,24 @@ with the file list fetched once instead of one existence check per CSV row.
 from __future__ import annotations
 
 import os
-import re
 from collections import Counter
 from collections.abc import Hashable
 from typing import Any
 
 from .. import fs
-from ..errors import OptionError, SourceError
+from ..errors import SourceError
 from ..features import FeatureSpec
 from ..skips import Skips
 from ..splits import SplitSpec, split_by_ratio
-from . import csvtable
 from .base import Converter
-from .folders import IMAGE_SUFFIXES, InParts, dataset_name, folder_runs, list_files
+from .folders import IMAGE_SUFFIXES, ImageFolder, InParts, dataset_name, folder_runs, named
 from .grouping import plan_groups
 from .imaging import Decoded, DecodePolicy, decode, encode, probe, reencode
+from .label_csv import LabelCsv
 
 IMAGE_FORMATS = ("keep", "png", "jpeg", "raw")
-_PATH_COLUMN_NAMES = ("path", "file", "filename", "file_name", "filepath", "file_path", "image", "image_path",
-                      "image_file", "img", "img_path")  # fmt: skip
-_NAMED = 5  # files named in a warning, before "..."
-_SPLIT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
-_RESERVED = {"image", "filename", "format", "height", "width", "channels"}
-# Integer labels from this value up must be dense enough (at least a quarter of 0..max
-# present) to become class indices: ids such as 10000000 would make a table of millions
-# of class names.
-MAX_SPARSE_LABEL = 1000
-
+# the features this converter writes: no CSV column may take one of the names
+RESERVED = {"image", "filename", "format", "height", "width", "channels"}
 
 # What tf.io.decode_image reads; anything else is re-encoded in keep mode.
 TF_DECODABLE = ("png", "jpeg", "gif", "bmp")
@@ -59,12 +50,6 @@ def _not_tf_ready(info: Decoded) -> str | None:
     if info.orientation != 1:
         return "an EXIF orientation TensorFlow ignores"
     return None
-
-
-def _named(files: list[str], what: str = "file") -> str:
-    """'3 images (a.png, b.png, c.png)', naming the first few."""
-    shown = ", ".join(files[:_NAMED]) + (", ..." if len(files) > _NAMED else "")
-    return f"{len(files)} {what}{'s' if len(files) != 1 else ''} ({shown})"
 
 
 class ImagesConverter(Converter):
@@ -100,9 +85,8 @@ class ImagesConverter(Converter):
         if image_format not in IMAGE_FORMATS:
             raise ValueError(f"image_format must be one of {IMAGE_FORMATS}")
         self.root = image_dir
-        self._remote = fs.is_remote(image_dir)
-        self._real_root = image_dir if self._remote else os.path.realpath(image_dir)
-        self._remote_files: set[str] | None = None  # listed once, for a remote IMAGE_DIR
+        self._folder = ImageFolder(image_dir, out, in_parts)
+        self._remote, self._real_root = self._folder.remote, self._folder.real_root
         self.image_format, self.quality = image_format, quality
         self.keep_exact = keep_exact  # keep mode: even bytes TensorFlow cannot decode upright
         self._flag: tuple[str, str] | None = None  # (why, file) of the item just encoded, for observe
@@ -114,9 +98,6 @@ class ImagesConverter(Converter):
         self.label_feature: str | None = None
         self.raw_shape: tuple[int, int, int] | None = None  # (H, W, C), known after finish() for raw
         self._csv = labels_csv
-        self._delimiter = delimiter  # None: detected
-        self._out = out  # never listed as input, when it lies inside IMAGE_DIR
-        self._in_parts = in_parts
         self.warnings: list[str] = []
         self._settings = {"image_format": image_format, "keep_exact": keep_exact, "split": split.describe() if split else None,
                           "stratify": stratify, "split_column": split_column, "label_column": label_column,
@@ -128,29 +109,34 @@ class ImagesConverter(Converter):
 
         if labels_csv is None:
             items, split_of = self._class_folders(), {}
-        elif headerless_labels:
-            items, split_of = self._headerless(labels_csv), {}
         else:
-            items, split_of = self._with_header(labels_csv, path_column, label_column, split_column, group_column)
+            table = LabelCsv(self._folder, labels_csv, delimiter, RESERVED, self.reject, self._inside)
+            if headerless_labels:
+                items, split_of = table.headerless(), {}
+            else:
+                items, split_of = table.with_header(path_column, label_column, split_column, group_column)
+            self.columns, self.labels, self.label_feature = table.columns, table.labels, table.label_feature
+            self._group_of = table.group_of
+            self.warnings += table.warnings
         if not items:
             raise SourceError(f"{image_dir}: no images to convert")
         self._splits = self._split(items, split, stratify, split_of, seed)
         if image_format == "keep" and not self._remote:
             self.chunk_size = _keep_chunk_size(self.root, [item[0] for item in items[:CHUNK_SAMPLE]])
-        self._remote_files = self._in_parts = None  # only listing needs them (and workers get a copy of self)
+        self._folder.listed()
         self.features = self._declare_features()
 
     # ------------------------------------------------------------ listing
 
     def _class_folders(self) -> list[tuple]:
         left_out: dict[str, list[str]] = {}
-        files = list_files(self.root, left_out, self._out, self._in_parts)
+        files = self._folder.files(left_out)
         # A link to a folder inside IMAGE_DIR adds nothing (its files are listed where they
         # are); one leading outside is refused like a file that does.
         for link in sorted(left_out.get("link", [])):
             self._inside(link, os.path.join(self.root, link))
         if left_out.get("dataset"):
-            self.warnings.append(f"{self.root}: left out {_named(left_out['dataset'], 'folder')}, "
+            self.warnings.append(f"{self.root}: left out {named(left_out['dataset'], 'folder')}, "
                                  "holding tfr-convert output, not images")  # fmt: skip
         runs = folder_runs(files)
         classes = sorted(top for top, _, _ in runs if top is not None)
@@ -159,7 +145,7 @@ class ImagesConverter(Converter):
             return [(f, None, None, ()) for f in files]  # unlabelled: just images
         others = [f for f in loose if not f.lower().endswith(IMAGE_SUFFIXES)]
         if others:  # a README or a labels file beside the class folders: not data
-            self.warnings.append(f"{self.root}: left out {_named(others)}, beside the class folders (not images)")
+            self.warnings.append(f"{self.root}: left out {named(others)}, beside the class folders (not images)")
         for f in loose:
             if f not in others:
                 self.reject(os.path.join(self.root, f), "image outside the class folders (no label)")
@@ -183,191 +169,12 @@ class ImagesConverter(Converter):
         return items
 
     def _inside(self, rel: str, where: str) -> bool:
-        """Whether a file really lives under IMAGE_DIR (symlinks resolved)."""
-        if self._remote:
-            return True  # object stores have no symlinks; ../ was refused already
-        real = os.path.realpath(os.path.join(self.root, rel))
-        if os.path.commonpath([real, self._real_root]) != self._real_root:
+        """Whether a file really lives under IMAGE_DIR (symlinks resolved); rejected if not."""
+        real = self._folder.outside(rel)
+        if real is not None:
             self.reject(where, f"resolves to {real}, outside IMAGE_DIR (symlink)")
             return False
         return True
-
-    def _resolve(self, path: str, where: str, seen: dict[str, int], line: int) -> str | None:
-        """A CSV path made relative to IMAGE_DIR, or None (and a problem) if unusable."""
-        if not path:
-            self.reject(where, "empty path")
-            return None
-        if os.path.isabs(path) or re.match(r"^[A-Za-z]:[\\/]", path):
-            self.reject(where, f"absolute path {path!r}: paths must be relative to IMAGE_DIR")
-            return None
-        rel = os.path.normpath(path.replace("\\", "/"))
-        if rel == ".." or rel.startswith(".." + os.sep):
-            self.reject(where, f"path {path!r} escapes IMAGE_DIR")
-            return None
-        if rel in seen:
-            self.reject(where, f"duplicate row: {path!r} is already on line {seen[rel]}")
-            return None
-        if not self._inside(rel, where):
-            return None
-        if not self._is_file(rel):
-            full = os.path.join(self.root, rel)
-            if not self._remote and os.path.islink(full):
-                self.reject(where, f"image {path!r} is a symlink that loops or leads nowhere")
-            else:
-                self.reject(where, f"image {path!r} not found in {self.root}")
-            return None
-        seen[rel] = line
-        return rel
-
-    def _is_file(self, rel: str) -> bool:
-        if not self._remote:
-            return os.path.isfile(os.path.join(self.root, rel))
-        if self._remote_files is None:
-            self._remote_files = set(list_files(self.root, in_parts=self._in_parts))
-        return rel in self._remote_files
-
-    def _headerless(self, csv_path: str) -> list[tuple]:
-        table = csvtable.read(csv_path, header=False, delimiter=self._delimiter)
-        real = (lambda p: p) if self._remote else os.path.realpath
-        csv_real = real(csv_path)
-        files = [
-            f
-            for f in list_files(self.root, exclude=self._out, in_parts=self._in_parts)
-            if real(fs.join(self.root, f)) != csv_real
-        ]
-        # one CSV line per file, in order; a malformed line still holds its file's place
-        lines = sorted([(r.line, r) for r in table.rows] + [(line, reason) for line, reason in table.problems])
-        if len(files) != len(lines):
-            raise SourceError(
-                f"{csv_path}: {len(lines)} labels for {len(files)} images in {self.root} "
-                "(--headerless-labels matches them one to one, in sorted file order)"
-            )
-        name = re.sub(r"\W", "_", os.path.splitext(os.path.basename(csv_path))[0]) or "label"
-        if not re.match(r"[A-Za-z]", name):
-            name = f"label_{name}"
-        dtype = table.column_type([r.values[0] for r in table.rows])
-        self.columns = [(name, dtype)]
-        items = []
-        for f, (line, row) in zip(files, lines, strict=True):
-            where = f"{csv_path} line {line}"
-            if isinstance(row, str):
-                self.reject(where, row)
-            elif self._inside(f, where):
-                items.append((f, line, None, (table.typed(row.values[0], dtype),)))
-        return items
-
-    def _with_header(self, csv_path: str, path_column: str | None, label_column: str | None,
-                     split_column: str | None, group_column: str | None) -> tuple[list[tuple], dict[str, str]]:  # fmt: skip
-        table = csvtable.read(csv_path, delimiter=self._delimiter)
-        for line, reason in table.problems:
-            self.reject(f"{csv_path} line {line}", reason)
-        header = list(table.header)
-        path_col = self._path_column(table, path_column)
-        for option, col in (("--label-column", label_column), ("--split-column", split_column),
-                            ("--group-column", group_column)):  # fmt: skip
-            if col is not None and col not in header:
-                raise OptionError(f"{csv_path}: {option} {col!r} is not a column ({self._columns_seen(table)})")
-        feature_cols = [c for c in header if c not in (path_col, split_column)]
-        for c in feature_cols:
-            if c in _RESERVED:
-                raise SourceError(f"{csv_path}: column {c!r} clashes with a feature the converter writes; rename it")
-            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_./-]*", c):
-                raise SourceError(f"{csv_path}: column name {c!r} is not usable as a feature name")
-        col_index = {c: header.index(c) for c in header}
-        dtypes = {c: table.column_type([r.values[col_index[c]] for r in table.rows]) for c in feature_cols}
-        if label_column is not None:
-            self._label_names(table, col_index[label_column], dtypes[label_column], label_column)
-        self.columns = [(c, dtypes[c]) for c in feature_cols if c != label_column]
-        seen: dict[str, int] = {}
-        items, split_of = [], {}
-        for row in table.rows:
-            where = f"{csv_path} line {row.line}"
-            split_name = row.values[col_index[split_column]] if split_column else None
-            if split_name is not None and not _SPLIT_NAME.fullmatch(split_name):
-                self.reject(where, f"split {split_name!r} is not a name like train, validation or test")
-                continue
-            spanning = next((c for c, v in zip(header, row.values, strict=True) if "\n" in v), None)
-            if spanning is not None:  # a label CSV has no multi-line values: a quote left open swallowed a row
-                self.reject(where, f"the {spanning} value runs over several lines (a quote left open?)")
-                continue
-            rel = self._resolve(row.values[col_index[path_col]], where, seen, row.line)
-            if rel is None:
-                continue
-            label = self._label_index(row.values[col_index[label_column]]) if label_column else None
-            extras = tuple(table.typed(row.values[col_index[c]], d) for c, d in self.columns)
-            items.append((rel, row.line, label, extras))
-            if group_column is not None:
-                self._group_of[rel] = row.values[col_index[group_column]]
-            if split_name is not None:
-                split_of[rel] = split_name
-        self._warn_unlisted(csv_path, seen)
-        return items, split_of
-
-    def _warn_unlisted(self, csv_path: str, listed: dict[str, int]) -> None:
-        """Images under IMAGE_DIR that no CSV row names: left out, and said so once."""
-        unlisted = [f for f in list_files(self.root, exclude=self._out, in_parts=self._in_parts)
-                    if f.lower().endswith(IMAGE_SUFFIXES) and os.path.normpath(f) not in listed]  # fmt: skip
-        if unlisted:
-            self.warnings.append(f"{self.root}: {_named(unlisted, 'image')} not in {csv_path}, left out")
-
-    def _path_column(self, table: csvtable.Table, chosen: str | None) -> str:
-        header = list(table.header)
-        if chosen is not None:
-            if chosen not in header:
-                raise OptionError(
-                    f"{table.path}: --path-column {chosen!r} is not a column ({self._columns_seen(table)})"
-                )
-            return chosen
-        by_name = [c for c in header if c.lower() in _PATH_COLUMN_NAMES]
-        if len(by_name) == 1:
-            return by_name[0]
-        for i, c in enumerate(header):  # else: the column whose every value is a file here
-            if all(self._is_file(os.path.normpath(r.values[i].replace("\\", "/"))) for r in table.rows):
-                return c
-        if len(header) == 1:  # one column, no paths: another separator, or the tutorial's one value per image
-            lines = "\n".join([header[0], *(r.values[0] for r in table.rows[:20])])
-            other = csvtable.detect_delimiter(lines)
-            if other != table.delimiter and other != ",":
-                flag = "tab" if other == "\t" else other
-                raise OptionError(
-                    f"{table.path}: one column, read with separator {csvtable.delimiter_name(table.delimiter)}, "
-                    f"but its lines split on {csvtable.delimiter_name(other)}: use --delimiter '{flag}'"
-                )
-            raise OptionError(
-                f"{table.path}: one column and no image paths in it; if it holds one value per image in "
-                "sorted file order (like the face/age tutorial's age.csv), add --headerless-labels"
-            )
-        raise OptionError(
-            f"{table.path}: cannot tell which column holds the image paths ({self._columns_seen(table)}); "
-            "use --path-column, or --delimiter if the separator is wrong"
-        )
-
-    @staticmethod
-    def _columns_seen(table: csvtable.Table) -> str:
-        return f"columns, read with separator {csvtable.delimiter_name(table.delimiter)}: {', '.join(table.header)}"
-
-    def _label_names(self, table: csvtable.Table, index: int, dtype: str, column: str) -> None:
-        values = [r.values[index] for r in table.rows]
-        # Non-negative integer classes keep their numbers as indices; anything else
-        # is numbered in sorted order of its distinct values.
-        self._integer_labels = dtype == "int64" and min(int(v) for v in values) >= 0
-        if self._integer_labels:
-            top, distinct = max(int(v) for v in values), len(set(values))
-            if top >= MAX_SPARSE_LABEL and top + 1 > 4 * distinct:
-                raise SourceError(
-                    f"{table.path}: --label-column {column}: integers up to {top} but only {distinct} distinct "
-                    f"values; as class indices that is {top + 1} class names. Leave out --label-column to keep "
-                    f"{column} as a plain integer feature"
-                )
-        names = (
-            [str(i) for i in range(max(int(v) for v in values) + 1)] if self._integer_labels else sorted(set(values))
-        )
-        self.label_feature = column
-        self.labels = {column: names}
-        self._label_lookup = {n: i for i, n in enumerate(names)}
-
-    def _label_index(self, value: str) -> int:
-        return int(value) if self._integer_labels else self._label_lookup[value]
 
     # ------------------------------------------------------------ splits
 
@@ -523,7 +330,7 @@ class ImagesConverter(Converter):
         if not flagged:
             return []
         whys = ", ".join(sorted({why for why, _ in flagged}))
-        files = _named(sorted(file for _, file in flagged), "image")
+        files = named(sorted(file for _, file in flagged), "image")
         if self.keep_exact:
             return [f"{self.root}: kept {files} as they are ({whys}): TensorFlow's decoders will not read "
                     "them upright"]  # fmt: skip
