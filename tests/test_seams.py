@@ -1,0 +1,189 @@
+"""Unit tests at the seams the end-to-end tests reach only whole: the journal's lines
+and replay, the ratio and group splits, the skips' proportions, the metadata files and
+their one reader (dataset_dir)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+from tfr_convert.dataset_dir import DatasetDir
+from tfr_convert.errors import OutputError, SourceError
+from tfr_convert.features import FeatureSpec
+from tfr_convert.journal import Journal, ShardEntry, Tally, replay
+from tfr_convert.metadata import metadata_files, supervised_keys
+from tfr_convert.naming import INFO, MANIFEST
+from tfr_convert.shards import Checkpoint, ShardFile, SplitResult
+from tfr_convert.skips import LISTED, Skips, kind_of
+from tfr_convert.splits import SplitSpec, assign_by_ratio, assign_groups_by_ratio, split_by_ratio
+
+# ---------------------------------------------------------------- journal
+
+
+def shard(n: int) -> ShardEntry:
+    return ShardEntry(f".tfr-convert-tmp-train-{n:05d}", 10 + n, 100 + n, f"{n:064x}")
+
+
+def test_the_journal_replays_what_it_was_told_in_order(tmp_path):
+    journal = Journal(str(tmp_path / "journal"))
+    journal.open({"seed": 0})
+    tally = Tally()
+    tally.add(Counter({("png",): 3}), [{"item": "a.png", "reason": "broken"}], ["a warning"])
+    journal.shard_done("train", shard(0), Checkpoint(2, 5, (10, 1, 100)), tally)
+    journal.shard_done("train", shard(1), Checkpoint(4, 0, (21, 1, 201)), Tally())
+    journal.split_done("train", Tally())
+    journal.shard_done("test", shard(2), Checkpoint(1, 3, (12, 0, 102)), Tally())
+    journal.close()
+    progress = replay(journal.read({"seed": 0}))
+    assert progress.shards == {"train": [shard(0), shard(1)], "test": [shard(2)]}
+    assert progress.done == ["train"] and progress.at == {"test": Checkpoint(1, 3, (12, 0, 102))}
+    assert progress.tally.observations == Counter({("png",): 3}) and progress.tally.warnings == ["a warning"]
+    assert progress.tally.skipped.listed == [{"item": "a.png", "reason": "broken"}]
+
+
+def test_a_torn_last_line_is_dropped_and_the_lines_before_it_kept(tmp_path):
+    journal = Journal(str(tmp_path / "journal"))
+    journal.open({"seed": 0})
+    journal.shard_done("train", shard(0), Checkpoint(1, 0, (10, 0, 100)), Tally())
+    journal.close()
+    with open(tmp_path / "journal", "a") as f:
+        f.write('{"split": "train", "shard": {"file"')  # the run died while appending
+    assert [e["shard"]["file"] for e, _ in journal.read({"seed": 0})] == [shard(0).file]
+
+
+def test_a_journal_of_another_run_is_refused_naming_the_difference(tmp_path):
+    journal = Journal(str(tmp_path / "journal"))
+    journal.open({"options": {"seed": 0, "name": "a"}})
+    journal.close()
+    with pytest.raises(OutputError, match=r"options\.seed: 0 then, 1 now"):
+        journal.read({"options": {"seed": 1, "name": "a"}})
+
+
+def test_reopening_after_the_kept_entries_drops_the_rest(tmp_path):
+    journal = Journal(str(tmp_path / "journal"))
+    journal.open({"seed": 0})
+    for n in range(3):
+        journal.shard_done("train", shard(n), Checkpoint(n + 1, 0, (10, 0, 100)), Tally())
+    journal.close()
+    kept = journal.read({"seed": 0})[:1]
+    journal.open({"seed": 0}, kept)
+    journal.shard_done("train", shard(7), Checkpoint(9, 0, (10, 0, 100)), Tally())
+    journal.close()
+    assert [e["shard"]["file"] for e, _ in journal.read({"seed": 0})] == [shard(0).file, shard(7).file]
+
+
+# ---------------------------------------------------------------- splits
+
+
+SPEC = SplitSpec.parse("train=0.6,validation=0.2,test=0.2")
+
+
+def test_ratio_splits_have_exact_counts_keep_source_order_and_depend_on_the_seed():
+    items = [f"item{i:03d}" for i in range(101)]
+    splits = assign_by_ratio(items, str, SPEC, seed=0)
+    assert [len(splits[n]) for n in ("train", "validation", "test")] == [61, 20, 20]
+    assert all(v == sorted(v) for v in splits.values()) and sorted(i for v in splits.values() for i in v) == items
+    assert assign_by_ratio(items, str, SPEC, seed=0) == splits
+    assert assign_by_ratio(items, str, SPEC, seed=1) != splits
+
+
+def test_stratified_splits_keep_each_class_in_proportion():
+    items = [(f"a{i}", "cat") for i in range(50)] + [(f"b{i}", "dog") for i in range(10)]
+    splits = assign_by_ratio(items, lambda x: x[0], SPEC, 0, group=lambda x: x[1])
+    for name, share in (("train", 0.6), ("validation", 0.2), ("test", 0.2)):
+        counts = Counter(c for _, c in splits[name])
+        assert counts == {"cat": 50 * share, "dog": 10 * share}
+
+
+def test_group_splits_never_cut_a_group_and_say_what_they_achieved():
+    items = [f"img{i}" for i in range(40)]
+    groups = [f"patient{i // 4}" for i in range(40)]  # ten groups of four
+    splits, said = split_by_ratio(items, str, SPEC, 0, groups=groups)
+    where = {item: name for name, members in splits.items() for item in members}
+    for g in set(groups):
+        assert len({where[i] for i, gi in zip(items, groups, strict=True) if gi == g}) == 1
+    assert (
+        said == "split 40 examples in 10 whole groups: train 0.600, validation 0.200, test 0.200 (asked 0.6, 0.2, 0.2)"
+    )
+    assert split_by_ratio(items, str, SPEC, 0) == (assign_by_ratio(items, str, SPEC, 0), None)
+
+
+def test_a_group_larger_than_a_split_goes_where_it_is_furthest_below_target():
+    items = list("abcdefghij")
+    groups = ["big"] * 7 + ["x", "y", "z"]
+    splits = assign_groups_by_ratio(items, groups, SPEC, 0)
+    assert splits["train"] == list("abcdefg")  # the largest first, into the largest target
+
+
+# ---------------------------------------------------------------- skips
+
+
+def test_skips_keep_the_first_hundred_and_count_every_one_by_kind():
+    skips = Skips()
+    for i in range(250):
+        skips.add(f"row {i}", f"duplicate row: 'f{i}.png' is already on line {i + 1}")
+    skips.add("x", "cannot read: /data/x.png")
+    assert len(skips.listed) == LISTED and skips.listed[0]["item"] == "row 0" and skips.total == 251
+    assert skips.by_kind == {"duplicate row: '…' is already on line N": 250, "cannot read: PATH": 1}
+    assert Skips.from_json(json.loads(json.dumps(skips.to_json()))).to_json() == skips.to_json()
+
+
+def test_merged_skips_list_the_first_ones_in_order():
+    first, second = Skips(), Skips()
+    for i in range(LISTED - 2):
+        first.add(f"a{i}", "bad")
+    for i in range(5):
+        second.add(f"b{i}", "worse 7")
+    first.merge(second)
+    assert [s["item"] for s in first.listed[-3:]] == ["a97", "b0", "b1"] and first.total == LISTED + 3
+    assert kind_of("worse 7") == "worse N" and first.by_kind["worse N"] == 5
+
+
+# ---------------------------------------------------------------- metadata, and its reader
+
+
+def results() -> list[SplitResult]:
+    return [SplitResult("train", [ShardFile("t0", 3, 30, "a" * 64, "d-train.tfrecord-00000-of-00002"),
+                                  ShardFile("t1", 2, 20, "b" * 64, "d-train.tfrecord-00001-of-00002")]),
+            SplitResult("test", [ShardFile("t2", 1, 10, "c" * 64, "d-test.tfrecord-00000-of-00001")])]  # fmt: skip
+
+
+def test_metadata_files_are_read_back_by_the_one_reader(tmp_path):
+    features = {"image": FeatureSpec.image((28, 28, 1), "png"), "label": FeatureSpec.class_label(3)}
+    files = metadata_files(name="d", converter="mnist", description="digits", file_format="tfrecord",
+                           features=features, labels={"label": ["a", "b", "c"]}, options={"seed": 0},
+                           sources=[], results=results(), skipped=Skips(), warnings=[])  # fmt: skip
+    assert list(files)[-1] == INFO  # written last: TFDS's marker of a complete dataset
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    dataset = DatasetDir(str(tmp_path))
+    assert dataset.name == "d" and dataset.splits() == {"train": [3, 2], "test": [1]}
+    assert dataset.shard_names("train") == ["d-train.tfrecord-00000-of-00002", "d-train.tfrecord-00001-of-00002"]
+    assert dataset.recorded_shards()["d-test.tfrecord-00000-of-00001"]["sha256"] == "c" * 64
+    assert dataset.class_names() == {"label": ["a", "b", "c"]} and dataset.options == {"seed": 0}
+    assert json.loads(files[INFO])["supervisedKeys"]["tuple"]["items"] == [{"featureKey": "image"},
+                                                                            {"featureKey": "label"}]  # fmt: skip
+
+
+def test_supervised_keys_need_one_image_and_one_label():
+    image, label = FeatureSpec.image((8, 8, 3), "png"), FeatureSpec.class_label(2)
+    assert supervised_keys({"image": image, "label": label}) == ("image", "label")
+    assert supervised_keys({"image": image, "label_index": label, "coarse": label}) == ("image", "label_index")
+    assert supervised_keys({"image": image, "a": label, "b": label}) is None
+    assert supervised_keys({"image": image, "other": image, "label": label}) is None
+
+
+@pytest.mark.parametrize("content", ['{"splits": []}', "[1, 2]", '{"name": "d", "splits": 7}', "not json"])
+def test_the_reader_refuses_metadata_of_the_wrong_shape_with_the_file_named(tmp_path, content):
+    (tmp_path / INFO).write_text(content)
+    with pytest.raises(SourceError, match=INFO):
+        DatasetDir(str(tmp_path)).info  # noqa: B018
+
+
+def test_a_missing_or_odd_manifest_reads_as_empty(tmp_path):
+    (tmp_path / INFO).write_text('{"name": "d", "splits": []}')
+    assert DatasetDir(str(tmp_path)).recorded_shards() == {}
+    (tmp_path / MANIFEST).write_text('{"splits": {"train": {"shards": [7, {"file": 3}]}}}')
+    assert DatasetDir(str(tmp_path)).recorded_shards() == {} and DatasetDir(str(tmp_path)).options == {}
