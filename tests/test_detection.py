@@ -348,7 +348,7 @@ def _edit(path, old: str, new: str) -> None:
         (
             "yolo",
             lambda r: (r / "labels" / "classes.txt").unlink(),
-            "no classes.txt or data.yaml here or above: give --classes FILE",
+            "no classes.txt, obj.names, data.yaml, data.yml, dataset.yaml here or up to two folders above: give --classes FILE",
         ),
         ("yolo", lambda r: (r / "labels" / "zzz.txt").write_text(""), "zzz.txt: no image named zzz.* in IMAGE_DIR"),
         ("yolo", lambda r: (r / "labels" / "a.txt").write_text("0 0.5 0.5 0.2 0_2\n"), "a.txt line 1: h '0_2' is"),
@@ -401,7 +401,7 @@ def test_malformed_annotation_files_are_named(cli, tmp_path, fmt, damage, messag
 
 
 def test_yolo_names_from_data_yaml_in_its_three_spellings(tmp_path):
-    from tfr_convert.converters.box_formats.yolo import yaml_names
+    from tfr_convert.converters.box_formats.class_names import yaml_names
 
     assert yaml_names("d", "path: x\nnames: ['bird', \"cat\", dog]\n") == CLASSES
     assert yaml_names("d", "names:\n  - bird\n  - cat\n  - dog\nnc: 3\n") == CLASSES
@@ -518,3 +518,88 @@ def parsed_split(out, split):
     return [
         tf.io.parse_single_example(r, spec)["image/filename"].numpy().decode() for r in tf.data.TFRecordDataset(shards)
     ]
+
+
+# ---------------------------------------------------------------- class names where people keep them
+
+YOLO_BOXES = {"a.jpg": "0 0.5 0.5 0.4 0.4\n2 0.3 0.3 0.2 0.2\n", "b.jpg": "1 0.5 0.5 0.5 0.5\n"}
+DATA_YAML = "train: ../train/images\nval: ../valid/images\n\nnc: 3\nnames: ['bird', 'cat', 'dog']\n"
+
+
+def yolo_export(images, labels) -> None:
+    """Two pictures and their YOLO labels, in the folders a layout uses."""
+    for folder in (images, labels):
+        folder.mkdir(parents=True, exist_ok=True)
+    for name, lines in YOLO_BOXES.items():
+        Image.new("RGB", (40, 30), (10, 20, 30)).save(images / name)
+        (labels / name.replace(".jpg", ".txt")).write_text(lines)
+
+
+def class_texts(out) -> dict[str, list[bytes]]:
+    return {name: list(ex["image/object/class/text"]) for name, ex in parsed(out).items()}
+
+
+EXPECTED_TEXTS = {"a.jpg": [b"bird", b"dog"], "b.jpg": [b"cat"]}
+
+
+@pytest.mark.parametrize("layout", ["roboflow", "ultralytics", "darknet_cvat"])
+def test_yolo_class_names_are_found_where_each_exporter_keeps_them(cli, tmp_path, layout):
+    """Roboflow: data.yaml at the root, train/images and train/labels. Ultralytics:
+    data.yaml at the root, images/train and labels/train. Darknet / CVAT: obj.names
+    beside obj_train_data/, which holds the images and their labels (as Datumaro's
+    yolo fixtures lay them out)."""
+    root = tmp_path / "export"
+    if layout == "roboflow":
+        images, labels = root / "train" / "images", root / "train" / "labels"
+        yolo_export(images, labels)
+        (root / "data.yaml").write_text(DATA_YAML)
+    elif layout == "ultralytics":
+        images, labels = root / "images" / "train", root / "labels" / "train"
+        yolo_export(images, labels)
+        (root / "data.yaml").write_text("path: .\ntrain: images/train\nnames:\n  0: bird\n  1: cat\n  2: dog\n")
+    else:
+        images = labels = root / "obj_train_data"
+        yolo_export(images, labels)
+        (root / "obj.names").write_text("bird\ncat\ndog\n")
+        (root / "obj.data").write_text("classes = 3\nnames = data/obj.names\n")
+    out = tmp_path / "out"
+    result = cli.convert("detection", images, "--annotations", labels, "--out", out)
+    assert result.exit_code == 0, result.stderr
+    assert class_texts(out) == EXPECTED_TEXTS
+
+
+def test_classes_data_yaml_is_read_as_yaml_not_as_lines(cli, tmp_path):
+    images, labels = tmp_path / "images", tmp_path / "labels"
+    yolo_export(images, labels)
+    (tmp_path / "elsewhere").mkdir()
+    data = tmp_path / "elsewhere" / "data.yaml"
+    data.write_text(DATA_YAML)
+    out = tmp_path / "out"
+    result = cli.convert("detection", images, "--annotations", labels, "--classes", data, "--out", out)
+    assert result.exit_code == 0, result.stderr
+    assert class_texts(out) == EXPECTED_TEXTS
+    label_map = (out / "label_map.pbtxt").read_text()
+    assert 'name: "bird"' in label_map and "nc:" not in label_map and "train:" not in label_map
+
+
+def test_classes_from_a_label_map_and_other_files_refused_naming_the_kinds(cli, tmp_path):
+    images, labels = tmp_path / "images", tmp_path / "labels"
+    yolo_export(images, labels)
+    label_map = tmp_path / "map.pbtxt"
+    label_map.write_text('item {\n  id: 2\n  name: "cat"\n}\nitem {\n  id: 1\n  name: "bird"\n}\n'
+                         'item {\n  name: "/m/0bt9lr"\n  id: 3\n  display_name: "dog"\n}\n')  # fmt: skip
+    out = tmp_path / "out"
+    result = cli.convert("detection", images, "--annotations", labels, "--classes", label_map, "--out", out)
+    assert result.exit_code == 0, result.stderr
+    assert class_texts(out) == EXPECTED_TEXTS
+    other = tmp_path / "classes.json"
+    other.write_text('["bird", "cat", "dog"]')
+    refused = cli.convert("detection", images, "--annotations", labels, "--classes", other, "--out", tmp_path / "o")
+    assert refused.exit_code == 2
+    assert "--classes takes a names file: a YOLO data.yaml, obj.names, classes.txt" in refused.stderr
+    yaml_as_text = tmp_path / "names.txt"
+    yaml_as_text.write_text(DATA_YAML)
+    hinted = cli.convert(
+        "detection", images, "--annotations", labels, "--classes", yaml_as_text, "--out", tmp_path / "p"
+    )
+    assert hinted.exit_code == 2 and "a YOLO data.yaml is read as such when its name ends in .yaml" in hinted.stderr

@@ -30,6 +30,7 @@ from ..splits import SplitSpec, split_by_ratio
 from . import box_formats
 from .base import Converter, fingerprint
 from .box_formats import Box, ImageBoxes
+from .box_formats.class_names import read_names
 from .folders import IMAGE_SUFFIXES, dataset_name, list_files
 from .grouping import plan_groups
 from .imaging import DecodePolicy, probe, reencode
@@ -68,22 +69,6 @@ def label_map_pbtxt(names: list[str]) -> bytes:
         return '"' + name.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
     return "".join(f"item {{\n  id: {i}\n  name: {quoted(n)}\n}}\n" for i, n in enumerate(names, 1)).encode()
-
-
-def read_classes(path: str) -> list[str]:
-    """--classes: one name per line (blank lines ignored); a name twice is an error."""
-    with open(path, encoding="utf-8", errors="replace") as f:
-        lines = f.read(1 << 20).splitlines()
-    names: list[str] = []
-    for number, line in enumerate(lines, 1):
-        name = line.strip()
-        if name in names:
-            raise SourceError(f"{path}: line {number}: class {name!r} is listed twice")
-        if name:
-            names.append(name)
-    if not names:
-        raise SourceError(f"{path}: no class names in it")
-    return names
 
 
 class DetectionConverter(Converter):
@@ -128,7 +113,7 @@ class DetectionConverter(Converter):
         self._settings = {"annotation_format": fmt, "image_format": image_format, "skip_empty": skip_empty,
                           "split": split.describe() if split else None, "stratify": stratify, "dedupe": dedupe}  # fmt: skip
         self._dedupe = dedupe
-        classes = read_classes(classes_file) if classes_file else None
+        classes = read_names(classes_file) if classes_file else None
         images = [f.replace(os.sep, "/") for f in list_files(image_dir, exclude=out)]
         images = [f for f in images if f.lower().endswith(IMAGE_SUFFIXES)]
         found = box_formats.read(annotations, fmt, images, classes)

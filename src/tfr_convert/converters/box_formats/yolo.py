@@ -1,78 +1,18 @@
 """YOLO: one `.txt` per image, at the image's path relative to IMAGE_DIR with `.txt`
 for its extension, each line `class cx cy w h` (fractions of the image, class
-counted from 0); class names from `classes.txt` (one per line) or the `names:` of
-a `data.yaml`, in the labels folder or the one above it (or --classes)."""
+counted from 0); class names found beside the labels or up to the dataset's root
+(class_names.find_names: classes.txt, obj.names, data.yaml...), or --classes."""
 
 from __future__ import annotations
 
 import os
 import posixpath
-import re
 
 from ...errors import SourceError
+from .class_names import NAME_FILES, find_names
 from .common import Annotations, Box, ImageCollector, box_problem, number
 
 MAX_LABELS_BYTES = 16 << 20
-NAME_FILES = ("classes.txt", "data.yaml", "data.yml")
-
-
-def _scalar(text: str) -> str:
-    text = text.strip()
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        return text[1:-1]
-    return text.split(" #", 1)[0].strip()
-
-
-def yaml_names(path: str, text: str) -> list[str]:
-    """`names:` of a YOLO data.yaml: a flow list, a block list or a block mapping from
-    0..N-1 (the forms the YOLO tools write; not a general YAML reader)."""
-    lines = text.splitlines()
-    for i, line in enumerate(lines):
-        m = re.match(r"names\s*:\s*(.*)$", line)
-        if not m:
-            continue
-        rest = m[1].split(" #", 1)[0].strip()
-        if rest.startswith("["):
-            if not rest.endswith("]"):
-                raise SourceError(f"{path}: line {i + 1}: names: [...] must close on its line")
-            return [_scalar(v) for v in rest[1:-1].split(",") if v.strip()]
-        if rest:
-            raise SourceError(f"{path}: line {i + 1}: names: is neither a list nor followed by one")
-        names: dict[int, str] = {}
-        listed: list[str] = []
-        for j in range(i + 1, len(lines)):
-            item = lines[j]
-            if not item.strip() or item.lstrip().startswith("#"):
-                continue
-            if not item[:1].isspace() and not item.startswith("-"):
-                break
-            if item.strip().startswith("- "):
-                listed.append(_scalar(item.strip()[2:]))
-                continue
-            m2 = re.match(r"\s+(\d+)\s*:\s*(.+)$", item)
-            if not m2:
-                raise SourceError(f"{path}: line {j + 1}: expected '- name' or 'N: name' under names:")
-            names[int(m2[1])] = _scalar(m2[2])
-        if names:
-            if sorted(names) != list(range(len(names))):
-                raise SourceError(f"{path}: names: numbers must run 0..{len(names) - 1}")
-            return [names[k] for k in range(len(names))]
-        return listed
-    raise SourceError(f"{path}: no names: (the class names)")
-
-
-def find_names(folder: str) -> tuple[str, list[str]] | None:
-    """(file, class names) from the labels folder or the one above it, or None."""
-    for where in (folder, os.path.dirname(os.path.abspath(folder))):
-        for name in NAME_FILES:
-            path = os.path.join(where, name)
-            if os.path.isfile(path):
-                with open(path, encoding="utf-8", errors="replace") as f:
-                    text = f.read(MAX_LABELS_BYTES)
-                if name == "classes.txt":
-                    return path, [line.strip() for line in text.splitlines() if line.strip()]
-                return path, yaml_names(path, text)
-    return None
 
 
 def read(folder: str, image_files: list[str], names: list[str] | None = None) -> Annotations:
@@ -81,7 +21,9 @@ def read(folder: str, image_files: list[str], names: list[str] | None = None) ->
     files = []
     if names is None:
         if found_names is None:
-            raise SourceError(f"{folder}: no classes.txt or data.yaml here or above: give --classes FILE")
+            raise SourceError(
+                f"{folder}: no {', '.join(NAME_FILES)} here or up to two folders above: give --classes FILE"
+            )
         files.append(found_names[0])
         names = found_names[1]
     if not names:

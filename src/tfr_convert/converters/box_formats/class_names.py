@@ -1,0 +1,145 @@
+"""Class names, from the files people keep them in: a YOLO `data.yaml` (its `names:`, a
+list or a 0..N-1 mapping), Darknet's / CVAT's `obj.names` and `classes.txt` (one per
+line), and an Object Detection API label map (`.pbtxt`, names in id order).
+
+`read_names(path)` reads --classes by the file's kind (anything else is a usage error
+naming the kinds); `find_names(labels)` looks for one beside YOLO labels and up to two
+folders above, where the layouts people export keep it:
+    Darknet / CVAT     obj.names beside obj_train_data/
+    Ultralytics        data.yaml (or dataset.yaml) at the root, labels in labels/train/
+    Roboflow           data.yaml at the root, labels in train/labels/
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from ...errors import OptionError, SourceError
+
+MAX_NAMES_BYTES = 16 << 20
+#: what find_names looks for, in this order, in each folder
+NAME_FILES = ("classes.txt", "obj.names", "data.yaml", "data.yml", "dataset.yaml")
+UP = 2  # folders above the labels' that find_names looks in
+# The keys a YOLO data.yaml has besides names: a "names file" holding them is one.
+_YAML_KEYS = re.compile(r"^\s*(names|nc|train|val|test|path|download)\s*:", re.MULTILINE)
+
+
+def _scalar(text: str) -> str:
+    text = text.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    return text.split(" #", 1)[0].strip()
+
+
+def yaml_names(path: str, text: str) -> list[str]:
+    """`names:` of a YOLO data.yaml: a flow list, a block list or a block mapping from
+    0..N-1 (the forms the YOLO tools write; not a general YAML reader)."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        m = re.match(r"names\s*:\s*(.*)$", line)
+        if not m:
+            continue
+        rest = m[1].split(" #", 1)[0].strip()
+        if rest.startswith("["):
+            if not rest.endswith("]"):
+                raise SourceError(f"{path}: line {i + 1}: names: [...] must close on its line")
+            return [_scalar(v) for v in rest[1:-1].split(",") if v.strip()]
+        if rest:
+            raise SourceError(f"{path}: line {i + 1}: names: is neither a list nor followed by one")
+        names: dict[int, str] = {}
+        listed: list[str] = []
+        for j in range(i + 1, len(lines)):
+            item = lines[j]
+            if not item.strip() or item.lstrip().startswith("#"):
+                continue
+            if not item[:1].isspace() and not item.startswith("-"):
+                break
+            if item.strip().startswith("- "):
+                listed.append(_scalar(item.strip()[2:]))
+                continue
+            m2 = re.match(r"\s+(\d+)\s*:\s*(.+)$", item)
+            if not m2:
+                raise SourceError(f"{path}: line {j + 1}: expected '- name' or 'N: name' under names:")
+            names[int(m2[1])] = _scalar(m2[2])
+        if names:
+            if sorted(names) != list(range(len(names))):
+                raise SourceError(f"{path}: names: numbers must run 0..{len(names) - 1}")
+            return [names[k] for k in range(len(names))]
+        return listed
+    raise SourceError(f"{path}: no names: (the class names)")
+
+
+def _label_map_names(path: str, text: str) -> list[str]:
+    """The names of an Object Detection API label map (`item { id: N name: "..." }`), in
+    id order; an item's display_name where it has one (COCO's map names items by
+    Freebase id, `/m/01g317`, and shows `person`)."""
+
+    def quoted(key: str, body: str) -> str | None:
+        m = re.search(r"\b" + key + r'\s*:\s*"((?:[^"\\]|\\.)*)"', body)
+        return re.sub(r"\\(.)", r"\1", m[1]) if m else None
+
+    items: dict[int, str] = {}
+    for m in re.finditer(r"item\s*\{(.*?)\}", text, re.DOTALL):
+        number = re.search(r"\bid\s*:\s*(-?\d+)", m[1])
+        name = quoted("display_name", m[1]) or quoted("name", m[1])
+        if number is None or name is None:
+            line = text.count("\n", 0, m.start()) + 1
+            raise SourceError(f"{path}: line {line}: an item without an id or a name")
+        if int(number[1]) in items:
+            raise SourceError(f"{path}: id {number[1]} appears twice")
+        items[int(number[1])] = name
+    if not items:
+        raise SourceError(f'{path}: no item {{ id: N name: "..." }} in this label map')
+    return [items[k] for k in sorted(items)]
+
+
+def _lines(path: str, text: str) -> list[str]:
+    """One name per line (blank lines ignored); a name twice is an error."""
+    if _YAML_KEYS.search(text) and ":" in text.split("\n", 1)[0]:
+        raise OptionError(f"{path}: holds YAML keys (names:, nc:, train:...), not one name per line: "
+                          "a YOLO data.yaml is read as such when its name ends in .yaml")  # fmt: skip
+    names: list[str] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        name = line.strip()
+        if name in names:
+            raise SourceError(f"{path}: line {number}: class {name!r} is listed twice")
+        if name:
+            names.append(name)
+    return names
+
+
+def read_names(path: str) -> list[str]:
+    """The class names of a file given as --classes, read by its kind."""
+    lower = path.lower()
+    if not lower.endswith((".yaml", ".yml", ".pbtxt", ".names", ".txt")):
+        raise OptionError(
+            f"{path}: --classes takes a names file: a YOLO data.yaml, obj.names, classes.txt (one name per "
+            "line) or an Object Detection API label map (.pbtxt)"
+        )
+    with open(path, encoding="utf-8", errors="replace") as f:
+        text = f.read(MAX_NAMES_BYTES)
+    if lower.endswith((".yaml", ".yml")):
+        names = yaml_names(path, text)
+    elif lower.endswith(".pbtxt"):
+        names = _label_map_names(path, text)
+    else:
+        names = _lines(path, text)
+    if not names:
+        raise SourceError(f"{path}: no class names in it")
+    return names
+
+
+def find_names(labels: str) -> tuple[str, list[str]] | None:
+    """(file, class names) found beside YOLO labels or up to UP folders above, or None."""
+    where = os.path.abspath(labels)
+    for _ in range(UP + 1):
+        for name in NAME_FILES:
+            path = os.path.join(where, name)
+            if os.path.isfile(path):
+                return path, read_names(path)
+        parent = os.path.dirname(where)
+        if parent == where:
+            break
+        where = parent
+    return None
