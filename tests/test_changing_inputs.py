@@ -14,7 +14,7 @@ import pytest
 from helpers import write_mnist
 from PIL import Image
 
-from tfr_convert.converters.images import ImagesConverter
+from tfr_convert.converters.images import ImagesConverter, ImagesOptions
 from tfr_convert.engine import RunOptions
 from tfr_convert.errors import SourceError
 from tfr_convert.pipeline import run
@@ -56,7 +56,7 @@ def test_labels_that_are_a_fifo_or_a_device_are_refused_at_once(cli, tmp_path, l
 def test_an_image_swapped_for_a_link_outside_after_listing_is_refused(tmp_path):
     root = _images(tmp_path / "img")
     outside = _images(tmp_path / "elsewhere")
-    converter = ImagesConverter(str(root), image_format="keep")  # lists and checks the files
+    converter = ImagesConverter(str(root), ImagesOptions(image_format="keep"))  # lists and checks the files
     victim = root / "b" / "1.png"
     victim.unlink()
     victim.symlink_to(outside / "a" / "0.png")

@@ -187,3 +187,25 @@ def test_a_missing_or_odd_manifest_reads_as_empty(tmp_path):
     assert DatasetDir(str(tmp_path)).recorded_shards() == {}
     (tmp_path / MANIFEST).write_text('{"splits": {"train": {"shards": [7, {"file": 3}]}}}')
     assert DatasetDir(str(tmp_path)).recorded_shards() == {} and DatasetDir(str(tmp_path)).options == {}
+
+
+# ---------------------------------------------------------------- converters' options
+
+
+def test_a_converters_options_say_what_is_impossible_together_to_cli_and_library_alike(tmp_path, cli):
+    from tfr_convert.converters.detection import DetectionOptions
+    from tfr_convert.converters.images import ImagesConverter, ImagesOptions
+    from tfr_convert.converters.imaging import DecodePolicy
+    from tfr_convert.errors import OptionError
+
+    wrong = ImagesOptions(group_column="patient")
+    assert wrong.problem() == (
+        "--path-column, --label-column, --split-column, --group-column, --headerless-labels and --delimiter need --labels"
+    )
+    with pytest.raises(OptionError, match="need --labels"):
+        ImagesConverter(str(tmp_path), wrong)  # before the folder is read
+    assert ImagesOptions(image_format="keep", policy=DecodePolicy(resize=(8, 8))).problem().startswith("--resize")
+    assert ImagesOptions().problem() is None
+    assert DetectionOptions("a.csv", policy=DecodePolicy(grayscale=True)).problem().startswith("--resize and --gray")
+    result = cli.convert("images", tmp_path, "--group-column", "patient", "--out", tmp_path / "o")
+    assert result.exit_code == 2 and "need --labels" in result.stderr  # the same words, as a usage error

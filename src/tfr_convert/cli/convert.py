@@ -3,6 +3,8 @@ converter and hands the shared ones to the run."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import click
 
 from .. import __version__
@@ -132,61 +134,39 @@ def images(image_dir, labels_csv, delimiter, path_column, label_column, headerle
            group_column, dedupe, image_format, keep_exact, quality, resize, fit, color, grayscale, gray_method, background, max_pixels, on_error,
            **common) -> None:  # fmt: skip
     """A folder of images, labelled by a CSV (--labels) or by class sub-folders."""
-    from ..converters.images import ImagesConverter
+    from ..converters.images import ImagesConverter, ImagesOptions
     from ..converters.imaging import DecodePolicy
 
-    if labels_csv is None and (path_column or label_column or split_column or group_column or headerless_labels
-                               or delimiter):  # fmt: skip
-        raise click.UsageError(
-            "--path-column, --label-column, --split-column, --group-column, --headerless-labels and --delimiter "
-            "need --labels"
-        )
-    if group_column and split is None:
-        raise click.UsageError("--group-column keeps groups whole across --split's fractions: give --split")
-    if dedupe in ("exact", "near") and split_column:
-        raise click.UsageError(
-            "--split-column fixes each row's split, so --dedupe exact|near cannot keep duplicates together; "
-            "--dedupe drop keeps one of each"
-        )
-    if split is not None and split_column is not None:
-        raise click.UsageError("give --split or --split-column, not both")
     if grayscale and color == "rgb":
         raise click.UsageError("--grayscale is --color grayscale: give one of them")
     grayscale = grayscale or color == "grayscale"
     if fit != "stretch" and not resize:
         raise click.UsageError("--fit needs --resize WxH")
-    if image_format == "keep" and (resize or color or grayscale):
-        raise click.UsageError("--resize and --color re-encode: use --image-format png, jpeg or raw")
-    image_format = image_format or ("png" if resize or color or grayscale else "keep")
-    if keep_exact and image_format != "keep":
-        raise click.UsageError("--keep-exact is for --image-format keep")
     policy = DecodePolicy(max_pixels, background, grayscale, gray_method, resize, rgb=color == "rgb", fit=fit)
+    options = ImagesOptions(
+        labels_csv=labels_csv,
+        delimiter=delimiter,
+        path_column=path_column,
+        label_column=label_column,
+        headerless_labels=headerless_labels,
+        split=split,
+        stratify=stratify,
+        split_column=split_column,
+        group_column=group_column,
+        dedupe=dedupe,
+        image_format=image_format or ("png" if resize or color or grayscale else "keep"),
+        keep_exact=keep_exact,
+        quality=quality,
+        policy=policy,
+    )
+    usage_error_if(options.problem())
 
     def make_converter():  # a remote IMAGE_DIR / CSV is read in place, through fsspec
         from ..engine import default_workers  # the engine runs the listing's parts
         from ..workers import forked_parts
 
-        return ImagesConverter(
-            image_dir,
-            labels_csv=labels_csv,
-            delimiter=delimiter,
-            out=common["out"],
-            path_column=path_column,
-            label_column=label_column,
-            headerless_labels=headerless_labels,
-            split=split,
-            stratify=stratify,
-            split_column=split_column,
-            group_column=group_column,
-            dedupe=dedupe,
-            seed=common["seed"],
-            image_format=image_format,
-            keep_exact=keep_exact,
-            quality=quality,
-            policy=policy,
-            on_error=on_error,
-            in_parts=forked_parts(common["workers"] or default_workers()),
-        )
+        return ImagesConverter(image_dir, options, out=common["out"], seed=common["seed"], on_error=on_error,
+                               in_parts=forked_parts(common["workers"] or default_workers()))  # fmt: skip
 
     run_conversion(make_converter, on_error=on_error, **common)
 
@@ -216,32 +196,34 @@ def detection(image_dir, annotations, annotation_format, classes_file, split, st
               grayscale, max_pixels, skip_empty, dedupe, on_error, **common) -> None:  # fmt: skip
     """IMAGE_DIR's images with bounding boxes (CSV, Pascal VOC, COCO or YOLO annotations),
     in the TensorFlow Object Detection API's layout, with label_map.pbtxt."""
-    from ..converters.detection import DetectionConverter
+    from ..converters.detection import DetectionConverter, DetectionOptions
     from ..converters.imaging import DecodePolicy
 
-    if image_format == "keep" and (resize or grayscale):
-        raise click.UsageError("--resize and --grayscale re-encode: use --image-format jpeg or png")
-    image_format = image_format or ("jpeg" if resize or grayscale else "keep")
     policy = DecodePolicy(max_pixels, grayscale=grayscale, resize=resize)
+    options = DetectionOptions(
+        annotations=annotations,
+        annotation_format=annotation_format,
+        classes_file=classes_file,
+        split=split,
+        stratify=stratify,
+        image_format=image_format or ("jpeg" if resize or grayscale else "keep"),
+        quality=quality,
+        policy=policy,
+        skip_empty=skip_empty,
+        dedupe=dedupe,
+    )
+    usage_error_if(options.problem())
 
     def make_converter():  # remote annotations are read from local copies; images in place
         from .. import fs
 
-        return DetectionConverter(
-            image_dir,
-            annotations=fs.stage(annotations),
-            annotation_format=annotation_format,
-            classes_file=fs.stage(classes_file),
-            out=common["out"],
-            split=split,
-            stratify=stratify,
-            seed=common["seed"],
-            image_format=image_format,
-            quality=quality,
-            policy=policy,
-            on_error=on_error,
-            skip_empty=skip_empty,
-            dedupe=dedupe,
-        )
+        staged = dataclasses.replace(options, annotations=fs.stage(annotations), classes_file=fs.stage(classes_file))
+        return DetectionConverter(image_dir, staged, out=common["out"], seed=common["seed"], on_error=on_error)
 
     run_conversion(make_converter, on_error=on_error, **common)
+
+
+def usage_error_if(problem: str | None) -> None:
+    """A converter's options found impossible together (its options class says why): exit 2."""
+    if problem is not None:
+        raise click.UsageError(problem)

@@ -18,12 +18,13 @@ import os
 import posixpath
 from collections import Counter
 from collections.abc import Hashable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from .. import fs
-from ..errors import SourceError
+from ..errors import OptionError, SourceError
 from ..features import FeatureSpec
 from ..skips import Skips
 from ..splits import SplitSpec, split_by_ratio
@@ -71,6 +72,32 @@ def label_map_pbtxt(names: list[str]) -> bytes:
     return "".join(f"item {{\n  id: {i}\n  name: {quoted(n)}\n}}\n" for i, n in enumerate(names, 1)).encode()
 
 
+@dataclass(frozen=True)
+class DetectionOptions:
+    """What `tfr-convert detection` takes besides the options every converter shares;
+    `problem()` is the one home of their rules (a usage error on the command line, an
+    OptionError from the converter)."""
+
+    annotations: str
+    annotation_format: str = "auto"
+    classes_file: str | None = None
+    split: SplitSpec | None = None
+    stratify: bool = False
+    image_format: str = "keep"
+    quality: int = 95
+    policy: DecodePolicy = field(default_factory=DecodePolicy)
+    skip_empty: bool = False
+    dedupe: str | None = None
+
+    def problem(self) -> str | None:
+        """What makes these options impossible together, in the command line's words, or None."""
+        if self.image_format not in IMAGE_FORMATS:
+            return f"--image-format {self.image_format}: choose {', '.join(IMAGE_FORMATS)}"
+        if self.image_format == "keep" and (self.policy.resize or self.policy.grayscale):
+            return "--resize and --grayscale re-encode: use --image-format jpeg or png"
+        return None
+
+
 class DetectionConverter(Converter):
     command = "detection"
     description = "Images with bounding boxes, in the TensorFlow Object Detection API's layout."
@@ -80,23 +107,22 @@ class DetectionConverter(Converter):
     def __init__(
         self,
         image_dir: str,
+        options: DetectionOptions,
         *,
-        annotations: str,
-        annotation_format: str = "auto",
-        classes_file: str | None = None,
         out: str | None = None,
-        split: SplitSpec | None = None,
-        stratify: bool = False,
         seed: int = 0,
-        image_format: str = "keep",
-        quality: int = 95,
-        policy: DecodePolicy | None = None,
         on_error: str = "fail",
-        skip_empty: bool = False,
-        dedupe: str | None = None,
     ) -> None:
-        if image_format not in IMAGE_FORMATS:
-            raise ValueError(f"image_format must be one of {IMAGE_FORMATS}")
+        problem = options.problem()
+        if problem is not None:
+            raise OptionError(problem)
+        annotations, annotation_format, classes_file = (
+            options.annotations,
+            options.annotation_format,
+            options.classes_file,
+        )
+        split, stratify, image_format, quality = options.split, options.stratify, options.image_format, options.quality
+        policy, skip_empty, dedupe = options.policy, options.skip_empty, options.dedupe
         self.root = image_dir
         # a local image's real path must stay under this (object stores have no links)
         self._real_root = None if fs.is_remote(image_dir) else os.path.realpath(image_dir)

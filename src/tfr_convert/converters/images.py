@@ -22,10 +22,11 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Hashable
+from dataclasses import dataclass, field
 from typing import Any
 
 from .. import fs
-from ..errors import SourceError
+from ..errors import OptionError, SourceError
 from ..features import FeatureSpec
 from ..skips import Skips
 from ..splits import SplitSpec, split_by_ratio
@@ -52,6 +53,50 @@ def _not_tf_ready(info: Decoded) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class ImagesOptions:
+    """What `tfr-convert images` takes besides the options every converter shares;
+    `problem()` is the one home of their rules (the command line shows it as a usage
+    error, the converter raises it as an OptionError)."""
+
+    labels_csv: str | None = None
+    delimiter: str | None = None  # None: detected
+    path_column: str | None = None
+    label_column: str | None = None
+    headerless_labels: bool = False
+    split: SplitSpec | None = None
+    stratify: bool = False
+    split_column: str | None = None
+    group_column: str | None = None
+    dedupe: str | None = None
+    image_format: str = "keep"
+    keep_exact: bool = False  # keep mode: even bytes TensorFlow cannot decode upright
+    quality: int = 95
+    policy: DecodePolicy = field(default_factory=DecodePolicy)
+
+    def problem(self) -> str | None:
+        """What makes these options impossible together, in the command line's words, or None."""
+        if self.image_format not in IMAGE_FORMATS:
+            return f"--image-format {self.image_format}: choose {', '.join(IMAGE_FORMATS)}"
+        csv_only = (self.path_column, self.label_column, self.split_column, self.group_column,
+                    self.headerless_labels, self.delimiter)  # fmt: skip
+        if self.labels_csv is None and any(csv_only):
+            return ("--path-column, --label-column, --split-column, --group-column, --headerless-labels and "
+                    "--delimiter need --labels")  # fmt: skip
+        if self.group_column and self.split is None:
+            return "--group-column keeps groups whole across --split's fractions: give --split"
+        if self.dedupe in ("exact", "near") and self.split_column:
+            return ("--split-column fixes each row's split, so --dedupe exact|near cannot keep duplicates together; "
+                    "--dedupe drop keeps one of each")  # fmt: skip
+        if self.split is not None and self.split_column is not None:
+            return "give --split or --split-column, not both"
+        if self.image_format == "keep" and (self.policy.resize or self.policy.grayscale or self.policy.rgb):
+            return "--resize and --color re-encode: use --image-format png, jpeg or raw"
+        if self.keep_exact and self.image_format != "keep":
+            return "--keep-exact is for --image-format keep"
+        return None
+
+
 class ImagesConverter(Converter):
     command = "images"
     description = "Images from a folder, with labels from a CSV or class sub-folders."
@@ -60,30 +105,24 @@ class ImagesConverter(Converter):
     def __init__(
         self,
         image_dir: str,
+        options: ImagesOptions | None = None,
         *,
-        labels_csv: str | None = None,
-        delimiter: str | None = None,
         out: str | None = None,
-        path_column: str | None = None,
-        label_column: str | None = None,
-        headerless_labels: bool = False,
-        split: SplitSpec | None = None,
-        stratify: bool = False,
-        split_column: str | None = None,
-        group_column: str | None = None,
-        dedupe: str | None = None,
         seed: int = 0,
-        image_format: str = "keep",
-        keep_exact: bool = False,
-        quality: int = 95,
-        policy: DecodePolicy | None = None,
         on_error: str = "fail",
         in_parts: InParts | None = None,
     ) -> None:
-        """in_parts: how an engine runs independent work elsewhere (see list_files); the
-        folders of a large tree are then listed in parts, in other processes."""
-        if image_format not in IMAGE_FORMATS:
-            raise ValueError(f"image_format must be one of {IMAGE_FORMATS}")
+        """out: this run's output (never listed as input); in_parts: how an engine runs
+        independent work elsewhere (see list_files): the folders of a large tree are then
+        listed in parts, in other processes."""
+        options = options or ImagesOptions()
+        problem = options.problem()
+        if problem is not None:
+            raise OptionError(problem)
+        labels_csv, split, stratify, dedupe = options.labels_csv, options.split, options.stratify, options.dedupe
+        split_column, group_column, label_column = options.split_column, options.group_column, options.label_column
+        image_format, keep_exact, quality, policy = (options.image_format, options.keep_exact, options.quality,
+                                                     options.policy)  # fmt: skip
         self.root = image_dir
         self._folder = ImageFolder(image_dir, out, in_parts)
         self._remote, self._real_root = self._folder.remote, self._folder.real_root
@@ -101,7 +140,7 @@ class ImagesConverter(Converter):
         self.warnings: list[str] = []
         self._settings = {"image_format": image_format, "keep_exact": keep_exact, "split": split.describe() if split else None,
                           "stratify": stratify, "split_column": split_column, "label_column": label_column,
-                          "headerless_labels": headerless_labels, "delimiter": delimiter,
+                          "headerless_labels": options.headerless_labels, "delimiter": options.delimiter,
                           "group_column": group_column, "dedupe": dedupe}  # fmt: skip
         self._group_column, self._dedupe = group_column, dedupe
         self._group_of: dict[str, str] = {}  # image -> its --group-column value
@@ -110,11 +149,11 @@ class ImagesConverter(Converter):
         if labels_csv is None:
             items, split_of = self._class_folders(), {}
         else:
-            table = LabelCsv(self._folder, labels_csv, delimiter, RESERVED, self.reject, self._inside)
-            if headerless_labels:
+            table = LabelCsv(self._folder, labels_csv, options.delimiter, RESERVED, self.reject, self._inside)
+            if options.headerless_labels:
                 items, split_of = table.headerless(), {}
             else:
-                items, split_of = table.with_header(path_column, label_column, split_column, group_column)
+                items, split_of = table.with_header(options.path_column, label_column, split_column, group_column)
             self.columns, self.labels, self.label_feature = table.columns, table.labels, table.label_feature
             self._group_of = table.group_of
             self.warnings += table.warnings
