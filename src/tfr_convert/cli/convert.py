@@ -34,7 +34,7 @@ def mnist(src, download, variant, image_format, layout, mirror, cache_dir, **com
     """MNIST-family idx files (MNIST, Fashion-MNIST, KMNIST) in the directory SRC, or
     EMNIST: NIST's gzip.zip, or a folder of the files extracted from it."""
     image_format = _layout_format(layout, image_format)
-    if download and variant.startswith("emnist/"):
+    if download and (variant or "").startswith("emnist/"):
         raise click.UsageError(
             "--download knows no published checksum for EMNIST: fetch gzip.zip from "
             "https://biometrics.nist.gov/cs_links/EMNIST/gzip.zip and give it as SRC"
