@@ -278,8 +278,14 @@ def _write_shard(
         for b, start, nbytes, sizes in sorted(pieces, key=lambda p: p[0]):
             writer.write(memoryview(fs.read_range(_batch_path(out, split, b), start, nbytes)), sizes)
             records += len(sizes)
-    return {"split": split, "shard": shard, "path": path, "records": records,
-            "bytes": writer.bytes_written(), "sha256": writer.sha256()}  # fmt: skip
+    return {
+        "split": split,
+        "shard": shard,
+        "path": path,
+        "records": records,
+        "bytes": writer.bytes_written(),
+        "sha256": writer.sha256(),
+    }
 
 
 def _extras_of(split: str, b: int, encoded: Any, rank: dict[str, int]) -> dict[str, Any]:
@@ -288,17 +294,25 @@ def _extras_of(split: str, b: int, encoded: Any, rank: dict[str, int]) -> dict[s
     observed = Counter(o for o in encoded.observations if o is not None)
     skips = Skips()
     skips.extend(encoded.skipped)
-    return {"observations": [[jsonable(o), n] for o, n in observed.items()],
-            "skipped": [[[rank[split], b, i], s] for i, s in enumerate(skips.listed)],
-            "skipped_total": skips.total, "skipped_by_kind": dict(skips.by_kind),
-            "warnings": encoded.warnings}  # fmt: skip
+    return {
+        "observations": [[jsonable(o), n] for o, n in observed.items()],
+        "skipped": [[[rank[split], b, i], s] for i, s in enumerate(skips.listed)],
+        "skipped_total": skips.total,
+        "skipped_by_kind": dict(skips.by_kind),
+        "warnings": encoded.warnings,
+    }
 
 
 def _merge_extras(parts: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """Extras of batches (or of merges: Beam may merge in stages), the skipped items
     cut to the first LISTED in order."""
-    merged: dict[str, Any] = {"observations": [], "skipped": [], "skipped_total": 0,
-                              "skipped_by_kind": Counter(), "warnings": []}  # fmt: skip
+    merged: dict[str, Any] = {
+        "observations": [],
+        "skipped": [],
+        "skipped_total": 0,
+        "skipped_by_kind": Counter(),
+        "warnings": [],
+    }
     for part in parts:
         merged["observations"] += part["observations"]
         merged["warnings"] += part["warnings"]
@@ -320,8 +334,13 @@ def _read_reports(out: Output, totals: dict[str, int]):
     """SplitResults (shards in order) and the gathered extras, from the workers' reports;
     TfrConvertError if the runner did not run every shard (records and skips short of the plan)."""
     by_split: dict[str, list[dict[str, Any]]] = {split: [] for split in totals}
-    extras: dict[str, Any] = {"observations": [], "skipped": [], "skipped_total": 0, "skipped_by_kind": {},
-                              "warnings": []}  # fmt: skip
+    extras: dict[str, Any] = {
+        "observations": [],
+        "skipped": [],
+        "skipped_total": 0,
+        "skipped_by_kind": {},
+        "warnings": [],
+    }
     path = fs.join(out.build, _REPORTS)
     reports = json.loads(fs.read_bytes(path)) if fs.exists(path) else []
     for report in reports:
@@ -346,8 +365,13 @@ def _read_reports(out: Output, totals: dict[str, int]):
     observations: Counter[Hashable] = Counter()
     for observed, n in extras["observations"]:
         observations[hashable(observed)] += n
-    skipped = Skips.from_json({"listed": [entry for _, entry in extras["skipped"]],
-                               "total": extras["skipped_total"], "by_kind": extras["skipped_by_kind"]})  # fmt: skip
+    skipped = Skips.from_json(
+        {
+            "listed": [entry for _, entry in extras["skipped"]],
+            "total": extras["skipped_total"],
+            "by_kind": extras["skipped_by_kind"],
+        }
+    )
     return results, observations, skipped, extras["warnings"]
 
 

@@ -58,8 +58,10 @@ class RunOptions:
             return f"--format {self.file_format}: choose {', '.join(containers.FORMATS)}"
         container = self.container()
         if self.compression not in container.compressions:
-            return (f"--compression {self.compression} does not apply to --format {self.file_format} "
-                    f"(choose {', '.join(container.compressions)})")  # fmt: skip
+            return (
+                f"--compression {self.compression} does not apply to --format {self.file_format} "
+                f"(choose {', '.join(container.compressions)})"
+            )
         if not container.available():
             return f"--format {self.file_format} needs its library: pip install 'tfr-convert[{container.extra}]'"
         if self.index and self.file_format != "tfrecord":
@@ -220,7 +222,16 @@ def dry_run(converter: Converter, options: RunOptions) -> dict[str, Any]:
         sample = encode_sealed(converter, items[:DRY_RUN_SAMPLE], options.on_error, container).sizes
         mean = sum(sample) / len(sample) if sample else 0
         cuts = ShardCutter(len(items), options.policy).cut([round(mean)] * len(items)) if items else []
-        splits[split] = {"examples": len(items), "shards": sum(closes for _, _, closes in cuts),
-                         "estimated_bytes": round(mean * len(items))}  # fmt: skip
-    return {"name": options.name or converter.dataset_name, "out": options.out, "format": options.file_format,
-            "splits": splits, "skipped": converter.skipped.total, "warnings": list(converter.warnings)}  # fmt: skip
+        splits[split] = {
+            "examples": len(items),
+            "shards": sum(closes for _, _, closes in cuts),
+            "estimated_bytes": round(mean * len(items)),
+        }
+    return {
+        "name": options.name or converter.dataset_name,
+        "out": options.out,
+        "format": options.file_format,
+        "splits": splits,
+        "skipped": converter.skipped.total,
+        "warnings": list(converter.warnings),
+    }

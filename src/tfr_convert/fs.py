@@ -290,8 +290,11 @@ def files_in(path: str) -> list[str]:
     key = key.rstrip("/")
     with stores.translated(path):
         entries = fs.ls(key, detail=True)
-    return [posixpath.basename(e["name"].rstrip("/")) for e in entries
-            if e.get("type") == "file" and e["name"].rstrip("/") != key and not e["name"].endswith("/")]  # fmt: skip
+    return [
+        posixpath.basename(e["name"].rstrip("/"))
+        for e in entries
+        if e.get("type") == "file" and e["name"].rstrip("/") != key and not e["name"].endswith("/")
+    ]
 
 
 def glob(pattern: str, files_only: bool = False) -> list[str]:

@@ -201,9 +201,16 @@ def run(converter: Converter, options: RunOptions, progress: Callable[[int, int]
                     pending.clear()
 
                 with SplitWriter(
-                    out, split, len(items), options.policy, container, options.compression,
-                    at=at, kept=shards, on_shard=journal_shard,
-                ) as writer:  # fmt: skip
+                    out,
+                    split,
+                    len(items),
+                    options.policy,
+                    container,
+                    options.compression,
+                    at=at,
+                    kept=shards,
+                    on_shard=journal_shard,
+                ) as writer:
                     if progress and at.cutter != (0, 0, 0):
                         progress(at.cutter[0] + at.cutter[1], total)
                     batches = _encoded(converter, items, pool, options, container, at.batch, split if shared else None)

@@ -64,8 +64,14 @@ class RemoteLock:
         self.path = path
         self.lease = lease_seconds()
         pid = os.getpid()
-        self.me = {"run": uuid.uuid4().hex, "host": socket.gethostname(), "boot": _boot_id(), "pid": pid,
-                   "pid_start": _process_start(pid), "since": round(time.time())}  # fmt: skip
+        self.me = {
+            "run": uuid.uuid4().hex,
+            "host": socket.gethostname(),
+            "boot": _boot_id(),
+            "pid": pid,
+            "pid_start": _process_start(pid),
+            "since": round(time.time()),
+        }
         self.lost: str | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None

@@ -129,8 +129,9 @@ class RemoteOutput(Output):
         if fs.exists(info):  # first: until the new one is written, DIR claims no complete dataset
             fs.remove(info)
         present = set(self._built())
-        fs.copy_many([(fs.join(self.build, tmp), fs.join(self.path, final))
-                      for tmp, final in record["copies"] if tmp in present])  # fmt: skip
+        fs.copy_many(
+            [(fs.join(self.build, tmp), fs.join(self.path, final)) for tmp, final in record["copies"] if tmp in present]
+        )
         fs.remove_many([fs.join(self.path, name) for name in record["remove"]])
         for name, data in record["metadata"]:  # dataset_info.json last
             fs.put_bytes(fs.join(self.path, name), base64.b64decode(data))

@@ -85,5 +85,10 @@ def from_fields(report: dict[str, Any]) -> Skips:
     listed = report.get("skipped") or []
     total = report.get("skipped_total", len(listed))
     by_kind = report.get("skipped_by_kind")
-    return Skips.from_json({"listed": listed, "total": total,
-                            "by_kind": by_kind if by_kind is not None else Counter(kind_of(s["reason"]) for s in listed)})  # fmt: skip
+    return Skips.from_json(
+        {
+            "listed": listed,
+            "total": total,
+            "by_kind": by_kind if by_kind is not None else Counter(kind_of(s["reason"]) for s in listed),
+        }
+    )

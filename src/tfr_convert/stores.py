@@ -30,13 +30,33 @@ OPTIONS_ENV = "TFR_CONVERT_STORAGE_OPTIONS"
 _SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
 
 # The extra that installs each scheme's fsspec backend.
-EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs", "az": "azure", "abfs": "azure", "abfss": "azure",
-          "adl": "azure"}  # fmt: skip
+EXTRAS = {
+    "s3": "s3",
+    "s3a": "s3",
+    "gs": "gcs",
+    "gcs": "gcs",
+    "az": "azure",
+    "abfs": "azure",
+    "abfss": "azure",
+    "adl": "azure",
+}
 
 # Modules whose exceptions are a store's I/O failures (a refused connection, missing
 # credentials, a throttled request), reported like any OSError.
-_BACKEND_MODULES = ("botocore", "aiobotocore", "aiohttp", "s3fs", "gcsfs", "google", "adlfs", "azure", "fsspec",
-                    "requests", "urllib3", "pyarrow")  # fmt: skip
+_BACKEND_MODULES = (
+    "botocore",
+    "aiobotocore",
+    "aiohttp",
+    "s3fs",
+    "gcsfs",
+    "google",
+    "adlfs",
+    "azure",
+    "fsspec",
+    "requests",
+    "urllib3",
+    "pyarrow",
+)
 
 
 def scheme(path: str) -> str | None:

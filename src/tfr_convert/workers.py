@@ -42,8 +42,14 @@ class RemoteTraceback(Exception):
 class Workers:
     """`count` processes running `fn(task)` after `initializer(*initargs)`."""
 
-    def __init__(self, count: int, fn: Callable[[Any], Any], initializer: Callable[..., None],
-                 initargs: Sequence[Any], context: Any) -> None:  # fmt: skip
+    def __init__(
+        self,
+        count: int,
+        fn: Callable[[Any], Any],
+        initializer: Callable[..., None],
+        initargs: Sequence[Any],
+        context: Any,
+    ) -> None:
         self._procs: list[Any] = []
         self._tasks: list[Any] = []  # the parent's end of each worker's task pipe
         self._results: list[Any] = []  # and of its result pipe
@@ -159,8 +165,9 @@ def _write(fd: int, parts: list[Any]) -> None:
 # ---------------------------------------------------------------- in the worker
 
 
-def _serve(tasks: Any, results: Any, fn: Callable[[Any], Any], initializer: Callable[..., None],
-           initargs: tuple, parent: int) -> None:  # fmt: skip
+def _serve(
+    tasks: Any, results: Any, fn: Callable[[Any], Any], initializer: Callable[..., None], initargs: tuple, parent: int
+) -> None:
     _die_with(parent)
     initializer(*initargs)
     # A thread takes the tasks off their pipe as they come: the parent's send then

@@ -86,8 +86,9 @@ def cifar(src, download, variant, binary, image_format, layout, mirror, cache_di
 
 @convert.command()
 @click.argument("image_dir", type=LocalOrRemotePath(exists=True, file_okay=False))
-@click.option("--labels", "labels_csv", type=LocalOrRemotePath(exists=True, dir_okay=False),
-              help="CSV of paths and columns.")  # fmt: skip
+@click.option(
+    "--labels", "labels_csv", type=LocalOrRemotePath(exists=True, dir_okay=False), help="CSV of paths and columns."
+)
 @click.option("--delimiter", type=Delimiter(), help="The CSV's separator: , ; tab | [default: detected].")
 @click.option("--path-column", help="CSV column with image paths [default: detected].")
 @click.option("--label-column", help="CSV column holding the class: it becomes a ClassLabel with names.")
@@ -105,9 +106,12 @@ def cifar(src, download, variant, binary, image_format, layout, mirror, cache_di
     type=click.Choice(["keep", "png", "jpeg", "raw"]),
     help="keep: original bytes; raw: uint8 pixels [default: keep, or png with --resize/--grayscale].",
 )
-@click.option("--keep-exact", is_flag=True,
-              help="keep: store every image's bytes as they are, even those TensorFlow cannot decode upright "
-                   "(webp, tiff, EXIF-rotated), which are otherwise re-encoded; they are listed.")  # fmt: skip
+@click.option(
+    "--keep-exact",
+    is_flag=True,
+    help="keep: store every image's bytes as they are, even those TensorFlow cannot decode upright "
+    "(webp, tiff, EXIF-rotated), which are otherwise re-encoded; they are listed.",
+)
 @click.option("--quality", type=click.IntRange(1, 100), default=95, show_default=True, help="JPEG quality.")
 @click.option("--resize", type=Size2D(), help="Resize every image to WxH.")
 @click.option(
@@ -125,14 +129,46 @@ def cifar(src, download, variant, binary, image_format, layout, mirror, cache_di
 @click.option("--grayscale", is_flag=True, help="Same as --color grayscale.")
 @click.option("--gray-method", type=click.Choice(["luma", "mean"]), default="luma", show_default=True)
 @click.option("--background", type=Color(), default="white", show_default=True, help="Colour behind transparency.")
-@click.option("--max-pixels", type=click.IntRange(min=1), default=89_478_485, show_default=True,
-              help="Refuse larger images (decompression bombs), checked from the header.")  # fmt: skip
-@click.option("--on-error", type=click.Choice(["fail", "skip"]), default="fail", show_default=True,
-              help="skip: leave out bad images and rows, and list them.")  # fmt: skip
+@click.option(
+    "--max-pixels",
+    type=click.IntRange(min=1),
+    default=89_478_485,
+    show_default=True,
+    help="Refuse larger images (decompression bombs), checked from the header.",
+)
+@click.option(
+    "--on-error",
+    type=click.Choice(["fail", "skip"]),
+    default="fail",
+    show_default=True,
+    help="skip: leave out bad images and rows, and list them.",
+)
 @common_options
-def images(image_dir, labels_csv, delimiter, path_column, label_column, headerless_labels, split, stratify, split_column,
-           group_column, dedupe, image_format, keep_exact, quality, resize, fit, color, grayscale, gray_method, background, max_pixels, on_error,
-           **common) -> None:  # fmt: skip
+def images(
+    image_dir,
+    labels_csv,
+    delimiter,
+    path_column,
+    label_column,
+    headerless_labels,
+    split,
+    stratify,
+    split_column,
+    group_column,
+    dedupe,
+    image_format,
+    keep_exact,
+    quality,
+    resize,
+    fit,
+    color,
+    grayscale,
+    gray_method,
+    background,
+    max_pixels,
+    on_error,
+    **common,
+) -> None:
     """A folder of images, labelled by a CSV (--labels) or by class sub-folders."""
     from ..converters.images import ImagesConverter, ImagesOptions
     from ..converters.imaging import DecodePolicy
@@ -165,35 +201,82 @@ def images(image_dir, labels_csv, delimiter, path_column, label_column, headerle
         from ..engine import default_workers  # the engine runs the listing's parts
         from ..workers import forked_parts
 
-        return ImagesConverter(image_dir, options, out=common["out"], seed=common["seed"], on_error=on_error,
-                               in_parts=forked_parts(common["workers"] or default_workers()))  # fmt: skip
+        return ImagesConverter(
+            image_dir,
+            options,
+            out=common["out"],
+            seed=common["seed"],
+            on_error=on_error,
+            in_parts=forked_parts(common["workers"] or default_workers()),
+        )
 
     run_conversion(make_converter, on_error=on_error, **common)
 
 
 @convert.command()
 @click.argument("image_dir", type=LocalOrRemotePath(exists=True, file_okay=False))
-@click.option("--annotations", required=True, type=LocalOrRemotePath(exists=True),
-              help="The boxes: a CSV, a COCO .json, or a folder of VOC .xml or YOLO .txt files.")  # fmt: skip
-@click.option("--annotation-format", type=click.Choice(["auto", "csv", "voc", "coco", "yolo"]), default="auto",
-              show_default=True, help="auto: from PATH (.csv, .json, a folder of .xml or of .txt).")  # fmt: skip
-@click.option("--classes", "classes_file", type=LocalOrRemotePath(exists=True, dir_okay=False),
-              help="Class names, one per line (label 1 first): a box of any other class is an error.")  # fmt: skip
+@click.option(
+    "--annotations",
+    required=True,
+    type=LocalOrRemotePath(exists=True),
+    help="The boxes: a CSV, a COCO .json, or a folder of VOC .xml or YOLO .txt files.",
+)
+@click.option(
+    "--annotation-format",
+    type=click.Choice(["auto", "csv", "voc", "coco", "yolo"]),
+    default="auto",
+    show_default=True,
+    help="auto: from PATH (.csv, .json, a folder of .xml or of .txt).",
+)
+@click.option(
+    "--classes",
+    "classes_file",
+    type=LocalOrRemotePath(exists=True, dir_okay=False),
+    help="Class names, one per line (label 1 first): a box of any other class is an error.",
+)
 @split_options("Keep the proportions of each image's main class in every split.")
-@click.option("--image-format", type=click.Choice(["keep", "jpeg", "png"]),
-              help="keep: JPEG/PNG bytes as they are [default: keep, or jpeg with --resize/--grayscale].")  # fmt: skip
+@click.option(
+    "--image-format",
+    type=click.Choice(["keep", "jpeg", "png"]),
+    help="keep: JPEG/PNG bytes as they are [default: keep, or jpeg with --resize/--grayscale].",
+)
 @click.option("--quality", type=click.IntRange(1, 100), default=95, show_default=True, help="JPEG quality.")
 @click.option("--resize", type=Size2D(), help="Resize every image to WxH (stretched: normalized boxes stay right).")
 @click.option("--grayscale", is_flag=True, help="Store 1-channel grayscale images.")
-@click.option("--max-pixels", type=click.IntRange(min=1), default=89_478_485, show_default=True,
-              help="Refuse larger images (decompression bombs), checked from the header.")  # fmt: skip
+@click.option(
+    "--max-pixels",
+    type=click.IntRange(min=1),
+    default=89_478_485,
+    show_default=True,
+    help="Refuse larger images (decompression bombs), checked from the header.",
+)
 @click.option("--skip-empty", is_flag=True, help="Leave out images without boxes (kept as negatives by default).")
 @DEDUPE
-@click.option("--on-error", type=click.Choice(["fail", "skip"]), default="fail", show_default=True,
-              help="skip: leave out images with a bad annotation or file, and list them.")  # fmt: skip
+@click.option(
+    "--on-error",
+    type=click.Choice(["fail", "skip"]),
+    default="fail",
+    show_default=True,
+    help="skip: leave out images with a bad annotation or file, and list them.",
+)
 @common_options
-def detection(image_dir, annotations, annotation_format, classes_file, split, stratify, image_format, quality, resize,
-              grayscale, max_pixels, skip_empty, dedupe, on_error, **common) -> None:  # fmt: skip
+def detection(
+    image_dir,
+    annotations,
+    annotation_format,
+    classes_file,
+    split,
+    stratify,
+    image_format,
+    quality,
+    resize,
+    grayscale,
+    max_pixels,
+    skip_empty,
+    dedupe,
+    on_error,
+    **common,
+) -> None:
     """IMAGE_DIR's images with bounding boxes (CSV, Pascal VOC, COCO or YOLO annotations),
     in the TensorFlow Object Detection API's layout, with label_map.pbtxt."""
     from ..converters.detection import DetectionConverter, DetectionOptions

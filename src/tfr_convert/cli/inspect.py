@@ -19,28 +19,46 @@ from .types import ByteSize, LocalOrRemotePath
 @click.option("--head", type=click.IntRange(min=0), default=1, show_default=True, help="Examples to show.")
 @click.option("--verify", is_flag=True, help="Check every record's CRCs (and a dataset against its metadata).")
 @click.option("--stats", is_flag=True, help="Per-feature statistics; split leakage on a dataset directory.")
-@click.option("--grid", "grid_out", type=LocalOrRemotePath(dir_okay=False), metavar="OUT.png",
-              help="Draw the first images.")  # fmt: skip
+@click.option(
+    "--grid", "grid_out", type=LocalOrRemotePath(dir_okay=False), metavar="OUT.png", help="Draw the first images."
+)
 @click.option("--grid-count", type=click.IntRange(1, 1024), default=64, show_default=True, help="Images in --grid.")
 @click.option("--write-index", is_flag=True, help="Write FILE.index (DALI / tfrecord package format) for each file.")
 @click.option("--all", "every", is_flag=True, help="Infer the schema from every record, not the first of each file.")
-@click.option("--max-record-size", type=ByteSize(), metavar="SIZE",
-              help="Largest record the schema, --stats and --grid read whole; larger ones are reported. [default: 64MiB]")  # fmt: skip
-@click.option("--max-pixels", type=click.IntRange(min=1),
-              help="Largest image --grid decodes; larger ones are reported. [default: 25000000]")  # fmt: skip
+@click.option(
+    "--max-record-size",
+    type=ByteSize(),
+    metavar="SIZE",
+    help="Largest record the schema, --stats and --grid read whole; larger ones are reported. [default: 64MiB]",
+)
+@click.option(
+    "--max-pixels",
+    type=click.IntRange(min=1),
+    help="Largest image --grid decodes; larger ones are reported. [default: 25000000]",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON document.")
 @STORAGE_OPTIONS
 @click.version_option(__version__, prog_name="tfr-inspect")
-def inspect(paths, count, head, verify, stats, grid_out, grid_count, write_index, every, max_record_size, max_pixels,
-            as_json) -> None:  # fmt: skip
+def inspect(
+    paths, count, head, verify, stats, grid_out, grid_count, write_index, every, max_record_size, max_pixels, as_json
+) -> None:
     """Look inside TFRecord files: records, schema, first examples; --verify, --stats, --grid.
 
     PATH is a file, a dataset directory or a glob, local or remote (s3://, gs://, az://...:
     read in place, in ranges, through fsspec). Every mode checks CRCs as it reads;
     --verify reports every problem and exits 1 if there is any.
     """
-    modes = [m for m, on in (("--count", count), ("--verify", verify), ("--stats", stats),
-                             ("--grid", grid_out), ("--write-index", write_index)) if on]  # fmt: skip
+    modes = [
+        m
+        for m, on in (
+            ("--count", count),
+            ("--verify", verify),
+            ("--stats", stats),
+            ("--grid", grid_out),
+            ("--write-index", write_index),
+        )
+        if on
+    ]
     if len(modes) > 1:
         raise click.UsageError(f"choose one of {', '.join(modes)}")
     paths = list(paths)

@@ -119,8 +119,25 @@ def _apply(decorators, f):
     return f
 
 
-def run_options(*, out, name, num_shards, examples_per_shard, shard_size, file_format, compression, seed, shuffle,
-                 workers, overwrite, resume, index, limit=None, validation_size=0, on_error="fail"):  # fmt: skip
+def run_options(
+    *,
+    out,
+    name,
+    num_shards,
+    examples_per_shard,
+    shard_size,
+    file_format,
+    compression,
+    seed,
+    shuffle,
+    workers,
+    overwrite,
+    resume,
+    index,
+    limit=None,
+    validation_size=0,
+    on_error="fail",
+):
     """RunOptions from the common options; checked before any input is read."""
     from ..engine import RunOptions, default_workers
     from ..errors import OptionError
@@ -228,7 +245,8 @@ def split_options(stratify_help: str):
             return f(*args, split=split, stratify=stratify, **kwargs)
 
         checked = click.option("--stratify", is_flag=True, help=stratify_help)(checked)
-        return click.option("--split", "split", type=Split(),
-                            help="e.g. train=0.8,validation=0.1,test=0.1 [default: all train].")(checked)  # fmt: skip
+        return click.option(
+            "--split", "split", type=Split(), help="e.g. train=0.8,validation=0.1,test=0.1 [default: all train]."
+        )(checked)
 
     return decorate

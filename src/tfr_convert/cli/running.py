@@ -49,8 +49,9 @@ def _progress_bar(quiet: bool):
     return update, close
 
 
-def run_conversion(make_converter, quiet: bool, as_json: bool, engine: str, beam_options: str, dry_run: bool,
-         **common) -> None:  # fmt: skip
+def run_conversion(
+    make_converter, quiet: bool, as_json: bool, engine: str, beam_options: str, dry_run: bool, **common
+) -> None:
     """Validate options, build the converter (reads and checks sources), convert, report."""
     import time
 
@@ -84,8 +85,10 @@ def run_conversion(make_converter, quiet: bool, as_json: bool, engine: str, beam
         _report(summary, quiet, as_json)
     except OSError as e:  # stdout full or gone: the dataset is committed all the same
         _silence_stdout()
-        click.echo(f"warning: {summary.out} is complete; its summary could not be written to stdout: "
-                   f"{e.strerror or e}", err=True)  # fmt: skip
+        click.echo(
+            f"warning: {summary.out} is complete; its summary could not be written to stdout: {e.strerror or e}",
+            err=True,
+        )
 
 
 def _silence_stdout() -> None:
@@ -139,8 +142,10 @@ def _print_plan(converter, options, quiet: bool, as_json: bool) -> None:
             click.echo(f"warning: {warning}", err=True)
     click.echo(f"dry run: nothing written. {plan['name']} -> {plan['out']} ({plan['format']})")
     for split, s in plan["splits"].items():
-        click.echo(f"  {split}: {counted(s['examples'], 'example')} in {counted(s['shards'], 'shard')}, "
-                   f"about {human_bytes(s['estimated_bytes'])}")  # fmt: skip
+        click.echo(
+            f"  {split}: {counted(s['examples'], 'example')} in {counted(s['shards'], 'shard')}, "
+            f"about {human_bytes(s['estimated_bytes'])}"
+        )
     if plan["skipped"]:
         click.echo(f"  {plan['skipped']} items would be skipped (run without --dry-run to list them)")
 

@@ -172,8 +172,13 @@ class ArrayRecordContainer(Container):
             if isinstance(item, Problem):
                 raise RecordError(path, item.index, item.offset or 0, item.message)
             if len(item.data) > max_record:
-                raise RecordError(path, item.index, 0, f"a record of {len(item.data)} bytes, above the {max_record} "
-                                  "read whole (--max-record-size raises it)")  # fmt: skip
+                raise RecordError(
+                    path,
+                    item.index,
+                    0,
+                    f"a record of {len(item.data)} bytes, above the {max_record} "
+                    "read whole (--max-record-size raises it)",
+                )
             yield item
 
     def count(self, path: str) -> int:

@@ -204,9 +204,12 @@ def _said_if_resized(problem: Problem, path: str, size: int) -> Problem:
         return problem
     if now == size:
         return problem
-    return Problem(problem.index, problem.offset, problem.kind,
-                   f"{problem.message} (the file changed size while it was read: {size} bytes when "
-                   f"opened, {now} now)")  # fmt: skip
+    return Problem(
+        problem.index,
+        problem.offset,
+        problem.kind,
+        f"{problem.message} (the file changed size while it was read: {size} bytes when opened, {now} now)",
+    )
 
 
 def _scan_stream(
@@ -242,16 +245,24 @@ def _scan_stream(
                 return
             (length,) = u64.unpack_from(header)
             if keep and length > max_record:
-                yield Problem(index, offset, "too_large",
-                              f"a record of {length} bytes, above the {max_record} read whole "
-                              "(--max-record-size raises it; --verify and --count check any size)")  # fmt: skip
+                yield Problem(
+                    index,
+                    offset,
+                    "too_large",
+                    f"a record of {length} bytes, above the {max_record} read whole "
+                    "(--max-record-size raises it; --verify and --count check any size)",
+                )
                 return
             if not keep and length > _BLOCK_SIZE:
                 got, crc = cursor.crc_of_next(length)
                 footer = cursor.take(FOOTER_SIZE) if got == length else memoryview(b"")
                 if len(footer) < FOOTER_SIZE:
-                    yield Problem(index, offset, "truncated_payload",
-                                  f"truncated payload: length {length}, file ends after {got} bytes")  # fmt: skip
+                    yield Problem(
+                        index,
+                        offset,
+                        "truncated_payload",
+                        f"truncated payload: length {length}, file ends after {got} bytes",
+                    )
                     return
                 if check and crc != unmask(u32.unpack_from(footer)[0]):
                     yield Problem(index, offset, "data_crc", "data CRC mismatch (corrupt payload)")
@@ -262,8 +273,12 @@ def _scan_stream(
                 continue
             body = cursor.take(length + FOOTER_SIZE)  # payload and footer in one piece
             if len(body) < length + FOOTER_SIZE:
-                yield Problem(index, offset, "truncated_payload",
-                              f"truncated payload: length {length}, file ends after {min(len(body), length)} bytes")  # fmt: skip
+                yield Problem(
+                    index,
+                    offset,
+                    "truncated_payload",
+                    f"truncated payload: length {length}, file ends after {min(len(body), length)} bytes",
+                )
                 return
             data = body[:length]
             if check and masked_crc(data) != u32.unpack_from(body, length)[0]:
@@ -296,15 +311,23 @@ def _count_plain(f: BinaryIO, file_size: int) -> Iterator[Record | Problem]:
 
 def header_problem(header, index: int, offset: int, compression: str, file_size: int) -> Problem | None:
     if len(header) < HEADER_SIZE:
-        return Problem(index, offset, "partial_header",
-                       f"partial header: {len(header)} trailing bytes, a header needs {HEADER_SIZE}")  # fmt: skip
+        return Problem(
+            index,
+            offset,
+            "partial_header",
+            f"partial header: {len(header)} trailing bytes, a header needs {HEADER_SIZE}",
+        )
     if masked_crc(header[:8]) != u32.unpack_from(header, 8)[0]:
         return Problem(index, offset, "length_crc", "length CRC mismatch (corrupt length field)")
     (length,) = u64.unpack_from(header)
     body_at = offset + HEADER_SIZE
     if compression == "none" and body_at + length + FOOTER_SIZE > file_size:
-        return Problem(index, offset, "length_past_eof",
-                       f"length {length} reaches past the end of the file ({file_size - body_at} bytes remain)")  # fmt: skip
+        return Problem(
+            index,
+            offset,
+            "length_past_eof",
+            f"length {length} reaches past the end of the file ({file_size - body_at} bytes remain)",
+        )
     return None
 
 

@@ -164,8 +164,9 @@ class CifarConverter(Converter):
     command = "cifar"
     chunk_size = 4096  # the raw layout is encoded a whole batch at a time (encode_batch)
 
-    def __init__(self, src: str, variant: str | None = None, image_format: str = "raw",
-                 layout: str = "tutorial") -> None:  # fmt: skip
+    def __init__(
+        self, src: str, variant: str | None = None, image_format: str = "raw", layout: str = "tutorial"
+    ) -> None:
         """layout "tfds": exactly TFDS's catalog features (id, image PNG, label, coarse_label)."""
         if image_format not in IMAGE_FORMATS or layout not in ("tutorial", "tfds"):
             raise ValueError(f"image_format must be one of {IMAGE_FORMATS}, layout tutorial or tfds")

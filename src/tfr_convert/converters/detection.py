@@ -136,8 +136,14 @@ class DetectionConverter(Converter):
         fmt = box_formats.detect(annotations) if annotation_format == "auto" else annotation_format
         self.annotation_format = fmt
         self._annotations = annotations
-        self._settings = {"annotation_format": fmt, "image_format": image_format, "skip_empty": skip_empty,
-                          "split": split.describe() if split else None, "stratify": stratify, "dedupe": dedupe}  # fmt: skip
+        self._settings = {
+            "annotation_format": fmt,
+            "image_format": image_format,
+            "skip_empty": skip_empty,
+            "split": split.describe() if split else None,
+            "stratify": stratify,
+            "dedupe": dedupe,
+        }
         self._dedupe = dedupe
         classes = read_names(classes_file) if classes_file else None
         images = [f.replace(os.sep, "/") for f in list_files(image_dir, exclude=out)]
@@ -156,8 +162,11 @@ class DetectionConverter(Converter):
         self._splits = self._split(items, split, stratify, seed)
         negatives = sum(not item[-1] for split_items in self._splits.values() for item in split_items)
         if negatives and not skip_empty:
-            self.warnings.insert(0, f"{image_dir}: {negatives} image{'s' if negatives != 1 else ''} without boxes, "
-                                    "kept as negatives (--skip-empty drops them)")  # fmt: skip
+            self.warnings.insert(
+                0,
+                f"{image_dir}: {negatives} image{'s' if negatives != 1 else ''} without boxes, "
+                "kept as negatives (--skip-empty drops them)",
+            )
         background = "background" if "background" not in self.classes else "__background__"
         self.labels = {LABEL: [background, *self.classes]}
         self.features = self._declare_features()
@@ -342,12 +351,16 @@ class DetectionConverter(Converter):
         warnings = []
         reencoded = sorted(rel for _, rel, _ in observations if rel)  # type: ignore[misc]
         if reencoded:
-            warnings.append(f"{self.root}: re-encoded {len(reencoded)} image{'s' if len(reencoded) != 1 else ''} "
-                            f"({_named(reencoded)}) upright as JPEG or PNG, which the API decodes")  # fmt: skip
+            warnings.append(
+                f"{self.root}: re-encoded {len(reencoded)} image{'s' if len(reencoded) != 1 else ''} "
+                f"({_named(reencoded)}) upright as JPEG or PNG, which the API decodes"
+            )
         clipped = sorted(w for _, _, wheres in observations for w in wheres)  # type: ignore[misc]
         if clipped:
-            warnings.append(f"clipped {len(clipped)} box{'es' if len(clipped) != 1 else ''} lying up to "
-                            f"{CLIP_TOLERANCE:g} px outside the image ({_named(clipped)})")  # fmt: skip
+            warnings.append(
+                f"clipped {len(clipped)} box{'es' if len(clipped) != 1 else ''} lying up to "
+                f"{CLIP_TOLERANCE:g} px outside the image ({_named(clipped)})"
+            )
         return warnings
 
     def extra_files(self) -> dict[str, bytes]:
@@ -361,6 +374,12 @@ class DetectionConverter(Converter):
         return sources
 
     def options(self) -> dict[str, Any]:
-        return {**self._settings, "decode": {"max_pixels": self.policy.max_pixels, "quality": self.quality,
+        return {
+            **self._settings,
+            "decode": {
+                "max_pixels": self.policy.max_pixels,
+                "quality": self.quality,
                 "resize": list(self.policy.resize) if self.policy.resize else None,
-                "grayscale": self.policy.grayscale}}  # fmt: skip
+                "grayscale": self.policy.grayscale,
+            },
+        }

@@ -162,8 +162,9 @@ class EmnistConverter(MnistConverter):
 
     description = "EMNIST handwritten characters (28x28 grayscale) with class labels."
 
-    def __init__(self, src: str, variant: str | None = None, image_format: str = "raw",
-                 layout: str = "tutorial") -> None:  # fmt: skip
+    def __init__(
+        self, src: str, variant: str | None = None, image_format: str = "raw", layout: str = "tutorial"
+    ) -> None:
         if layout not in LAYOUTS:
             raise ValueError(f"layout must be one of {LAYOUTS}")
         self._files = EmnistFiles(src)

@@ -72,8 +72,9 @@ def list_files(
     return sorted(found)
 
 
-def _list_folders(root: str, folders: list[str], left_out: dict[str, list[str]], skip: str | None,
-                  in_parts: InParts) -> list[str]:  # fmt: skip
+def _list_folders(
+    root: str, folders: list[str], left_out: dict[str, list[str]], skip: str | None, in_parts: InParts
+) -> list[str]:
     """The files under `folders` (and what they leave out, added to left_out), listed in
     parts by in_parts; here when it does not take the work, or a part failed (its error
     is then raised here, as itself)."""
@@ -101,8 +102,14 @@ def _list_folders(root: str, folders: list[str], left_out: dict[str, list[str]],
     return found
 
 
-def _list_local(root: str, rel: str, found: list[str], left_out: dict[str, list[str]], skip: str | None,
-                folders: list[str] | None = None) -> None:  # fmt: skip
+def _list_local(
+    root: str,
+    rel: str,
+    found: list[str],
+    left_out: dict[str, list[str]],
+    skip: str | None,
+    folders: list[str] | None = None,
+) -> None:
     """Appends to `found` what os.walk would list (links to folders not followed),
     refusing what is neither a folder, a regular file nor a link: a FIFO would hang
     the run, a device never end. `folders`: the folders to go down into are appended

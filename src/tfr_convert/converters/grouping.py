@@ -71,8 +71,9 @@ def describe_clusters(keys: list[str], names: list[str], shown: int = 3) -> tupl
     return len(many), sum(len(m) for m in many), listed + ("; ..." if len(many) > shown else "")
 
 
-def plan_groups(names: list[str], read: Callable[[int], bytes], dedupe: str | None, values: list[str] | None,
-                where: str) -> tuple[list[int], list[str], dict[str, int] | None, str | None]:  # fmt: skip
+def plan_groups(
+    names: list[str], read: Callable[[int], bytes], dedupe: str | None, values: list[str] | None, where: str
+) -> tuple[list[int], list[str], dict[str, int] | None, str | None]:
     """For n images (by name, read by index): (the indices kept, each kept one's group,
     what --dedupe found, a message saying so or None). `values`: --group-column's."""
     n = len(names)
@@ -92,11 +93,15 @@ def plan_groups(names: list[str], read: Callable[[int], bytes], dedupe: str | No
             found["dropped"] = n - len(kept)
             pairs = []  # what is left holds no duplicates
             if found["dropped"]:
-                message = (f"{where}: --dedupe drop left out {found['dropped']} near-duplicate image(s), keeping "
-                           f"the first by path of each of {clusters} cluster(s) ({listed})")  # fmt: skip
+                message = (
+                    f"{where}: --dedupe drop left out {found['dropped']} near-duplicate image(s), keeping "
+                    f"the first by path of each of {clusters} cluster(s) ({listed})"
+                )
         elif clusters:
-            message = (f"{where}: --dedupe {dedupe}: {clusters} cluster(s) of duplicates ({members} images), "
-                       f"each kept whole in one split ({listed})")  # fmt: skip
+            message = (
+                f"{where}: --dedupe {dedupe}: {clusters} cluster(s) of duplicates ({members} images), "
+                f"each kept whole in one split ({listed})"
+            )
     renumber = {old: new for new, old in enumerate(kept)}
     pairs = [(renumber[a], renumber[b]) for a, b in pairs]
     kept_values = [values[i] for i in kept] if values is not None else None

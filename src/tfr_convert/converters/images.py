@@ -78,16 +78,26 @@ class ImagesOptions:
         """What makes these options impossible together, in the command line's words, or None."""
         if self.image_format not in IMAGE_FORMATS:
             return f"--image-format {self.image_format}: choose {', '.join(IMAGE_FORMATS)}"
-        csv_only = (self.path_column, self.label_column, self.split_column, self.group_column,
-                    self.headerless_labels, self.delimiter)  # fmt: skip
+        csv_only = (
+            self.path_column,
+            self.label_column,
+            self.split_column,
+            self.group_column,
+            self.headerless_labels,
+            self.delimiter,
+        )
         if self.labels_csv is None and any(csv_only):
-            return ("--path-column, --label-column, --split-column, --group-column, --headerless-labels and "
-                    "--delimiter need --labels")  # fmt: skip
+            return (
+                "--path-column, --label-column, --split-column, --group-column, --headerless-labels and "
+                "--delimiter need --labels"
+            )
         if self.group_column and self.split is None:
             return "--group-column keeps groups whole across --split's fractions: give --split"
         if self.dedupe in ("exact", "near") and self.split_column:
-            return ("--split-column fixes each row's split, so --dedupe exact|near cannot keep duplicates together; "
-                    "--dedupe drop keeps one of each")  # fmt: skip
+            return (
+                "--split-column fixes each row's split, so --dedupe exact|near cannot keep duplicates together; "
+                "--dedupe drop keeps one of each"
+            )
         if self.split is not None and self.split_column is not None:
             return "give --split or --split-column, not both"
         if self.image_format == "keep" and (self.policy.resize or self.policy.grayscale or self.policy.rgb):
@@ -121,8 +131,12 @@ class ImagesConverter(Converter):
             raise OptionError(problem)
         labels_csv, split, stratify, dedupe = options.labels_csv, options.split, options.stratify, options.dedupe
         split_column, group_column, label_column = options.split_column, options.group_column, options.label_column
-        image_format, keep_exact, quality, policy = (options.image_format, options.keep_exact, options.quality,
-                                                     options.policy)  # fmt: skip
+        image_format, keep_exact, quality, policy = (
+            options.image_format,
+            options.keep_exact,
+            options.quality,
+            options.policy,
+        )
         self.root = image_dir
         self._folder = ImageFolder(image_dir, out, in_parts)
         self._remote, self._real_root = self._folder.remote, self._folder.real_root
@@ -138,10 +152,18 @@ class ImagesConverter(Converter):
         self.raw_shape: tuple[int, int, int] | None = None  # (H, W, C), known after finish() for raw
         self._csv = labels_csv
         self.warnings: list[str] = []
-        self._settings = {"image_format": image_format, "keep_exact": keep_exact, "split": split.describe() if split else None,
-                          "stratify": stratify, "split_column": split_column, "label_column": label_column,
-                          "headerless_labels": options.headerless_labels, "delimiter": options.delimiter,
-                          "group_column": group_column, "dedupe": dedupe}  # fmt: skip
+        self._settings = {
+            "image_format": image_format,
+            "keep_exact": keep_exact,
+            "split": split.describe() if split else None,
+            "stratify": stratify,
+            "split_column": split_column,
+            "label_column": label_column,
+            "headerless_labels": options.headerless_labels,
+            "delimiter": options.delimiter,
+            "group_column": group_column,
+            "dedupe": dedupe,
+        }
         self._group_column, self._dedupe = group_column, dedupe
         self._group_of: dict[str, str] = {}  # image -> its --group-column value
         self.dataset_name = dataset_name(image_dir)
@@ -175,8 +197,9 @@ class ImagesConverter(Converter):
         for link in sorted(left_out.get("link", [])):
             self._inside(link, os.path.join(self.root, link))
         if left_out.get("dataset"):
-            self.warnings.append(f"{self.root}: left out {named(left_out['dataset'], 'folder')}, "
-                                 "holding tfr-convert output, not images")  # fmt: skip
+            self.warnings.append(
+                f"{self.root}: left out {named(left_out['dataset'], 'folder')}, holding tfr-convert output, not images"
+            )
         runs = folder_runs(files)
         classes = sorted(top for top, _, _ in runs if top is not None)
         loose = [f for top, start, stop in runs if top is None for f in files[start:stop]]
@@ -217,8 +240,9 @@ class ImagesConverter(Converter):
 
     # ------------------------------------------------------------ splits
 
-    def _split(self, items: list[tuple], spec: SplitSpec | None, stratify: bool, split_of: dict[str, str],
-               seed: int) -> dict[str, list[tuple]]:  # fmt: skip
+    def _split(
+        self, items: list[tuple], spec: SplitSpec | None, stratify: bool, split_of: dict[str, str], seed: int
+    ) -> dict[str, list[tuple]]:
         if stratify and spec is not None and self.label_feature is None:
             raise SourceError(f"{self.root}: --stratify needs labels (class folders or --label-column)")
         groups = None
@@ -371,10 +395,11 @@ class ImagesConverter(Converter):
         whys = ", ".join(sorted({why for why, _ in flagged}))
         files = named(sorted(file for _, file in flagged), "image")
         if self.keep_exact:
-            return [f"{self.root}: kept {files} as they are ({whys}): TensorFlow's decoders will not read "
-                    "them upright"]  # fmt: skip
-        return [f"{self.root}: re-encoded {files} ({whys}), so that TensorFlow decodes them upright; "
-                "--keep-exact keeps their bytes"]  # fmt: skip
+            return [f"{self.root}: kept {files} as they are ({whys}): TensorFlow's decoders will not read them upright"]
+        return [
+            f"{self.root}: re-encoded {files} ({whys}), so that TensorFlow decodes them upright; "
+            "--keep-exact keeps their bytes"
+        ]
 
     def sources(self) -> list[dict[str, Any]]:
         from .base import fingerprint

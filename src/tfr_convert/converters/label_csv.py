@@ -20,8 +20,19 @@ from ..errors import OptionError, SourceError
 from . import csvtable
 from .folders import IMAGE_SUFFIXES, ImageFolder, named
 
-PATH_COLUMN_NAMES = ("path", "file", "filename", "file_name", "filepath", "file_path", "image", "image_path",
-                     "image_file", "img", "img_path")  # fmt: skip
+PATH_COLUMN_NAMES = (
+    "path",
+    "file",
+    "filename",
+    "file_name",
+    "filepath",
+    "file_path",
+    "image",
+    "image_path",
+    "image_file",
+    "img",
+    "img_path",
+)
 SPLIT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 # Integer labels from this value up must be dense enough (at least a quarter of 0..max
 # present) to become class indices: ids such as 10000000 would make a table of millions
@@ -30,8 +41,15 @@ MAX_SPARSE_LABEL = 1000
 
 
 class LabelCsv:
-    def __init__(self, folder: ImageFolder, csv_path: str, delimiter: str | None, reserved: set[str],
-                 reject: Callable[[str, str], None], inside: Callable[[str, str], bool]) -> None:  # fmt: skip
+    def __init__(
+        self,
+        folder: ImageFolder,
+        csv_path: str,
+        delimiter: str | None,
+        reserved: set[str],
+        reject: Callable[[str, str], None],
+        inside: Callable[[str, str], bool],
+    ) -> None:
         """reserved: feature names the converter writes itself (no column may take one);
         reject(where, why): a row left out or fatal; inside(rel, where): whether a path
         stays inside the folder (rejecting it if not)."""
@@ -98,15 +116,19 @@ class LabelCsv:
                 items.append((f, line, None, (table.typed(row.values[0], dtype),)))
         return items
 
-    def with_header(self, path_column: str | None, label_column: str | None,
-                     split_column: str | None, group_column: str | None) -> tuple[list[tuple], dict[str, str]]:  # fmt: skip
+    def with_header(
+        self, path_column: str | None, label_column: str | None, split_column: str | None, group_column: str | None
+    ) -> tuple[list[tuple], dict[str, str]]:
         table = csvtable.read(self.csv_path, delimiter=self.delimiter)
         for line, reason in table.problems:
             self.reject(f"{self.csv_path} line {line}", reason)
         header = list(table.header)
         path_col = self._path_column(table, path_column)
-        for option, col in (("--label-column", label_column), ("--split-column", split_column),
-                            ("--group-column", group_column)):  # fmt: skip
+        for option, col in (
+            ("--label-column", label_column),
+            ("--split-column", split_column),
+            ("--group-column", group_column),
+        ):
             if col is not None and col not in header:
                 raise OptionError(f"{self.csv_path}: {option} {col!r} is not a column ({self._columns_seen(table)})")
         feature_cols = [c for c in header if c not in (path_col, split_column)]
@@ -149,8 +171,9 @@ class LabelCsv:
 
     def _warn_unlisted(self, listed: dict[str, int]) -> None:
         """Images under IMAGE_DIR that no CSV row names: left out, and said so once."""
-        unlisted = [f for f in self.folder.files()
-                    if f.lower().endswith(IMAGE_SUFFIXES) and os.path.normpath(f) not in listed]  # fmt: skip
+        unlisted = [
+            f for f in self.folder.files() if f.lower().endswith(IMAGE_SUFFIXES) and os.path.normpath(f) not in listed
+        ]
         if unlisted:
             self.warnings.append(f"{self.folder.root}: {named(unlisted, 'image')} not in {self.csv_path}, left out")
 

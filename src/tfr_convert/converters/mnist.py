@@ -34,11 +34,19 @@ VARIANTS = ("mnist", "fashion_mnist", "kmnist")
 CLASS_NAMES = {
     "mnist": [str(i) for i in range(10)],
     "fashion_mnist": [
-        "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
-        "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot",
+        "T-shirt/top",
+        "Trouser",
+        "Pullover",
+        "Dress",
+        "Coat",
+        "Sandal",
+        "Shirt",
+        "Sneaker",
+        "Bag",
+        "Ankle boot",
     ],
     "kmnist": ["o", "ki", "su", "tsu", "na", "ha", "ma", "ya", "re", "wo"],
-}  # fmt: skip
+}
 # (split, what) -> the file stem every variant uses
 FILES = {
     ("train", "images"): "train-images-idx3-ubyte",
@@ -216,8 +224,9 @@ class MnistConverter(Converter):
     #: labels lie in 0..num_classes-1 (set before the files are read: EMNIST's depend on the variant)
     num_classes = NUM_CLASSES
 
-    def __init__(self, src_dir: str, variant: str | None = None, image_format: str = "raw",
-                 layout: str = "tutorial") -> None:  # fmt: skip
+    def __init__(
+        self, src_dir: str, variant: str | None = None, image_format: str = "raw", layout: str = "tutorial"
+    ) -> None:
         if image_format not in IMAGE_FORMATS or layout not in LAYOUTS:
             raise ValueError(f"image_format must be one of {IMAGE_FORMATS}, layout one of {LAYOUTS}")
         self.src_dir = src_dir

@@ -217,8 +217,19 @@ def safe_load(data: bytes | BinaryIO) -> Any:
         return _Resolver().resolve(_AllowlistUnpickler(stream, encoding="bytes").load())
     except UnsafePickleError:
         raise
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError,
-            OverflowError, MemoryError, RecursionError, struct.error) as e:  # fmt: skip
+    except (
+        pickle.UnpicklingError,
+        EOFError,
+        ValueError,
+        TypeError,
+        AttributeError,
+        IndexError,
+        KeyError,
+        OverflowError,
+        MemoryError,
+        RecursionError,
+        struct.error,
+    ) as e:
         # Untrusted bytes can fail anywhere inside pickle or numpy; each of
         # these means "not a valid data pickle", never a bug of ours.
         raise UnsafePickleError(f"{type(e).__name__}: {e}") from None

@@ -88,12 +88,16 @@ class BoxStats:
 
 
 def format_boxes(b: dict[str, Any]) -> str:
-    line = (f"boxes: {b['boxes']} in {b['images']} images ({b['negatives']} without any), "
-            f"per image up to {b['per_image']['max']} (mean {b['per_image']['mean']:.2f})")  # fmt: skip
+    line = (
+        f"boxes: {b['boxes']} in {b['images']} images ({b['negatives']} without any), "
+        f"per image up to {b['per_image']['max']} (mean {b['per_image']['mean']:.2f})"
+    )
     if "width" in b:
         unit = " px" if b["size_unit"] == "px" else ""
-        line += (f"; width {b['width']['min']:.3g}..{b['width']['max']:.3g}{unit}, "
-                 f"height {b['height']['min']:.3g}..{b['height']['max']:.3g}{unit}")  # fmt: skip
+        line += (
+            f"; width {b['width']['min']:.3g}..{b['width']['max']:.3g}{unit}, "
+            f"height {b['height']['min']:.3g}..{b['height']['max']:.3g}{unit}"
+        )
     if "aspect" in b and math.isfinite(b["aspect"]["max"]):
         line += f", aspect (w/h) {b['aspect']['min']:.3g}..{b['aspect']['max']:.3g}"
     classes = ", ".join(f"{k or '?'} {v}" for k, v in b["classes"].items())

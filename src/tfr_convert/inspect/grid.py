@@ -151,8 +151,12 @@ def grid(
         left, top = x + (CELL - tile.width) // 2, y + (CELL - tile.height) // 2
         sheet.paste(tile, (left, top))
         for (xmin, ymin, xmax, ymax), name in boxes:
-            corners = [left + xmin * tile.width, top + ymin * tile.height, left + xmax * tile.width,
-                       top + ymax * tile.height]  # fmt: skip
+            corners = [
+                left + xmin * tile.width,
+                top + ymin * tile.height,
+                left + xmax * tile.width,
+                top + ymax * tile.height,
+            ]
             draw.rectangle(corners, outline=BOX_COLOUR, width=1)
             draw.text((corners[0] + 1, corners[1]), name[:10], fill=BOX_COLOUR)
         draw.text((x + 2, y + CELL), text[:16], fill=(0, 0, 0))

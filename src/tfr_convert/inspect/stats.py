@@ -224,20 +224,32 @@ def stats(paths: list[str], max_record: int = MAX_RECORD_BYTES) -> dict[str, Any
         report["boxes"] = boxes.to_dict()
     if inputs.datasets:
         leaks = [
-            {"feature": name, "splits": sorted(refs),
-             "records": [{"file": f, "record": i, **({"filename": n} if n is not None else {})}
-                         for f, i, n in refs.values()]}
+            {
+                "feature": name,
+                "splits": sorted(refs),
+                "records": [
+                    {"file": f, "record": i, **({"filename": n} if n is not None else {})} for f, i, n in refs.values()
+                ],
+            }
             for (name, _), refs in seen_in.items()
             if len(refs) > 1
-        ]  # fmt: skip
+        ]
         report["splits"] = {
-            split: {"records": s["records"],
-                    "histograms": {n: {str(k): v for k, v in sorted(h.items())} for n, h in sorted(s["histograms"].items())}}
+            split: {
+                "records": s["records"],
+                "histograms": {
+                    n: {str(k): v for k, v in sorted(h.items())} for n, h in sorted(s["histograms"].items())
+                },
+            }
             for split, s in per_split.items()
-        }  # fmt: skip
+        }
         near = _near_duplicates(perceptual)
-        report["leakage"] = {"images_in_several_splits": len(leaks), "examples": leaks[:10],
-                             "near_duplicate_pairs": len(near), "near_duplicates": near[:LISTED_NEAR]}  # fmt: skip
+        report["leakage"] = {
+            "images_in_several_splits": len(leaks),
+            "examples": leaks[:10],
+            "near_duplicate_pairs": len(near),
+            "near_duplicates": near[:LISTED_NEAR],
+        }
     return report
 
 
@@ -248,8 +260,10 @@ def _near_duplicates(found: list[tuple[int, str, str, int, str | None, bytes]]) 
     for i, j, distance in close_pairs(h for h, *_ in found):
         a, b = found[i], found[j]
         if a[1] != b[1] and a[5] != b[5]:
-            records = [{"split": s, "file": f, "record": r, **({"filename": n} if n is not None else {})}
-                       for _, s, f, r, n, _ in (a, b)]  # fmt: skip
+            records = [
+                {"split": s, "file": f, "record": r, **({"filename": n} if n is not None else {})}
+                for _, s, f, r, n, _ in (a, b)
+            ]
             pairs.append({"distance": distance, "records": records})
     return sorted(pairs, key=lambda p: p["distance"])
 
@@ -295,13 +309,18 @@ def format_stats(report: dict[str, Any]) -> str:
         leak = report["leakage"]
         lines.append(f"leakage: {leak['images_in_several_splits']} images appear in more than one split")
         for ex in leak["examples"]:
-            refs = "; ".join(r.get("filename") or f"{os.path.basename(r['file'])} record {r['record']}"
-                             for r in ex["records"])  # fmt: skip
+            refs = "; ".join(
+                r.get("filename") or f"{os.path.basename(r['file'])} record {r['record']}" for r in ex["records"]
+            )
             lines.append(f"  {ex['feature']} in {', '.join(ex['splits'])}: {refs}")
-        lines.append(f"near-duplicates: {leak['near_duplicate_pairs']} pairs of similar images in different splits "
-                     f"(perceptual hash within {THRESHOLD} of 64 bits)")  # fmt: skip
+        lines.append(
+            f"near-duplicates: {leak['near_duplicate_pairs']} pairs of similar images in different splits "
+            f"(perceptual hash within {THRESHOLD} of 64 bits)"
+        )
         for pair in leak["near_duplicates"]:
-            refs = " ~ ".join(f"{r['split']}:" + (r.get("filename") or f"{os.path.basename(r['file'])} record {r['record']}")
-                              for r in pair["records"])  # fmt: skip
+            refs = " ~ ".join(
+                f"{r['split']}:" + (r.get("filename") or f"{os.path.basename(r['file'])} record {r['record']}")
+                for r in pair["records"]
+            )
             lines.append(f"  {refs} (distance {pair['distance']})")
     return "\n".join(lines)

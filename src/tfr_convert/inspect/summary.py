@@ -103,8 +103,7 @@ def file_kind(path: str) -> tuple[containers.Container, str]:
 
 
 def _file_entry(path: str, records: int, kind: tuple[containers.Container, str]) -> dict[str, Any]:
-    return {"path": path, "records": records, "bytes": fs.getsize(path), "compression": kind[1],
-            "format": kind[0].name}  # fmt: skip
+    return {"path": path, "records": records, "bytes": fs.getsize(path), "compression": kind[1], "format": kind[0].name}
 
 
 def count(paths: list[str]) -> dict[str, Any]:
@@ -217,8 +216,10 @@ def format_summary(report: dict[str, Any]) -> str:
         if report["undecodable_records"]:
             lines.append(f"undecodable records (not tf.train.Example): {report['undecodable_records']}")
         for part in report.get("records_read_in_part", []):
-            lines.append(f"{part['file']} record {part['record']}: only its first {part['features_read']} features "
-                         "read for the schema (it holds more)")  # fmt: skip
+            lines.append(
+                f"{part['file']} record {part['record']}: only its first {part['features_read']} features "
+                "read for the schema (it holds more)"
+            )
         for ex in report["examples"]:
             lines.append(f"example: {os.path.basename(ex['file'])} record {ex['record']}")
             for name, feat in ex["features"].items():

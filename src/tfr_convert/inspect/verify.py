@@ -45,8 +45,10 @@ def verify_dataset(directory: str, checked: dict[str, dict[str, Any]]) -> list[d
     """Shards of a dataset directory against dataset_info.json and manifest.json."""
     dataset = DatasetDir(directory)
     try:
-        names = {split: list(zip(dataset.shard_names(split), lengths, strict=True))
-                 for split, lengths in dataset.splits().items()}  # fmt: skip
+        names = {
+            split: list(zip(dataset.shard_names(split), lengths, strict=True))
+            for split, lengths in dataset.splits().items()
+        }
     except (SourceError, KeyError, TypeError, ValueError, AttributeError) as e:
         # untrusted JSON of any shape: whatever it lacks, the report says so instead of failing
         detail = str(e) if isinstance(e, SourceError) else f"{type(e).__name__}: {e}"
@@ -104,16 +106,26 @@ def shard_set_problems(paths: list[str], covered: list[str]) -> dict[str, list[d
         problems = found.setdefault(directory, [])
         if len(by_count) > 1:
             counts = ", ".join(f"-of-{n:05d}" for n in sorted(by_count))
-            problems.append(_problem("mixed_shard_counts", f"{name}-{split}.{file_format}-*",
-                                     f"shards of one split name different totals: {counts}"))  # fmt: skip
+            problems.append(
+                _problem(
+                    "mixed_shard_counts",
+                    f"{name}-{split}.{file_format}-*",
+                    f"shards of one split name different totals: {counts}",
+                )
+            )
         for count, indices in sorted(by_count.items()):
             missing = sorted(set(range(count)) - indices)
             for index in missing[:10]:
                 file = ShardName(name, split, index, count, file_format).filename
                 problems.append(_problem("missing_shard", file, f"shard {index} of {count} is absent"))
             if len(missing) > 10:
-                problems.append(_problem("missing_shard", f"{name}-{split}.{file_format}-*-of-{count:05d}",
-                                         f"{len(missing) - 10} more of {count} shards absent"))  # fmt: skip
+                problems.append(
+                    _problem(
+                        "missing_shard",
+                        f"{name}-{split}.{file_format}-*-of-{count:05d}",
+                        f"{len(missing) - 10} more of {count} shards absent",
+                    )
+                )
     return {d: p for d, p in found.items() if p}
 
 
@@ -155,8 +167,10 @@ def _notes(directory: str, files: list[dict[str, Any]]) -> list[str]:
             others.setdefault(shard.name, []).append(f)
     for other, found in sorted(others.items()):
         records = sum(f["records"] for f in found)
-        notes.append(f"{counted(len(found), 'file')} of another dataset, {other!r} ({counted(records, 'record')}), "
-                     f"lie beside {name!r}: verified and counted above, not against its metadata")  # fmt: skip
+        notes.append(
+            f"{counted(len(found), 'file')} of another dataset, {other!r} ({counted(records, 'record')}), "
+            f"lie beside {name!r}: verified and counted above, not against its metadata"
+        )
     return notes
 
 

@@ -97,8 +97,10 @@ def _label_map_names(path: str, text: str) -> list[str]:
 def _lines(path: str, text: str) -> list[str]:
     """One name per line (blank lines ignored); a name twice is an error."""
     if _YAML_KEYS.search(text) and ":" in text.split("\n", 1)[0]:
-        raise OptionError(f"{path}: holds YAML keys (names:, nc:, train:...), not one name per line: "
-                          "a YOLO data.yaml is read as such when its name ends in .yaml")  # fmt: skip
+        raise OptionError(
+            f"{path}: holds YAML keys (names:, nc:, train:...), not one name per line: "
+            "a YOLO data.yaml is read as such when its name ends in .yaml"
+        )
     names: list[str] = []
     for number, line in enumerate(text.splitlines(), 1):
         name = line.strip()

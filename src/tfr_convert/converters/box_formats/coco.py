@@ -188,7 +188,9 @@ class _Annotations:
                 else:
                     self.big_ids.setdefault(ann["id"], []).append(i)
             if not isinstance(ann, dict) or type(ann.get("image_id")) is not int:
-                self.wrong.append((i, None, None, f"image_id is {shown(ann.get('image_id') if isinstance(ann, dict) else ann)}"))  # fmt: skip
+                self.wrong.append(
+                    (i, None, None, f"image_id is {shown(ann.get('image_id') if isinstance(ann, dict) else ann)}")
+                )
                 continue
             iid, cid = ann["image_id"], ann.get("category_id")
             try:
@@ -271,5 +273,15 @@ class _Annotations:
             else:
                 x, y, w, h = self.boxes[4 * (k - 1) : 4 * k]
                 area = self.area[k - 1]
-                entry["boxes"].append(Box(categories[cid], x, y, x + w, y + h, where=where,  # type: ignore[index]
-                                          is_crowd=self.crowd[k - 1], area=None if math.isnan(area) else area))  # fmt: skip
+                entry["boxes"].append(
+                    Box(
+                        categories[cid],
+                        x,
+                        y,
+                        x + w,
+                        y + h,
+                        where=where,  # type: ignore[index]
+                        is_crowd=self.crowd[k - 1],
+                        area=None if math.isnan(area) else area,
+                    )
+                )

@@ -107,12 +107,24 @@ class ImageCollector:
     def __init__(self) -> None:
         self._images: dict[str, dict] = {}
 
-    def image(self, filename: str, where: str, width: int | None = None, height: int | None = None,
-              source_id: str | None = None) -> dict:  # fmt: skip
+    def image(
+        self,
+        filename: str,
+        where: str,
+        width: int | None = None,
+        height: int | None = None,
+        source_id: str | None = None,
+    ) -> dict:
         entry = self._images.get(filename)
         if entry is None:
-            entry = self._images[filename] = {"where": where, "width": width, "height": height,
-                                              "source_id": source_id, "boxes": [], "problems": []}  # fmt: skip
+            entry = self._images[filename] = {
+                "where": where,
+                "width": width,
+                "height": height,
+                "source_id": source_id,
+                "boxes": [],
+                "problems": [],
+            }
         elif width is not None and (entry["width"], entry["height"]) not in ((None, None), (width, height)):
             entry["problems"].append(
                 (where, f"declares {filename} {width}x{height}, {entry['where']} {entry['width']}x{entry['height']}")

@@ -52,8 +52,9 @@ class _Reader:
             self.expect(",", "',' delimiter")
 
 
-def read_object(text: str, streamed: dict[str, Callable[[Iterator[Any]], None]],
-                parse_int: Callable[[str], Any] = int) -> dict[str, Any]:  # fmt: skip
+def read_object(
+    text: str, streamed: dict[str, Callable[[Iterator[Any]], None]], parse_int: Callable[[str], Any] = int
+) -> dict[str, Any]:
     """The members of the top-level object of `text`, but for those named in `streamed`
     whose value is an array: their elements go, one at a time and in order, to the
     function given for the name (which must consume them all). None if the top level is

@@ -64,8 +64,9 @@ def _read_labels(path: str, names: list[str], entry: dict) -> None:
             continue
         try:
             if len(fields) != 5:
-                raise ValueError(f"{len(fields)} values, expected 5 (class cx cy w h; segmentation polygons "
-                                 "are not boxes)")  # fmt: skip
+                raise ValueError(
+                    f"{len(fields)} values, expected 5 (class cx cy w h; segmentation polygons are not boxes)"
+                )
             if not fields[0].isdigit() or int(fields[0]) >= len(names):
                 raise ValueError(f"class {fields[0][:20]!r} is not one of 0..{len(names) - 1}")
             cx, cy, w, h = (number(v, what) for v, what in zip(fields[1:], ("cx", "cy", "w", "h"), strict=True))
