@@ -215,3 +215,10 @@ def test_a_full_stdout_after_the_commit_is_a_warning_not_a_failed_run(mnist_src,
     assert f"warning: {out} is complete; its summary could not be written to stdout: No space left" in proc.stderr
     assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr
     assert (out / "dataset_info.json").exists()
+
+
+def test_the_help_names_every_command_and_the_default_name_of_each(cli):
+    top = cli.convert("--help").stdout
+    assert all(word in top for word in ("MNIST", "CIFAR", "image folders", "annotated images"))
+    name_help = " ".join(cli.convert("detection", "--help").stdout.split())
+    assert "IMAGE_DIR's folder name for images and detection" in name_help

@@ -487,3 +487,21 @@ def test_resume_does_not_believe_an_edited_journal_line(cli, mnist, tmp_path, ed
     assert result.exit_code == 0, result.output
     assert files(out) == files(reference)  # the metadata's counts too
     assert cli.inspect(out, "--verify").exit_code == 0
+
+
+def test_a_resumed_run_says_how_many_shards_it_kept_and_a_finished_one_that_it_was(cli, mnist, tmp_path):
+    import json
+    import re
+
+    out = tmp_path / "out"
+    args = ["mnist", mnist, "--out", out, "--examples-per-shard", "5"]
+    assert killed_at(10, *args).returncode == -signal.SIGKILL
+    kept = len([line for line in (work_dir(out) / "journal").read_text().splitlines() if '"shard"' in line])
+    resumed = cli.convert(*args, "--resume")
+    assert resumed.exit_code == 0
+    m = re.search(r"\(resumed: (\d+) of (\d+) shards kept from the interrupted run\)", resumed.stdout)
+    assert m and int(m[1]) == kept > 0 and int(m[2]) == len(list(out.glob("*.tfrecord-*")))
+    again = cli.convert(*args, "--resume", "--json")
+    assert json.loads(again.stdout)["resumed"] == {"already_complete": True}
+    assert "(already complete: nothing written)" in cli.convert(*args, "--resume").stdout
+    assert "resumed" not in json.loads(cli.convert(*args, "--overwrite", "--json").stdout)

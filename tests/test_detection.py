@@ -603,3 +603,37 @@ def test_classes_from_a_label_map_and_other_files_refused_naming_the_kinds(cli, 
         "detection", images, "--annotations", labels, "--classes", yaml_as_text, "--out", tmp_path / "p"
     )
     assert hinted.exit_code == 2 and "a YOLO data.yaml is read as such when its name ends in .yaml" in hinted.stderr
+
+
+# ---------------------------------------------------------------- friction a newcomer met
+
+
+def test_a_yolo_box_a_rounding_error_past_the_edge_is_clipped_without_a_warning(cli, tmp_path):
+    images, labels = tmp_path / "images", tmp_path / "labels"
+    yolo_export(images, labels)
+    (labels / "classes.txt").write_text("bird\ncat\ndog\n")
+    (labels / "b.txt").write_text("1 0.5 0.5 1.0000075 0.4\n")  # 0.00015 px past both sides of a 40 px image
+    (labels / "a.txt").write_text("0 0.5 0.5 1.02 0.4\n")  # 0.4 px past: clipped, and said
+    out = tmp_path / "out"
+    result = cli.convert("detection", images, "--annotations", labels, "--out", out)
+    assert result.exit_code == 0, result.stderr
+    assert "clipped 1 box" in result.stderr and "a.txt line 1" in result.stderr and "b.txt" not in result.stderr
+    boxes = parsed(out)["b.jpg"]
+    assert boxes["image/object/bbox/xmin"][0] == 0.0 and boxes["image/object/bbox/xmax"][0] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("entry", "kind"),
+    [
+        ({"image_id": 1, "file_name": "a.png", "segments_info": [{"id": 3, "category_id": 1}]}, "a COCO panoptic file"),
+        ({"image_id": 1, "id": 5, "caption": "a bird on a branch"}, "a COCO captions file"),
+    ],
+)
+def test_a_coco_panoptic_or_captions_file_is_named_as_such(cli, tmp_path, entry, kind):
+    images = write_images(tmp_path / "images")
+    path = tmp_path / "captions_train.json"
+    path.write_text(json.dumps({"images": [{"id": 1, "file_name": "a.jpg", "width": 64, "height": 48}],
+                                "annotations": [entry], "categories": [{"id": 1, "name": "bird"}]}))  # fmt: skip
+    result = cli.convert("detection", images, "--annotations", path, "--out", tmp_path / "out")
+    assert result.exit_code == 1
+    assert f"{path}: {kind}" in result.stderr and "give the instances_*.json of the same split" in result.stderr

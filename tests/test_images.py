@@ -607,3 +607,16 @@ def test_keep_mode_chunks_follow_the_file_size_and_never_change_the_output(tmp_p
         pipeline.run(converter, engine.RunOptions(out=str(out), workers=2))
         outputs.append({p.name: p.read_bytes() for p in out.iterdir() if ".tfrecord-" in p.name})
     assert outputs[0] and outputs[0] == outputs[1]
+
+
+def test_a_file_in_a_class_folder_that_is_no_image_suggests_on_error_skip(cli, tmp_path):
+    from PIL import Image
+
+    root = tmp_path / "images"
+    (root / "cat").mkdir(parents=True)
+    Image.new("RGB", (8, 8)).save(root / "cat" / "a.png")
+    (root / "cat" / "notes.md").write_text("taken in May")
+    result = cli.convert("images", root, "--out", tmp_path / "out")
+    assert result.exit_code == 1
+    assert "notes.md" in result.stderr and "(--on-error skip leaves such items out and lists them)" in result.stderr
+    assert cli.convert("images", root, "--out", tmp_path / "out", "--on-error", "skip").exit_code == 0

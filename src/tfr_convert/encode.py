@@ -70,6 +70,7 @@ def encode_items(
                 payload = serialize(features)
             except TfrConvertError as e:
                 if on_error != "skip":
+                    e.skippable = True
                     raise e.locate(converter.describe(item)) from None
                 skipped.append({"item": converter.describe(item), "reason": str(e)})
                 continue

@@ -91,6 +91,9 @@ class Summary:
     seconds: float
     skipped: Skips = field(default_factory=Skips)
     warnings: list[str] = field(default_factory=list)
+    # a --resume: {"kept_shards": N} (shards of the interrupted run kept), or
+    # {"already_complete": True} (the run had finished: nothing written)
+    resumed: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -100,6 +103,7 @@ class Summary:
             "seconds": round(self.seconds, 3),
             **skipped_fields(self.skipped),
             "warnings": self.warnings,
+            **({"resumed": self.resumed} if self.resumed is not None else {}),
         }
 
 
@@ -125,7 +129,15 @@ def committed_summary(path: str, seconds: float) -> Summary:
         split: {"examples": s["examples"], "shards": len(s["shards"]), "bytes": s["bytes"]}
         for split, s in manifest["splits"].items()
     }
-    return Summary(manifest["dataset"], path, splits, seconds, from_fields(manifest), manifest["warnings"])
+    return Summary(
+        manifest["dataset"],
+        path,
+        splits,
+        seconds,
+        from_fields(manifest),
+        manifest["warnings"],
+        resumed={"already_complete": True},
+    )
 
 
 def finish(

@@ -18,6 +18,10 @@ class TfrConvertError(Exception):
 
     where: str = ""
     exit_code = 1
+    #: the problem is one item's (an image, a row): --on-error skip would leave it out
+    skippable = False
+    #: what the command line adds to the message, where it knows better (an option to try)
+    hint = ""
 
     def locate(self, where: str) -> TfrConvertError:
         """Name where this happened (the innermost location is kept); returns self, to re-raise."""

@@ -240,4 +240,7 @@ def run(converter: Converter, options: RunOptions, progress: Callable[[int, int]
             journal.close()
             if pool is not None:
                 pool.close()
-        return finish(converter, options, out, results, tally.observations, tally.skipped, tally.warnings, started)
+        summary = finish(converter, options, out, results, tally.observations, tally.skipped, tally.warnings, started)
+        if kept is not None:
+            summary.resumed = {"kept_shards": sum(len(shards) for shards in done.shards.values())}
+        return summary

@@ -18,7 +18,8 @@ from .types import Color, Delimiter, LocalOrRemotePath, Size2D
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="tfr-convert")
 def convert() -> None:
-    """Convert MNIST, CIFAR and image folders to sharded TFRecord (or ArrayRecord) datasets."""
+    """Convert MNIST, CIFAR, image folders and annotated images (boxes) to sharded TFRecord
+    (or ArrayRecord) datasets."""
 
 
 # converters.emnist.VARIANTS, spelled out: importing the converter (numpy) to build the

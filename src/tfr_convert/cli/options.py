@@ -43,7 +43,8 @@ def common_options(f):
         click.option(
             "--name",
             type=DatasetName(),
-            help="Dataset name used in shard file names [default: the variant for mnist and cifar, the folder name for images].",
+            help="Dataset name used in shard file names [default: the variant for mnist and cifar, IMAGE_DIR's "
+            "folder name for images and detection].",
         ),
         click.option("--num-shards", type=click.IntRange(min=1), help="Shards per split."),
         click.option("--examples-per-shard", type=click.IntRange(min=1), help="Examples per shard."),

@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from ..errors import TfrConvertError
 from .options import run_options
 
 
@@ -78,6 +79,10 @@ def run_conversion(
             _print_plan(converter, options, quiet, as_json)
             return
         summary = run(converter, options, progress=progress)
+    except TfrConvertError as e:
+        if e.skippable and "on_error" in common and options.on_error == "fail":
+            e.hint = "--on-error skip leaves such items out and lists them"
+        raise
     finally:
         close_bar()
     summary.seconds = time.perf_counter() - started  # reading and checking the sources included
@@ -122,6 +127,13 @@ def _report(summary, quiet: bool, as_json: bool) -> None:
     shards = sum(s["shards"] for s in summary.splits.values())
     size = human_bytes(sum(s["bytes"] for s in summary.splits.values()))
     skipped = f" ({summary.skipped.total} skipped, listed in manifest.json)" if summary.skipped.total else ""
+    if summary.resumed is not None:
+        kept = summary.resumed.get("kept_shards")
+        skipped += (
+            " (already complete: nothing written)"
+            if kept is None
+            else f" (resumed: {kept} of {shards} shards kept from the interrupted run)"
+        )
     click.echo(
         f"{summary.name}: {per_split} examples in {counted(shards, 'shard')}, {size}, {summary.seconds:.1f} s -> "
         f"{summary.out}"

@@ -20,7 +20,7 @@ class Translating:
         try:
             return super().invoke(ctx)  # type: ignore[misc]
         except TfrConvertError as e:
-            message, code = str(e), e.exit_code
+            message, code = str(e) + (f" ({e.hint})" if e.hint else ""), e.exit_code
         except OSError as e:
             message = f"{e.filename}: {e.strerror}" if e.filename else str(e)
         except KeyboardInterrupt:

@@ -116,7 +116,9 @@ class Converter(ABC):
         """An item or source row that cannot be used: SourceError, or, where the converter
         was made with on_error="skip", listed in its `skipped` and left out."""
         if getattr(self, "on_error", "fail") != "skip":
-            raise SourceError(f"{where}: {reason}")
+            error = SourceError(f"{where}: {reason}")
+            error.skippable = True
+            raise error
         self.skipped.add(where, reason)
 
     def item_file(self, item: Hashable) -> str | None:

@@ -40,6 +40,9 @@ IMAGE_FORMATS = ("keep", "jpeg", "png")
 # What the API's decoder reads by `image/format`; anything else is re-encoded in keep mode.
 STORED_AS_IS = ("jpeg", "png")
 CLIP_TOLERANCE = 1.0  # pixels a box may lie outside its image and be clipped, not refused
+# Up to this far out a box is on the edge, not past it: YOLO's fractions, written with six
+# decimals, land a few millionths of a pixel either side. Clipped without a word.
+ROUNDING = 1e-3  # pixels
 LABEL = "image/object/class/label"
 _NAMED = 5
 
@@ -317,7 +320,8 @@ class DetectionConverter(Converter):
                     f"{width}x{height} image (up to {CLIP_TOLERANCE:g} px is clipped)"
                 )
             if outside > 0:
-                clipped.append(box.where)
+                if outside > ROUNDING:
+                    clipped.append(box.where)
                 x0, y0, x1, y1 = max(x0, 0), max(y0, 0), min(x1, width), min(y1, height)
                 if x1 <= x0 or y1 <= y0:
                     raise SourceError(f"{box.where}: box lies along the image's edge, with no area inside it")

@@ -95,6 +95,13 @@ def read(path: str) -> Annotations:
     for key, part in (("images", images), ("annotations", annotations)):
         if not part.read_once:
             _list(doc, key, path)  # raises: no such list
+    other_kinds = {
+        "segments_info": "a COCO panoptic file (its segments are in PNGs)",
+        "caption": "a COCO captions file",
+    }
+    for key, kind in other_kinds.items():
+        if key in annotations.first_keys and "bbox" not in annotations.first_keys:
+            raise SourceError(f"{path}: {kind}: no boxes here; give the instances_*.json of the same split")
     categories = _categories(doc, path)
     found = Annotations([], [path], classes=[categories[c] for c in sorted(categories)])
     found.problems += images.problems
@@ -177,10 +184,13 @@ class _Annotations:
         self.ids = array("q")  # the entries' own ids, for duplicates
         self.id_at = array("q")
         self.big_ids: dict[int, list[int]] = {}  # ids beyond 64 bits: rare, kept aside
+        self.first_keys: set[str] = set()  # of the first entry: tells another kind of COCO file
 
     def read(self, entries: Iterator[Any]) -> None:
         self.read_once = True
         for i, ann in enumerate(entries):
+            if i == 0 and isinstance(ann, dict):
+                self.first_keys = set(ann)
             if isinstance(ann, dict) and type(ann.get("id")) is int:
                 if -(1 << 63) <= ann["id"] < 1 << 63:
                     self.ids.append(ann["id"])
