@@ -9,7 +9,15 @@ import click
 
 from .. import __version__
 from ..converters import VARIANTS
-from .options import DEDUPE, common_options, published_dataset_options, source_of, split_options
+from .options import (
+    DEDUPE,
+    MAX_PIXELS,
+    common_options,
+    on_error_option,
+    published_dataset_options,
+    source_of,
+    split_options,
+)
 from .running import run_conversion
 from .translate import Group
 from .types import Color, Delimiter, LocalOrRemotePath, Size2D
@@ -130,20 +138,8 @@ def cifar(src, download, variant, binary, image_format, layout, mirror, cache_di
 @click.option("--grayscale", is_flag=True, help="Same as --color grayscale.")
 @click.option("--gray-method", type=click.Choice(["luma", "mean"]), default="luma", show_default=True)
 @click.option("--background", type=Color(), default="white", show_default=True, help="Colour behind transparency.")
-@click.option(
-    "--max-pixels",
-    type=click.IntRange(min=1),
-    default=89_478_485,
-    show_default=True,
-    help="Refuse larger images (decompression bombs), checked from the header.",
-)
-@click.option(
-    "--on-error",
-    type=click.Choice(["fail", "skip"]),
-    default="fail",
-    show_default=True,
-    help="skip: leave out bad images and rows, and list them.",
-)
+@MAX_PIXELS
+@on_error_option("skip: leave out bad images and rows, and list them.")
 @common_options
 def images(
     image_dir,
@@ -244,22 +240,10 @@ def images(
 @click.option("--quality", type=click.IntRange(1, 100), default=95, show_default=True, help="JPEG quality.")
 @click.option("--resize", type=Size2D(), help="Resize every image to WxH (stretched: normalized boxes stay right).")
 @click.option("--grayscale", is_flag=True, help="Store 1-channel grayscale images.")
-@click.option(
-    "--max-pixels",
-    type=click.IntRange(min=1),
-    default=89_478_485,
-    show_default=True,
-    help="Refuse larger images (decompression bombs), checked from the header.",
-)
+@MAX_PIXELS
 @click.option("--skip-empty", is_flag=True, help="Leave out images without boxes (kept as negatives by default).")
 @DEDUPE
-@click.option(
-    "--on-error",
-    type=click.Choice(["fail", "skip"]),
-    default="fail",
-    show_default=True,
-    help="skip: leave out images with a bad annotation or file, and list them.",
-)
+@on_error_option("skip: leave out images with a bad annotation or file, and list them.")
 @common_options
 def detection(
     image_dir,

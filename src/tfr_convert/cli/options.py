@@ -251,3 +251,19 @@ def split_options(stratify_help: str):
         )(checked)
 
     return decorate
+
+
+MAX_PIXELS = click.option(
+    "--max-pixels",
+    type=click.IntRange(min=1),
+    default=89_478_485,
+    show_default=True,
+    help="Refuse larger images (decompression bombs), checked from the header.",
+)
+
+
+def on_error_option(help_text: str):
+    """--on-error fail|skip, said in the command's own terms."""
+    return click.option(
+        "--on-error", type=click.Choice(["fail", "skip"]), default="fail", show_default=True, help=help_text
+    )
