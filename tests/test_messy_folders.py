@@ -160,7 +160,7 @@ def test_counts_of_one_are_singular(cli, tmp_path):
     assert "examples in 1 shard, " in result.stdout
     assert "total: 6 records in 1 file, " in cli.inspect(tmp_path / "out", "--count").stdout
     assert "verified 1 file, 6 records: no problems" in cli.inspect(tmp_path / "out", "--verify").stdout
-    assert "the folder name for images" in " ".join(cli.convert("images", "--help").stdout.split())
+    assert "folder name for images and detection" in " ".join(cli.convert("images", "--help").stdout.split())
 
 
 def test_an_earlier_output_inside_image_dir_is_left_out_with_a_warning(cli, tmp_path):
