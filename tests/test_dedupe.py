@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -268,3 +269,35 @@ def test_an_unreadable_image_is_its_own_cluster_and_is_named_later(cli, tmp_path
     result = cli.convert("images", tmp_path / "images", "--out", tmp_path / "out", "--split", "train=0.5,test=0.5",
                          "--dedupe", mode)  # fmt: skip
     assert result.exit_code == 1 and "broken.jpg" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_the_near_duplicate_report_counts_and_lists_what_comparing_every_pair_does():
+    """Records sharing a hash are counted by split and digest, not pair by pair: the same
+    count and the same first pairs as comparing every pair, and linear in a group's size."""
+    from tfr_convert.inspect.stats import LISTED_NEAR, near_duplicate_pairs
+
+    rng = np.random.default_rng(3)
+    base = rng.integers(0, 2**63, 12, dtype=np.uint64)
+    found = []
+    for k in range(400):
+        h = int(base[k % 12]) ^ (1 << int(rng.integers(0, 64))) * int(rng.random() < 0.3)
+        found.append((h, ["train", "test", "validation"][int(rng.integers(0, 3))], "f", k, None,
+                      bytes([int(rng.integers(0, 4))])))  # fmt: skip
+    every = []
+    for i in range(len(found)):
+        for j in range(i + 1, len(found)):
+            a, b = found[i], found[j]
+            d = bin(a[0] ^ b[0]).count("1")
+            if d <= THRESHOLD and a[1] != b[1] and a[5] != b[5]:
+                every.append((d, i, j))
+    every.sort()
+    count, listed = near_duplicate_pairs(found)
+    assert count == len(every) > LISTED_NEAR
+    assert [(p["distance"], p["records"][0]["record"], p["records"][1]["record"]) for p in listed] == every[
+        :LISTED_NEAR
+    ]
+    copies = [(7, "train" if k % 2 else "test", "f", k, None, bytes([k % 3])) for k in range(20_000)]
+    count, listed = near_duplicate_pairs(copies)  # quadratic before: 2 * 10**8 comparisons
+    cells = Counter((split, digest) for _, split, _, _, _, digest in copies)
+    expected = sum(n * m for (s1, d1), n in cells.items() for (s2, d2), m in cells.items() if s1 < s2 and d1 != d2)
+    assert count == expected and len(listed) == LISTED_NEAR

@@ -12,6 +12,7 @@ up to MAX_DISTINCT, after which the unique count is reported as a lower bound.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import io
 import math
@@ -243,29 +244,101 @@ def stats(paths: list[str], max_record: int = MAX_RECORD_BYTES) -> dict[str, Any
             }
             for split, s in per_split.items()
         }
-        near = _near_duplicates(perceptual)
+        near_count, near = near_duplicate_pairs(perceptual)
         report["leakage"] = {
             "images_in_several_splits": len(leaks),
             "examples": leaks[:10],
-            "near_duplicate_pairs": len(near),
-            "near_duplicates": near[:LISTED_NEAR],
+            "near_duplicate_pairs": near_count,
+            "near_duplicates": near,
         }
     return report
 
 
-def _near_duplicates(found: list[tuple[int, str, str, int, str | None, bytes]]) -> list[dict[str, Any]]:
-    """Pairs of images in different splits whose hashes are close but whose bytes differ
-    (identical ones are the exact leaks), closest first."""
-    pairs = []
-    for i, j, distance in close_pairs(h for h, *_ in found):
-        a, b = found[i], found[j]
-        if a[1] != b[1] and a[5] != b[5]:
-            records = [
+def near_duplicate_pairs(found: list[tuple[int, str, str, int, str | None, bytes]]) -> tuple[int, list[dict[str, Any]]]:
+    """(how many, the first LISTED_NEAR) pairs of images in different splits whose hashes
+    are close but whose bytes differ (identical ones are the exact leaks), closest first,
+    then in record order. Images sharing one hash are looked up in the index once and
+    their pairs counted from how many lie in each split and have each digest, so a
+    thousand copies of a picture do not make a million comparisons."""
+    groups: dict[int, list[int]] = {}
+    for position, entry in enumerate(found):
+        groups.setdefault(entry[0], []).append(position)
+    hashes = list(groups)
+    linked = [(h, h, 0) for h in hashes if len(groups[h]) > 1]
+    linked += [(hashes[a], hashes[b], d) for a, b, d in close_pairs(hashes)]
+    total, listed = 0, []
+    for first, second, distance in linked:
+        one, other = groups[first], groups[second]
+        count = _pairs_apart(found, one, other if first != second else None)
+        if count:
+            total += count
+            listed += [(distance, i, j) for i, j in _first_pairs_apart(found, one, other, first == second)]
+    listed.sort()
+    return total, [
+        {
+            "distance": distance,
+            "records": [
                 {"split": s, "file": f, "record": r, **({"filename": n} if n is not None else {})}
-                for _, s, f, r, n, _ in (a, b)
-            ]
-            pairs.append({"distance": distance, "records": records})
-    return sorted(pairs, key=lambda p: p["distance"])
+                for _, s, f, r, n, _ in (found[i], found[j])
+            ],
+        }
+        for distance, i, j in listed[:LISTED_NEAR]
+    ]
+
+
+def _pairs_apart(found: list[tuple], one: list[int], other: list[int] | None) -> int:
+    """Pairs of one group's records (other None) or across two groups that lie in different
+    splits and have different bytes: all pairs, less those sharing a split or bytes, plus
+    those sharing both (taken away twice)."""
+
+    def tally(members: list[int]) -> tuple[Counter, Counter, Counter]:
+        return (Counter(found[m][1] for m in members), Counter(found[m][5] for m in members),
+                Counter((found[m][1], found[m][5]) for m in members))  # fmt: skip
+
+    if other is None:
+        n = len(one)
+        by = tally(one)
+        same = [sum(c * (c - 1) // 2 for c in counts.values()) for counts in by]
+        return n * (n - 1) // 2 - same[0] - same[1] + same[2]
+    mine, theirs = tally(one), tally(other)
+    same = [sum(c * theirs[i][k] for k, c in mine[i].items()) for i in range(3)]
+    return len(one) * len(other) - same[0] - same[1] + same[2]
+
+
+def _first_pairs_apart(
+    found: list[tuple], one: list[int], other: list[int], within: bool, budget: int = 200_000
+) -> list[tuple[int, int]]:
+    """The first LISTED_NEAR such pairs (i < j) in record order: for each record in turn,
+    its partners (the other group's records, or its own group's) that lie later in other
+    splits, bytes compared. `budget` bounds the records looked at (a group of thousands
+    of byte-identical copies is passed over at that cost, not a quadratic one)."""
+    sides = {id(one): one, id(other): other}
+    by_split: dict[int, dict[str, list[int]]] = {}
+    for key, members in sides.items():
+        split_lists: dict[str, list[int]] = {}
+        for m in sorted(members):
+            split_lists.setdefault(found[m][1], []).append(m)
+        by_split[key] = split_lists
+    own = set(one)
+    pairs: list[tuple[int, int]] = []
+    for i in sorted(own | set(other)):
+        partners = by_split[id(other)] if i in own and not within else by_split[id(one)]
+        mine: list[tuple[int, int]] = []
+        for split, members in partners.items():
+            if split == found[i][1]:
+                continue
+            for j in members[bisect.bisect_right(members, i) :]:
+                budget -= 1
+                if budget < 0:
+                    return sorted(pairs + mine)[:LISTED_NEAR]
+                if found[j][5] != found[i][5]:
+                    mine.append((i, j))
+                    if len(mine) == LISTED_NEAR:
+                        break
+        pairs += sorted(mine)
+        if len(pairs) >= LISTED_NEAR:
+            return pairs[:LISTED_NEAR]
+    return pairs
 
 
 def format_stats(report: dict[str, Any]) -> str:
