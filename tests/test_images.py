@@ -620,3 +620,21 @@ def test_a_file_in_a_class_folder_that_is_no_image_suggests_on_error_skip(cli, t
     assert result.exit_code == 1
     assert "notes.md" in result.stderr and "(--on-error skip leaves such items out and lists them)" in result.stderr
     assert cli.convert("images", root, "--out", tmp_path / "out", "--on-error", "skip").exit_code == 0
+
+
+def test_a_csv_column_named_label_without_label_column_is_pointed_out(cli, tmp_path):
+    from PIL import Image
+
+    root = tmp_path / "images"
+    root.mkdir()
+    rows = ["file,label"]
+    for i in range(4):
+        Image.new("RGB", (8, 8), (i * 50, 0, 0)).save(root / f"{i}.png")
+        rows.append(f"{i}.png,{['cat', 'dog'][i % 2]}")
+    (tmp_path / "labels.csv").write_text("\n".join(rows) + "\n")
+    plain = cli.convert("images", root, "--labels", tmp_path / "labels.csv", "--out", tmp_path / "plain")
+    assert plain.exit_code == 0
+    assert "column 'label' is kept as a plain string feature; give --label-column label" in plain.stderr
+    labelled = cli.convert("images", root, "--labels", tmp_path / "labels.csv", "--label-column", "label",
+                           "--out", tmp_path / "labelled")  # fmt: skip
+    assert labelled.exit_code == 0 and "is kept as a plain" not in labelled.stderr

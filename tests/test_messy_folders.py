@@ -70,6 +70,11 @@ def test_a_wrong_separator_is_named_in_the_message(cli, tmp_path):
     result = cli.convert("images", root, "--labels", csv, "--delimiter", ",", "--out", tmp_path / "out")
     assert result.exit_code == 2  # what to pass is the fix: a usage error
     assert "one column, read with separator ',', but its lines split on ';': use --delimiter ';'" in result.stderr
+    commas = tmp_path / "commas.csv"
+    commas.write_text("path,label\ncat/0.png,a\n")  # a comma file read with another separator
+    result = cli.convert("images", root, "--labels", commas, "--delimiter", ";", "--out", tmp_path / "out")
+    assert result.exit_code == 2
+    assert "one column, read with separator ';', but its lines split on ',': use --delimiter ','" in result.stderr
     wide = tmp_path / "wide.csv"
     wide.write_text("a;b,c;d\nx;y,z;w\n")  # two columns with ',', neither holding paths
     result = cli.convert("images", root, "--labels", wide, "--delimiter", ",", "--out", tmp_path / "out")

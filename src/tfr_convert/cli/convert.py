@@ -30,10 +30,6 @@ def convert() -> None:
     (or ArrayRecord) datasets."""
 
 
-# converters.emnist.VARIANTS, spelled out: importing the converter (numpy) to build the
-# command line would slow every start-up; a test keeps the two equal
-
-
 @convert.command()
 @published_dataset_options(
     list(VARIANTS["mnist"]),

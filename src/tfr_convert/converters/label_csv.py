@@ -33,6 +33,8 @@ PATH_COLUMN_NAMES = (
     "img",
     "img_path",
 )
+# Column names that say "this is the class": a CSV with one and no --label-column is told
+LABEL_LIKE = ("label", "labels", "class", "category", "target")
 SPLIT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 # Integer labels from this value up must be dense enough (at least a quarter of 0..max
 # present) to become class indices: ids such as 10000000 would make a table of millions
@@ -144,6 +146,13 @@ class LabelCsv:
         if label_column is not None:
             self._label_names(table, col_index[label_column], dtypes[label_column], label_column)
         self.columns = [(c, dtypes[c]) for c in feature_cols if c != label_column]
+        named_like_a_label = [c for c in feature_cols if c.lower() in LABEL_LIKE]
+        if label_column is None and named_like_a_label:
+            c = named_like_a_label[0]
+            self.warnings.append(
+                f"{self.csv_path}: column {c!r} is kept as a plain {dtypes[c]} feature; give --label-column {c} "
+                "to make it a class label with names (TFDS's as_supervised needs one)"
+            )
         seen: dict[str, int] = {}
         items, split_of = [], {}
         for row in table.rows:
@@ -194,7 +203,8 @@ class LabelCsv:
         if len(header) == 1:  # one column, no paths: another separator, or the tutorial's one value per image
             lines = "\n".join([header[0], *(r.values[0] for r in table.rows[:20])])
             other = csvtable.detect_delimiter(lines)
-            if other != table.delimiter and other != ",":
+            # (the detector falls back on ","; it counts only where the header splits on it)
+            if other != table.delimiter and len(header[0].split(other)) > 1:
                 flag = "tab" if other == "\t" else other
                 raise OptionError(
                     f"{table.path}: one column, read with separator {csvtable.delimiter_name(table.delimiter)}, "
