@@ -206,3 +206,17 @@ def test_plain_file_that_shrinks_while_scanned_is_a_problem_not_a_crash(tmp_path
     rest = list(scan)
     assert isinstance(rest[-1], Problem) and rest[-1].kind in ("truncated_payload", "length_past_eof")
     assert not any(isinstance(r, Problem) for r in rest[:-1])
+
+
+def test_the_checking_reader_reads_into_page_aligned_blocks():
+    """The kernel copies from the page cache at a quarter of its speed into a destination a
+    few bytes past a page boundary (where a bytearray's bytes start): the read-ahead's
+    blocks start on one."""
+    import ctypes
+    import mmap
+
+    from tfr_convert.containers.scan import aligned_buffer
+
+    block = aligned_buffer(1 << 20)
+    address = ctypes.addressof(ctypes.c_char.from_buffer(block))
+    assert address % mmap.PAGESIZE == 0 and len(block) == 1 << 20

@@ -11,6 +11,7 @@ just ends early and the scan reports the truncation.
 from __future__ import annotations
 
 import io
+import mmap
 import queue
 import threading
 import zlib
@@ -42,6 +43,13 @@ PROBLEM_KINDS = (
 )
 
 
+def aligned_buffer(size: int) -> mmap.mmap:
+    """A writable buffer starting on a page boundary. A bytearray's bytes start a few
+    bytes past one, and the kernel's copy from the page cache into a destination so
+    misaligned ran at a quarter of its speed here (0.45 s against 0.11 s for 1 GiB)."""
+    return mmap.mmap(-1, max(size, 1))
+
+
 class _ReadAhead:
     """A stream read on a helper thread into a few recycled blocks.
 
@@ -57,7 +65,7 @@ class _ReadAhead:
         self._free: queue.SimpleQueue = queue.SimpleQueue()
         self._full: queue.SimpleQueue = queue.SimpleQueue()
         for _ in range(_BLOCKS):
-            self._free.put(bytearray(block_size))
+            self._free.put(aligned_buffer(block_size))
         self._closed = False
         self._thread = threading.Thread(target=self._fill, daemon=True)
         self._thread.start()
@@ -73,14 +81,14 @@ class _ReadAhead:
             # without its traceback, which would hold this frame and so the blocks
             self._full.put(e.with_traceback(None))
 
-    def next_block(self) -> tuple[bytearray, int]:
+    def next_block(self) -> tuple[mmap.mmap, int]:
         """The next block and how many of its bytes are filled; 0 at end of stream."""
         item = self._full.get()
         if isinstance(item, Exception):
             raise item
         return item
 
-    def recycle(self, block: bytearray) -> None:
+    def recycle(self, block: mmap.mmap) -> None:
         self._free.put(block)
 
     def close(self) -> None:
@@ -102,7 +110,7 @@ class _Cursor:
 
     def __init__(self, ahead: _ReadAhead) -> None:
         self._ahead = ahead
-        self._block: bytearray | memoryview | None = None
+        self._block: mmap.mmap | None = None
         # the current block's bytes and the unread part of them (the scan's fast path reads these)
         self.view = memoryview(b"")
         self.pos = self.end = 0
