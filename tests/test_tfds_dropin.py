@@ -116,6 +116,9 @@ def test_layout_tfds_gives_the_catalog_features_for_the_mnist_family(cli, tmp_pa
     names = catalog.features["label"].names
     assert len(figure.axes) == 4  # drawn, each captioned with its class name, as for tfds.load(NAME)
     assert all(ax.get_xlabel().rsplit(" (", 1)[0] in names for ax in figure.axes), [a.get_xlabel() for a in figure.axes]
+    frame = tfds.as_dataframe(builder.as_dataset(split="test").take(3), builder.info)  # pandas and jinja2, in [dev]
+    assert list(frame.columns) == ["image", "label"] and len(frame) == 3
+    assert "<img" in frame._repr_html_()  # the notebook view: thumbnails, drawn through jinja2
 
 
 @pytest.mark.parametrize("variant", ["cifar10", "cifar100"])
