@@ -43,9 +43,13 @@ def modules_imported(folder: str) -> set[str]:
 
 
 def test_no_converter_imports_framing_containers_or_the_encoder():
-    imported = modules_imported("converters")
+    """The records converter reads containers, its source, through their interface: only
+    `tfr_convert.containers` itself, and only there."""
     banned = ("tfr_convert.containers", "tfr_convert.encode", "tfr_convert.shards", "tfr_convert.pipeline")
-    assert not {m for m in imported if m.startswith(banned)}
+    for path in (PACKAGE / "converters").rglob("*.py"):
+        imported = {m for m, _ in imports(path)} | {f"{m}.{name}" for m, names in imports(path) for name in names}
+        allowed = {"tfr_convert.containers"} if path.name == "records.py" else set()
+        assert {m for m in imported if m.startswith(banned)} <= allowed, path.name
 
 
 def test_inspect_imports_no_converter():
@@ -99,17 +103,26 @@ def test_nobody_reaches_past_the_containers_interface():
     assert reached == set()
 
 
-CONVERTERS = {"cifar", "detection", "emnist", "images", "mnist"}  # one per command; the rest are their helpers
+def converter_modules() -> set[str]:
+    """The converters' modules, as the commands name them (the rest of converters/ are their helpers)."""
+    from tfr_convert.cli import commands
+
+    specs = {spec for module in commands.modules().values() for spec in module.CONVERTERS}
+    return {spec.partition(":")[0].removeprefix("tfr_convert.converters.") for spec in specs}
+
+
 # A variant may subclass the converter whose format it shares, as TFDS's EMNIST builder subclasses MNIST's.
 VARIANTS = {("emnist", "mnist")}
 
 
 def test_converters_never_import_sibling_converters():
     found = set()
-    for name in CONVERTERS:
+    converters = converter_modules()
+    assert {"mnist", "images"} <= converters
+    for name in converters:
         for module, _ in imports(PACKAGE / "converters" / f"{name}.py"):
             other = module.removeprefix("tfr_convert.converters.")
-            if other in CONVERTERS - {name} and (name, other) not in VARIANTS:
+            if other in converters - {name} and (name, other) not in VARIANTS:
                 found.add((name, other))
     assert found == set()
 
@@ -122,3 +135,13 @@ def test_the_writers_parts_do_not_import_each_other_in_a_cycle():
 
 def test_the_beam_engine_shares_the_engine_core_not_the_local_loop():
     assert not {m for m, _ in imports(PACKAGE / "beam_engine.py") if m.startswith("tfr_convert.pipeline")}
+
+
+def test_the_commands_import_their_converters_only_when_run():
+    """cli/commands/ is imported to parse any command line: a converter imported at a
+    module's top would make every command pay for its dependencies (numpy, Pillow)."""
+    for path in (PACKAGE / "cli" / "commands").glob("*.py"):
+        top = ast.parse(path.read_text()).body
+        names = {"." * node.level + (node.module or "") for node in top if isinstance(node, ast.ImportFrom)}
+        names |= {alias.name for node in top if isinstance(node, ast.Import) for alias in node.names}
+        assert not {name for name in names if "converters" in name}, path.name

@@ -154,13 +154,16 @@ def test_every_library_error_reaches_the_launcher_as_the_local_engines_message(m
     from tfr_convert import engine as engines
 
     src, _ = mnist_src
-    messages, codes = [], []
+    messages, codes, raised = [], [], []
     for engine, out in ((pipeline.run, tmp_path / "local"), (beam_engine.run, tmp_path / "beam")):
         with pytest.raises(TfrConvertError) as caught:
             engine(FailingMnist(str(src), make_error()), engines.RunOptions(out=str(out)))
         messages.append(str(caught.value))
         codes.append(caught.value.exit_code)
+        raised.append(caught.value)
         assert final_files(out) == []
     assert messages[0] == messages[1]
     assert codes[0] == codes[1] == make_error().exit_code  # a usage error (exit 2) stays one under Beam
+    assert type(raised[1]) is type(raised[0]) is type(make_error())  # the class too, and its fields
+    assert vars(raised[1]) == vars(raised[0]) and raised[1].args == raised[0].args
     assert messages[0] == f"{src}/train-images-idx3-ubyte.gz: image 1: {make_error()}"

@@ -25,15 +25,46 @@ def test_help_of_every_command_runs(cli, command, args):
     assert "Usage:" in result.stdout
 
 
-def test_the_commands_are_the_registered_converters_and_list_their_variants(cli):
-    from tfr_convert.cli import convert
-    from tfr_convert.converters import REGISTRY, VARIANTS, cifar_files, converter_classes, emnist, mnist
+def test_every_command_module_is_a_subcommand_running_the_converters_it_names(cli):
+    from tfr_convert.cli import commands, convert
 
-    assert sorted(convert.commands) == sorted(REGISTRY)
-    for name in REGISTRY:
+    modules = commands.modules()
+    assert sorted(convert.commands) == sorted(modules)
+    assert {"cifar", "detection", "images", "mnist", "records"} <= set(modules)
+    for name, module in modules.items():
+        assert convert.commands[name] is module.command
         assert cli.convert(name, "--help").exit_code == 0
-        assert {c.command for c in converter_classes(name)} == {name}
-    assert VARIANTS == {"mnist": mnist.VARIANTS + emnist.VARIANTS, "cifar": cifar_files.VARIANTS}
+        assert {c.command for c in commands.converter_classes(module)} == {name}
+
+
+def test_the_variants_the_command_line_lists_are_the_converters_own(cli):
+    from tfr_convert.cli.commands import cifar as cifar_command
+    from tfr_convert.cli.commands import mnist as mnist_command
+    from tfr_convert.converters import cifar_files, emnist, mnist
+
+    assert mnist_command.VARIANTS == mnist.VARIANTS + emnist.VARIANTS
+    assert cifar_command.VARIANTS == cifar_files.VARIANTS
+
+
+def test_every_converter_class_is_behind_a_command():
+    """A Converter subclass defined in converters/ but named by no command's module
+    would be unreachable from the command line."""
+    import importlib
+    import inspect as pyinspect
+    import pkgutil
+
+    import tfr_convert.converters as package
+    from tfr_convert.cli import commands
+    from tfr_convert.converters.base import Converter
+
+    defined = set()
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        for _, value in pyinspect.getmembers(module, pyinspect.isclass):
+            if issubclass(value, Converter) and value is not Converter and value.__module__ == module.__name__:
+                defined.add(value)
+    named = {c for module in commands.modules().values() for c in commands.converter_classes(module)}
+    assert defined == named
 
 
 @pytest.mark.parametrize(

@@ -141,9 +141,9 @@ def test_emnist_has_no_download_and_says_where_to_get_it(cli, tmp_path):
 
 
 def test_the_command_line_lists_every_emnist_variant():
-    from tfr_convert.converters import VARIANTS as LISTED
+    from tfr_convert.cli.commands.mnist import VARIANTS as LISTED
 
-    assert LISTED["mnist"][-len(VARIANTS) :] == VARIANTS
+    assert LISTED[-len(VARIANTS) :] == VARIANTS
 
 
 def test_a_member_declaring_more_than_an_emnist_file_can_hold_is_refused_before_reading(cli, tmp_path):

@@ -11,7 +11,7 @@ from helpers import FailingMnist, write_cifar, write_mnist
 
 from tfr_convert.containers import get as container
 from tfr_convert.containers.framing import FOOTER_SIZE, HEADER_SIZE, frame, seal
-from tfr_convert.converters.base import Columns, Group
+from tfr_convert.converters.base import Columns, Group, PublishedOptions
 from tfr_convert.converters.cifar import CifarConverter
 from tfr_convert.converters.mnist import MnistConverter
 from tfr_convert.encode import encode_columns, encode_items, uniform_rows
@@ -56,7 +56,7 @@ def test_mnist_batches_equal_the_per_item_path(tmp_path):
     assert converter.encode_batch(items) is not None  # the columnar path is the one tested
     encoded = encode_sealed(converter, items, "fail", container("tfrecord"))
     assert bytes(encoded.blob) == per_item(converter, items) and sum(encoded.sizes) == len(encoded.blob)
-    assert MnistConverter(str(tmp_path), image_format="png").encode_batch(items) is None
+    assert MnistConverter(str(tmp_path), PublishedOptions(image_format="png")).encode_batch(items) is None
 
 
 def test_cifar_batches_equal_the_per_item_path(tmp_path):

@@ -209,3 +209,68 @@ def test_a_converters_options_say_what_is_impossible_together_to_cli_and_library
     assert DetectionOptions("a.csv", policy=DecodePolicy(grayscale=True)).problem().startswith("--resize and --gray")
     result = cli.convert("images", tmp_path, "--group-column", "patient", "--out", tmp_path / "o")
     assert result.exit_code == 2 and "need --labels" in result.stderr  # the same words, as a usage error
+
+
+@pytest.mark.parametrize("converter", ["mnist", "emnist", "cifar"])
+def test_the_published_datasets_options_are_checked_by_their_converters_before_reading(tmp_path, converter):
+    import importlib
+
+    from tfr_convert.converters.base import PublishedOptions
+    from tfr_convert.errors import OptionError
+
+    cls = {"mnist": "MnistConverter", "emnist": "EmnistConverter", "cifar": "CifarConverter"}[converter]
+    make = getattr(importlib.import_module(f"tfr_convert.converters.{converter}"), cls)
+    with pytest.raises(OptionError, match="drop --image-format raw"):
+        make(str(tmp_path / "nothing-here"), PublishedOptions(image_format="raw", layout="tfds"))
+
+
+def test_the_published_datasets_options_resolve_the_image_format_from_the_layout(cli, mnist_src, tmp_path):
+    from tfr_convert.converters.base import PublishedOptions
+
+    assert PublishedOptions().pixels == "raw" and PublishedOptions(layout="tfds").pixels == "png"
+    assert PublishedOptions(image_format="png").pixels == "png"
+    assert PublishedOptions(layout="catalog").problem() == "--layout catalog: choose tutorial, tfds"
+    result = cli.convert("mnist", mnist_src[0], "--layout", "tfds", "--image-format", "raw", "--out", tmp_path / "o")
+    assert result.exit_code == 2 and "drop --image-format raw" in result.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_an_error_crosses_a_text_channel_as_itself_amid_other_words():
+    from tfr_convert.errors import OptionError, RecordError, as_text, from_text
+
+    error = RecordError("a.tfrecord", 3, 120, "bad CRC").locate("shard 2")
+    error.hint = "try --on-error skip"
+    text = f"Beam wrapped it: RuntimeError('{as_text(error)}')\n  [while running 'Encode']"
+    back = from_text(text)
+    assert type(back) is RecordError and str(back) == str(error) and vars(back) == vars(error)
+    assert type(from_text(as_text(OptionError("--label-column x")))) is OptionError
+    assert from_text("a pipeline failed without our mark") is None
+
+
+def test_a_marked_token_naming_anything_but_our_errors_is_not_unpickled():
+    import base64
+    import pickle
+
+    from tfr_convert.errors import from_text
+
+    not_ours = base64.b64encode(pickle.dumps(ValueError("x"))).decode()
+    assert from_text(f"<<tfr-convert error {not_ours}>>") is None
+    os_system = base64.b64encode(b"cos\nsystem\n(S'true'\ntR.").decode()
+    assert from_text(f"<<tfr-convert error {os_system}>>") is None
+    assert from_text("<<tfr-convert error !!notbase64>>") is None
+
+
+def test_an_error_crosses_as_itself_when_another_library_pickles_exceptions_its_way():
+    import copyreg
+
+    from tfr_convert.errors import SourceError, as_text, from_text
+
+    def with_traceback(error):  # as tblib's pickling support registers for every exception class
+        return (ValueError, ("pickled otherwise",))
+
+    copyreg.pickle(SourceError, with_traceback)
+    try:
+        back = from_text(as_text(SourceError("rows.csv line 3: no path")))
+    finally:
+        del copyreg.dispatch_table[SourceError]
+    assert type(back) is SourceError and str(back) == "rows.csv line 3: no path"

@@ -27,7 +27,6 @@ import contextlib
 import json
 import logging
 import os
-import re
 import shlex
 import sys
 import time
@@ -38,7 +37,7 @@ from typing import Any
 from . import containers, fs
 from .converters.base import Converter
 from .engine import RunOptions, Summary, encode_sealed, finish, plan_splits
-from .errors import TfrConvertError
+from .errors import TfrConvertError, as_text, from_text
 from .journal import hashable, jsonable
 from .naming import TEMP_PREFIX
 from .output import Output, open_output
@@ -46,13 +45,6 @@ from .shards import ShardCutter, ShardFile, ShardPolicy, SplitResult
 from .skips import LISTED, Skips
 
 _PREFIX = f"{TEMP_PREFIX}beam-"
-# What a worker's TfrConvertError becomes on its way through the runner (which
-# wraps it in its own exceptions and may carry only its text between machines):
-# one marked line the launcher finds, whatever the error's class (runners add
-# their own words around it, so both ends are marked), with the exit code the
-# error carries (a usage error found in a worker is exit 2 there too).
-_MARK, _END = "tfr-convert error >>> ", " <<<"
-_CODE = re.compile(r"exit (\d+): ")
 _REPORTS = f"{_PREFIX}reports.json"
 _BATCHES_PER_PLAN_FILE = 256
 
@@ -144,13 +136,15 @@ def run(
         except TfrConvertError:
             _remove_temporaries(out.build)
             raise
-        except Exception as e:  # Beam wraps what a worker raised; keep the message, not Beam's stack
+        except Exception as e:  # Beam wraps what a worker raised: the error itself, not Beam's stack
             _remove_temporaries(out.build)
+            raised = from_text(str(e))
+            if raised is not None:
+                raise raised from None
+            text = str(e).strip()
             where = f" (the runner's log: {log.name})" if log is not None else ""
-            code, message = _worker_message(e)
-            error = TfrConvertError(message + where)
-            error.exit_code = code
-            raise error from None
+            first = text.splitlines()[0] if text else type(e).__name__
+            raise TfrConvertError(f"the Beam pipeline failed: {first}{where}") from None
         results, observations, skipped, found_warnings = _read_reports(out, totals)
         if progress:
             progress(sum(totals.values()), sum(totals.values()))
@@ -217,7 +211,8 @@ def _read_plan(path: str) -> Iterator[tuple[str, int, list[Hashable]]]:
 
 
 class WorkerError(Exception):
-    """A worker's TfrConvertError, as the one marked line the launcher looks for."""
+    """A worker's TfrConvertError, as text the launcher finds it in (errors.as_text):
+    runners carry a worker's failure as their own exception, some only as its text."""
 
 
 def _batch_path(out: str, split: str, b: int) -> str:
@@ -238,7 +233,7 @@ def _encode_batch(
     try:
         encoded = encode_sealed(converter, items, on_error, container)
     except TfrConvertError as e:
-        raise WorkerError(f"{_MARK}exit {e.exit_code}: {e}{_END}") from None
+        raise WorkerError(as_text(e)) from None
     fs.put_bytes(_batch_path(out, split, b), bytes(encoded.blob))  # a retried bundle writes the same bytes
     return split, b, encoded.sizes, len(encoded.skipped), _extras_of(split, b, encoded, rank)
 
@@ -385,15 +380,3 @@ def _remove_temporaries(out: str, keep: Iterable[str] = ()) -> None:
         else:
             for path in gone:
                 fs.remove(path)
-
-
-def _worker_message(error: Exception) -> tuple[int, str]:
-    """What a worker raised, as its one marked line, without the runner's decoration:
-    (its exit code, its message)."""
-    text = str(error).strip()
-    for line in text.splitlines():
-        if _MARK in line and _END in line:
-            marked = line.split(_MARK, 1)[1].rsplit(_END, 1)[0]
-            code = _CODE.match(marked)
-            return (int(code[1]), marked[code.end() :]) if code else (1, marked)
-    return 1, f"the Beam pipeline failed: {text.splitlines()[0] if text else type(error).__name__}"

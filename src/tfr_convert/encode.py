@@ -64,10 +64,13 @@ def encode_items(
         warnings.simplefilter("ignore", ResourceWarning)
         for item in items:
             try:
-                features = converter.encode(item)
-                if features.keys() != expected:
-                    raise SourceError(f"features {sorted(features)} differ from the declared {sorted(expected)}")
-                payload = serialize(features)
+                if converter.serialized:  # a record copied as it is
+                    payload, features = converter.encode(item), None
+                else:
+                    features = converter.encode(item)
+                    if features.keys() != expected:
+                        raise SourceError(f"features {sorted(features)} differ from the declared {sorted(expected)}")
+                    payload = serialize(features)
             except TfrConvertError as e:
                 if on_error != "skip":
                     e.skippable = True
@@ -76,6 +79,8 @@ def encode_items(
                 continue
             parts += (before, payload, after)
             sizes.append(head + len(payload) + tail)
+            if features is None:
+                continue
             observed = converter.observe(features)
             # equal observations as one object: pickled once per batch to the parent, then referenced
             observations.append(seen.setdefault(observed, observed))

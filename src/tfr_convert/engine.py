@@ -176,6 +176,7 @@ def finish(
         warnings=found_warnings,
         nested=converter.nested_features,
         extra=converter.extra_files(),
+        carried_keys=converter.supervised_keys,
     )
     with fs.naming(out.build):
         out.commit(results, files)

@@ -7,6 +7,11 @@ position (row, record index, byte offset) into the message itself.
 
 from __future__ import annotations
 
+import base64
+import io
+import pickle
+import re
+
 
 class TfrConvertError(Exception):
     """Base class: a data or I/O problem the user can fix. Exit code 1.
@@ -85,6 +90,47 @@ class MissingExtra(TfrConvertError):
 
 class DownloadError(TfrConvertError):
     """A download failed, or its size or checksum does not match the reference."""
+
+
+# An error crossing a channel that carries only text (a Beam runner's failure message,
+# perhaps between machines), as the runner's own words around one marked token.
+_MARK, _END = "<<tfr-convert error ", ">>"
+_MARKED = re.compile(re.escape(_MARK) + r"([A-Za-z0-9+/=]+)" + re.escape(_END))
+
+
+def as_text(error: TfrConvertError) -> str:
+    """The error's message, for whoever reads the runner's log, then the error itself
+    (its class, fields and `where`, pickled) in a marked token that `from_text` finds."""
+    packed = io.BytesIO()
+    pickler = pickle.Pickler(packed)
+    # the classes' own __reduce__, whatever a library registered for exceptions in
+    # copyreg (tblib, which Dask installs, pickles them with their tracebacks)
+    pickler.dispatch_table = {}
+    pickler.dump(error)
+    return f"{error} {_MARK}{base64.b64encode(packed.getvalue()).decode('ascii')}{_END}"
+
+
+class _ErrorsOnly(pickle.Unpickler):
+    """Unpickles this module's error classes and plain data, nothing else: the token
+    passed through a runner's messages, which this process does not control."""
+
+    def find_class(self, module: str, name: str) -> type:
+        found = globals().get(name) if module == __name__ else None
+        if isinstance(found, type) and issubclass(found, TfrConvertError):
+            return found
+        raise pickle.UnpicklingError(f"{module}.{name} is not an error of tfr-convert's")
+
+
+def from_text(text: str) -> TfrConvertError | None:
+    """The error `as_text` marked somewhere in `text`, as it was raised; None if none is."""
+    found = _MARKED.search(text)
+    if found is None:
+        return None
+    try:
+        error = _ErrorsOnly(io.BytesIO(base64.b64decode(found[1], validate=True))).load()
+    except (ValueError, TypeError, EOFError, pickle.UnpicklingError):
+        return None
+    return error if isinstance(error, TfrConvertError) else None
 
 
 def shown(value: object, limit: int = 40) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +44,14 @@ class FeatureSpec:
     encoding: str | None = None
     num_classes: int | None = None
     per_object: bool = False
+    #: kind "described": a feature as another dataset's features.json describes it (JSON,
+    #: kept as text so that the spec stays hashable), written back as it was
+    described: str | None = None
+
+    @classmethod
+    def from_tfds(cls, description: dict[str, Any]) -> FeatureSpec:
+        """A feature of a features.json (a top-level entry, nested or not), kept as it is."""
+        return cls("described", described=json.dumps(description, sort_keys=True))
 
     def of_objects(self) -> FeatureSpec:
         """The same feature, one value per object."""
@@ -67,13 +76,22 @@ class FeatureSpec:
 
     @property
     def is_image(self) -> bool:
-        return self.kind in ("image", "raw_image")
+        return self.kind in ("image", "raw_image") or self._tfds_class().endswith("image_feature.Image")
+
+    @property
+    def is_class_label(self) -> bool:
+        return self.kind == "class_label" or self._tfds_class().endswith("class_label_feature.ClassLabel")
+
+    def _tfds_class(self) -> str:
+        return str(json.loads(self.described).get("pythonClassName", "")) if self.described else ""
 
     @classmethod
     def class_label(cls, num_classes: int) -> FeatureSpec:
         return cls("class_label", "int64", (), None, num_classes)
 
     def to_tfds(self) -> dict[str, Any]:
+        if self.described is not None:
+            return json.loads(self.described)
         dims = {"dimensions": [str(-1 if d is None else d) for d in self.shape]} if self.shape else {}
         if self.kind == "class_label":
             return {

@@ -111,7 +111,15 @@ def _decoders(dataset: DatasetDir):
             spec[name] = tf.io.FixedLenFeature([], tf.string)
             decode[name] = lambda x, shape=shape, dtype=dtype: tf.reshape(tf.io.decode_raw(x, dtype), shape)
         elif "tensor" in feature:
-            spec[name] = tf.io.FixedLenFeature([], dtypes[feature["tensor"]["dtype"]])
+            dims = [int(d) for d in (feature["tensor"].get("shape") or {}).get("dimensions", [])]
+            dtype = dtypes[feature["tensor"]["dtype"]]
+            # a first dimension of unknown length (-1): as many values as each record holds
+            unknown = bool(dims) and dims[0] < 0
+            spec[name] = (
+                tf.io.FixedLenSequenceFeature(dims[1:], dtype, allow_missing=True)
+                if unknown
+                else tf.io.FixedLenFeature(dims, dtype)
+            )
             if name == raw.get("feature"):  # datasets written before raw images were described as such
                 shape = [int(d) for d in raw["shape"]]
                 decode[name] = lambda x, shape=shape: tf.reshape(tf.io.decode_raw(x, tf.uint8), shape)

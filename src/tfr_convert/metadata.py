@@ -75,17 +75,26 @@ def supervised_keys(features: dict[str, FeatureSpec]) -> tuple[str, str] | None:
     """(image, label) when the features have one image and one class label to pair it
     with (of several labels, the one named `label` or `label_index`); else None."""
     images = [n for n, f in features.items() if f.is_image]
-    labels = [n for n, f in features.items() if f.kind == "class_label" and not f.per_object]
+    labels = [n for n, f in features.items() if f.is_class_label and not f.per_object]
     if len(labels) > 1:
         labels = [n for n in labels if n in ("label", "label_index")]
     return (images[0], labels[0]) if len(images) == 1 and len(labels) == 1 else None
 
 
 def dataset_info_json(
-    name: str, description: str, file_format: str, results: list[SplitResult], features: dict[str, FeatureSpec]
+    name: str,
+    description: str,
+    file_format: str,
+    results: list[SplitResult],
+    features: dict[str, FeatureSpec],
+    carried_keys: dict[str, Any] | None = None,
 ) -> bytes:
+    """`carried_keys`: another dataset_info.json's supervisedKeys, kept as they are;
+    else they are found from the features (supervised_keys)."""
     keys = supervised_keys(features)
     supervised = {"supervisedKeys": {"tuple": {"items": [{"featureKey": k} for k in keys]}}} if keys else {}
+    if carried_keys is not None:
+        supervised = {"supervisedKeys": carried_keys} if carried_keys else {}
     return _json(
         {
             "name": name,
@@ -161,6 +170,7 @@ def metadata_files(
     warnings: list[str],
     nested: bool = False,
     extra: dict[str, bytes] | None = None,
+    carried_keys: dict[str, Any] | None = None,
 ) -> dict[str, bytes]:
     """All metadata files in write order; dataset_info.json last, as TFDS's marker of
     completeness. `extra`: files of the converter's own (a label map), listed in the manifest."""
@@ -168,5 +178,5 @@ def metadata_files(
     files |= extra or {}
     files[FEATURES] = features_json(features, nested)
     files[MANIFEST] = manifest_json(name, converter, options, sources, results, skipped, warnings, tuple(extra or {}))
-    files[INFO] = dataset_info_json(name, description, file_format, results, features)
+    files[INFO] = dataset_info_json(name, description, file_format, results, features, carried_keys)
     return files

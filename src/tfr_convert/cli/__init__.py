@@ -4,7 +4,8 @@
     translate.py  the one place a library error becomes a line on stderr and an exit code
     options.py    the options every converter shares, and their cross-checks
     running.py    a conversion run from the command line: progress, signals, summary
-    convert.py    `tfr-convert` and its commands, one per converter
+    convert.py    `tfr-convert`: a subcommand per module of commands/
+    commands/     one module per converter: its options, mapped onto its options class
     inspect.py    `tfr-inspect`
 
 Exit codes: 0 success, 1 a data or I/O error (the library's TfrConvertError, or an

@@ -267,3 +267,9 @@ def on_error_option(help_text: str):
     return click.option(
         "--on-error", type=click.Choice(["fail", "skip"]), default="fail", show_default=True, help=help_text
     )
+
+
+def usage_error_if(problem: str | None) -> None:
+    """A converter's options found impossible together (its options class says why): exit 2."""
+    if problem is not None:
+        raise click.UsageError(problem)

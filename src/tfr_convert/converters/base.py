@@ -20,9 +20,48 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SourceError
+from ..errors import OptionError, SourceError
 from ..features import FeatureSpec
 from ..skips import Skips
+
+#: how the published datasets' converters (mnist, cifar) store pixels: uint8 bytes or PNG
+PUBLISHED_FORMATS = ("raw", "png")
+#: their layouts. "tutorial": image_raw / image + label + height, width, depth, as the
+#: notebooks read them; "tfds": exactly the features of TFDS's catalog builders.
+PUBLISHED_LAYOUTS = ("tutorial", "tfds")
+
+
+@dataclass(frozen=True)
+class PublishedOptions:
+    """What `tfr-convert mnist` and `cifar` take besides their source and the options
+    every converter shares; `problem()` is the one home of their rules (the command line
+    shows it as a usage error, the converters raise it as an OptionError)."""
+
+    variant: str | None = None  # None: detected from the files
+    image_format: str | None = None  # None: raw, or png for --layout tfds
+    layout: str = "tutorial"
+
+    def problem(self) -> str | None:
+        """What makes these options impossible together, in the command line's words, or None."""
+        if self.layout not in PUBLISHED_LAYOUTS:
+            return f"--layout {self.layout}: choose {', '.join(PUBLISHED_LAYOUTS)}"
+        if self.image_format not in (None, *PUBLISHED_FORMATS):
+            return f"--image-format {self.image_format}: choose {', '.join(PUBLISHED_FORMATS)}"
+        if self.layout == "tfds" and self.image_format == "raw":
+            return "--layout tfds stores PNG images, as TFDS's catalog does: drop --image-format raw"
+        return None
+
+    def checked(self) -> PublishedOptions:
+        """These options, or an OptionError saying why they cannot be."""
+        problem = self.problem()
+        if problem is not None:
+            raise OptionError(problem)
+        return self
+
+    @property
+    def pixels(self) -> str:
+        """The image format in effect."""
+        return self.image_format or ("png" if self.layout == "tfds" else "raw")
 
 
 @dataclass(frozen=True)
@@ -74,6 +113,12 @@ class Converter(ABC):
     #: the '/'s of feature names separate levels of nested TFDS FeaturesDicts (the
     #: Object Detection API's `image/object/...` keys); per-object features form a Sequence
     nested_features: bool = False
+    #: dataset_info.json's supervisedKeys as another dataset had them ({}: none); None:
+    #: found from the features (one image and one class label)
+    supervised_keys: dict[str, Any] | None = None
+    #: `encode` returns the record's bytes as they are to be written (records copied
+    #: from existing files, byte for byte), not a features dict
+    serialized: bool = False
 
     @abstractmethod
     def source_splits(self) -> dict[str, list[Hashable]]:

@@ -25,7 +25,7 @@ import numpy as np
 from ..errors import SourceError, shown
 from ..features import FeatureSpec
 from ..streams import HashingReader
-from .base import Background, Columns, Converter, Group
+from .base import Background, Columns, Converter, Group, PublishedOptions
 from .cifar_files import (
     LAYOUTS,
     LabelKind,
@@ -41,7 +41,6 @@ from .safe_pickle import UnsafePickleError, safe_load
 
 T = TypeVar("T")
 ROW_BYTES = 32 * 32 * 3
-IMAGE_FORMATS = ("raw", "png")
 
 
 # ---------------------------------------------------------------- validating
@@ -164,14 +163,12 @@ class CifarConverter(Converter):
     command = "cifar"
     chunk_size = 4096  # the raw layout is encoded a whole batch at a time (encode_batch)
 
-    def __init__(
-        self, src: str, variant: str | None = None, image_format: str = "raw", layout: str = "tutorial"
-    ) -> None:
+    def __init__(self, src: str, options: PublishedOptions | None = None) -> None:
         """layout "tfds": exactly TFDS's catalog features (id, image PNG, label, coarse_label)."""
-        if image_format not in IMAGE_FORMATS or layout not in ("tutorial", "tfds"):
-            raise ValueError(f"image_format must be one of {IMAGE_FORMATS}, layout tutorial or tfds")
-        self.layout = layout
-        self.image_format = "png" if layout == "tfds" else image_format
+        options = (options or PublishedOptions()).checked()
+        variant = options.variant
+        self.layout = options.layout
+        self.image_format = options.pixels
         location = locate(src)
         self._sources: list[dict[str, Any]] = []
         if os.path.isfile(location):

@@ -14,6 +14,7 @@ arrays; the default tutorial layout stores them upright.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import zipfile
@@ -22,7 +23,8 @@ import zlib
 import numpy as np
 
 from ..errors import OptionError, SourceError
-from .mnist import FILES, LAYOUTS, MnistConverter
+from .base import PublishedOptions
+from .mnist import FILES, MnistConverter
 
 #: variant -> its number of classes in TFDS's catalog (`emnist/letters` declares 37
 #: although its labels run 1..26: the catalog's count is kept for `--layout tfds`)
@@ -162,11 +164,9 @@ class EmnistConverter(MnistConverter):
 
     description = "EMNIST handwritten characters (28x28 grayscale) with class labels."
 
-    def __init__(
-        self, src: str, variant: str | None = None, image_format: str = "raw", layout: str = "tutorial"
-    ) -> None:
-        if layout not in LAYOUTS:
-            raise ValueError(f"layout must be one of {LAYOUTS}")
+    def __init__(self, src: str, options: PublishedOptions | None = None) -> None:
+        options = (options or PublishedOptions()).checked()
+        variant, layout = options.variant, options.layout
         self._files = EmnistFiles(src)
         found = self._files.variants()
         if variant is None:
@@ -182,7 +182,7 @@ class EmnistConverter(MnistConverter):
         self._names = self._mapping_names() if layout == "tutorial" else None
         self.num_classes = TFDS_CLASSES[self.config] if self._names is None else len(self._names)
         self.upright = layout == "tutorial"
-        super().__init__(src, variant, image_format, layout)
+        super().__init__(src, dataclasses.replace(options, variant=variant))
         self.dataset_name = f"emnist_{self.config}"
 
     def _stems(self) -> dict[tuple[str, str], str]:

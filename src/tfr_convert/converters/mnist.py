@@ -25,7 +25,7 @@ import numpy as np
 from ..errors import SourceError
 from ..features import FeatureSpec
 from ..streams import read_up_to
-from .base import Background, Columns, Converter, Group, fingerprint
+from .base import Background, Columns, Converter, Group, PublishedOptions, fingerprint
 from .imaging import encode_png
 
 IMAGES_MAGIC, LABELS_MAGIC = 2051, 2049
@@ -54,10 +54,6 @@ FILES = {
     ("test", "images"): "t10k-images-idx3-ubyte",
     ("test", "labels"): "t10k-labels-idx1-ubyte",
 }
-IMAGE_FORMATS = ("raw", "png")
-# "tutorial": image_raw / image + label + height, width, depth, as the notebooks read them;
-# "tfds": exactly the features of TFDS's catalog builders (image PNG, label), as tfds.load gives.
-LAYOUTS = ("tutorial", "tfds")
 
 
 def find_source(src_dir: str, stem: str) -> str:
@@ -224,14 +220,11 @@ class MnistConverter(Converter):
     #: labels lie in 0..num_classes-1 (set before the files are read: EMNIST's depend on the variant)
     num_classes = NUM_CLASSES
 
-    def __init__(
-        self, src_dir: str, variant: str | None = None, image_format: str = "raw", layout: str = "tutorial"
-    ) -> None:
-        if image_format not in IMAGE_FORMATS or layout not in LAYOUTS:
-            raise ValueError(f"image_format must be one of {IMAGE_FORMATS}, layout one of {LAYOUTS}")
+    def __init__(self, src_dir: str, options: PublishedOptions | None = None) -> None:
+        options = (options or PublishedOptions()).checked()
         self.src_dir = src_dir
-        self.layout = layout
-        self.image_format = "png" if layout == "tfds" else image_format
+        self.layout = layout = options.layout
+        self.image_format = image_format = options.pixels
         self._labels: dict[str, np.ndarray] = {}
         self._images = Background()
         self._paths: dict[tuple[str, str], str] = {}
@@ -262,7 +255,7 @@ class MnistConverter(Converter):
         if len(shapes) != 1:
             raise SourceError(f"{src_dir}: train and test images differ in size: {sorted(shapes)}")
         self.height, self.width = shapes.pop()
-        self.variant = variant or self._detect_variant()
+        self.variant = options.variant or self._detect_variant()
         self.dataset_name = self.variant
         size = {
             "height": FeatureSpec.tensor("int64"),

@@ -1,0 +1,94 @@
+"""`tfr-convert detection`: images with bounding boxes (CSV, Pascal VOC, COCO, YOLO)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import click
+
+from ..options import DEDUPE, MAX_PIXELS, common_options, on_error_option, split_options, usage_error_if
+from ..running import run_conversion
+from ..types import LocalOrRemotePath, Size2D
+
+CONVERTERS = ("tfr_convert.converters.detection:DetectionConverter",)
+
+
+@click.command()
+@click.argument("image_dir", type=LocalOrRemotePath(exists=True, file_okay=False))
+@click.option(
+    "--annotations",
+    required=True,
+    type=LocalOrRemotePath(exists=True),
+    help="The boxes: a CSV, a COCO .json, or a folder of VOC .xml or YOLO .txt files.",
+)
+@click.option(
+    "--annotation-format",
+    type=click.Choice(["auto", "csv", "voc", "coco", "yolo"]),
+    default="auto",
+    show_default=True,
+    help="auto: from PATH (.csv, .json, a folder of .xml or of .txt).",
+)
+@click.option(
+    "--classes",
+    "classes_file",
+    type=LocalOrRemotePath(exists=True, dir_okay=False),
+    help="Class names, one per line (label 1 first): a box of any other class is an error.",
+)
+@split_options("Keep the proportions of each image's main class in every split.")
+@click.option(
+    "--image-format",
+    type=click.Choice(["keep", "jpeg", "png"]),
+    help="keep: JPEG/PNG bytes as they are [default: keep, or jpeg with --resize/--grayscale].",
+)
+@click.option("--quality", type=click.IntRange(1, 100), default=95, show_default=True, help="JPEG quality.")
+@click.option("--resize", type=Size2D(), help="Resize every image to WxH (stretched: normalized boxes stay right).")
+@click.option("--grayscale", is_flag=True, help="Store 1-channel grayscale images.")
+@MAX_PIXELS
+@click.option("--skip-empty", is_flag=True, help="Leave out images without boxes (kept as negatives by default).")
+@DEDUPE
+@on_error_option("skip: leave out images with a bad annotation or file, and list them.")
+@common_options
+def command(
+    image_dir,
+    annotations,
+    annotation_format,
+    classes_file,
+    split,
+    stratify,
+    image_format,
+    quality,
+    resize,
+    grayscale,
+    max_pixels,
+    skip_empty,
+    dedupe,
+    on_error,
+    **common,
+) -> None:
+    """IMAGE_DIR's images with bounding boxes (CSV, Pascal VOC, COCO or YOLO annotations),
+    in the TensorFlow Object Detection API's layout, with label_map.pbtxt."""
+    from ...converters.detection import DetectionConverter, DetectionOptions
+    from ...converters.imaging import DecodePolicy
+
+    policy = DecodePolicy(max_pixels, grayscale=grayscale, resize=resize)
+    options = DetectionOptions(
+        annotations=annotations,
+        annotation_format=annotation_format,
+        classes_file=classes_file,
+        split=split,
+        stratify=stratify,
+        image_format=image_format or ("jpeg" if resize or grayscale else "keep"),
+        quality=quality,
+        policy=policy,
+        skip_empty=skip_empty,
+        dedupe=dedupe,
+    )
+    usage_error_if(options.problem())
+
+    def make_converter():  # remote annotations are read from local copies; images in place
+        from ... import fs
+
+        staged = dataclasses.replace(options, annotations=fs.stage(annotations), classes_file=fs.stage(classes_file))
+        return DetectionConverter(image_dir, staged, out=common["out"], seed=common["seed"], on_error=on_error)
+
+    run_conversion(make_converter, on_error=on_error, **common)

@@ -1,0 +1,128 @@
+"""`tfr-convert images`: a folder of images, labelled by a CSV or by class sub-folders."""
+
+from __future__ import annotations
+
+import click
+
+from ..options import DEDUPE, MAX_PIXELS, common_options, on_error_option, split_options, usage_error_if
+from ..running import run_conversion
+from ..types import Color, Delimiter, LocalOrRemotePath, Size2D
+
+CONVERTERS = ("tfr_convert.converters.images:ImagesConverter",)
+
+
+@click.command()
+@click.argument("image_dir", type=LocalOrRemotePath(exists=True, file_okay=False))
+@click.option(
+    "--labels", "labels_csv", type=LocalOrRemotePath(exists=True, dir_okay=False), help="CSV of paths and columns."
+)
+@click.option("--delimiter", type=Delimiter(), help="The CSV's separator: , ; tab | [default: detected].")
+@click.option("--path-column", help="CSV column with image paths [default: detected].")
+@click.option("--label-column", help="CSV column holding the class: it becomes a ClassLabel with names.")
+@click.option(
+    "--headerless-labels",
+    is_flag=True,
+    help="The CSV has no header and one value per image, in sorted file order (the face/age tutorial's age.csv).",
+)
+@split_options("Keep label proportions in every split.")
+@click.option("--split-column", help="CSV column naming each row's split.")
+@click.option("--group-column", help="CSV column whose rows must share a split (a patient, a video, a source image).")
+@DEDUPE
+@click.option(
+    "--image-format",
+    type=click.Choice(["keep", "png", "jpeg", "raw"]),
+    help="keep: original bytes; raw: uint8 pixels [default: keep, or png with --resize/--grayscale].",
+)
+@click.option(
+    "--keep-exact",
+    is_flag=True,
+    help="keep: store every image's bytes as they are, even those TensorFlow cannot decode upright "
+    "(webp, tiff, EXIF-rotated), which are otherwise re-encoded; they are listed.",
+)
+@click.option("--quality", type=click.IntRange(1, 100), default=95, show_default=True, help="JPEG quality.")
+@click.option("--resize", type=Size2D(), help="Resize every image to WxH.")
+@click.option(
+    "--fit",
+    type=click.Choice(["stretch", "crop", "pad"]),
+    default="stretch",
+    show_default=True,
+    help="With --resize: stretch to WxH, crop to cover it, or pad to fit inside it (with --background).",
+)
+@click.option(
+    "--color",
+    type=click.Choice(["rgb", "grayscale"]),
+    help="Make every image 3-channel RGB or 1-channel grayscale [default: as the source].",
+)
+@click.option("--grayscale", is_flag=True, help="Same as --color grayscale.")
+@click.option("--gray-method", type=click.Choice(["luma", "mean"]), default="luma", show_default=True)
+@click.option("--background", type=Color(), default="white", show_default=True, help="Colour behind transparency.")
+@MAX_PIXELS
+@on_error_option("skip: leave out bad images and rows, and list them.")
+@common_options
+def command(
+    image_dir,
+    labels_csv,
+    delimiter,
+    path_column,
+    label_column,
+    headerless_labels,
+    split,
+    stratify,
+    split_column,
+    group_column,
+    dedupe,
+    image_format,
+    keep_exact,
+    quality,
+    resize,
+    fit,
+    color,
+    grayscale,
+    gray_method,
+    background,
+    max_pixels,
+    on_error,
+    **common,
+) -> None:
+    """A folder of images, labelled by a CSV (--labels) or by class sub-folders."""
+    from ...converters.images import ImagesConverter, ImagesOptions
+    from ...converters.imaging import DecodePolicy
+
+    if grayscale and color == "rgb":
+        raise click.UsageError("--grayscale is --color grayscale: give one of them")
+    grayscale = grayscale or color == "grayscale"
+    if fit != "stretch" and not resize:
+        raise click.UsageError("--fit needs --resize WxH")
+    policy = DecodePolicy(max_pixels, background, grayscale, gray_method, resize, rgb=color == "rgb", fit=fit)
+    options = ImagesOptions(
+        labels_csv=labels_csv,
+        delimiter=delimiter,
+        path_column=path_column,
+        label_column=label_column,
+        headerless_labels=headerless_labels,
+        split=split,
+        stratify=stratify,
+        split_column=split_column,
+        group_column=group_column,
+        dedupe=dedupe,
+        image_format=image_format or ("png" if resize or color or grayscale else "keep"),
+        keep_exact=keep_exact,
+        quality=quality,
+        policy=policy,
+    )
+    usage_error_if(options.problem())
+
+    def make_converter():  # a remote IMAGE_DIR / CSV is read in place, through fsspec
+        from ...engine import default_workers  # the engine runs the listing's parts
+        from ...workers import forked_parts
+
+        return ImagesConverter(
+            image_dir,
+            options,
+            out=common["out"],
+            seed=common["seed"],
+            on_error=on_error,
+            in_parts=forked_parts(common["workers"] or default_workers()),
+        )
+
+    run_conversion(make_converter, on_error=on_error, **common)

@@ -1,0 +1,56 @@
+"""`tfr-convert mnist`: the MNIST family's idx files, and EMNIST's."""
+
+from __future__ import annotations
+
+import click
+
+from ..options import published_dataset_options, source_of, usage_error_if
+from ..running import run_conversion
+
+CONVERTERS = ("tfr_convert.converters.mnist:MnistConverter", "tfr_convert.converters.emnist:EmnistConverter")
+
+#: --variant, as the converters name them (mnist's and emnist's VARIANTS, to which
+#: tests/test_cli.py holds these): listed here, so that parsing the command line
+#: imports neither the converters nor numpy
+VARIANTS = (
+    "mnist",
+    "fashion_mnist",
+    "kmnist",
+    "emnist/byclass",
+    "emnist/bymerge",
+    "emnist/balanced",
+    "emnist/letters",
+    "emnist/digits",
+    "emnist/mnist",
+)
+
+
+@click.command()
+@published_dataset_options(
+    list(VARIANTS),
+    "[default: EMNIST's one variant in SRC; else detected from checksums, else mnist]",
+)
+def command(src, download, variant, image_format, layout, mirror, cache_dir, **common) -> None:
+    """MNIST-family idx files (MNIST, Fashion-MNIST, KMNIST) in the directory SRC, or
+    EMNIST: NIST's gzip.zip, or a folder of the files extracted from it."""
+    from ...converters.base import PublishedOptions
+
+    options = PublishedOptions(variant, image_format, layout)
+    usage_error_if(options.problem())
+    if download and (variant or "").startswith("emnist/"):
+        raise click.UsageError(
+            "--download knows no published checksum for EMNIST: fetch gzip.zip from "
+            "https://biometrics.nist.gov/cs_links/EMNIST/gzip.zip and give it as SRC"
+        )
+    source = source_of(src, download, variant, "mnist", mirror, cache_dir)
+
+    def converter():
+        from ...converters.emnist import EmnistConverter, looks_like_emnist
+        from ...converters.mnist import MnistConverter
+
+        path = source()
+        if (variant or "").startswith("emnist/") or (variant is None and looks_like_emnist(path)):
+            return EmnistConverter(path, options)
+        return MnistConverter(path, options)
+
+    run_conversion(converter, **common)

@@ -1,0 +1,59 @@
+"""A schema for records that come without one: feature names, kinds, and whether each
+holds a fixed number of values, from the first records, as `tfr-inspect` shows them.
+
+What TFDS and `load()` then read: a feature holding one value in every record is a
+scalar; n values in every record, a vector of n; any other count, a vector of unknown
+length. A feature absent from some records, or of two kinds, cannot be described to a
+reader that parses fixed features, and is an error naming it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from ..errors import SourceError
+from ..example import ExampleDecodeError, outline
+from ..features import FeatureSpec
+
+#: records whose features decide the schema (the rest are copied unread)
+SAMPLE = 1000
+
+_DTYPES = {"int64_list": "int64", "float_list": "float32", "bytes_list": "string"}
+
+
+@dataclass
+class _Seen:
+    kinds: set[str | None] = field(default_factory=set)
+    counts: set[int] = field(default_factory=set)
+    records: int = 0
+
+
+def infer_schema(payloads: Iterable[tuple[str, bytes]]) -> dict[str, FeatureSpec]:
+    """FeatureSpecs of records given as (where, payload) pairs: a SourceError names the
+    first record that is not a tf.train.Example, or the feature no schema can hold."""
+    seen: dict[str, _Seen] = {}
+    total = 0
+    for where, payload in payloads:
+        try:
+            example = outline(payload, keep=0)
+        except ExampleDecodeError as e:
+            raise SourceError(f"{where}: not a tf.train.Example ({e}), so no schema can be inferred") from None
+        total += 1
+        for name, (kind, _, count) in example.items():
+            entry = seen.setdefault(name, _Seen())
+            entry.kinds.add(kind)
+            entry.counts.add(count)
+            entry.records += 1
+    features = {}
+    for name, entry in sorted(seen.items()):
+        kinds = entry.kinds - {None}
+        if len(kinds) != 1 or None in entry.kinds:
+            raise SourceError(f"feature {name!r} has kinds {sorted(k or 'unset' for k in entry.kinds)} across records")
+        if entry.records != total:
+            raise SourceError(f"feature {name!r} is missing from {total - entry.records} of the first {total} records")
+        dtype = _DTYPES[kinds.pop()]
+        counts = entry.counts
+        shape: tuple[int | None, ...] = () if counts == {1} else (counts.pop(),) if len(counts) == 1 else (None,)
+        features[name] = FeatureSpec.tensor(dtype, shape)
+    return features

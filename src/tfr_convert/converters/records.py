@@ -1,0 +1,238 @@
+"""Existing records in: TFRecord (plain, gzip, zlib) or ArrayRecord files, globs, and
+dataset directories (ours, or TFDS-prepared `NAME/VERSION` folders), local or remote.
+
+Every record is read once while listing, through the containers' checking readers (a
+bad CRC, a truncation: SourceError naming the file, record and byte offset, before
+anything is written). Items are where each record's bytes lie: in place for a plain
+local TFRecord file, else in a local spool file the listing fills (a compressed
+stream or an object cannot be read at an offset). Records are copied byte for byte,
+never decoded; the engine frames them anew for the output's container.
+
+Splits: a dataset directory's own, else a split name in the file name (`-train.`,
+`-validation.`, `-test.`...), else everything is train; `--split` re-splits them all.
+Features: a dataset directory's features.json and class names, carried over as they
+are; for files without one, a schema inferred from the first records (record_schema).
+
+This is the one converter that reads containers (through their interface only): its
+source is records.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import tempfile
+import weakref
+from collections.abc import Hashable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from .. import containers, fs
+from ..dataset_dir import DatasetDir
+from ..errors import OptionError, RecordError, SourceError
+from ..features import FeatureSpec
+from ..naming import ShardName
+from ..splits import SPLIT_ORDER, SplitSpec, split_by_ratio
+from .base import Converter
+from .record_schema import SAMPLE, infer_schema
+
+#: split names a plain file's name may carry (`data-train.tfrecord`, `x-val.tfrec`)
+FILE_SPLITS = {"train": "train", "validation": "validation", "valid": "validation", "val": "validation",
+               "test": "test", "dev": "validation", "eval": "test"}  # fmt: skip
+_SPLIT_IN_NAME = re.compile(r"-([A-Za-z]+)\.")
+_METADATA_SUFFIXES = (".json", ".txt", ".md", ".png", ".index", ".pbtxt")
+
+
+@dataclass(frozen=True)
+class RecordsOptions:
+    """What `tfr-convert records` takes besides its sources and the shared options."""
+
+    split: SplitSpec | None = None  # re-split every record by these fractions
+
+    def problem(self) -> str | None:
+        return None
+
+
+@dataclass(frozen=True)
+class _Source:
+    """One input file: where it was named, and where its payloads are read from."""
+
+    path: str  # as named (local or remote)
+    split: str
+    records: int
+    digest: str  # sha256 of its payloads, in order: the same records in any container
+    read_from: str  # the file itself (plain, local) or the spool
+
+
+def _files_of(paths: list[str]) -> tuple[list[tuple[str, str | None]], list[DatasetDir]]:
+    """(file, its split if a dataset directory names it) for every SRC, and the dataset
+    directories among them."""
+    files: list[tuple[str, str | None]] = []
+    datasets = []
+    for p in paths:
+        if fs.isdir(p):
+            if DatasetDir.holds_dataset(p):
+                dataset = DatasetDir(p)
+                datasets.append(dataset)
+                for split in dataset.splits():
+                    files += [(fs.join(p, name), split) for name in dataset.shard_names(split)]
+                continue
+            found = sorted(e for e in fs.files_in(p) if not e.startswith(".") and not e.endswith(_METADATA_SUFFIXES))
+            if not found:
+                raise SourceError(f"{p}: directory holds no record files")
+            files += [(fs.join(p, e), None) for e in found]
+        elif fs.isfile(p):
+            files.append((p, None))
+        else:
+            matches = sorted(m for m in fs.glob(p) if not fs.isdir(m))
+            if not matches:
+                raise SourceError(f"{p}: no such file, directory or glob match")
+            files += [(m, None) for m in matches]
+    return files, datasets
+
+
+def split_in_name(path: str) -> str:
+    """The split a file's name says it holds: a shard name's, a known word after a '-'
+    (`-val.` is validation), else train."""
+    shard = ShardName.parse(path)
+    if shard is not None:
+        return shard.split
+    for word in reversed(_SPLIT_IN_NAME.findall(fs.basename(path))):
+        if word.lower() in FILE_SPLITS:
+            return FILE_SPLITS[word.lower()]
+    return "train"
+
+
+def _remove_if_ours(folder: str, pid: int) -> None:
+    if os.getpid() == pid:  # not in a worker forked from the process that made it
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+class RecordsConverter(Converter):
+    command = "records"
+    description = "Records copied from existing TFRecord / ArrayRecord files."
+    chunk_size = 256
+    serialized = True
+
+    def __init__(self, paths: list[str], options: RecordsOptions | None = None, *, seed: int = 0) -> None:
+        options = options or RecordsOptions()
+        problem = options.problem()
+        if problem is not None:
+            raise OptionError(problem)
+        self._options, self._seed = options, seed
+        files, datasets = _files_of(paths)
+        if len({dataset.name for dataset in datasets}) > 1:
+            raise SourceError(f"datasets {sorted({d.name for d in datasets})} differ: give one dataset's directories")
+        self._spool_folder: str | None = None
+        self._sources: list[_Source] = []
+        self._items: dict[str, list[Hashable]] = {}
+        sample: list[tuple[str, bytes]] = []
+        for path, split in files:
+            self._list(path, split or split_in_name(path), sample)
+        if datasets:
+            dataset = datasets[0]
+            self.dataset_name = dataset.name
+            self.features = {name: FeatureSpec.from_tfds(d) for name, d in dataset.features.items()}
+            self.labels = dataset.class_names()
+            self.description = dataset.info.get("description") or self.description
+            keys = dataset.info.get("supervisedKeys")
+            self.supervised_keys = keys if isinstance(keys, dict) else {}
+        else:
+            self.dataset_name = "records"
+            self.features = infer_schema(sample)
+            self.labels = {}
+        self._fds: dict[str, int] = {}
+        self._fds_pid = 0
+
+    # ------------------------------------------------------------ listing
+
+    def _spool(self) -> str:
+        if self._spool_folder is None:
+            self._spool_folder = tempfile.mkdtemp(prefix="tfr-convert-records-")
+            weakref.finalize(self, _remove_if_ours, self._spool_folder, os.getpid())
+        return self._spool_folder
+
+    def _list(self, path: str, split: str, sample: list[tuple[str, bytes]]) -> None:
+        container = containers.of_file(path)
+        in_place = not fs.is_remote(path) and container.name == "tfrecord" and container.compression(path) == "none"
+        number = len(self._sources)
+        read_from = path if in_place else os.path.join(self._spool(), f"{number:06d}")
+        spool = None if in_place else open(read_from, "wb")
+        digest = hashlib.sha256()
+        items = self._items.setdefault(split, [])
+        written = count = 0
+        try:
+            for record in container.records(path):
+                data = record.data
+                digest.update(data)
+                if in_place:
+                    at = record.offset + 12  # past the length and its CRC
+                else:
+                    at = written
+                    spool.write(data)
+                    written += len(data)
+                items.append((number, record.index, at, len(data)))
+                if len(sample) < SAMPLE:
+                    sample.append((f"{path}: record {record.index}", data))
+                count += 1
+        finally:
+            if spool is not None:
+                spool.close()
+        self._sources.append(_Source(path, split, count, digest.hexdigest(), read_from))
+
+    # ------------------------------------------------------------ the Converter interface
+
+    def source_splits(self) -> dict[str, list[Hashable]]:
+        found = {s: self._items[s] for s in sorted(self._items, key=_split_rank)}
+        self._items = {}
+        if self._options.split is None:
+            return found
+        everything = [item for items in found.values() for item in items]
+        splits, _ = split_by_ratio(everything, self.key, self._options.split, self._seed)
+        return splits
+
+    def key(self, item: Hashable) -> str:
+        number, index, _, _ = item  # type: ignore[misc]
+        return f"{self._sources[number].path}#{index}"
+
+    def describe(self, item: Hashable) -> str:
+        number, index, _, _ = item  # type: ignore[misc]
+        return f"{self._sources[number].path}: record {index}"
+
+    def encode(self, item: Hashable) -> bytes:  # type: ignore[override]
+        number, index, at, length = item  # type: ignore[misc]
+        data = os.pread(self._fd(number), length, at)
+        if len(data) != length:
+            source = self._sources[number]
+            raise RecordError(source.path, index, at, "the file is shorter than when it was listed (changed since?)")
+        return data
+
+    def _fd(self, number: int) -> int:
+        if self._fds_pid != os.getpid():  # descriptors are per process (workers fork)
+            self._fds, self._fds_pid = {}, os.getpid()
+        path = self._sources[number].read_from
+        fd = self._fds.get(path)
+        if fd is None:
+            fd = self._fds[path] = os.open(path, os.O_RDONLY)
+        return fd
+
+    def sources(self) -> list[dict[str, Any]]:
+        return [
+            {"file": s.path, "split": s.split, "records": s.records, "records_sha256": s.digest} for s in self._sources
+        ]
+
+    def options(self) -> dict[str, Any]:
+        return {"split": self._options.split.describe() if self._options.split else None}
+
+    def __getstate__(self) -> dict[str, Any]:  # open descriptors stay in their process
+        return {**self.__dict__, "_fds": {}, "_fds_pid": 0}
+
+    def listed(self) -> Iterator[str]:
+        """The files read, as named (for messages)."""
+        return (s.path for s in self._sources)
+
+
+def _split_rank(split: str) -> tuple[int, str]:
+    return (SPLIT_ORDER.index(split) if split in SPLIT_ORDER else len(SPLIT_ORDER), split)
