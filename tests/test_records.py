@@ -4,8 +4,8 @@ converted, byte for byte, read back by TensorFlow, TFDS and load()."""
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
+import zlib
 from collections import Counter
 from pathlib import Path
 
@@ -13,8 +13,7 @@ import numpy as np
 import pytest
 
 from tfr_convert.containers import of_file
-from tfr_convert.converters.record_schema import infer_schema
-from tfr_convert.errors import SourceError
+from tfr_convert.converters.record_schema import NoSchema, infer_schema
 from tfr_convert.example import serialize
 from tfr_convert.features import FeatureSpec
 
@@ -146,13 +145,13 @@ def test_plain_records_get_an_inferred_schema_that_load_uses(cli, tmp_path):
 
 def test_the_inferred_schema_names_a_feature_it_cannot_describe():
     mixed = [("a: record 0", serialize({"x": 1})), ("a: record 1", serialize({"x": b"text"}))]
-    with pytest.raises(SourceError, match="feature 'x' has kinds"):
+    with pytest.raises(NoSchema, match="feature 'x' has kinds"):
         infer_schema(mixed)
     partial = [("a: record 0", serialize({"x": 1, "y": 2})), ("a: record 1", serialize({"x": 1}))]
-    with pytest.raises(SourceError, match="'y' is missing from 1 of the first 2 records"):
+    with pytest.raises(NoSchema, match="'y' is missing from 1 of the first 2 records"):
         infer_schema(partial)
     assert infer_schema([("a", serialize({"x": [1, 2]}))]) == {"x": FeatureSpec.tensor("int64", (2,))}
-    with pytest.raises(SourceError, match=r"a: record 0: not a tf\.train\.Example"):
+    with pytest.raises(NoSchema, match=r"a: record 0: not a tf\.train\.Example"):
         infer_schema([("a: record 0", b"\xff\xff not protobuf")])
 
 
@@ -209,12 +208,12 @@ def test_sources_that_are_not_records_or_not_there_are_named(cli, tmp_path):
     assert missing.exit_code == 1 and "no such file, directory or glob match" in missing.stderr
 
 
-def test_the_manifest_lists_every_source_with_a_digest_of_its_records(cli, tmp_path):
+def test_the_manifest_lists_every_source_with_a_checksum_of_its_records(cli, tmp_path):
     src = write_tfrecord(tmp_path / "x.tfrecord", examples(5))
     assert cli.convert("records", src, "--out", tmp_path / "out", "--quiet").exit_code == 0
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
-    digest = hashlib.sha256(b"".join(examples(5))).hexdigest()
-    assert manifest["sources"] == [{"file": str(src), "split": "train", "records": 5, "records_sha256": digest}]
+    crc = f"{zlib.crc32(b''.join(examples(5))):08x}"
+    assert manifest["sources"] == [{"file": str(src), "split": "train", "records": 5, "records_crc32": crc}]
 
 
 def test_beam_writes_the_same_bytes_as_the_local_engine_from_a_spooled_source(cli, tmp_path):
@@ -227,3 +226,13 @@ def test_beam_writes_the_same_bytes_as_the_local_engine_from_a_spooled_source(cl
         assert result.exit_code == 0, result.stderr
     local = {p.name: p.read_bytes() for p in (tmp_path / "local").iterdir()}
     assert {p.name: p.read_bytes() for p in (tmp_path / "beam").iterdir()} == local
+
+
+def test_records_that_are_not_examples_are_copied_with_a_warning_and_no_schema(cli, tmp_path):
+    src = write_tfrecord(tmp_path / "blobs.tfrecord", [bytes([i]) * 50 for i in range(20)])
+    result = cli.convert("records", src, "--out", tmp_path / "out", "--no-shuffle", "--json")
+    assert result.exit_code == 0, result.stderr
+    warning = json.loads(result.stdout)["warnings"][0]
+    assert warning.startswith(f"no schema written ({src}: record 0: not a tf.train.Example")
+    assert payloads(tmp_path / "out") == [bytes([i]) * 50 for i in range(20)]
+    assert json.loads((tmp_path / "out" / "features.json").read_text())["featuresDict"]["features"] == {}

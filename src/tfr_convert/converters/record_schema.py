@@ -3,8 +3,9 @@ holds a fixed number of values, from the first records, as `tfr-inspect` shows t
 
 What TFDS and `load()` then read: a feature holding one value in every record is a
 scalar; n values in every record, a vector of n; any other count, a vector of unknown
-length. A feature absent from some records, or of two kinds, cannot be described to a
-reader that parses fixed features, and is an error naming it.
+length. Records that are not tf.train.Examples, a feature absent from some records, or
+one of two kinds cannot be described to a reader that parses fixed features: the
+records are still copied, with no schema, and the reason said.
 """
 
 from __future__ import annotations
@@ -29,16 +30,20 @@ class _Seen:
     records: int = 0
 
 
+class NoSchema(SourceError):
+    """The records cannot be described by one schema; the message says why."""
+
+
 def infer_schema(payloads: Iterable[tuple[str, bytes]]) -> dict[str, FeatureSpec]:
-    """FeatureSpecs of records given as (where, payload) pairs: a SourceError names the
-    first record that is not a tf.train.Example, or the feature no schema can hold."""
+    """FeatureSpecs of records given as (where, payload) pairs: NoSchema names the first
+    record that is not a tf.train.Example, or the feature no schema can hold."""
     seen: dict[str, _Seen] = {}
     total = 0
     for where, payload in payloads:
         try:
             example = outline(payload, keep=0)
         except ExampleDecodeError as e:
-            raise SourceError(f"{where}: not a tf.train.Example ({e}), so no schema can be inferred") from None
+            raise NoSchema(f"{where}: not a tf.train.Example ({e}), so no schema can be inferred") from None
         total += 1
         for name, (kind, _, count) in example.items():
             entry = seen.setdefault(name, _Seen())
@@ -49,9 +54,9 @@ def infer_schema(payloads: Iterable[tuple[str, bytes]]) -> dict[str, FeatureSpec
     for name, entry in sorted(seen.items()):
         kinds = entry.kinds - {None}
         if len(kinds) != 1 or None in entry.kinds:
-            raise SourceError(f"feature {name!r} has kinds {sorted(k or 'unset' for k in entry.kinds)} across records")
+            raise NoSchema(f"feature {name!r} has kinds {sorted(k or 'unset' for k in entry.kinds)} across records")
         if entry.records != total:
-            raise SourceError(f"feature {name!r} is missing from {total - entry.records} of the first {total} records")
+            raise NoSchema(f"feature {name!r} is missing from {total - entry.records} of the first {total} records")
         dtype = _DTYPES[kinds.pop()]
         counts = entry.counts
         shape: tuple[int | None, ...] = () if counts == {1} else (counts.pop(),) if len(counts) == 1 else (None,)

@@ -19,12 +19,12 @@ source is records.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
 import tempfile
 import weakref
+import zlib
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -36,7 +36,7 @@ from ..features import FeatureSpec
 from ..naming import ShardName
 from ..splits import SPLIT_ORDER, SplitSpec, split_by_ratio
 from .base import Converter
-from .record_schema import SAMPLE, infer_schema
+from .record_schema import SAMPLE, NoSchema, infer_schema
 
 #: split names a plain file's name may carry (`data-train.tfrecord`, `x-val.tfrec`)
 FILE_SPLITS = {"train": "train", "validation": "validation", "valid": "validation", "val": "validation",
@@ -62,7 +62,7 @@ class _Source:
     path: str  # as named (local or remote)
     split: str
     records: int
-    digest: str  # sha256 of its payloads, in order: the same records in any container
+    crc32: int  # CRC-32 of its payloads one after another: the same records in any container
     read_from: str  # the file itself (plain, local) or the spool
 
 
@@ -141,8 +141,13 @@ class RecordsConverter(Converter):
             self.supervised_keys = keys if isinstance(keys, dict) else {}
         else:
             self.dataset_name = "records"
-            self.features = infer_schema(sample)
             self.labels = {}
+            try:
+                self.features = infer_schema(sample)
+            except NoSchema as e:
+                self.features = {}
+                self.warnings = [f"no schema written ({e}): the records are copied as they are, but TFDS and "
+                                 "load() need one to parse them"]  # fmt: skip
         self._fds: dict[str, int] = {}
         self._fds_pid = 0
 
@@ -160,13 +165,13 @@ class RecordsConverter(Converter):
         number = len(self._sources)
         read_from = path if in_place else os.path.join(self._spool(), f"{number:06d}")
         spool = None if in_place else open(read_from, "wb")
-        digest = hashlib.sha256()
+        crc = 0
         items = self._items.setdefault(split, [])
         written = count = 0
         try:
             for record in container.records(path):
                 data = record.data
-                digest.update(data)
+                crc = zlib.crc32(data, crc)  # a checksum of the content, cheap beside a sha256 of every byte
                 if in_place:
                     at = record.offset + 12  # past the length and its CRC
                 else:
@@ -180,7 +185,7 @@ class RecordsConverter(Converter):
         finally:
             if spool is not None:
                 spool.close()
-        self._sources.append(_Source(path, split, count, digest.hexdigest(), read_from))
+        self._sources.append(_Source(path, split, count, crc, read_from))
 
     # ------------------------------------------------------------ the Converter interface
 
@@ -220,7 +225,8 @@ class RecordsConverter(Converter):
 
     def sources(self) -> list[dict[str, Any]]:
         return [
-            {"file": s.path, "split": s.split, "records": s.records, "records_sha256": s.digest} for s in self._sources
+            {"file": s.path, "split": s.split, "records": s.records, "records_crc32": f"{s.crc32:08x}"}
+            for s in self._sources
         ]
 
     def options(self) -> dict[str, Any]:
