@@ -41,6 +41,16 @@ def make_file(path: Path, total: int, record: int) -> int:
     return path.stat().st_size
 
 
+def big_file(work: Path, gib: float, record_kib: float) -> tuple[Path, int]:
+    """(the large file of records, its size), made if missing, read once so that every
+    contender reads it from the page cache."""
+    work.mkdir(parents=True, exist_ok=True)
+    path = work / f"big-{gib:g}GiB-{record_kib:g}KiB.tfrecord"
+    size = make_file(path, int(gib * (1 << 30)), int(record_kib * 1024))
+    subprocess.run(["cat", str(path)], check=True, stdout=subprocess.DEVNULL)
+    return path, size
+
+
 def timed(cmd: list[str], repeat: int) -> float:
     times = []
     for _ in range(repeat):
@@ -59,11 +69,7 @@ def main() -> None:
     args = parser.parse_args()
     compile_package()
     work = Path(args.work)
-    work.mkdir(parents=True, exist_ok=True)
-
-    big = work / f"big-{args.gib:g}GiB-{args.record_kib:g}KiB.tfrecord"
-    size = make_file(big, int(args.gib * (1 << 30)), int(args.record_kib * 1024))
-    subprocess.run(["cat", str(big)], check=True, stdout=subprocess.DEVNULL)  # warm the page cache
+    big, size = big_file(work, args.gib, args.record_kib)
     inspect = str(SCRIPTS / "tfr-inspect")
     cat = timed(["cat", str(big)], args.repeat)
     count = timed([inspect, "--count", str(big)], args.repeat)

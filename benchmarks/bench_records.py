@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_inspect import make_file
+from bench_inspect import big_file
 from common import SCRIPTS, compile_package
 
 
@@ -57,10 +57,7 @@ def main() -> None:
     args = parser.parse_args()
     compile_package()
     work = Path(args.work)
-    work.mkdir(parents=True, exist_ok=True)
-    src = work / f"big-{args.gib:g}GiB-{args.record_kib:g}KiB.tfrecord"
-    size = make_file(src, int(args.gib * (1 << 30)), int(args.record_kib * 1024))
-    subprocess.run(["cat", str(src)], check=True, stdout=subprocess.DEVNULL)  # warm the page cache
+    src, size = big_file(work, args.gib, args.record_kib)
     convert = str(SCRIPTS / "tfr-convert")
     common = [convert, "records", str(src), "--num-shards", str(args.shards), "--quiet", "--overwrite"]
     contenders = {
