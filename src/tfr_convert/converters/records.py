@@ -39,8 +39,15 @@ from .base import Converter
 from .record_schema import SAMPLE, NoSchema, infer_schema
 
 #: split names a plain file's name may carry (`data-train.tfrecord`, `x-val.tfrec`)
-FILE_SPLITS = {"train": "train", "validation": "validation", "valid": "validation", "val": "validation",
-               "test": "test", "dev": "validation", "eval": "test"}  # fmt: skip
+FILE_SPLITS = {
+    "train": "train",
+    "validation": "validation",
+    "valid": "validation",
+    "val": "validation",
+    "test": "test",
+    "dev": "validation",
+    "eval": "test",
+}
 _SPLIT_IN_NAME = re.compile(r"-([A-Za-z]+)\.")
 _METADATA_SUFFIXES = (".json", ".txt", ".md", ".png", ".index", ".pbtxt")
 
@@ -146,8 +153,10 @@ class RecordsConverter(Converter):
                 self.features = infer_schema(sample)
             except NoSchema as e:
                 self.features = {}
-                self.warnings = [f"no schema written ({e}): the records are copied as they are, but TFDS and "
-                                 "load() need one to parse them"]  # fmt: skip
+                self.warnings = [
+                    f"no schema written ({e}): the records are copied as they are, but TFDS and "
+                    "load() need one to parse them"
+                ]
         self._fds: dict[str, int] = {}
         self._fds_pid = 0
 

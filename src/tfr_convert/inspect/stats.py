@@ -292,8 +292,11 @@ def _pairs_apart(found: list[tuple], one: list[int], other: list[int] | None) ->
     those sharing both (taken away twice)."""
 
     def tally(members: list[int]) -> tuple[Counter, Counter, Counter]:
-        return (Counter(found[m][1] for m in members), Counter(found[m][5] for m in members),
-                Counter((found[m][1], found[m][5]) for m in members))  # fmt: skip
+        return (
+            Counter(found[m][1] for m in members),
+            Counter(found[m][5] for m in members),
+            Counter((found[m][1], found[m][5]) for m in members),
+        )
 
     if other is None:
         n = len(one)
