@@ -18,7 +18,7 @@ temporaries are removed. Within a shard, records keep item order, so the
 shards are the local engine's, byte for byte.
 
 Everything Beam ships to workers is defined at module level here (picklable by
-reference); workers need tfr-convert installed (see the README for Dataflow).
+reference); workers need tfr-convert installed (see docs/remote.md for Dataflow).
 """
 
 from __future__ import annotations

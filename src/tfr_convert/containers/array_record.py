@@ -5,7 +5,7 @@ headers, highwayhash checksums and a footer index. Written with `group_size:1`
 (one record per chunk), as TensorFlow Datasets writes it and as Grain requires
 for random access (it logs an error for any other group size), and uncompressed
 by default: per-record compression saves little on image bytes and costs most of
-the write time (see the README's Choices); `--compression zstd` turns it on.
+the write time (see docs/choices.md); `--compression zstd` turns it on.
 
 The library (`array-record`) is an extra, imported only here and only when used.
 """

@@ -25,7 +25,7 @@ import shutil
 import tempfile
 import weakref
 import zlib
-from collections.abc import Hashable, Iterator
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -243,10 +243,6 @@ class RecordsConverter(Converter):
 
     def __getstate__(self) -> dict[str, Any]:  # open descriptors stay in their process
         return {**self.__dict__, "_fds": {}, "_fds_pid": 0}
-
-    def listed(self) -> Iterator[str]:
-        """The files read, as named (for messages)."""
-        return (s.path for s in self._sources)
 
 
 def _split_rank(split: str) -> tuple[int, str]:
