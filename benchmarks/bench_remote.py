@@ -32,7 +32,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from common import REPO, SCRIPTS, compile_package, machine, measure, peak_rss_mib
+from common import REPO, SCRIPTS, compile_package, machine, measure, measure_cpu, peak_rss_mib
 
 sys.path.insert(0, str(REPO / "tests"))
 from helpers import write_cifar, write_mnist
@@ -41,6 +41,20 @@ from object_stores import SeaweedS3
 
 def timed(cmd: list) -> float:
     return measure([str(c) for c in cmd])[0]  # after common.settle: inputs read, earlier writes synced
+
+
+def server_cpu(pid: int) -> float:
+    """CPU seconds (user + system) the server process has used so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def timed_with_cpu(cmd: list, server_pid: int) -> tuple[float, float, float]:
+    """(wall seconds, the command's CPU seconds, the server's CPU seconds meanwhile)."""
+    before = server_cpu(server_pid)
+    seconds, _, cpu = measure_cpu([str(c) for c in cmd])
+    return seconds, cpu, server_cpu(server_pid) - before
 
 
 def s3fs_command(code: str) -> list[str]:
@@ -69,9 +83,16 @@ def main() -> None:
     try:
         bucket = server.bucket()
         write, put, two_steps, verify, get = [], [], [], [], []
+        cpu: dict[str, list[tuple[float, float]]] = {"write": [], "put": []}  # (client, server) CPU seconds
         for i in range(args.repeat):
-            write.append(timed([SCRIPTS / "tfr-convert", "cifar", src, "--out", f"s3://{bucket}/ours-{i}", "--quiet"]))
-            put.append(timed(s3fs_command(f"fs.put({str(local)!r}, '{bucket}/put-{i}', recursive=True)")))
+            cmd = [SCRIPTS / "tfr-convert", "cifar", src, "--out", f"s3://{bucket}/ours-{i}", "--quiet"]
+            seconds, client, by_server = timed_with_cpu(cmd, server.process.pid)
+            write.append(seconds)
+            cpu["write"].append((client, by_server))
+            cmd = s3fs_command(f"fs.put({str(local)!r}, '{bucket}/put-{i}', recursive=True)")
+            seconds, client, by_server = timed_with_cpu(cmd, server.process.pid)
+            put.append(seconds)
+            cpu["put"].append((client, by_server))
             staged = work / "staged"
             two_steps.append(
                 timed([SCRIPTS / "tfr-convert", "cifar", src, "--out", staged, "--overwrite", "--quiet"])
@@ -103,6 +124,13 @@ def main() -> None:
         "write_ratio": round(med["put"] / med["write"], 2),
         "local_then_put_mb_s": round(mb / med["two_steps"], 1),
         "write_vs_local_then_put": round(med["two_steps"] / med["write"], 2),
+        "write_cpu_s": {
+            side: {
+                "client": round(statistics.median(c for c, _ in v), 2),
+                "server": round(statistics.median(s for _, s in v), 2),
+            }
+            for side, v in cpu.items()
+        },
         "verify_mb_s": round(mb / med["verify"], 1),
         "s3fs_get_mb_s": round(mb / med["get"], 1),
         "verify_ratio": round(med["get"] / med["verify"], 2),
@@ -119,6 +147,8 @@ def main() -> None:
           f"{result['local_then_put_mb_s']} MB/s | {result['write_vs_local_then_put']} |\n"
           f"| --verify vs get of the same objects | {result['verify_mb_s']} MB/s | {result['s3fs_get_mb_s']} MB/s | "
           f"{result['verify_ratio']} |\n\n"
+          f"CPU seconds of a write (client + server): ours {result['write_cpu_s']['write']}, "
+          f"put {result['write_cpu_s']['put']}\n\n"
           f"--verify of a {result['verified_dataset_mib']} MiB remote dataset: peak RSS {result['verify_peak_rss_mib']} "
           f"MiB ({result['dataset_per_rss']}x smaller than the dataset; goal >= 10x)")  # fmt: skip
 

@@ -22,7 +22,8 @@ _PROBE = (
     "import resource, subprocess, sys, time\n"
     "t = time.perf_counter()\n"
     "subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
-    "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+    "u = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+    "print(time.perf_counter() - t, u.ru_maxrss, u.ru_utime + u.ru_stime)\n"
 )
 
 
@@ -54,11 +55,17 @@ def _read_all(files: list[Path]) -> None:
 def measure(cmd: list[str], shell: bool = False, inputs: Sequence[str | Path] = ()) -> tuple[float, int]:
     """(wall seconds, peak RSS in KiB) of one run of cmd (a shell line if shell), started
     once `settle(inputs)` has readied the machine for it."""
+    seconds, rss, _ = measure_cpu(cmd, shell, inputs)
+    return seconds, rss
+
+
+def measure_cpu(cmd: list[str], shell: bool = False, inputs: Sequence[str | Path] = ()) -> tuple[float, int, float]:
+    """`measure`, and the CPU seconds (user + system) the command and its children used."""
     argv = ["bash", "-c", cmd[0]] if shell else [str(c) for c in cmd]
     settle(inputs)
     result = subprocess.run([sys.executable, "-c", _PROBE, *argv], check=True, capture_output=True, text=True)
-    seconds, rss = result.stdout.split()
-    return float(seconds), int(rss)
+    seconds, rss, cpu = result.stdout.split()
+    return float(seconds), int(rss), float(cpu)
 
 
 def peak_rss_mib(args: Sequence[object]) -> float:

@@ -79,6 +79,24 @@ def test_background_uploads_land_whole_and_a_failed_one_is_raised():
     uploads.close()
 
 
+def test_a_remote_journal_is_written_in_order_behind_the_run_and_read_up_to_a_gap():
+    from tfr_convert.journal import Journal, ShardEntry, Tally
+    from tfr_convert.shards import Checkpoint
+
+    root = f"memory://journal-{os.getpid()}"
+    journal = Journal(root)
+    journal.open({"seed": 0})
+    for n in range(6):
+        entry = ShardEntry(f"tmp-{n}", n, n, f"{n:064x}")
+        journal.shard_done("train", entry, Checkpoint(n + 1, 0, (n, 0, n)), Tally())
+    journal.flush()
+    assert [e["shard"]["file"] for e, _ in journal.read({"seed": 0})] == [f"tmp-{n}" for n in range(6)]
+    journal.close()
+    fs.remove(f"{root}/00000003.json")  # a line missing: those after it are not believed
+    assert [e["shard"]["file"] for e, _ in journal.read({"seed": 0})] == ["tmp-0", "tmp-1"]
+    fs.rmtree(root)
+
+
 def test_a_lock_held_by_a_dead_process_here_is_stale_and_a_live_ones_is_not(tmp_path):
     from tfr_convert.remote_lock import RemoteLock
 

@@ -200,6 +200,16 @@ def put_bytes(path: str, data: bytes) -> None:
     os.replace(tmp, path)
 
 
+def put_many(files: dict[str, bytes]) -> None:
+    """Remote objects written, concurrently where the store can; each appears whole."""
+    if not files:
+        return
+    first = next(iter(files))
+    fs, _ = _remote(first)
+    with stores.translated(first):
+        fs.pipe({_remote(path)[1]: data for path, data in files.items()})
+
+
 def exists(path: str) -> bool:
     if not is_remote(path):
         return os.path.exists(path)

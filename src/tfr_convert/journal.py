@@ -15,9 +15,11 @@ to the run's tally (the converter's observations, skipped items, warnings),
 since those go into the metadata and must come out the same.
 
 A torn last line (the run died while appending it) is ignored: the shard it
-described is written again. On an object store each line is an object of its own. Lines are flushed, not fsynced: the files they
-describe are checked by size and sha256 before being kept, which also catches
-what a power loss may have torn.
+described is written again. On an object store each line is an object of its own,
+written on a helper thread in order (a request takes as long as encoding a batch
+there, and nothing waits for a line but the commit), so a kill leaves a prefix of
+the lines. Lines are flushed, not fsynced: the files they describe are checked by
+size and sha256 before being kept, which also catches what a power loss may have torn.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import os
 import re
 from collections import Counter
 from collections.abc import Hashable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -131,6 +134,8 @@ class Journal:
         self._remote = path is not None and fs.is_remote(path)
         self._file: Any = None
         self._next = 0  # remote: the number of the next line's object
+        self._writer: ThreadPoolExecutor | None = None  # remote: puts the lines, one at a time, in order
+        self._written: list[Future] = []
 
     def _line(self, number: int) -> str:
         assert self.path is not None
@@ -154,6 +159,8 @@ class Journal:
         entries = []
         if self._remote:
             for number, path in enumerate(self._lines()):
+                if path != self._line(number):  # a gap: what follows it is not believed
+                    break
                 try:
                     entries.append((json.loads(fs.read_bytes(path)), number + 1))
                 except ValueError:
@@ -252,7 +259,10 @@ class Journal:
     def _append(self, line: dict[str, Any]) -> None:
         text = json.dumps(line, sort_keys=True)
         if self._remote:
-            fs.put_bytes(self._line(self._next), text.encode())
+            self._raise_failed()
+            if self._writer is None:
+                self._writer = ThreadPoolExecutor(1, thread_name_prefix="tfr-convert-journal")
+            self._written.append(self._writer.submit(fs.put_bytes, self._line(self._next), text.encode()))
             self._next += 1
             return
         if self._file is None:
@@ -260,7 +270,23 @@ class Journal:
         self._file.write(text + "\n")
         self._file.flush()
 
+    def _raise_failed(self) -> None:
+        for future in self._written:
+            if future.done() and future.exception() is not None:
+                raise future.exception()  # type: ignore[misc]
+
+    def flush(self) -> None:
+        """Every line appended so far is written; the first failure raised."""
+        for future in self._written:
+            future.result()
+        self._written.clear()
+
     def close(self) -> None:
+        """The lines under way are let finish (errors ignored: `flush` reports them)."""
+        if self._writer is not None:
+            self._writer.shutdown(wait=True)
+            self._writer = None
+            self._written.clear()
         if self._file is not None:
             self._file.close()
             self._file = None

@@ -228,6 +228,7 @@ def run(converter: Converter, options: RunOptions, progress: Callable[[int, int]
                     results.append(writer.close())
                 journal.split_done(split, pending)
                 pending.clear()
+            journal.flush()
         except (KeyboardInterrupt, WorkerLost) as e:
             why = str(e) if isinstance(e, WorkerLost) else "interrupted"
             raise Interrupted(

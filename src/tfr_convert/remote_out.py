@@ -133,8 +133,11 @@ class RemoteOutput(Output):
             [(fs.join(self.build, tmp), fs.join(self.path, final)) for tmp, final in record["copies"] if tmp in present]
         )
         fs.remove_many([fs.join(self.path, name) for name in record["remove"]])
-        for name, data in record["metadata"]:  # dataset_info.json last
-            fs.put_bytes(fs.join(self.path, name), base64.b64decode(data))
+        metadata = {fs.join(self.path, name): base64.b64decode(data) for name, data in record["metadata"]}
+        info_data = metadata.pop(info, None)
+        fs.put_many(metadata)
+        if info_data is not None:  # last: DIR claims a complete dataset once everything else is there
+            fs.put_bytes(info, info_data)
         fs.rmtree(self.build)
         self.journal.remove()
         fs.remove(self._record)
