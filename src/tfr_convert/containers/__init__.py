@@ -11,7 +11,7 @@ a file's first bytes say it is (TFRecord when nothing else claims it).
 from __future__ import annotations
 
 from ..errors import SourceError
-from .base import MAX_RECORD_BYTES, Container, Opener, Problem, Record, ShardFileWriter
+from .base import MAX_RECORD_BYTES, Container, Loss, Opener, Problem, Record, ShardFileWriter
 
 FORMATS = ("tfrecord", "array_record")
 
@@ -47,6 +47,7 @@ __all__ = [
     "FORMATS",
     "MAX_RECORD_BYTES",
     "Container",
+    "Loss",
     "Opener",
     "Problem",
     "Record",

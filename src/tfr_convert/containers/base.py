@@ -37,6 +37,29 @@ class Problem:
     message: str
 
 
+@dataclass(frozen=True)
+class Loss:
+    """Bytes [start, end) of a file's (uncompressed) stream that held no sound record."""
+
+    start: int
+    end: int
+    records: int | None  # records those bytes held, where that is known
+    reason: str
+    readable: str  # a plain file holding the stream at the same offsets (the file, or its inflated copy)
+
+    def chunks(self) -> Iterator[bytes]:
+        """The lost bytes themselves, a chunk at a time (valid while the salvage that made
+        this loss is not finished)."""
+        from .. import fs
+
+        with fs.open_input(self.readable) as f:
+            f.seek(self.start)
+            left = self.end - self.start
+            while left > 0 and (chunk := f.read(min(left, 8 << 20))):
+                left -= len(chunk)
+                yield chunk
+
+
 class ShardFileWriter(ABC):
     """Writes sealed records to one file; `bytes_written` and `sha256` are known after close."""
 
@@ -94,6 +117,12 @@ class Container(ABC):
     def records(self, path: str, max_record: int = MAX_RECORD_BYTES) -> Iterator[Record]:
         """Every record of a file, checked as the container can; the first problem raises
         RecordError, a record above `max_record` bytes too (instead of being handed out)."""
+
+    def salvage(self, path: str, max_record: int = MAX_RECORD_BYTES) -> Iterator[Any]:
+        """Every sound record of a damaged file and, between them, each loss (a
+        `salvage.Loss`: the byte range and the records it held), for containers that can
+        read past damage; the others read as `records` (the first problem raises)."""
+        return self.records(path, max_record)
 
     @abstractmethod
     def count(self, path: str) -> int:

@@ -165,6 +165,7 @@ def scan_records(
     payload: str = "keep",
     raw: BinaryIO | None = None,
     max_record: int = MAX_RECORD_BYTES,
+    start: int = 0,
 ) -> Iterator[Record | Problem]:
     """Every record and every problem of one file, in order, in constant memory.
 
@@ -178,21 +179,25 @@ def scan_records(
     Memory stays constant whatever a length field declares: "check" and "skip" CRC
     large payloads block by block; "keep" reports a record above `max_record` bytes
     as a "too_large" problem (which ends the scan) instead of allocating it.
+    `start`: the byte offset of a plain file to begin at (offsets stay the file's;
+    indexes count from 0 there).
     """
     with fs.open_input(path) as f:
         if compression == "auto":
             compression = detect_compression(f.read(HEADER_SIZE))
             f.seek(0)
         file_size = f.seek(0, io.SEEK_END)
-        f.seek(0)
-        if payload == "skip" and compression == "none" and raw is None:
+        if start and (compression != "none" or raw is not None):
+            raise ValueError("a scan starts past 0 only in a plain file")
+        f.seek(start)
+        if payload == "skip" and compression == "none" and raw is None and not start:
             yield from _count_plain(f, file_size)
             return
         stream = open_reader(raw or f, compression)
         # a small plain file needs no more than its size (a compressed one's is unknown)
         ahead = _ReadAhead(stream, _BLOCK_SIZE if compression != "none" else max(1, min(_BLOCK_SIZE, file_size)))
         try:
-            for item in _scan_stream(_Cursor(ahead), compression, file_size, payload, max_record):
+            for item in _scan_stream(_Cursor(ahead), compression, file_size, payload, max_record, start):
                 if isinstance(item, Problem) and item.kind in _ENDED:
                     item = _said_if_resized(item, path, file_size)
                 yield item
@@ -221,9 +226,9 @@ def _said_if_resized(problem: Problem, path: str, size: int) -> Problem:
 
 
 def _scan_stream(
-    cursor: _Cursor, compression: str, file_size: int, payload: str, max_record: int
+    cursor: _Cursor, compression: str, file_size: int, payload: str, max_record: int, offset: int = 0
 ) -> Iterator[Record | Problem]:
-    index = offset = 0
+    index = 0
     keep, check = payload == "keep", payload != "skip"
     try:
         while True:

@@ -114,6 +114,11 @@ class TFRecordContainer(Container):
     def records(self, path: str, max_record: int = MAX_RECORD_BYTES) -> Iterator[Record]:
         return read_records(path, max_record=max_record)
 
+    def salvage(self, path: str, max_record: int = MAX_RECORD_BYTES) -> Iterator[Any]:
+        from .salvage import salvage_records
+
+        return salvage_records(path, max_record)
+
     def count(self, path: str) -> int:
         return count_records(path)
 

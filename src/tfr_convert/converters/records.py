@@ -34,6 +34,7 @@ from ..dataset_dir import DatasetDir
 from ..errors import OptionError, RecordError, SourceError
 from ..features import FeatureSpec
 from ..naming import ShardName
+from ..skips import Skips
 from ..splits import SPLIT_ORDER, SplitSpec, split_by_ratio
 from .base import Converter
 from .record_schema import SAMPLE, NoSchema, infer_schema
@@ -57,8 +58,12 @@ class RecordsOptions:
     """What `tfr-convert records` takes besides its sources and the shared options."""
 
     split: SplitSpec | None = None  # re-split every record by these fractions
+    on_error: str = "fail"  # "skip": salvage damaged files (read past bad records, report each loss)
+    quarantine: str | None = None  # a folder for the raw bytes of every loss
 
     def problem(self) -> str | None:
+        if self.quarantine is not None and self.on_error != "skip":
+            return "--quarantine keeps what --on-error skip leaves out: add --on-error skip"
         return None
 
 
@@ -71,6 +76,7 @@ class _Source:
     records: int
     crc32: int  # CRC-32 of its payloads one after another: the same records in any container
     read_from: str  # the file itself (plain, local) or the spool
+    lost: tuple[int, int] = (0, 0)  # under --on-error skip: bytes and records (known) left out
 
 
 def _files_of(paths: list[str]) -> tuple[list[tuple[str, str | None]], list[DatasetDir]]:
@@ -132,6 +138,7 @@ class RecordsConverter(Converter):
         files, datasets = _files_of(paths)
         if len({dataset.name for dataset in datasets}) > 1:
             raise SourceError(f"datasets {sorted({d.name for d in datasets})} differ: give one dataset's directories")
+        self.skipped = Skips()  # losses, under --on-error skip
         self._spool_folder: str | None = None
         self._sources: list[_Source] = []
         self._items: dict[str, list[Hashable]] = {}
@@ -176,9 +183,15 @@ class RecordsConverter(Converter):
         spool = None if in_place else open(read_from, "wb")
         crc = 0
         items = self._items.setdefault(split, [])
-        written = count = 0
+        written = count = lost_bytes = lost_records = 0
+        salvaging = self._options.on_error == "skip"
         try:
-            for record in container.records(path):
+            for record in container.salvage(path) if salvaging else container.records(path):
+                if isinstance(record, containers.Loss):
+                    self._lose(number, path, record)
+                    lost_bytes += record.end - record.start
+                    lost_records += record.records or 0
+                    continue
                 data = record.data
                 crc = zlib.crc32(data, crc)  # a checksum of the content, cheap beside a sha256 of every byte
                 if in_place:
@@ -194,7 +207,28 @@ class RecordsConverter(Converter):
         finally:
             if spool is not None:
                 spool.close()
-        self._sources.append(_Source(path, split, count, crc, read_from))
+        self._sources.append(_Source(path, split, count, crc, read_from, (lost_bytes, lost_records)))
+
+    def _lose(self, number: int, path: str, loss: containers.Loss) -> None:
+        """A loss reported (stderr, --json and the manifest list skipped items) and its bytes
+        quarantined."""
+        records = "records lost: unknown" if loss.records is None else f"{loss.records} record(s) lost"
+        entry = {
+            "item": f"{path}: bytes {loss.start}-{loss.end}",
+            "reason": f"{loss.reason}; {records}",
+            "file": path,
+            "start": loss.start,
+            "end": loss.end,
+            "records": loss.records,
+        }
+        if self._options.quarantine is not None and loss.end > loss.start:
+            kept = fs.join(self._options.quarantine, f"{number:05d}-{fs.basename(path)}.{loss.start}-{loss.end}.bad")
+            fs.makedirs(self._options.quarantine)
+            with fs.open_file(kept, "wb") as f:
+                for chunk in loss.chunks():
+                    f.write(chunk)
+            entry["quarantined"] = kept
+        self.skipped.extend([entry])
 
     # ------------------------------------------------------------ the Converter interface
 
@@ -233,10 +267,13 @@ class RecordsConverter(Converter):
         return fd
 
     def sources(self) -> list[dict[str, Any]]:
-        return [
-            {"file": s.path, "split": s.split, "records": s.records, "records_crc32": f"{s.crc32:08x}"}
-            for s in self._sources
-        ]
+        found = []
+        for s in self._sources:
+            source = {"file": s.path, "split": s.split, "records": s.records, "records_crc32": f"{s.crc32:08x}"}
+            if self._options.on_error == "skip":
+                source["lost_bytes"], source["lost_records_known"] = s.lost
+            found.append(source)
+        return found
 
     def options(self) -> dict[str, Any]:
         return {"split": self._options.split.describe() if self._options.split else None}

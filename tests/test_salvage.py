@@ -1,0 +1,165 @@
+"""Salvage of damaged TFRecord files (`tfr-convert records --on-error skip`): every sound
+record kept, each loss reported with its exact byte range, its raw bytes quarantined;
+the reader at the seam (containers/salvage.py) and the command, read back by TensorFlow."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+import zlib
+from pathlib import Path
+
+import pytest
+
+from test_records import examples, write_tfrecord
+from tfr_convert.containers import Loss
+from tfr_convert.containers.salvage import salvage_records
+
+N = 40
+DATA_FLIP, LENGTH_FLIP, GARBAGE_BEFORE = 5, 12, 20  # which records are damaged
+GARBAGE = bytes(random.Random(7).randrange(256) for _ in range(53))
+
+
+Losses = list[tuple[int, int, "int | None"]]
+
+
+def damaged(tmp_path: Path) -> tuple[Path, list[bytes], Losses]:
+    """A file TensorFlow wrote, then damaged four ways: a payload byte flipped, a length byte
+    flipped, garbage between two records, the last record cut short. Returns it, the
+    records that stay sound (in order) and the exact losses (start, end, records)."""
+    records = examples(N)
+    whole = write_tfrecord(tmp_path / "whole.tfrecord", records).read_bytes()
+    starts, at = [], 0
+    for r in records:
+        starts.append(at)
+        at += 12 + len(r) + 4
+    assert at == len(whole)
+    data = bytearray(whole)
+    data[starts[DATA_FLIP] + 12 + 3] ^= 0x20
+    data[starts[LENGTH_FLIP] + 1] ^= 0x01
+    cut = starts[N - 1] + 12 + 5
+    data = data[: starts[GARBAGE_BEFORE]] + GARBAGE + data[starts[GARBAGE_BEFORE] : cut]
+    shift = len(GARBAGE)
+    path = tmp_path / "damaged-train.tfrecord"
+    path.write_bytes(bytes(data))
+    sound = [r for i, r in enumerate(records[: N - 1]) if i not in (DATA_FLIP, LENGTH_FLIP)]
+    losses = [
+        (starts[DATA_FLIP], starts[DATA_FLIP + 1], 1),
+        (starts[LENGTH_FLIP], starts[LENGTH_FLIP + 1], 1),
+        (starts[GARBAGE_BEFORE], starts[GARBAGE_BEFORE] + shift, None),
+        (starts[N - 1] + shift, cut + shift, 1),
+    ]
+    return path, sound, losses
+
+
+def salvaged(path: Path) -> tuple[list[bytes], list[Loss]]:
+    found = list(salvage_records(str(path)))
+    return [r.data for r in found if not isinstance(r, Loss)], [x for x in found if isinstance(x, Loss)]
+
+
+# ---------------------------------------------------------------- the reader
+
+
+def test_salvage_keeps_every_sound_record_and_reports_exactly_the_lost_ranges(tmp_path):
+    path, sound, losses = damaged(tmp_path)
+    kept, lost = salvaged(path)
+    assert kept == sound
+    assert [(x.start, x.end, x.records) for x in lost] == losses
+    data = path.read_bytes()
+    assert [b"".join(x.chunks()) for x in lost] == [data[s:e] for s, e, _ in losses]
+    assert "payload fails its CRC" in lost[0].reason and "length field" in lost[1].reason
+    assert "no record" in lost[2].reason and "ends inside a record" in lost[3].reason
+
+
+@pytest.mark.parametrize("compression", ["gzip", "zlib"])
+def test_a_compressed_file_is_salvaged_at_the_offsets_of_its_inflated_stream(tmp_path, compression):
+    path, sound, losses = damaged(tmp_path)
+    squeeze = gzip.compress if compression == "gzip" else zlib.compress
+    packed = tmp_path / f"packed.{compression}"
+    packed.write_bytes(squeeze(path.read_bytes()))
+    kept, lost = salvaged(packed)
+    assert kept == sound and [(x.start, x.end, x.records) for x in lost] == losses
+
+
+def test_a_compressed_stream_cut_short_keeps_every_record_inflated_before_the_cut(tmp_path):
+    records = examples(200)
+    whole = write_tfrecord(tmp_path / "whole.tfrecord.gz", records, "gzip").read_bytes()
+    cut = tmp_path / "cut.tfrecord.gz"
+    cut.write_bytes(whole[: len(whole) * 2 // 3])
+    kept, lost = salvaged(cut)
+    assert len(kept) > 100 and kept == records[: len(kept)]  # all that the cut left, in order
+    (loss,) = lost
+    assert loss.start == sum(12 + len(r) + 4 for r in kept) and "gzip stream is corrupt" in loss.reason
+
+
+def test_a_sound_file_salvages_to_all_its_records_and_no_loss(tmp_path):
+    records = examples(50)
+    kept, lost = salvaged(write_tfrecord(tmp_path / "fine.tfrecord", records))
+    assert kept == records and lost == []
+
+
+# ---------------------------------------------------------------- the command
+
+
+def test_on_error_skip_writes_every_sound_record_and_reports_each_loss_everywhere(cli, tmp_path):
+    tf = pytest.importorskip("tensorflow")
+    path, sound, losses = damaged(tmp_path)
+    out, quarantine = tmp_path / "out", tmp_path / "quarantine"
+    result = cli.convert("records", path, "--out", out, "--no-shuffle", "--on-error", "skip",
+                         "--quarantine", quarantine, "--json")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    shards = sorted(str(p) for p in out.glob("*.tfrecord-*"))
+    assert [r.numpy() for r in tf.data.TFRecordDataset(shards)] == sound  # TensorFlow reads every record
+    expected = [{"file": str(path), "start": s, "end": e, "records": n} for s, e, n in losses]
+    report = json.loads(result.stdout)
+    manifest = json.loads((out / "manifest.json").read_text())
+    for listed in (report["skipped"], manifest["skipped"]):
+        assert [{k: x[k] for k in ("file", "start", "end", "records")} for x in listed] == expected
+    for s, e, _ in losses:
+        assert f"{path}: bytes {s}-{e}:" in result.stderr
+    data = path.read_bytes()
+    for entry in manifest["skipped"]:
+        assert Path(entry["quarantined"]).read_bytes() == data[entry["start"] : entry["end"]]
+    assert sorted(p.name for p in quarantine.iterdir()) == sorted(
+        f"00000-{path.name}.{s}-{e}.bad" for s, e, _ in losses
+    )
+    (source,) = manifest["sources"]
+    assert source["lost_bytes"] == sum(e - s for s, e, _ in losses) and source["lost_records_known"] == 3
+
+
+def test_without_on_error_skip_the_first_bad_record_is_exit_1_and_nothing_is_written(cli, tmp_path):
+    path, _, losses = damaged(tmp_path)
+    result = cli.convert("records", path, "--out", tmp_path / "out", "--quiet")
+    assert result.exit_code == 1
+    assert f"{path.name}: record {DATA_FLIP} at byte offset {losses[0][0]}" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_quarantine_without_on_error_skip_is_a_usage_error(cli, tmp_path):
+    path, _, _ = damaged(tmp_path)
+    result = cli.convert("records", path, "--out", tmp_path / "out", "--quarantine", tmp_path / "q")
+    assert result.exit_code == 2 and "add --on-error skip" in result.stderr
+    assert not (tmp_path / "q").exists()
+
+
+def test_a_salvaged_run_writes_the_same_bytes_for_any_worker_count(cli, tmp_path):
+    path, _, _ = damaged(tmp_path)
+    outputs = []
+    for workers in (1, 2):
+        out = tmp_path / f"w{workers}"
+        result = cli.convert("records", path, "--out", out, "--on-error", "skip", "--workers", workers,
+                             "--examples-per-shard", 7, "--quiet")  # fmt: skip
+        assert result.exit_code == 0, result.stderr
+        outputs.append({p.name: p.read_bytes() for p in out.iterdir() if p.is_file()})
+    assert outputs[0] == outputs[1]
+
+
+def test_a_damaged_array_record_file_under_on_error_skip_is_still_named_and_exit_1(cli, tmp_path):
+    pytest.importorskip("array_record.python.array_record_module")
+    src = write_tfrecord(tmp_path / "data.tfrecord", examples(300))
+    assert cli.convert("records", src, "--out", tmp_path / "ar", "--format", "array_record", "--quiet").exit_code == 0
+    (shard,) = (tmp_path / "ar").glob("*.array_record-*")
+    shard.write_bytes(shard.read_bytes()[: shard.stat().st_size // 2])
+    result = cli.convert("records", shard, "--out", tmp_path / "out", "--on-error", "skip", "--quiet")
+    assert result.exit_code == 1 and shard.name in result.stderr and "Traceback" not in result.stderr
