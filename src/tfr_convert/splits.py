@@ -24,6 +24,8 @@ T = TypeVar("T")
 
 # Output order of the well-known splits; any other split follows, sorted.
 SPLIT_ORDER = ("train", "validation", "test")
+#: what a split may be called (a file name carries it: `NAME-SPLIT.tfrecord-...`)
+SPLIT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 
 
 def _rank_prefix(seed: int, purpose: str) -> hashlib.blake2b:

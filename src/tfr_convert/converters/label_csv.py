@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 from .. import fs
 from ..errors import OptionError, SourceError
+from ..splits import SPLIT_NAME
 from . import csvtable
 from .folders import IMAGE_SUFFIXES, ImageFolder, named
 
@@ -35,7 +36,6 @@ PATH_COLUMN_NAMES = (
 )
 # Column names that say "this is the class": a CSV with one and no --label-column is told
 LABEL_LIKE = ("label", "labels", "class", "category", "target")
-SPLIT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 # Integer labels from this value up must be dense enough (at least a quarter of 0..max
 # present) to become class indices: ids such as 10000000 would make a table of millions
 # of class names.

@@ -32,10 +32,11 @@ from typing import Any
 from .. import containers, fs
 from ..dataset_dir import DatasetDir
 from ..errors import OptionError, RecordError, SourceError
+from ..example import ExampleDecodeError, outline, values_of
 from ..features import FeatureSpec
 from ..naming import ShardName
 from ..skips import Skips
-from ..splits import SPLIT_ORDER, SplitSpec, split_by_ratio
+from ..splits import SPLIT_NAME, SPLIT_ORDER, SplitSpec, split_by_ratio
 from .base import Converter
 from .record_schema import SAMPLE, NoSchema, infer_schema
 
@@ -58,13 +59,25 @@ class RecordsOptions:
     """What `tfr-convert records` takes besides its sources and the shared options."""
 
     split: SplitSpec | None = None  # re-split every record by these fractions
+    split_feature: str | None = None  # the feature whose value names each record's split
+    stratify_feature: str | None = None  # --split keeps the proportions of this feature's values
+    group_feature: str | None = None  # --split keeps records sharing this feature's value together
     on_error: str = "fail"  # "skip": salvage damaged files (read past bad records, report each loss)
     quarantine: str | None = None  # a folder for the raw bytes of every loss
 
     def problem(self) -> str | None:
         if self.quarantine is not None and self.on_error != "skip":
             return "--quarantine keeps what --on-error skip leaves out: add --on-error skip"
+        if self.split_feature is not None and (self.split, self.stratify_feature, self.group_feature) != (None,) * 3:
+            return "--split-feature names each record's split: drop --split, --stratify-feature and --group-feature"
+        if self.split is None and (self.stratify_feature or self.group_feature):
+            return "--stratify-feature and --group-feature shape --split's fractions: give --split"
         return None
+
+    def features_read(self) -> tuple[str, ...]:
+        """The features each record is read for (none: records are never decoded)."""
+        names = (self.split_feature, self.stratify_feature, self.group_feature)
+        return tuple(dict.fromkeys(n for n in names if n is not None))
 
 
 @dataclass(frozen=True)
@@ -139,6 +152,8 @@ class RecordsConverter(Converter):
         if len({dataset.name for dataset in datasets}) > 1:
             raise SourceError(f"datasets {sorted({d.name for d in datasets})} differ: give one dataset's directories")
         self.skipped = Skips()  # losses, under --on-error skip
+        self.warnings: list[str] = []
+        self._values: dict[tuple[int, int], dict[str, str]] = {}  # (source, record) -> features_read's values
         self._spool_folder: str | None = None
         self._sources: list[_Source] = []
         self._items: dict[str, list[Hashable]] = {}
@@ -160,10 +175,10 @@ class RecordsConverter(Converter):
                 self.features = infer_schema(sample)
             except NoSchema as e:
                 self.features = {}
-                self.warnings = [
+                self.warnings.append(
                     f"no schema written ({e}): the records are copied as they are, but TFDS and "
                     "load() need one to parse them"
-                ]
+                )
         self._fds: dict[str, int] = {}
         self._fds_pid = 0
 
@@ -185,6 +200,7 @@ class RecordsConverter(Converter):
         items = self._items.setdefault(split, [])
         written = count = lost_bytes = lost_records = 0
         salvaging = self._options.on_error == "skip"
+        read_for = self._options.features_read()
         try:
             for record in container.salvage(path) if salvaging else container.records(path):
                 if isinstance(record, containers.Loss):
@@ -200,7 +216,12 @@ class RecordsConverter(Converter):
                     at = written
                     spool.write(data)
                     written += len(data)
-                items.append((number, record.index, at, len(data)))
+                item = (number, record.index, at, len(data))
+                if read_for:
+                    values = self._values[number, record.index] = _read_values(path, record.index, data, read_for)
+                    if self._options.split_feature:
+                        items = self._items.setdefault(_split_named(path, record.index, values, self._options), [])
+                items.append(item)
                 if len(sample) < SAMPLE:
                     sample.append((f"{path}: record {record.index}", data))
                 count += 1
@@ -238,7 +259,18 @@ class RecordsConverter(Converter):
         if self._options.split is None:
             return found
         everything = [item for items in found.values() for item in items]
-        splits, _ = split_by_ratio(everything, self.key, self._options.split, self._seed)
+        stratify, group = self._options.stratify_feature, self._options.group_feature
+        values = self._values
+
+        def stratum(item: Hashable) -> str:
+            return values[item[:2]][stratify]  # type: ignore[index]
+
+        groups = [values[item[:2]][group] for item in everything] if group else None  # type: ignore[index]
+        splits, said = split_by_ratio(
+            everything, self.key, self._options.split, self._seed, stratum if stratify else None, groups
+        )
+        self._values = {}
+        self.warnings += [said] if said else []
         return splits
 
     def key(self, item: Hashable) -> str:
@@ -276,10 +308,51 @@ class RecordsConverter(Converter):
         return found
 
     def options(self) -> dict[str, Any]:
-        return {"split": self._options.split.describe() if self._options.split else None}
+        o = self._options
+        return {
+            "split": o.split.describe() if o.split else None,
+            "split_feature": o.split_feature,
+            "stratify_feature": o.stratify_feature,
+            "group_feature": o.group_feature,
+        }
 
     def __getstate__(self) -> dict[str, Any]:  # open descriptors stay in their process
         return {**self.__dict__, "_fds": {}, "_fds_pid": 0}
+
+
+def _read_values(path: str, index: int, data: bytes, names: tuple[str, ...]) -> dict[str, str]:
+    """The features a split is decided by, each as text (a bytes value decoded, numbers
+    written out, several values joined by '|'); SourceError naming the record if one is
+    missing or the record is not an Example."""
+    where = f"{path}: record {index}"
+    try:
+        found = values_of(data, names)
+    except ExampleDecodeError as e:
+        raise SourceError(f"{where}: not a tf.train.Example ({e}), so it has no feature {names[0]!r}") from None
+    texts = {}
+    for name in names:
+        _, values = found.get(name, (None, []))
+        if not values:
+            has = ", ".join(sorted(outline(data, keep=0))) or "none"
+            raise SourceError(f"{where}: no value for feature {name!r} (its features: {has})")
+        texts[name] = "|".join(_text(v) for v in values)
+    return texts
+
+
+def _split_named(path: str, index: int, values: dict[str, str], options: RecordsOptions) -> str:
+    name = values[options.split_feature]  # type: ignore[index]
+    if not SPLIT_NAME.fullmatch(name):
+        raise SourceError(
+            f"{path}: record {index}: --split-feature {options.split_feature} is {name!r}, "
+            "not a split name like train, validation or test"
+        )
+    return name
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "backslashreplace")
+    return repr(value) if isinstance(value, float) else str(value)
 
 
 def _split_rank(split: str) -> tuple[int, str]:

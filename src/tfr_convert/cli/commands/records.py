@@ -15,7 +15,22 @@ CONVERTERS = ("tfr_convert.converters.records:RecordsConverter",)
 
 @click.command()
 @click.argument("src", nargs=-1, required=True)
-@split_options("Not available for records yet.")
+@split_options("Records name the feature to stratify by: use --stratify-feature NAME.")
+@click.option(
+    "--split-feature",
+    metavar="NAME",
+    help="Each record's split is the value of this feature (e.g. a bytes feature 'split' of train / test).",
+)
+@click.option(
+    "--stratify-feature",
+    metavar="NAME",
+    help="With --split: every split keeps the proportions of this feature's values (e.g. a label).",
+)
+@click.option(
+    "--group-feature",
+    metavar="NAME",
+    help="With --split: records sharing this feature's value go to one split (e.g. a patient or video id).",
+)
 @on_error_option(
     "skip: salvage damaged TFRecord files: read past every bad record (a payload that fails "
     "its CRC is dropped; after a broken length the records go on at the next sound one), keep "
@@ -28,13 +43,15 @@ CONVERTERS = ("tfr_convert.converters.records:RecordsConverter",)
     "(NNNNN-SOURCE.START-END.bad), for a closer look.",
 )
 @common_options
-def command(src, split, stratify, on_error, quarantine, **common) -> None:
+def command(src, split, stratify, split_feature, stratify_feature, group_feature, on_error, quarantine, **common):
     """TFRecord (plain, gzip or zlib) or ArrayRecord files, globs, or dataset directories
     (tfr-convert's, or TFDS-prepared NAME/VERSION folders), local or remote: their
     records copied byte for byte into new shards.
 
     Splits are kept (a dataset's own, or -train. / -validation. / -test. in file names,
-    else one train split) unless --split re-splits them; --shuffle (the default) puts
+    else one train split) unless --split re-splits them (by record, or keeping a
+    feature's proportions or groups) or --split-feature reads them from the records;
+    --shuffle (the default) puts
     each split in a seeded random order; --format and --compression convert.
     Features and class names carry over from a dataset's metadata; plain files get a
     schema inferred from their first records.
@@ -42,9 +59,18 @@ def command(src, split, stratify, on_error, quarantine, **common) -> None:
     from ...converters.records import RecordsOptions
 
     if stratify:
-        raise click.UsageError("--stratify is not available for records: no label is known to keep in proportion")
-    options = RecordsOptions(split=split, on_error=on_error, quarantine=None if common["dry_run"] else quarantine)
+        raise click.UsageError("records name the feature to keep in proportion: use --stratify-feature NAME")
+    options = RecordsOptions(
+        split=split,
+        split_feature=split_feature,
+        stratify_feature=stratify_feature,
+        group_feature=group_feature,
+        on_error=on_error,
+        quarantine=quarantine,
+    )
     usage_error_if(options.problem())
+    if common["dry_run"]:  # it writes nothing, the quarantine included
+        options = dataclasses.replace(options, quarantine=None)
 
     def make_converter():
         from ...converters.records import RecordsConverter
