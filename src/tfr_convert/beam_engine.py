@@ -152,7 +152,7 @@ def run(
         in_order.merge(converter.skipped)  # found while listing sources: first, as in the local engine
         in_order.merge(skipped)
         found_warnings = [*converter.warnings, *found_warnings]  # listing's first, as in the local engine
-        return finish(converter, options, out, results, observations, in_order, found_warnings, started)
+        return finish(converter, options, out, results, observations, in_order, found_warnings, started, plan)
 
 
 @contextlib.contextmanager

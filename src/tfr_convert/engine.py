@@ -16,7 +16,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from . import containers, fs
+from . import containers, fs, order_quality
 from . import splits as splitting
 from .converters.base import Converter
 from .dataset_dir import compressed_note
@@ -94,6 +94,8 @@ class Summary:
     # a --resume: {"kept_shards": N} (shards of the interrupted run kept), or
     # {"already_complete": True} (the run had finished: nothing written)
     resumed: dict[str, Any] | None = None
+    # per split, how well the written order mixes the labels (order_quality); {}: no label
+    order: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -104,6 +106,7 @@ class Summary:
             **skipped_fields(self.skipped),
             "warnings": self.warnings,
             **({"resumed": self.resumed} if self.resumed is not None else {}),
+            **({"order": self.order} if self.order else {}),
         }
 
 
@@ -149,10 +152,12 @@ def finish(
     skipped: Skips,
     found_warnings: list[str],
     started: float,
+    plan: dict[str, list[Hashable]],
 ) -> Summary:
     """After every shard is written (by either engine): name the shards, write the
-    metadata and commit the directory."""
+    metadata and commit the directory. `plan`: the items of each split in written order."""
     name = options.name or converter.dataset_name
+    order = order_quality.of_splits(plan, converter.label_of)
     out.sync()  # every shard in place before anything reads one back (index files) or commits
     # may refine features, or refuse (e.g. mixed shapes for raw), or have a word on the whole run
     found_warnings = [*found_warnings, *(converter.finish(observations) or [])]
@@ -177,11 +182,12 @@ def finish(
         nested=converter.nested_features,
         extra=converter.extra_files(),
         carried_keys=converter.supervised_keys,
+        order=order,
     )
     with fs.naming(out.build):
         out.commit(results, files)
     splits = {r.split: {"examples": r.records, "shards": len(r.shards), "bytes": r.bytes} for r in results}
-    return Summary(name, options.out, splits, time.perf_counter() - started, skipped, found_warnings)
+    return Summary(name, options.out, splits, time.perf_counter() - started, skipped, found_warnings, order=order)
 
 
 def _index_files(results: list[SplitResult]) -> dict[str, bytes]:

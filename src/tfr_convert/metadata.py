@@ -128,10 +128,12 @@ def manifest_json(
     skipped: Skips,
     warnings: list[str],
     extra_files: tuple[str, ...] = (),
+    order: dict[str, Any] | None = None,
 ) -> bytes:
     return _json(
         {
             "tool": "tfr-convert",
+            **({"order": order} if order else {}),
             **({"extra_files": sorted(extra_files)} if extra_files else {}),
             **skipped_fields(skipped),
             "warnings": warnings,
@@ -171,12 +173,16 @@ def metadata_files(
     nested: bool = False,
     extra: dict[str, bytes] | None = None,
     carried_keys: dict[str, Any] | None = None,
+    order: dict[str, Any] | None = None,
 ) -> dict[str, bytes]:
     """All metadata files in write order; dataset_info.json last, as TFDS's marker of
-    completeness. `extra`: files of the converter's own (a label map), listed in the manifest."""
+    completeness. `extra`: files of the converter's own (a label map), listed in the
+    manifest; `order`: how well each split's order mixes labels (order_quality)."""
     files = {labels_file_of(feature, nested): labels_txt(names) for feature, names in sorted(labels.items())}
     files |= extra or {}
     files[FEATURES] = features_json(features, nested)
-    files[MANIFEST] = manifest_json(name, converter, options, sources, results, skipped, warnings, tuple(extra or {}))
+    files[MANIFEST] = manifest_json(
+        name, converter, options, sources, results, skipped, warnings, tuple(extra or {}), order
+    )
     files[INFO] = dataset_info_json(name, description, file_format, results, features, carried_keys)
     return files

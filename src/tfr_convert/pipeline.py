@@ -241,7 +241,9 @@ def run(converter: Converter, options: RunOptions, progress: Callable[[int, int]
             journal.close()
             if pool is not None:
                 pool.close()
-        summary = finish(converter, options, out, results, tally.observations, tally.skipped, tally.warnings, started)
+        summary = finish(
+            converter, options, out, results, tally.observations, tally.skipped, tally.warnings, started, plan
+        )
         if kept is not None:
             summary.resumed = {"kept_shards": sum(len(shards) for shards in done.shards.values())}
         return summary

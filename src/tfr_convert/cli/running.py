@@ -108,7 +108,7 @@ def _silence_stdout() -> None:
 
 def _report(summary, quiet: bool, as_json: bool) -> None:
     """The warnings and skips on stderr, the one-line summary (or --json) on stdout."""
-    from .. import fs
+    from .. import fs, order_quality
     from ..inspect.summary import counted, human_bytes
 
     if not quiet:
@@ -120,6 +120,9 @@ def _report(summary, quiet: bool, as_json: bool) -> None:
         if more:
             kinds = "; ".join(f"{n} x {kind}" for kind, n in summary.skipped.by_kind.most_common(5))
             click.echo(f"skipped: ... and {more} more (listed in manifest.json by kind: {kinds})", err=True)
+        for split, figure in summary.order.items():
+            if figure["ratio"] is not None and figure["ratio"] > 2:
+                click.echo(f"note: {split}: {order_quality.verdict(figure)}", err=True)
     if as_json:
         click.echo(json.dumps(summary.to_dict(), indent=2))
         return

@@ -148,6 +148,11 @@ class Converter(ABC):
         """Converter-specific options recorded in the manifest."""
         return {}
 
+    def label_of(self, item: Hashable) -> Hashable | None:
+        """The item's class label, for the figure of how well the written order mixes
+        labels (order_quality); None: no label known, no figure."""
+        return None
+
     def encode_batch(self, items: list[Hashable]) -> Columns | None:
         """A whole batch column-wise (the encoder's numpy fast path), or None to
         encode item by item. Must describe exactly the features of `encode`."""

@@ -179,6 +179,7 @@ class RecordsConverter(Converter):
                     f"no schema written ({e}): the records are copied as they are, but TFDS and "
                     "load() need one to parse them"
                 )
+        self._label = options.stratify_feature or _label_feature(self.supervised_keys, self.features)
         self._fds: dict[str, int] = {}
         self._fds_pid = 0
 
@@ -298,6 +299,15 @@ class RecordsConverter(Converter):
             fd = self._fds[path] = os.open(path, os.O_RDONLY)
         return fd
 
+    def label_of(self, item: Hashable) -> Hashable | None:
+        if self._label is None:
+            return None
+        try:
+            _, values = values_of(self.encode(item), (self._label,)).get(self._label, (None, []))
+        except ExampleDecodeError:
+            return None
+        return tuple(values) if len(values) != 1 else values[0]
+
     def sources(self) -> list[dict[str, Any]]:
         found = []
         for s in self._sources:
@@ -318,6 +328,21 @@ class RecordsConverter(Converter):
 
     def __getstate__(self) -> dict[str, Any]:  # open descriptors stay in their process
         return {**self.__dict__, "_fds": {}, "_fds_pid": 0}
+
+
+def _label_feature(keys: dict[str, Any] | None, features: dict[str, FeatureSpec]) -> str | None:
+    """The feature that holds the records' class: the label of the supervised keys carried
+    over, else the one class label among the features, else an integer `label`."""
+    if keys:
+        items = keys.get("tuple", {}).get("items") if isinstance(keys.get("tuple"), dict) else None
+        named = [i.get("featureKey") for i in items if isinstance(i, dict)] if isinstance(items, list) else []
+        label = named[-1] if len(named) == 2 else keys.get("output")  # TFDS's current form, or its older one
+        if isinstance(label, str):
+            return label
+    labels = [name for name, f in features.items() if f.is_class_label]
+    if len(labels) == 1:
+        return labels[0]
+    return "label" if "label" in features else None
 
 
 def _read_values(path: str, index: int, data: bytes, names: tuple[str, ...]) -> dict[str, str]:

@@ -17,9 +17,11 @@ import hashlib
 import io
 import math
 import os
+from array import array
 from collections import Counter
 from typing import Any
 
+from .. import order_quality
 from ..containers import MAX_RECORD_BYTES
 from ..dataset_dir import DatasetDir, class_names
 from ..example import BYTES, FLOAT, INT64
@@ -167,6 +169,8 @@ def stats(paths: list[str], max_record: int = MAX_RECORD_BYTES) -> dict[str, Any
     perceptual: list[tuple[int, str, str, int, str | None, bytes]] = []
     records = undecodable = 0
     boxes = BoxStats()
+    # (split, or None for files outside a dataset; feature) -> its single labels in reading order
+    orders: dict[tuple[str | None, str], array] = {}
     for path in inputs.files:
         split = split_of(path) if path in in_dataset else None
         split_stats = per_split.setdefault(split, {"records": 0, "histograms": {}}) if split else None
@@ -184,6 +188,8 @@ def stats(paths: list[str], max_record: int = MAX_RECORD_BYTES) -> dict[str, Any
                     numbers.setdefault(name, NumberStats()).add(values)
                     if kind == INT64 and (name in label_features or "label" in name):
                         histograms.setdefault(name, Counter()).update(values)
+                        if len(values) == 1:
+                            orders.setdefault((split, name), array("q")).append(values[0])
                         if split_stats is not None:
                             split_stats["histograms"].setdefault(name, Counter()).update(values)
                 elif kind == BYTES:
@@ -223,6 +229,10 @@ def stats(paths: list[str], max_record: int = MAX_RECORD_BYTES) -> dict[str, Any
     }
     if boxes.images:
         report["boxes"] = boxes.to_dict()
+    if orders:  # how well the reading order mixes each label (a class-sorted file shows as long runs)
+        report["order"] = {}
+        for (split, name), labels in orders.items():
+            report["order"].setdefault(split or "all", {})[name] = order_quality.figure(labels)
     if inputs.datasets:
         leaks = [
             {
@@ -375,6 +385,9 @@ def format_stats(report: dict[str, Any]) -> str:
             lines.append(f"  images: {formats}{size}")
     if "boxes" in report:
         lines.append(format_boxes(report["boxes"]))
+    for split, figures in report.get("order", {}).items():
+        for name, figure in figures.items():
+            lines.append(f"order of {name} in {split}: {order_quality.verdict(figure)}")
     for split, s in report.get("splits", {}).items():
         parts = [f"{split}: {s['records']} records"]
         for name, histogram in s["histograms"].items():
