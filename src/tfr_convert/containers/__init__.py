@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ..errors import SourceError
 from .base import MAX_RECORD_BYTES, Container, Loss, Opener, Problem, Record, ShardFileWriter
+from .crc import crc32c
 
 FORMATS = ("tfrecord", "array_record")
 
@@ -52,6 +53,7 @@ __all__ = [
     "Problem",
     "Record",
     "ShardFileWriter",
+    "crc32c",
     "get",
     "of_file",
 ]

@@ -24,7 +24,6 @@ import re
 import shutil
 import tempfile
 import weakref
-import zlib
 from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
@@ -87,7 +86,7 @@ class _Source:
     path: str  # as named (local or remote)
     split: str
     records: int
-    crc32: int  # CRC-32 of its payloads one after another: the same records in any container
+    crc32c: int  # CRC32C of its payloads one after another: the same records in any container
     read_from: str  # the file itself (plain, local) or the spool
     lost: tuple[int, int] = (0, 0)  # under --on-error skip: bytes and records (known) left out
 
@@ -210,7 +209,7 @@ class RecordsConverter(Converter):
                     lost_records += record.records or 0
                     continue
                 data = record.data
-                crc = zlib.crc32(data, crc)  # a checksum of the content, cheap beside a sha256 of every byte
+                crc = containers.crc32c(data, crc)  # the content's checksum: the hardware CRC, cheap beside a sha256
                 if in_place:
                     at = record.offset + 12  # past the length and its CRC
                 else:
@@ -311,7 +310,7 @@ class RecordsConverter(Converter):
     def sources(self) -> list[dict[str, Any]]:
         found = []
         for s in self._sources:
-            source = {"file": s.path, "split": s.split, "records": s.records, "records_crc32": f"{s.crc32:08x}"}
+            source = {"file": s.path, "split": s.split, "records": s.records, "records_crc32c": f"{s.crc32c:08x}"}
             if self._options.on_error == "skip":
                 source["lost_bytes"], source["lost_records_known"] = s.lost
             found.append(source)
