@@ -95,9 +95,10 @@ def test_keep_exact_keeps_every_byte_and_lists_what_tensorflow_cannot_read(cli, 
 def test_layout_tfds_gives_the_catalog_features_for_the_mnist_family(cli, tmp_path, variant):
     src = tmp_path / "src"
     arrays = write_mnist(src)
-    out = tmp_path / "out"
-    result = cli.convert("mnist", src, "--out", out, "--layout", "tfds", "--variant", variant, "--no-shuffle")
+    root = tmp_path / "out"
+    result = cli.convert("mnist", src, "--out", root, "--layout", "tfds", "--variant", variant, "--no-shuffle")
     assert result.exit_code == 0, result.stderr
+    out = root / variant / "3.0.1"  # where tfds.load(variant, data_dir=root) looks
     ours, catalog = tfds.builder_from_directory(str(out)).info, tfds.builder(variant).info
     assert repr(ours.features) == repr(catalog.features)
     assert ours.features["label"].names == catalog.features["label"].names
@@ -124,9 +125,9 @@ def test_layout_tfds_gives_the_catalog_features_for_the_mnist_family(cli, tmp_pa
 @pytest.mark.parametrize("variant", ["cifar10", "cifar100"])
 def test_layout_tfds_gives_the_catalog_features_for_cifar(cli, tmp_path, variant):
     src = write_cifar(tmp_path / "src", variant, per_batch=3)
-    out = tmp_path / "out"
-    result = cli.convert("cifar", src["path"], "--out", out, "--layout", "tfds")
+    result = cli.convert("cifar", src["path"], "--out", tmp_path / "out", "--layout", "tfds")
     assert result.exit_code == 0, result.stderr
+    out = tmp_path / "out" / variant / "3.0.2"
     ours, catalog = tfds.builder_from_directory(str(out)).info, tfds.builder(variant).info
     assert repr(ours.features) == repr(catalog.features)
     assert ours.supervised_keys == catalog.supervised_keys
@@ -140,3 +141,45 @@ def test_layout_tfds_gives_the_catalog_features_for_cifar(cli, tmp_path, variant
         assert np.array_equal(ex["image"], channel_last[i]) and ex["label"] == labels[0][i]
         if variant == "cifar100":
             assert ex["coarse_label"] == labels[1][i]
+
+
+@pytest.mark.parametrize(
+    ("command", "variant", "version"), [("mnist", "mnist", "3.0.1"), ("cifar", "cifar10", "3.0.2")]
+)
+def test_layout_tfds_is_found_by_tfds_load_and_builder_with_data_dir_as_a_catalog_dataset(
+    cli, tmp_path, command, variant, version
+):
+    src = write_mnist(tmp_path / "src") if command == "mnist" else None
+    path = tmp_path / "src" if command == "mnist" else write_cifar(tmp_path / "src", variant, per_batch=3)["path"]
+    root = tmp_path / "root"
+    result = cli.convert(command, path, "--out", root, "--layout", "tfds", "--no-shuffle")
+    assert result.exit_code == 0, result.stderr
+    assert f"-> {root / variant / version}" in result.stdout
+    builder = tfds.builder(variant, data_dir=str(root))  # the catalog's own builder, finding our files
+    assert str(builder.info.version) == version and builder.info.splits["test"].num_examples > 0
+    loaded = list(tfds.as_numpy(tfds.load(variant, data_dir=str(root), split="test", as_supervised=True)))
+    ours = list(tfds.as_numpy(tfds.builder_from_directory(str(root / variant / version)).as_dataset(split="test")))
+    assert len(loaded) == len(ours) == builder.info.splits["test"].num_examples
+    for (image, label), example in zip(loaded, ours, strict=True):
+        assert np.array_equal(image, example["image"]) and label == example["label"]
+    if src is not None:
+        images, labels = src["test"]
+        assert all(
+            np.array_equal(im[..., 0], s) and la == sl for (im, la), s, sl in zip(loaded, images, labels, strict=True)
+        )
+
+
+def test_layout_tfds_as_array_record_opens_with_tfds_data_source(cli, mnist_src, tmp_path):
+    pytest.importorskip("array_record.python.array_record_module")
+    root = tmp_path / "root"
+    result = cli.convert("mnist", mnist_src[0], "--out", root, "--layout", "tfds", "--format", "array_record")
+    assert result.exit_code == 0, result.stderr
+    source = tfds.data_source("mnist", data_dir=str(root), split="train")  # random access, as Grain reads it
+    assert len(source) == len(mnist_src[1]["train"][1]) and source[3]["image"].shape == (28, 28, 1)
+
+
+def test_layout_tfds_under_another_name_stays_in_out_itself(cli, mnist_src, tmp_path):
+    result = cli.convert("mnist", mnist_src[0], "--out", tmp_path / "mine", "--layout", "tfds", "--name", "digits")
+    assert result.exit_code == 0, result.stderr
+    info = json.loads((tmp_path / "mine" / "dataset_info.json").read_text())
+    assert info["name"] == "digits" and info["version"] == "1.0.0"

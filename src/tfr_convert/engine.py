@@ -13,7 +13,7 @@ import os
 import time
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from . import containers, fs, order_quality
@@ -74,6 +74,15 @@ class RunOptions:
 
     def container(self) -> containers.Container:
         return containers.get(self.file_format)
+
+    def placed(self, converter: Converter) -> RunOptions:
+        """These options with `out` where the converter's output belongs: OUT/NAME/VERSION
+        for a TFDS catalog dataset's layout (unless --name calls it something else),
+        where `tfds.load(NAME, data_dir=OUT)` looks; else OUT itself."""
+        if converter.catalog is None or self.name not in (None, converter.catalog[0]):
+            return self
+        name, version = converter.catalog
+        return replace(self, out=fs.join(self.out, *name.split("/"), version))
 
     def recorded(self) -> dict[str, Any]:
         """The options that shape the output (worker count does not), for the manifest."""
@@ -183,6 +192,7 @@ def finish(
         extra=converter.extra_files(),
         carried_keys=converter.supervised_keys,
         order=order,
+        version=converter.catalog[1] if converter.catalog and name == converter.catalog[0] else None,
     )
     with fs.naming(out.build):
         out.commit(results, files)

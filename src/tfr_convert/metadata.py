@@ -88,9 +88,11 @@ def dataset_info_json(
     results: list[SplitResult],
     features: dict[str, FeatureSpec],
     carried_keys: dict[str, Any] | None = None,
+    version: str | None = None,
 ) -> bytes:
     """`carried_keys`: another dataset_info.json's supervisedKeys, kept as they are;
-    else they are found from the features (supervised_keys)."""
+    else they are found from the features (supervised_keys). `version`: a TFDS catalog
+    dataset's (else DATASET_VERSION)."""
     keys = supervised_keys(features)
     supervised = {"supervisedKeys": {"tuple": {"items": [{"featureKey": k} for k in keys]}}} if keys else {}
     if carried_keys is not None:
@@ -98,7 +100,7 @@ def dataset_info_json(
     return _json(
         {
             "name": name,
-            "version": DATASET_VERSION,
+            "version": version or DATASET_VERSION,
             "fileFormat": file_format,
             "description": description,
             **supervised,
@@ -174,6 +176,7 @@ def metadata_files(
     extra: dict[str, bytes] | None = None,
     carried_keys: dict[str, Any] | None = None,
     order: dict[str, Any] | None = None,
+    version: str | None = None,
 ) -> dict[str, bytes]:
     """All metadata files in write order; dataset_info.json last, as TFDS's marker of
     completeness. `extra`: files of the converter's own (a label map), listed in the
@@ -184,5 +187,5 @@ def metadata_files(
     files[MANIFEST] = manifest_json(
         name, converter, options, sources, results, skipped, warnings, tuple(extra or {}), order
     )
-    files[INFO] = dataset_info_json(name, description, file_format, results, features, carried_keys)
+    files[INFO] = dataset_info_json(name, description, file_format, results, features, carried_keys, version)
     return files

@@ -74,6 +74,7 @@ def run_conversion(
     progress, close_bar = _progress_bar(quiet)
     try:
         converter = make_converter()
+        options = options.placed(converter)
         if dry_run:
             close_bar()
             _print_plan(converter, options, quiet, as_json)

@@ -29,6 +29,15 @@ PUBLISHED_FORMATS = ("raw", "png")
 #: their layouts. "tutorial": image_raw / image + label + height, width, depth, as the
 #: notebooks read them; "tfds": exactly the features of TFDS's catalog builders.
 PUBLISHED_LAYOUTS = ("tutorial", "tfds")
+#: the TensorFlow Datasets catalog's version of each published dataset: a `--layout tfds`
+#: output goes to OUT/NAME/VERSION, where `tfds.load(NAME, data_dir=OUT)` looks for it
+CATALOG_VERSIONS = {
+    "mnist": "3.0.1",
+    "fashion_mnist": "3.0.1",
+    "kmnist": "3.0.1",
+    "cifar10": "3.0.2",
+    "cifar100": "3.0.2",
+}
 
 
 @dataclass(frozen=True)
@@ -119,6 +128,9 @@ class Converter(ABC):
     #: `encode` returns the record's bytes as they are to be written (records copied
     #: from existing files, byte for byte), not a features dict
     serialized: bool = False
+    #: (TFDS catalog name, its version) when the output is that catalog dataset's very
+    #: layout (`--layout tfds`): written under OUT/NAME/VERSION, that version in its metadata
+    catalog: tuple[str, str] | None = None
 
     @abstractmethod
     def source_splits(self) -> dict[str, list[Hashable]]:

@@ -25,7 +25,7 @@ import numpy as np
 from ..errors import SourceError, shown
 from ..features import FeatureSpec
 from ..streams import HashingReader
-from .base import Background, Columns, Converter, Group, PublishedOptions
+from .base import CATALOG_VERSIONS, Background, Columns, Converter, Group, PublishedOptions
 from .cifar_files import (
     LAYOUTS,
     LabelKind,
@@ -226,6 +226,8 @@ class CifarConverter(Converter):
             self._planes[split] = (planes, np.array([start for start, _ in starts], np.int64))
             self._rows[split] = starts
         self.dataset_name = self.variant
+        if self.layout == "tfds":
+            self.catalog = (self.variant, CATALOG_VERSIONS[self.variant])
         self.description = f"{'CIFAR-10' if self.variant == 'cifar10' else 'CIFAR-100'}: 32x32 RGB images."
         image = (
             FeatureSpec.raw_image((32, 32, 3)) if self.image_format == "raw" else FeatureSpec.image((32, 32, 3), "png")

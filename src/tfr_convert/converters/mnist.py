@@ -25,7 +25,7 @@ import numpy as np
 from ..errors import SourceError
 from ..features import FeatureSpec
 from ..streams import read_up_to
-from .base import Background, Columns, Converter, Group, PublishedOptions, fingerprint
+from .base import CATALOG_VERSIONS, Background, Columns, Converter, Group, PublishedOptions, fingerprint
 from .imaging import encode_png
 
 IMAGES_MAGIC, LABELS_MAGIC = 2051, 2049
@@ -270,6 +270,8 @@ class MnistConverter(Converter):
         self.features = {**image, "label": FeatureSpec.class_label(self.num_classes), **size}
         if layout == "tfds":
             self.features = {"image": image["image"], "label": self.features["label"]}
+            if self.variant in CATALOG_VERSIONS:
+                self.catalog = (self.variant, CATALOG_VERSIONS[self.variant])
         self.labels = {"label": self.class_names()}
 
     def _read_source(self, split: str, what: str) -> tuple[str, bytes]:
