@@ -30,13 +30,14 @@ import os
 import re
 from collections import Counter
 from collections.abc import Hashable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import fs
 from .errors import OutputError
 from .fingerprints import InputFiles
+from .pending import Pending
 from .shards import Checkpoint
 from .skips import Skips
 
@@ -135,7 +136,7 @@ class Journal:
         self._file: Any = None
         self._next = 0  # remote: the number of the next line's object
         self._writer: ThreadPoolExecutor | None = None  # remote: puts the lines, one at a time, in order
-        self._written: list[Future] = []
+        self._written = Pending()
 
     def _line(self, number: int) -> str:
         assert self.path is not None
@@ -259,10 +260,10 @@ class Journal:
     def _append(self, line: dict[str, Any]) -> None:
         text = json.dumps(line, sort_keys=True)
         if self._remote:
-            self._raise_failed()
+            self._written.raise_failed()
             if self._writer is None:
                 self._writer = ThreadPoolExecutor(1, thread_name_prefix="tfr-convert-journal")
-            self._written.append(self._writer.submit(fs.put_bytes, self._line(self._next), text.encode()))
+            self._written.add(self._writer.submit(fs.put_bytes, self._line(self._next), text.encode()))
             self._next += 1
             return
         if self._file is None:
@@ -270,16 +271,9 @@ class Journal:
         self._file.write(text + "\n")
         self._file.flush()
 
-    def _raise_failed(self) -> None:
-        for future in self._written:
-            if future.done() and future.exception() is not None:
-                raise future.exception()  # type: ignore[misc]
-
     def flush(self) -> None:
         """Every line appended so far is written; the first failure raised."""
-        for future in self._written:
-            future.result()
-        self._written.clear()
+        self._written.wait()
 
     def close(self) -> None:
         """The lines under way are let finish (errors ignored: `flush` reports them)."""

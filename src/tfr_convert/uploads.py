@@ -18,10 +18,11 @@ import os
 import shutil
 import tempfile
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import IO, Any
 
 from . import fs, stores
+from .pending import Pending
 
 PENDING = 2  # shards uploading at once; one more may be spooled while they go
 
@@ -30,20 +31,20 @@ class Uploads:
     def __init__(self, pending: int = PENDING) -> None:
         self._pool = ThreadPoolExecutor(pending, thread_name_prefix="tfr-convert-upload")
         self._slots = threading.BoundedSemaphore(pending + 1)
-        self._futures: list[Future] = []
+        self._pending = Pending()
         self._spool = tempfile.mkdtemp(prefix="tfr-convert-spool-")
         self._count = 0
 
     def open(self, path: str) -> IO[bytes]:
         """A file to write `path` through: its bytes go to the store once it is closed."""
-        self._raise_failed()
+        self._pending.raise_failed()
         self._slots.acquire()
         self._count += 1
         local = os.path.join(self._spool, f"{self._count:08d}")
         return _Spooled(self, local, path)  # type: ignore[return-value]
 
     def _submit(self, local: str, path: str) -> None:
-        self._futures.append(self._pool.submit(self._upload, local, path))
+        self._pending.add(self._pool.submit(self._upload, local, path))
 
     def _upload(self, local: str, path: str) -> None:
         try:
@@ -54,16 +55,9 @@ class Uploads:
             os.remove(local)
             self._slots.release()
 
-    def _raise_failed(self) -> None:
-        for future in self._futures:
-            if future.done() and future.exception() is not None:
-                raise future.exception()  # type: ignore[misc]
-
     def wait(self) -> None:
         """Every upload finished; the first failure raised."""
-        for future in self._futures:
-            future.result()
-        self._futures.clear()
+        self._pending.wait()
 
     def close(self) -> None:
         """Uploads under way are let finish (a shard the journal names may be kept), errors ignored."""
