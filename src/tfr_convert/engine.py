@@ -79,10 +79,9 @@ class RunOptions:
         """These options with `out` where the converter's output belongs: OUT/NAME/VERSION
         for a TFDS catalog dataset's layout (unless --name calls it something else),
         where `tfds.load(NAME, data_dir=OUT)` looks; else OUT itself."""
-        if converter.catalog is None or self.name not in (None, converter.catalog[0]):
-            return self
-        name, version = converter.catalog
-        return replace(self, out=fs.join(self.out, *name.split("/"), version))
+        name = self.name or converter.dataset_name
+        version = catalog_version(converter, name)
+        return self if version is None else replace(self, out=fs.join(self.out, *name.split("/"), version))
 
     def recorded(self) -> dict[str, Any]:
         """The options that shape the output (worker count does not), for the manifest."""
@@ -90,6 +89,14 @@ class RunOptions:
         for k in ("out", "workers", "overwrite", "resume", "policy"):
             d.pop(k)
         return {**d, "shards": self.policy.describe()}
+
+
+def catalog_version(converter: Converter, name: str) -> str | None:
+    """The TFDS catalog's version of the output, when it is that catalog dataset's under
+    its catalog name (another --name makes it a dataset of its own)."""
+    if converter.catalog is None or name != converter.catalog[0]:
+        return None
+    return converter.catalog[1]
 
 
 @dataclass
@@ -192,7 +199,7 @@ def finish(
         extra=converter.extra_files(),
         carried_keys=converter.supervised_keys,
         order=order,
-        version=converter.catalog[1] if converter.catalog and name == converter.catalog[0] else None,
+        version=catalog_version(converter, name),
     )
     with fs.naming(out.build):
         out.commit(results, files)

@@ -62,6 +62,9 @@ def figure(labels: Sequence[Hashable], window_sizes: Sequence[int] | None = None
 def of_splits(plan: dict[str, Sequence[Hashable]], label_of: Callable[[Hashable], Hashable | None]) -> dict[str, Any]:
     """The figure of each split of a plan (items in their written order) from a sample of
     labels; {} when the items have no label."""
+    first = next((items[0] for items in plan.values() if items), None)
+    if first is None or label_of(first) is None:  # no label known: nothing read
+        return {}
     found = {}
     for split, items in plan.items():
         windows = sample_windows(len(items))

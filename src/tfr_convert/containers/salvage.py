@@ -45,7 +45,7 @@ def salvage_records(path: str, max_record: int = MAX_RECORD_BYTES) -> Iterator[R
     with fs.open_input(path) as f:
         compression = detect_compression(f.read(HEADER_SIZE))
     if compression == "none":
-        yield from _salvage_plain(path, path, max_record)
+        yield from _salvage_plain(path, max_record)
         return
     folder = tempfile.mkdtemp(prefix="tfr-convert-salvage-")
     try:
@@ -53,7 +53,7 @@ def salvage_records(path: str, max_record: int = MAX_RECORD_BYTES) -> Iterator[R
         stream_error = _inflate(path, compression, inflated)
         size = os.path.getsize(inflated)
         why = f"the {compression} stream is corrupt from here on ({stream_error})" if stream_error else None
-        tail_lost = yield from _salvage_plain(inflated, inflated, max_record, why)
+        tail_lost = yield from _salvage_plain(inflated, max_record, why)
         if why and not tail_lost:  # the stream broke off between two records
             yield Loss(size, size, None, why, inflated)
     finally:
@@ -79,9 +79,7 @@ def _inflate(path: str, compression: str, target: str) -> str | None:
                 return str(e)
 
 
-def _salvage_plain(
-    path: str, readable: str, max_record: int, cut_short: str | None = None
-) -> Generator[Record | Loss, None, bool]:
+def _salvage_plain(path: str, max_record: int, cut_short: str | None = None) -> Generator[Record | Loss, None, bool]:
     """The records and losses of a plain file; whether a loss reached its end. `cut_short`:
     why the file ends where it does, if not by design (an inflated stream that broke off)."""
     size = fs.getsize(path)
@@ -96,7 +94,7 @@ def _salvage_plain(
                 elif item.kind == "data_crc":  # its length was sound: the next record follows it
                     assert item.offset is not None
                     end = item.offset + HEADER_SIZE + _length_at(f, item.offset) + FOOTER_SIZE
-                    yield Loss(item.offset, end, 1, "payload fails its CRC", readable)
+                    yield Loss(item.offset, end, 1, "payload fails its CRC", path)
                 else:
                     problem = item
                     break
@@ -111,7 +109,7 @@ def _salvage_plain(
             end = size if resumes is None else resumes
             records = _records_in(f, at, end, problem)
             reason = cut_short if resumes is None and cut_short else _why(problem, records)
-            yield Loss(at, end, records, reason, readable)
+            yield Loss(at, end, records, reason, path)
             if resumes is None:
                 return True
             start = resumes
