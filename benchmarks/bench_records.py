@@ -9,7 +9,9 @@ on the same disk. Times are wall-clock medians of --repeat interleaved rounds of
 command as a user types it (process start included); the reshard keeps the order
 (--no-shuffle), the shuffle is the default. Peak RSS from the kernel's accounting of
 the child (ru_maxrss). Beside `cat`, `cat` followed by a sha256 of the copy (hashlib: OpenSSL): the
-floor of a reshard whose manifest lists every shard's sha256, as tfr-convert's does.
+floor of a reshard whose manifest lists every shard's sha256, as tfr-convert's does; and
+copy_hash_floor.py, the same copy and hashes on every core at once (that floor on this
+machine).
 """
 
 from __future__ import annotations
@@ -27,14 +29,17 @@ from pathlib import Path
 from bench_inspect import big_file
 from common import SCRIPTS, compile_package
 
+HERE = Path(__file__).resolve().parent
+
 # OpenSSL's sha256 through hashlib (coreutils' sha256sum is several times slower here)
 _SHA256 = 'import hashlib, sys; print(hashlib.file_digest(open(sys.argv[1], "rb"), "sha256").hexdigest())'
 
 
 def timed(cmd: list[str], out: Path, stdout_to: Path | None = None) -> tuple[float, int]:
     """(seconds, peak RSS in bytes of the process and the children it waited for) of one
-    run writing `out`."""
-    shutil.rmtree(out, ignore_errors=True)
+    run writing `out` (a folder or a file: removed first, so that no run pays for
+    truncating the last one's output)."""
+    shutil.rmtree(out, ignore_errors=True) if out.is_dir() else out.unlink(missing_ok=True)
     if stdout_to is not None:
         stdout_to.unlink(missing_ok=True)
     sink = open(stdout_to, "wb") if stdout_to is not None else subprocess.DEVNULL
@@ -67,11 +72,16 @@ def main() -> None:
     common = [convert, "records", str(src), "--num-shards", str(args.shards), "--quiet", "--overwrite"]
     copy = work / "cat-out.tfrecord"
     contenders = {
-        "cat SRC > DST": lambda: timed(["cat", str(src)], work / "cat-out", stdout_to=work / "cat-out.tfrecord"),
+        "cat SRC > DST": lambda: timed(["cat", str(src)], copy, stdout_to=copy),
         # what a reshard that lists each shard's sha256 (the manifest) must do at least
         "cat, then sha256 of DST": lambda: timed(
             ["bash", "-c", f"cat {src} > {copy} && {sys.executable} -c '{_SHA256}' {copy}"],
-            work / "cat-out",
+            copy,
+        ),
+        # the same work spread over every core: the floor of such a reshard on this machine
+        "copy || sha256, all cores": lambda: timed(
+            [sys.executable, str(HERE / "copy_hash_floor.py"), str(src), str(copy), "--parts", str(args.shards)],
+            copy,
         ),
         "records --no-shuffle": lambda: timed(
             [*common, "--out", str(work / "reshard"), "--no-shuffle"], work / "reshard"
@@ -91,7 +101,7 @@ def main() -> None:
           f"medians of {args.repeat}")  # fmt: skip
     for name, values in times.items():
         median = statistics.median(values)
-        print(f"{name:24} {median:7.3f} s  {gib / median:6.2f} GiB/s  {floor / median:6.0%} of cat  "
+        print(f"{name:26} {median:7.3f} s  {gib / median:6.2f} GiB/s  {floor / median:6.0%} of cat  "
               f"peak RSS {peaks[name] / (1 << 20):6.0f} MiB")  # fmt: skip
     for path in (work / "cat-out.tfrecord", work / "reshard", work / "shuffle"):
         shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)

@@ -1,7 +1,7 @@
 """The TFRecord container: framed records, optionally gzip / zlib compressed.
 
 Writing: records arrive sealed (framed in place, see framing.py); the writer
-hashes and writes them on a helper thread. Reading goes through scan.py.
+hashes and writes them on helper threads. Reading goes through scan.py.
 The bytes equal `tf.io.TFRecordWriter`'s.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .. import fs
@@ -25,42 +25,57 @@ from .scan import count_records, read_records, scan_records
 class _HashingFile:
     """A write-only file that keeps the sha256 of what reaches the disk.
 
-    Hashing and writing both release the GIL, so they run on a helper thread and
-    overlap with the framing of the next records; one queue keeps their order.
-    A write error surfaces at the next write or at close.
+    Hashing and writing both release the GIL, so each runs on a helper thread of
+    its own: they overlap with each other (the hash costs about twice the copy into
+    the page cache) and with the framing of the next records. Each thread takes the
+    data in order from its own bounded queue. A write error surfaces at the next
+    write or at close.
     """
 
     def __init__(self, path: str, opener: Opener | None = None) -> None:
         self._f = (opener or fs.open_file)(path)
         self.hash = hashlib.sha256()
         self.size = 0
-        self._queue: queue.Queue = queue.Queue(maxsize=8)  # bounds what waits in memory
         self._error: OSError | None = None
-        self._thread = threading.Thread(target=self._drain, daemon=True)
-        self._thread.start()
+        # bounded: what waits in memory
+        self._queues: tuple[queue.Queue, queue.Queue] = (queue.Queue(maxsize=8), queue.Queue(maxsize=8))
+        self._threads = [
+            threading.Thread(target=self._drain, args=(q, step), daemon=True)
+            for q, step in zip(self._queues, (self._hash, self._write), strict=True)
+        ]
+        for thread in self._threads:
+            thread.start()
 
-    def _drain(self) -> None:
-        while (data := self._queue.get()) is not None:
+    def _hash(self, data) -> None:
+        self.hash.update(data)
+
+    def _write(self, data) -> None:
+        self._f.write(data)
+        self.size += memoryview(data).nbytes
+
+    def _drain(self, source: queue.Queue, step: Callable[[Any], None]) -> None:
+        while (data := source.get()) is not None:
             if self._error is None:
                 try:
-                    self.hash.update(data)
-                    self._f.write(data)
-                    self.size += memoryview(data).nbytes
+                    step(data)
                 except Exception as e:  # any failure ends the writing, and is raised in the writer
                     self._error = e if isinstance(e, OSError) else OSError(f"{type(e).__name__}: {e}")
 
     def write(self, data) -> int:
         if self._error is not None:
             raise self._error
-        self._queue.put(data)
+        for q in self._queues:
+            q.put(data)
         return len(data)
 
     def flush(self) -> None:
-        pass  # the helper thread writes everything before close() returns
+        pass  # the helper threads write everything before close() returns
 
     def close(self) -> None:
-        self._queue.put(None)
-        self._thread.join()
+        for q in self._queues:
+            q.put(None)
+        for thread in self._threads:
+            thread.join()
         self._f.close()
         if self._error is not None:
             raise self._error
