@@ -63,15 +63,16 @@ def write_csv(path, dataset=DATASET):
     return path
 
 
-def write_voc(folder, dataset=DATASET):
+def write_voc(folder, dataset=DATASET, origin=1):
+    """`origin` 1: pixels counted from 1, as the devkit writes them; 0: as 0-based tools export."""
     folder.mkdir(parents=True, exist_ok=True)
     for name, (w, h, boxes) in dataset.items():
         if not boxes:
             continue
         objects = "".join(
             f"<object><name>{c}</name><pose>Unspecified</pose><truncated>{int(x1 == w)}</truncated>"
-            f"<difficult>{int(c == 'bird')}</difficult><bndbox><xmin>{x0 + 1}</xmin><ymin>{y0 + 1}</ymin>"
-            f"<xmax>{x1 + 1}</xmax><ymax>{y1 + 1}</ymax></bndbox></object>"
+            f"<difficult>{int(c == 'bird')}</difficult><bndbox><xmin>{x0 + origin}</xmin><ymin>{y0 + origin}</ymin>"
+            f"<xmax>{x1 + origin}</xmax><ymax>{y1 + origin}</ymax></bndbox></object>"
             for c, x0, y0, x1, y1 in boxes
         )
         xml = (f"<annotation><folder>x</folder><filename>{name}</filename><size><width>{w}</width>"
@@ -130,7 +131,9 @@ def convert(cli, tmp_path, fmt, *args, out="out"):
 
 @pytest.mark.parametrize("fmt", list(WRITERS))
 def test_every_format_gives_the_same_boxes_and_names_to_the_api_and_to_tfds(cli, tmp_path, fmt):
-    result, out = convert(cli, tmp_path, fmt, "--no-shuffle")
+    # the conventions that make the four agree: the devkit's 1-based VOC pixels, COCO's ids renumbered
+    conventions = {"voc": ["--voc-origin", "1"], "coco": ["--coco-ids", "contiguous"]}.get(fmt, [])
+    result, out = convert(cli, tmp_path, fmt, "--no-shuffle", *conventions)
     assert result.exit_code == 0, result.stderr
     assert "1 image without boxes, kept as negatives" in result.stderr
     examples = parsed(out)
@@ -456,7 +459,7 @@ def test_load_gives_boxes_per_example_and_ragged_batches(cli, tmp_path):
     examples = {ex["image/filename"].numpy().decode(): ex for ex in tfr_convert.load(str(out), "train")}
     c = examples["sub/c.png"]
     assert c["image/encoded"].shape == (40, 40, 3) and c["image/encoded"].dtype == tf.uint8
-    assert list(c["image/object/class/label"].numpy()) == [3, 3, 2]
+    assert list(c["image/object/class/label"].numpy()) == [COCO_IDS[n] for n in ("dog", "dog", "cat")]  # kept ids
     assert np.allclose(c["image/object/bbox/ymin"].numpy(), [6 / 40, 1 / 40, 20 / 40])
     assert examples["d.jpg"]["image/object/bbox/xmin"].shape == (0,)
     batch = next(iter(tfr_convert.load(str(out), "train", batch_size=4)))
@@ -637,3 +640,101 @@ def test_a_coco_panoptic_or_captions_file_is_named_as_such(cli, tmp_path, entry,
     result = cli.convert("detection", images, "--annotations", path, "--out", tmp_path / "out")
     assert result.exit_code == 1
     assert f"{path}: {kind}" in result.stderr and "give the instances_*.json of the same split" in result.stderr
+
+
+def test_voc_and_coco_boxes_and_labels_equal_what_the_od_api_scripts_compute(cli, tmp_path):
+    """The defaults follow the Object Detection API's create_pascal_tf_record.py and
+    create_coco_tf_record.py; their arithmetic, re-implemented here on the same files:
+    VOC `float(bndbox/xmin) / int(size/width)` (no origin shift); COCO `float(x) / width`,
+    `float(x + w) / width`, label = the raw category_id, text = its name, area as given;
+    every float stored as float32 (a FloatList)."""
+    images = write_images(tmp_path / "images")
+    voc = write_voc(tmp_path / "Annotations", origin=0)  # a 0-based export: every box inside its image
+    coco = write_coco(tmp_path / "instances.json")
+    for source, out in ((voc, "voc"), (coco, "coco")):
+        result = cli.convert("detection", images, "--annotations", source, "--out", tmp_path / out)
+        assert result.exit_code == 0, result.stderr
+        assert "clipped" not in result.stderr
+
+    want = {}
+    for xml in sorted(voc.glob("*.xml")):  # create_pascal_tf_record.py's dict_to_tf_example
+        import xml.etree.ElementTree as ET
+
+        root = ET.parse(xml).getroot()
+        width, height = int(root.findtext("size/width")), int(root.findtext("size/height"))
+        objects = root.findall("object")
+        want[root.findtext("filename")] = {
+            "xmin": [float(o.findtext("bndbox/xmin")) / width for o in objects],
+            "ymin": [float(o.findtext("bndbox/ymin")) / height for o in objects],
+            "xmax": [float(o.findtext("bndbox/xmax")) / width for o in objects],
+            "ymax": [float(o.findtext("bndbox/ymax")) / height for o in objects],
+            "label": [CLASSES.index(o.findtext("name")) + 1 for o in objects],  # a label map in name order
+        }
+    examples = parsed(tmp_path / "voc")
+    for name, boxes in want.items():
+        for key in ("xmin", "ymin", "xmax", "ymax"):
+            assert list(examples[name][f"image/object/bbox/{key}"]) == list(np.float32(boxes[key])), (name, key)
+        assert list(examples[name]["image/object/class/label"]) == boxes["label"]
+
+    doc = json.loads(coco.read_text())  # create_coco_tf_record.py's create_tf_example
+    categories = {c["id"]: c["name"] for c in doc["categories"]}
+    files = {i["id"]: i for i in doc["images"]}
+    examples = parsed(tmp_path / "coco")
+    for image_id, image in files.items():
+        anns = [a for a in doc["annotations"] if a["image_id"] == image_id]
+        ex, w, h = examples[image["file_name"]], image["width"], image["height"]
+        boxes = [a["bbox"] for a in anns]
+        assert list(ex["image/object/bbox/xmin"]) == [np.float32(float(x) / w) for x, _, _, _ in boxes]
+        assert list(ex["image/object/bbox/xmax"]) == [np.float32(float(x + bw) / w) for x, _, bw, _ in boxes]
+        assert list(ex["image/object/bbox/ymin"]) == [np.float32(float(y) / h) for _, y, _, _ in boxes]
+        assert list(ex["image/object/bbox/ymax"]) == [np.float32(float(y + bh) / h) for _, y, _, bh in boxes]
+        assert list(ex["image/object/class/label"]) == [a["category_id"] for a in anns]
+        assert [t.decode() for t in ex["image/object/class/text"]] == [categories[a["category_id"]] for a in anns]
+        assert list(ex["image/object/area"]) == [np.float32(a["area"]) for a in anns]
+
+    # the label map lists the kept ids, as mscoco_label_map.pbtxt does; TFDS names each label
+    label_map = (tmp_path / "coco" / "label_map.pbtxt").read_text()
+    assert re.findall(r'item \{\n  id: (\d+)\n  name: "([^"]+)"\n\}', label_map) == [
+        (str(i), n) for i, n in sorted((i, n) for i, n in categories.items())
+    ]
+    names = tfds.builder_from_directory(str(tmp_path / "coco")).info.features["image"]["object"]["class"]["label"]
+    assert names.num_classes == max(categories) + 1
+    assert [names.int2str(i) for i in sorted(categories)] == [categories[i] for i in sorted(categories)]
+    assert names.int2str(0) == "background" and names.int2str(1) == "(unused 1)"
+
+
+def test_coco_ids_contiguous_numbers_the_classes_and_a_bad_kept_id_says_so(cli, tmp_path):
+    result, out = convert(cli, tmp_path, "coco", "--coco-ids", "contiguous")
+    assert result.exit_code == 0, result.stderr
+    labels = {n: list(ex["image/object/class/label"]) for n, ex in parsed(out).items()}
+    assert labels["sub/c.png"] == [CLASSES.index(c) + 1 for c in ("dog", "dog", "cat")]
+    assert json.loads((out / "manifest.json").read_text())["options"]["coco_ids"] == "contiguous"
+
+    coco = tmp_path / "instances_train.json"
+    doc = json.loads(coco.read_text())
+    doc["categories"][0]["id"] = 0  # a zero id (some exporters start there): it would be the background
+    for ann in doc["annotations"]:
+        ann["category_id"] = 0 if ann["category_id"] == 9 else ann["category_id"]
+    coco.write_text(json.dumps(doc))
+    result = cli.convert("detection", tmp_path / "images", "--annotations", coco, "--out", tmp_path / "zero")
+    assert result.exit_code == 1
+    assert f"{coco}: category 'dog' has id 0" in result.stderr and "--coco-ids contiguous" in result.stderr
+    assert not (tmp_path / "zero").exists() or not list((tmp_path / "zero").iterdir())
+    result = cli.convert("detection", tmp_path / "images", "--annotations", coco, "--out", tmp_path / "zero",
+                         "--coco-ids", "contiguous")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+
+
+def test_voc_origin_one_subtracts_the_devkits_pixel(cli, tmp_path):
+    images = write_images(tmp_path / "images")
+    voc = write_voc(tmp_path / "Annotations", origin=1)
+    results = {}
+    for origin in ("0", "1"):
+        result = cli.convert("detection", images, "--annotations", voc, "--out", tmp_path / origin,
+                             "--voc-origin", origin, "--no-shuffle")  # fmt: skip
+        assert result.exit_code == 0, result.stderr
+        results[origin] = parsed(tmp_path / origin)["sub/c.png"]["image/object/bbox/xmin"]
+    assert list(results["1"]) == list(np.float32([5 / 40, 1 / 40, 10 / 40]))
+    assert list(results["0"]) == list(np.float32([6 / 40, 2 / 40, 11 / 40]))
+    result = cli.convert("detection", images, "--annotations", voc, "--out", tmp_path / "x", "--voc-origin", "2")
+    assert result.exit_code == 2 and "--voc-origin" in result.stderr

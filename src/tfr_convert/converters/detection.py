@@ -66,13 +66,43 @@ def _annotation(item: tuple) -> ImageBoxes:
     return ImageBoxes(filename, tuple(Box(*box) for box in boxes), where, width, height, source_id)
 
 
-def label_map_pbtxt(names: list[str]) -> bytes:
-    """The API's label map: `item { id: N name: "..." }`, ids from 1."""
+def label_map_pbtxt(labels: dict[str, int]) -> bytes:
+    """The API's label map: `item { id: N name: "..." }` for each class and its label."""
 
     def quoted(name: str) -> str:
         return '"' + name.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
-    return "".join(f"item {{\n  id: {i}\n  name: {quoted(n)}\n}}\n" for i, n in enumerate(names, 1)).encode()
+    return "".join(f"item {{\n  id: {i}\n  name: {quoted(n)}\n}}\n" for n, i in labels.items()).encode()
+
+
+VOC_ORIGINS = (0, 1)
+COCO_IDS = ("keep", "contiguous")
+MAX_KEPT_ID = 1 << 16  # a kept category id names a class slot: more would be mostly empty ones
+
+
+def class_labels(classes: list[str], ids: list[int] | None, where: str) -> dict[str, int]:
+    """Each class's label: the format's own ids (`ids`, COCO's kept), else 1..N in order.
+    Label 0 is the background, so a kept id must be at least 1."""
+    if ids is None:
+        return {name: i for i, name in enumerate(classes, 1)}
+    for name, cid in zip(classes, ids, strict=True):
+        if not 1 <= cid <= MAX_KEPT_ID:
+            raise SourceError(
+                f"{where}: category {name!r} has id {cid}; kept ids run from 1 (0 is the background) "
+                f"to {MAX_KEPT_ID}: give --coco-ids contiguous to number the classes 1..N"
+            )
+    return dict(zip(classes, ids, strict=True))
+
+
+def label_names(labels: dict[str, int]) -> list[str]:
+    """The class names by label, 0 the background, for the ClassLabel feature; a label
+    no class has (between kept COCO ids) is named '(unused N)'."""
+    background = "background" if "background" not in labels else "__background__"
+    names = [f"(unused {i})" for i in range(max(labels.values(), default=0) + 1)]
+    names[0] = background
+    for name, label in labels.items():
+        names[label] = name
+    return names
 
 
 @dataclass(frozen=True)
@@ -91,9 +121,15 @@ class DetectionOptions:
     policy: DecodePolicy = field(default_factory=DecodePolicy)
     skip_empty: bool = False
     dedupe: str | None = None
+    voc_origin: int = 0  # as the Object Detection API's converter reads VOC files
+    coco_ids: str = "keep"
 
     def problem(self) -> str | None:
         """What makes these options impossible together, in the command line's words, or None."""
+        if self.voc_origin not in VOC_ORIGINS:
+            return f"--voc-origin {self.voc_origin}: choose 0 or 1"
+        if self.coco_ids not in COCO_IDS:
+            return f"--coco-ids {self.coco_ids}: choose {', '.join(COCO_IDS)}"
         if self.image_format not in IMAGE_FORMATS:
             return f"--image-format {self.image_format}: choose {', '.join(IMAGE_FORMATS)}"
         if self.image_format == "keep" and (self.policy.resize or self.policy.grayscale):
@@ -146,17 +182,20 @@ class DetectionConverter(Converter):
             "split": split.describe() if split else None,
             "stratify": stratify,
             "dedupe": dedupe,
+            **({"voc_origin": options.voc_origin} if fmt == "voc" else {}),
+            **({"coco_ids": options.coco_ids} if fmt == "coco" else {}),
         }
         self._dedupe = dedupe
         classes = read_names(classes_file) if classes_file else None
         images = [f.replace(os.sep, "/") for f in list_files(image_dir, exclude=out)]
         images = [f for f in images if f.lower().endswith(IMAGE_SUFFIXES)]
-        found = box_formats.read(annotations, fmt, images, classes)
+        found = box_formats.read(annotations, fmt, images, classes, options.voc_origin)
         self._annotation_files = found.files
         for where, why in found.problems:
             self.reject(where, why)
         self.classes = classes or found.classes or sorted({b.name for i in found.images for b in i.boxes})
-        self._label = {name: i for i, name in enumerate(self.classes, 1)}
+        kept_ids = found.class_ids if classes is None and options.coco_ids == "keep" else None
+        self._label = class_labels(self.classes, kept_ids, annotations)
         items = self._items(found.images, images, classes_file or (found.files[0] if found.classes else None))
         if skip_empty:
             items = [item for item in items if item[-1]]
@@ -170,8 +209,7 @@ class DetectionConverter(Converter):
                 f"{image_dir}: {negatives} image{'s' if negatives != 1 else ''} without boxes, "
                 "kept as negatives (--skip-empty drops them)",
             )
-        background = "background" if "background" not in self.classes else "__background__"
-        self.labels = {LABEL: [background, *self.classes]}
+        self.labels = {LABEL: label_names(self._label)}
         self.features = self._declare_features()
 
     # ------------------------------------------------------------ listing
@@ -244,7 +282,7 @@ class DetectionConverter(Converter):
             "image/object/bbox/xmax": per_object_float,
             "image/object/bbox/ymax": per_object_float,
             "image/object/class/text": FeatureSpec.text().of_objects(),
-            LABEL: FeatureSpec.class_label(len(self.classes) + 1).of_objects(),
+            LABEL: FeatureSpec.class_label(len(self.labels[LABEL])).of_objects(),
             "image/object/difficult": per_object_int,
             "image/object/truncated": per_object_int,
             "image/object/is_crowd": per_object_int,
@@ -368,7 +406,7 @@ class DetectionConverter(Converter):
         return warnings
 
     def extra_files(self) -> dict[str, bytes]:
-        return {"label_map.pbtxt": label_map_pbtxt(self.classes)}
+        return {"label_map.pbtxt": label_map_pbtxt(self._label)}
 
     def sources(self) -> list[dict[str, Any]]:
         sources = []

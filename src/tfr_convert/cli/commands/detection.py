@@ -34,6 +34,22 @@ CONVERTERS = ("tfr_convert.converters.detection:DetectionConverter",)
     type=LocalOrRemotePath(exists=True, dir_okay=False),
     help="Class names, one per line (label 1 first): a box of any other class is an error.",
 )
+@click.option(
+    "--voc-origin",
+    type=click.IntRange(0, 1),
+    default=0,
+    show_default=True,
+    help="Where VOC files count pixels from: 0 takes coordinates as they are (the Object Detection "
+    "API's create_pascal_tf_record.py, 0-based exports); 1 subtracts 1 (the devkit's, as TFDS's voc builder).",
+)
+@click.option(
+    "--coco-ids",
+    type=click.Choice(["keep", "contiguous"]),
+    default="keep",
+    show_default=True,
+    help="keep: COCO category ids are the labels (as create_coco_tf_record.py, so mscoco_label_map.pbtxt "
+    "matches); contiguous: labels 1..N in id order. --classes numbers classes 1..N in its order.",
+)
 @split_options("Keep the proportions of each image's main class in every split.")
 @click.option(
     "--image-format",
@@ -53,6 +69,8 @@ def command(
     annotations,
     annotation_format,
     classes_file,
+    voc_origin,
+    coco_ids,
     split,
     stratify,
     image_format,
@@ -82,6 +100,8 @@ def command(
         policy=policy,
         skip_empty=skip_empty,
         dedupe=dedupe,
+        voc_origin=voc_origin,
+        coco_ids=coco_ids,
     )
     usage_error_if(options.problem())
 

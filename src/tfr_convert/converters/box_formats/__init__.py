@@ -37,8 +37,9 @@ def detect(path: str) -> str:
     )
 
 
-def read(path: str, fmt: str, image_files: list[str], classes: list[str] | None) -> Annotations:
-    """`image_files`: IMAGE_DIR's images (relative); YOLO pairs labels with them by name."""
+def read(path: str, fmt: str, image_files: list[str], classes: list[str] | None, voc_origin: int = 0) -> Annotations:
+    """`image_files`: IMAGE_DIR's images (relative); YOLO pairs labels with them by name.
+    `voc_origin`: where VOC files count pixels from (voc.py)."""
     if fmt == "csv":
         from . import csv_boxes
 
@@ -48,7 +49,7 @@ def read(path: str, fmt: str, image_files: list[str], classes: list[str] | None)
 
         if not os.path.isdir(path):
             raise SourceError(f"{path}: VOC annotations are a folder of .xml files")
-        return voc.read(path)
+        return voc.read(path, voc_origin)
     if fmt == "coco":
         from . import coco
 

@@ -2,8 +2,10 @@
 `annotations` (image_id, bbox `[x, y, width, height]` in pixels, category_id,
 iscrowd, area) and `categories` (id, name).
 
-Category ids are often not contiguous (COCO's own run 1..90 for 80 classes): they
-become labels 1..N in increasing id order, the names in that order.
+Category ids are often not contiguous (COCO's own run 1..90 for 80 classes): the
+classes are listed in increasing id order, with their ids beside them; the converter
+keeps the ids as labels (as the Object Detection API's create_coco_tf_record.py does)
+or numbers them 1..N in that order (--coco-ids).
 """
 
 from __future__ import annotations
@@ -103,7 +105,7 @@ def read(path: str) -> Annotations:
         if key in annotations.first_keys and "bbox" not in annotations.first_keys:
             raise SourceError(f"{path}: {kind}: no boxes here; give the instances_*.json of the same split")
     categories = _categories(doc, path)
-    found = Annotations([], [path], classes=[categories[c] for c in sorted(categories)])
+    found = Annotations([], [path], classes=[categories[c] for c in sorted(categories)], class_ids=sorted(categories))
     found.problems += images.problems
     annotations.resolve(images.by_id, categories, found.problems)
     found.images = images.collector.images()

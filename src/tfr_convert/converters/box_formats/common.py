@@ -49,6 +49,7 @@ class Annotations:
     images: list[ImageBoxes]
     files: list[str]  # the annotation files read, for the manifest
     classes: list[str] | None = None  # names in label order, when the format defines them
+    class_ids: list[int] | None = None  # the format's own id of each of `classes` (COCO's category ids)
     problems: list[tuple[str, str]] = field(default_factory=list)  # (where, what) tied to no image
 
 

@@ -1,8 +1,10 @@
 """Pascal VOC: one XML file per image (`filename`, `size/width|height`, `object/name`,
 `object/bndbox/xmin|ymin|xmax|ymax`, `difficult`, `truncated`).
 
-The devkit counts pixels from 1, so 1 is subtracted from every coordinate, as
-TensorFlow Datasets' voc builder does. Documents declaring a DTD or entities are
+`origin`: where the file's pixel coordinates start. The devkit counts from 1, and
+TensorFlow Datasets' voc builder subtracts 1 (origin 1); the Object Detection API's
+create_pascal_tf_record.py takes them as they are (origin 0), as do tools that export
+0-based VOC files. Documents declaring a DTD or entities are
 refused before parsing: annotation files need neither, and entity expansion is how
 a small XML file becomes a huge one.
 """
@@ -25,7 +27,7 @@ def _flag(obj: ET.Element, tag: str) -> int:
     return int(text)
 
 
-def read_file(path: str, images: ImageCollector, fallback_name: str) -> None:
+def read_file(path: str, images: ImageCollector, fallback_name: str, origin: int = 0) -> None:
     if os.path.getsize(path) > MAX_XML_BYTES:
         raise SourceError(f"{path}: {os.path.getsize(path)} bytes, more than a VOC annotation may hold")
     with open(path, "rb") as f:
@@ -56,7 +58,7 @@ def read_file(path: str, images: ImageCollector, fallback_name: str) -> None:
             box = obj.find("bndbox")
             if box is None:
                 raise ValueError("no <bndbox>")
-            coords = [number(box.findtext(c), f"<{c}>") - 1 for c in ("xmin", "ymin", "xmax", "ymax")]
+            coords = [number(box.findtext(c), f"<{c}>") - origin for c in ("xmin", "ymin", "xmax", "ymax")]
             problem = box_problem(*coords)
             if problem:
                 raise ValueError(problem)
@@ -67,11 +69,11 @@ def read_file(path: str, images: ImageCollector, fallback_name: str) -> None:
             entry["problems"].append((where, str(e)))
 
 
-def read(folder: str) -> Annotations:
+def read(folder: str, origin: int = 0) -> Annotations:
     names = sorted(n for n in os.listdir(folder) if n.lower().endswith(".xml") and not n.startswith("."))
     if not names:
         raise SourceError(f"{folder}: no .xml files")
     images = ImageCollector()
     for name in names:
-        read_file(os.path.join(folder, name), images, os.path.splitext(name)[0] + ".jpg")
+        read_file(os.path.join(folder, name), images, os.path.splitext(name)[0] + ".jpg", origin)
     return Annotations(images.images(), [os.path.join(folder, n) for n in names])
