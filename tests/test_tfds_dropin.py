@@ -178,8 +178,11 @@ def test_layout_tfds_as_array_record_opens_with_tfds_data_source(cli, mnist_src,
     assert len(source) == len(mnist_src[1]["train"][1]) and source[3]["image"].shape == (28, 28, 1)
 
 
-def test_layout_tfds_under_another_name_stays_in_out_itself(cli, mnist_src, tmp_path):
+def test_layout_tfds_under_another_name_goes_under_that_name_and_version_1_0_0(cli, mnist_src, tmp_path):
     result = cli.convert("mnist", mnist_src[0], "--out", tmp_path / "mine", "--layout", "tfds", "--name", "digits")
     assert result.exit_code == 0, result.stderr
-    info = json.loads((tmp_path / "mine" / "dataset_info.json").read_text())
+    assert sorted(p.name for p in (tmp_path / "mine").iterdir()) == ["digits"]
+    info = json.loads((tmp_path / "mine" / "digits" / "1.0.0" / "dataset_info.json").read_text())
     assert info["name"] == "digits" and info["version"] == "1.0.0"
+    builder = tfds.builder_from_directory(str(tmp_path / "mine" / "digits" / "1.0.0"))
+    assert builder.info.splits["train"].num_examples == len(mnist_src[1]["train"][1])

@@ -22,7 +22,7 @@ from .converters.base import Converter
 from .dataset_dir import compressed_note
 from .encode import Encoded, encode_items
 from .errors import OptionError
-from .metadata import metadata_files
+from .metadata import DATASET_VERSION, metadata_files
 from .output import Output
 from .shards import ShardCutter, ShardPolicy, SplitResult
 from .skips import Skips, from_fields, skipped_fields
@@ -77,11 +77,13 @@ class RunOptions:
 
     def placed(self, converter: Converter) -> RunOptions:
         """These options with `out` where the converter's output belongs: OUT/NAME/VERSION
-        for a TFDS catalog dataset's layout (unless --name calls it something else),
-        where `tfds.load(NAME, data_dir=OUT)` looks; else OUT itself."""
+        for TFDS's layout, where `tfds.load(NAME, data_dir=OUT)` looks (VERSION: the
+        catalog's for a catalog dataset under its own name, else 1.0.0); else OUT itself."""
+        if not converter.tfds_layout:
+            return self
         name = self.name or converter.dataset_name
-        version = catalog_version(converter, name)
-        return self if version is None else replace(self, out=fs.join(self.out, *name.split("/"), version))
+        version = catalog_version(converter, name) or DATASET_VERSION
+        return replace(self, out=fs.join(self.out, *name.split("/"), version))
 
     def recorded(self) -> dict[str, Any]:
         """The options that shape the output (worker count does not), for the manifest."""

@@ -31,6 +31,7 @@ PUBLISHED_FORMATS = ("raw", "png")
 PUBLISHED_LAYOUTS = ("tutorial", "tfds")
 #: the TensorFlow Datasets catalog's version of each published dataset: a `--layout tfds`
 #: output goes to OUT/NAME/VERSION, where `tfds.load(NAME, data_dir=OUT)` looks for it
+#: (other datasets in that layout: OUT/NAME/1.0.0)
 CATALOG_VERSIONS = {
     "mnist": "3.0.1",
     "fashion_mnist": "3.0.1",
@@ -128,8 +129,11 @@ class Converter(ABC):
     #: `encode` returns the record's bytes as they are to be written (records copied
     #: from existing files, byte for byte), not a features dict
     serialized: bool = False
+    #: written in TFDS's own layout (`--layout tfds`): under OUT/NAME/VERSION, as
+    #: `tfds.load(NAME, data_dir=OUT)` and `tfds.builder(NAME, data_dir=OUT)` look for it
+    tfds_layout: bool = False
     #: (TFDS catalog name, its version) when the output is that catalog dataset's very
-    #: layout (`--layout tfds`): written under OUT/NAME/VERSION, that version in its metadata
+    #: layout: its VERSION is the catalog's, written in its metadata too (else 1.0.0)
     catalog: tuple[str, str] | None = None
 
     @abstractmethod

@@ -227,6 +227,7 @@ class CifarConverter(Converter):
             self._rows[split] = starts
         self.dataset_name = self.variant
         if self.layout == "tfds":
+            self.tfds_layout = True
             self.catalog = (self.variant, CATALOG_VERSIONS[self.variant])
         self.description = f"{'CIFAR-10' if self.variant == 'cifar10' else 'CIFAR-100'}: 32x32 RGB images."
         image = (

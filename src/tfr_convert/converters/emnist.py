@@ -182,6 +182,7 @@ class EmnistConverter(MnistConverter):
         self._names = self._mapping_names() if layout == "tutorial" else None
         self.num_classes = TFDS_CLASSES[self.config] if self._names is None else len(self._names)
         self.upright = layout == "tutorial"
+        self.tfds_layout = layout == "tfds"
         super().__init__(src, dataclasses.replace(options, variant=variant))
         self.dataset_name = f"emnist_{self.config}"
 

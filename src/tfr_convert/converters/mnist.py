@@ -269,6 +269,7 @@ class MnistConverter(Converter):
         )
         self.features = {**image, "label": FeatureSpec.class_label(self.num_classes), **size}
         if layout == "tfds":
+            self.tfds_layout = True
             self.features = {"image": image["image"], "label": self.features["label"]}
             if self.variant in CATALOG_VERSIONS:
                 self.catalog = (self.variant, CATALOG_VERSIONS[self.variant])
