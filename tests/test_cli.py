@@ -253,3 +253,13 @@ def test_the_help_names_every_command_and_the_default_name_of_each(cli):
     assert all(word in top for word in ("MNIST", "CIFAR", "image folders", "annotated images"))
     name_help = " ".join(cli.convert("detection", "--help").stdout.split())
     assert "IMAGE_DIR's folder name for images and detection" in name_help
+
+
+def test_each_commands_help_lists_its_own_options_before_the_shared_ones(cli):
+    from tfr_convert.cli import commands
+
+    for name in commands.modules():
+        listed = [line.split()[0] for line in cli.convert(name, "--help").stdout.splitlines() if line.startswith("  --")]
+        shared = listed.index("--out")  # the first of the options every converter shares
+        assert shared > 0 and "--help" not in listed[:shared], (name, listed)
+        assert not {"--num-shards", "--seed", "--json"} & set(listed[:shared]), (name, listed)

@@ -638,3 +638,32 @@ def test_a_csv_column_named_label_without_label_column_is_pointed_out(cli, tmp_p
     labelled = cli.convert("images", root, "--labels", tmp_path / "labels.csv", "--label-column", "label",
                            "--out", tmp_path / "labelled")  # fmt: skip
     assert labelled.exit_code == 0 and "is kept as a plain" not in labelled.stderr
+
+
+@pytest.mark.parametrize(
+    ("image_dir", "name"),
+    [
+        ("pets/train/images", "pets"),  # Roboflow's and Ultralytics' layouts
+        ("VOC2012/JPEGImages", "voc2012"),
+        ("coco/train2017", "coco"),
+        ("My Pets", "my_pets"),
+        ("faces/data", "faces"),
+    ],
+)
+def test_the_default_name_walks_up_past_generic_folder_names(cli, tmp_path, image_dir, name):
+    from tfr_convert.converters.folders import dataset_name
+
+    root = tmp_path / "x" / image_dir
+    save(root / "cat" / "a.png", rgb())
+    assert dataset_name(str(root)) == name
+    assert dataset_name(f"s3://bucket/{image_dir}") == name
+    result = cli.convert("images", root, "--out", tmp_path / "out", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert [p for p in final_files(tmp_path / "out") if ".tfrecord" in p] == [f"{name}-train.tfrecord-00000-of-00001"]
+    assert json.loads((tmp_path / "out" / "dataset_info.json").read_text())["name"] == name
+
+
+def test_a_path_of_generic_folders_alone_keeps_the_nearest_name():
+    from tfr_convert.converters.folders import dataset_name
+
+    assert dataset_name("s3://images") == "images" and dataset_name("gs://data/train") == "train"

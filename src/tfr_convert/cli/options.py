@@ -44,7 +44,7 @@ def common_options(f):
             "--name",
             type=DatasetName(),
             help="Dataset name used in shard file names [default: the variant for mnist and cifar, IMAGE_DIR's "
-            "folder name for images and detection].",
+            "folder name for images and detection, or the nearest above it not named images, train, data...].",
         ),
         click.option("--num-shards", type=click.IntRange(min=1), help="Shards per split."),
         click.option("--examples-per-shard", type=click.IntRange(min=1), help="Examples per shard."),
@@ -199,7 +199,7 @@ def published_dataset_options(variants: list[str], default_help: str):
         ),
     ]
 
-    return lambda f: common_options(_apply(options, f))
+    return lambda f: _apply(options, common_options(f))  # its own options first in --help, as every command
 
 
 def source_of(src, download, variant, default_variant, mirror, cache_dir):

@@ -163,9 +163,23 @@ def folder_runs(files: list[str]) -> list[tuple[str | None, int, int]]:
     return runs
 
 
+#: folder names that say what a folder holds, not which dataset it is: a default name
+#: walks up past them (VOC2012/JPEGImages, pets/train/images, coco/train2017)
+_GENERIC_FOLDER = re.compile(
+    r"(?:images?|imgs?|jpegimages|pngimages|photos|pictures|pics|data|datasets?|all|raw|files|src|"
+    r"sources?|inputs?|(?:train|training|val|valid|validation|test|testing|eval|evaluation)(?:_?\d+)?)"
+)
+
+
 def dataset_name(image_dir: str) -> str:
-    folder = fs.basename(image_dir) if fs.is_remote(image_dir) else os.path.basename(os.path.abspath(image_dir))
-    base = re.sub(r"\W+", "_", folder).strip("_").lower()
+    """The default dataset name: IMAGE_DIR's folder name, or that of the nearest folder
+    above it whose name is not a generic one (images, train, ...); made of lowercase
+    letters, digits and underscores."""
+    path = image_dir.split("://", 1)[-1] if fs.is_remote(image_dir) else os.path.abspath(image_dir)
+    names = [re.sub(r"\W+", "_", part).strip("_").lower() for part in re.split(r"[/\\]+", path)]
+    names = [name for name in names if name]
+    chosen = next((name for name in reversed(names) if not _GENERIC_FOLDER.fullmatch(name)), None)
+    base = chosen or (names[-1] if names else "")
     return base if re.match(r"[a-z]", base) else f"images_{base}" if base else "images"
 
 
