@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 from helpers import write_mnist
 
-from tfr_convert.cli import convert, inspect
+from tfr_convert.cli import convert, export, inspect
 
 # Set before any test module imports TensorFlow: keeps its log noise out of test output.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -41,6 +41,9 @@ class Cli:
 
     def inspect(self, *args: str):
         return self.runner.invoke(inspect, [str(a) for a in args], catch_exceptions=False)
+
+    def export(self, *args: str):
+        return self.runner.invoke(export, [str(a) for a in args], catch_exceptions=False)
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from tfr_convert.containers import of_file
-from tfr_convert.converters.record_schema import NoSchema, infer_schema
+from tfr_convert.record_schema import NoSchema, infer_schema
 from tfr_convert.example import serialize
 from tfr_convert.features import FeatureSpec
 

@@ -18,3 +18,13 @@ def tensorflow(what: str) -> ModuleType:
     except ImportError:
         raise MissingExtra(f"{what} needs TensorFlow: pip install 'tfr-convert[tf]'") from None
     return tf
+
+
+def pyarrow(what: str) -> ModuleType:
+    """The pyarrow module (with pyarrow.parquet loaded); `what` names what needs it."""
+    try:
+        import pyarrow
+        import pyarrow.parquet  # a submodule: loaded here, so that its absence is told here too
+    except ImportError:
+        raise MissingExtra(f"{what} needs pyarrow: pip install 'tfr-convert[parquet]'") from None
+    return pyarrow

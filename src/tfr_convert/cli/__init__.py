@@ -1,4 +1,4 @@
-"""The `tfr-convert` and `tfr-inspect` commands: parse, validate, call the library.
+"""The `tfr-convert`, `tfr-inspect` and `tfr-export` commands: parse, validate, call the library.
 
     types.py      every ParamType: bad input is refused while parsing (exit 2)
     translate.py  the one place a library error becomes a line on stderr and an exit code
@@ -7,6 +7,7 @@
     convert.py    `tfr-convert`: a subcommand per module of commands/
     commands/     one module per converter: its options, mapped onto its options class
     inspect.py    `tfr-inspect`
+    export.py     `tfr-export`
 
 Exit codes: 0 success, 1 a data or I/O error (the library's TfrConvertError, or an
 OSError), 2 a usage error (click's own, or an error whose class says so).
@@ -26,6 +27,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
 
 from .convert import convert
+from .export import export
 from .inspect import inspect
 
-__all__ = ["convert", "inspect"]
+__all__ = ["convert", "export", "inspect"]

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..errors import SourceError
-from ..example import ExampleDecodeError, outline
-from ..features import FeatureSpec
+from .errors import SourceError
+from .example import ExampleDecodeError, outline
+from .features import FeatureSpec
 
 #: records whose features decide the schema (the rest are copied unread)
 SAMPLE = 1000
