@@ -259,7 +259,9 @@ def test_each_commands_help_lists_its_own_options_before_the_shared_ones(cli):
     from tfr_convert.cli import commands
 
     for name in commands.modules():
-        listed = [line.split()[0] for line in cli.convert(name, "--help").stdout.splitlines() if line.startswith("  --")]
+        listed = [
+            line.split()[0] for line in cli.convert(name, "--help").stdout.splitlines() if line.startswith("  --")
+        ]
         shared = listed.index("--out")  # the first of the options every converter shares
         assert shared > 0 and "--help" not in listed[:shared], (name, listed)
         assert not {"--num-shards", "--seed", "--json"} & set(listed[:shared]), (name, listed)

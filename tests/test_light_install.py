@@ -66,7 +66,7 @@ def test_s3_without_tensorflow_gives_the_local_bytes_and_verify_names_a_damaged_
 
     env = {**s3.env, "PYTHONPATH": no_tensorflow["PYTHONPATH"]}
     write_mnist(tmp_path / "mnist")
-    images = tmp_path / "images"
+    images = tmp_path / "pets" / "images"  # the default name, "pets", walks up past "images" here and remotely
     rows = ["path,label"]
     for label in ("cat", "dog"):
         (images / label).mkdir(parents=True)
@@ -75,10 +75,10 @@ def test_s3_without_tensorflow_gives_the_local_bytes_and_verify_names_a_damaged_
             rows.append(f"{label}/{i}.png,{label}")
     (images / "labels.csv").write_text("\n".join(rows) + "\n")
     upload_tree(s3.fs, tmp_path / "mnist", f"{s3.name}/mnist-src")
-    upload_tree(s3.fs, images, f"{s3.name}/images")
+    upload_tree(s3.fs, images, f"{s3.name}/pets/images")
     jobs = {"mnist": (["mnist", tmp_path / "mnist"], ["mnist", f"{s3.url}/mnist-src"]),
             "images": (["images", images, "--labels", images / "labels.csv", "--label-column", "label"],
-                       ["images", f"{s3.url}/images", "--labels", f"{s3.url}/images/labels.csv", "--label-column", "label"])}  # fmt: skip
+                       ["images", f"{s3.url}/pets/images", "--labels", f"{s3.url}/pets/images/labels.csv", "--label-column", "label"])}  # fmt: skip
     for name, (local_args, remote_args) in jobs.items():
         assert run(env, "tfr-convert", *local_args, "--out", tmp_path / "out" / name, "--quiet").returncode == 0
         remote = run(env, "tfr-convert", *remote_args, "--out", f"{s3.url}/out/{name}", "--quiet")

@@ -15,9 +15,7 @@ from .types import ByteSize, LocalOrRemotePath
 
 @click.command(cls=Command, context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("paths", nargs=-1, required=True, metavar="SRC...")
-@click.option(
-    "--out", required=True, type=LocalOrRemotePath(file_okay=False, writable=True), help="Output directory."
-)
+@click.option("--out", required=True, type=LocalOrRemotePath(file_okay=False, writable=True), help="Output directory.")
 @click.option("--to", "target", type=click.Choice(["parquet"]), required=True, help="What to write.")
 @click.option("--limit", type=click.IntRange(min=1), metavar="N", help="At most N records per split.")
 @click.option(

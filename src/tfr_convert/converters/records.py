@@ -34,10 +34,10 @@ from ..errors import OptionError, RecordError, SourceError
 from ..example import ExampleDecodeError, outline, values_of
 from ..features import FeatureSpec
 from ..naming import ShardName
+from ..record_schema import SAMPLE, NoSchema, infer_schema
 from ..skips import Skips
 from ..splits import SPLIT_NAME, SPLIT_ORDER, SplitSpec, split_by_ratio
 from .base import Converter
-from ..record_schema import SAMPLE, NoSchema, infer_schema
 
 #: split names a plain file's name may carry (`data-train.tfrecord`, `x-val.tfrec`)
 FILE_SPLITS = {
