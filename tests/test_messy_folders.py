@@ -220,13 +220,13 @@ def test_fit_crops_pads_or_stretches_to_the_size(cli, tmp_path, fit, expected):
 
 
 def test_dry_run_prints_the_plan_and_writes_nothing(cli, tmp_path):
-    root = folder(tmp_path / "img", per_class=4)
+    root = folder(tmp_path / "shop", per_class=4)
     out = tmp_path / "out"
     result = cli.convert("images", root, "--out", out, "--split", "train=0.75,test=0.25", "--num-shards", "2",
                          "--dry-run")  # fmt: skip
     assert result.exit_code == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0] == f"dry run: nothing written. img -> {out} (tfrecord)"
+    assert lines[0] == f"dry run: nothing written. shop -> {out} (tfrecord)"
     assert lines[1].startswith("  train: 6 examples in 2 shards, about ") and lines[1].endswith(" KiB")
     assert lines[2].startswith("  test: 2 examples in 2 shards, about ") and lines[2].endswith(" B")
     assert not out.exists() and not (tmp_path / ".out.tfr-convert").exists()
