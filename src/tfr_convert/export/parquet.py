@@ -75,6 +75,7 @@ def write(
     arrow_schema = pa.schema(
         [pa.field(name, arrow_type(pa, spec, name in text)) for name, spec in schema.items()], metadata=metadata
     )
+    columns = [_Column(name, spec, name in text) for name, spec in schema.items()]
     fs.makedirs(out)
     written: dict[str, dict[str, Any]] = {}
     partial: list[str] = []
@@ -82,8 +83,9 @@ def write(
         for split in source.splits:
             path = fs.join(out, f"{split}.parquet")
             partial.append(path + PARTIAL)
-            records = _write_split(pa, source, split, schema, text, arrow_schema, path + PARTIAL, limit,
-                                   row_group_bytes, progress)  # fmt: skip
+            records = _write_split(
+                source.records(split), columns, arrow_schema, path + PARTIAL, limit, row_group_bytes, progress
+            )
             written[split] = {"file": path, "records": records}
         for path in partial:
             fs.rename(path, path.removesuffix(PARTIAL))
@@ -95,10 +97,12 @@ def write(
     return written
 
 
-def _write_split(pa, source, split, schema, text, arrow_schema, path, limit, row_group_bytes, progress) -> int:
+def _write_split(records, columns, arrow_schema, path, limit, row_group_bytes, progress) -> int:
+    """Write one split's (where, payload) records; their count."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    columns = [_Column(name, spec, name in text) for name, spec in schema.items()]
+    names = {c.name for c in columns}
     rows = gathered = 0
 
     def flush(writer) -> None:
@@ -108,14 +112,14 @@ def _write_split(pa, source, split, schema, text, arrow_schema, path, limit, row
             c.values = []
 
     with fs.open_file(path) as f, pq.ParquetWriter(f, arrow_schema) as writer:
-        for where, payload in source.records(split):
+        for where, payload in records:
             if limit is not None and rows >= limit:
                 break
             try:
                 example = parse(payload)
             except ValueError as e:
                 raise SourceError(f"{where}: not a tf.train.Example ({e})") from None
-            extra = example.keys() - schema.keys()
+            extra = example.keys() - names
             if extra:
                 raise SourceError(f"{where}: feature {sorted(extra)[0]!r}, which the first records do not have")
             for column in columns:

@@ -15,7 +15,7 @@ from ..dataset_dir import DatasetDir
 from ..features import FeatureSpec
 from ..inspect.paths import resolve, split_of
 from ..record_schema import SAMPLE, infer_schema
-from ..splits import SPLIT_ORDER
+from ..splits import ordered_splits
 
 
 @dataclass
@@ -29,9 +29,8 @@ class ExportSource:
         splits: dict[str, list[str]] = {}
         for path in inputs.files:
             splits.setdefault(split_of(path) or "train", []).append(path)
-        order = sorted(splits, key=lambda s: (SPLIT_ORDER.index(s) if s in SPLIT_ORDER else len(SPLIT_ORDER), s))
         dataset = DatasetDir(inputs.datasets[0]) if len(inputs.datasets) == 1 else None
-        return cls({split: splits[split] for split in order}, dataset)
+        return cls(dict(ordered_splits(splits)), dataset)
 
     def records(self, split: str) -> Iterator[tuple[str, bytes]]:
         """(where, payload) of every record of the split, each CRC checked as it is read:
