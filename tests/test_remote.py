@@ -198,6 +198,12 @@ def test_inspect_reads_an_s3_dataset_in_place_in_every_mode(s3, tmp_path):
     grid = run(s3, "tfr-inspect", there, "--grid", f"{there}/grid.png")
     assert grid.returncode == 0, grid.stderr
     assert s3.fs.cat_file(f"{s3.name}/mnist/grid.png")[:8] == b"\x89PNG\r\n\x1a\n"
+    report = run(s3, "tfr-inspect", there, "--report", f"{there}/report.html", "--json")
+    assert report.returncode == 0, report.stderr
+    local_report = run(s3, "tfr-inspect", here, "--report", tmp_path / "report.html", "--json")
+    page = s3.fs.cat_file(f"{s3.name}/mnist/report.html").decode()
+    assert page.replace(there, here) == (tmp_path / "report.html").read_text()
+    assert json.loads(report.stdout)["thumbnails"] == json.loads(local_report.stdout)["thumbnails"] > 0
 
 
 def test_verify_names_a_corrupted_object_and_the_byte_offset(s3, tmp_path):

@@ -23,6 +23,21 @@ from .types import ByteSize, LocalOrRemotePath
     "--grid", "grid_out", type=LocalOrRemotePath(dir_okay=False), metavar="OUT.png", help="Draw the first images."
 )
 @click.option("--grid-count", type=click.IntRange(1, 1024), default=64, show_default=True, help="Images in --grid.")
+@click.option(
+    "--report",
+    "report_out",
+    type=LocalOrRemotePath(dir_okay=False, allow_dash=True),
+    metavar="OUT.html",
+    help="Write one self-contained HTML page: splits, schema, charts, pictures per class, "
+    "duplicates across splits, problems ('-': to stdout).",
+)
+@click.option(
+    "--report-per-class",
+    type=click.IntRange(1, 100),
+    default=8,
+    show_default=True,
+    help="Pictures per class in --report.",
+)
 @click.option("--write-index", is_flag=True, help="Write FILE.index (DALI / tfrecord package format) for each file.")
 @click.option("--all", "every", is_flag=True, help="Infer the schema from every record, not the first of each file.")
 @click.option(
@@ -40,7 +55,20 @@ from .types import ByteSize, LocalOrRemotePath
 @STORAGE_OPTIONS
 @click.version_option(__version__, prog_name="tfr-inspect")
 def inspect(
-    paths, count, head, verify, stats, grid_out, grid_count, write_index, every, max_record_size, max_pixels, as_json
+    paths,
+    count,
+    head,
+    verify,
+    stats,
+    grid_out,
+    grid_count,
+    report_out,
+    report_per_class,
+    write_index,
+    every,
+    max_record_size,
+    max_pixels,
+    as_json,
 ) -> None:
     """Look inside TFRecord files: records, schema, first examples; --verify, --stats, --grid.
 
@@ -55,6 +83,7 @@ def inspect(
             ("--verify", verify),
             ("--stats", stats),
             ("--grid", grid_out),
+            ("--report", report_out),
             ("--write-index", write_index),
         )
         if on
@@ -87,6 +116,19 @@ def inspect(
 
         report = grid(paths, grid_out, grid_count, **limit, **({"max_pixels": max_pixels} if max_pixels else {}))
         text = f"{report['images']} images of {report['feature']!r} -> {report['out']}"
+    elif report_out:
+        from ..inspect.report import report as write_report
+
+        pixels = {"max_pixels": max_pixels} if max_pixels else {}
+        report = write_report(paths, report_out, report_per_class, **limit, **pixels)
+        if report_out == "-":
+            if as_json:  # the page is on stdout: the figures go to stderr
+                click.echo(json.dumps(report, indent=2), err=True)
+            return
+        text = (
+            f"{report['records']} records: {report['charts']} charts, {report['thumbnails']} pictures, "
+            f"{report['problems']} problems -> {report['out']}"
+        )
     elif write_index:
         from ..inspect.index import write_indexes
 

@@ -9,6 +9,7 @@ from collections import Counter
 from typing import Any
 
 from ..example import BYTES, FLOAT, INT64
+from .distribution import Distribution
 
 CORNERS = ("xmin", "ymin", "xmax", "ymax")
 BOX_KEYS = tuple(f"image/object/bbox/{c}" for c in CORNERS)
@@ -47,6 +48,7 @@ class BoxStats:
         self.classes: Counter[str] = Counter()
         self.ranges: dict[str, list[float]] = {}
         self.unit = "px"
+        self.spread = {"per_image": Distribution(), "width": Distribution(False), "height": Distribution(False)}
 
     def _extend(self, key: str, value: float) -> None:
         low_high = self.ranges.setdefault(key, [value, value])
@@ -61,6 +63,7 @@ class BoxStats:
         self.negatives += not boxes
         self.boxes += len(boxes)
         self.most = max(self.most, len(boxes))
+        self.spread["per_image"].add(len(boxes))
         self.classes.update(box_names(example, names, len(boxes)))
         width = example.get("image/width", (None, [0]))[1]
         height = example.get("image/height", (None, [0]))[1]
@@ -71,6 +74,8 @@ class BoxStats:
             bw, bh = (xmax - xmin) * w, (ymax - ymin) * h
             self._extend("width", bw)
             self._extend("height", bh)
+            self.spread["width"].add(bw)
+            self.spread["height"].add(bh)
             if bh > 0:
                 self._extend("aspect", bw / bh)
         return True
@@ -84,6 +89,7 @@ class BoxStats:
             "size_unit": self.unit,
             **{k: {"min": v[0], "max": v[1]} for k, v in sorted(self.ranges.items())},
             "classes": dict(sorted(self.classes.items(), key=lambda kv: (-kv[1], kv[0]))),
+            "distribution": {k: d.to_dict() for k, d in self.spread.items()},
         }
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import io
 import math
 import os
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -95,45 +95,83 @@ def caption(example: dict, names: dict[str, list[str]]) -> str:
     return values[0].decode("utf-8", "replace") if values else ""
 
 
+class Pictures:
+    """The pictures of records: which feature holds the image, the shape of raw pixels,
+    the class names to caption them with; shared by --grid and --report."""
+
+    def __init__(self, paths: list[str], max_pixels: int = MAX_PIXELS) -> None:
+        inputs = resolve(paths)
+        self.files = inputs.files
+        self.names: dict[str, list[str]] = {}
+        self.raw_shape: tuple[int, ...] | None = None
+        self.feature: str | None = None
+        self.max_pixels = max_pixels
+        for d in inputs.datasets:
+            self.names.update(class_names(d))
+            raw = DatasetDir(d).options.get("raw_image")
+            shape = raw.get("shape") if isinstance(raw, dict) else None
+            if isinstance(shape, list) and len(shape) == 3 and all(type(v) is int and v > 0 for v in shape):
+                self.raw_shape = tuple(shape)
+
+    def picture(self, path: str, index: int, example: dict) -> Picture | None:
+        """The record's image with its caption and boxes, or None when it holds no image."""
+        from PIL import Image
+
+        self.feature = self.feature or _image_feature(example)
+        if self.feature is None or not example.get(self.feature, (None, []))[1]:
+            return None
+        try:
+            pixels = _pixels(example[self.feature][1][0], example, self.raw_shape, self.max_pixels)
+        except (OSError, ValueError, Image.DecompressionBombError) as e:
+            raise SourceError(f"{path}: record {index}: cannot draw {self.feature!r}: {e}") from None
+        except SourceError as e:
+            raise SourceError(f"{path}: record {index}: {e}") from None
+        boxes = boxes_of(example)
+        if boxes is None:
+            label = caption(example, self.names)
+            return Picture(pixels, label, [], [label])
+        # a detection record: its boxes drawn, labelled with their classes; captioned by file
+        labelled = list(zip(boxes, box_names(example, self.names, len(boxes)), strict=True))
+        _, filename = example.get("image/filename", (None, []))
+        name = filename[0].decode("utf-8", "replace") if filename else ""
+        return Picture(pixels, f"{name} ({len(boxes)})", labelled, sorted({n for _, n in labelled}))
+
+
+class Picture(NamedTuple):
+    pixels: np.ndarray
+    caption: str
+    boxes: list[tuple[tuple[float, ...], str]]
+    classes: list[str]  # what it shows: its label, or its boxes' classes
+
+    def tile(self, side: int = CELL):
+        """The picture scaled to fit a square of `side` pixels, its boxes drawn."""
+        from PIL import Image, ImageDraw
+
+        tile = Image.fromarray(self.pixels)
+        scale = side / max(tile.size)
+        resample = Image.Resampling.NEAREST if scale >= 1 else Image.Resampling.BILINEAR
+        tile = tile.resize((max(1, round(tile.width * scale)), max(1, round(tile.height * scale))), resample)
+        draw = ImageDraw.Draw(tile)
+        for (xmin, ymin, xmax, ymax), name in self.boxes:
+            corners = [xmin * tile.width, ymin * tile.height, xmax * tile.width, ymax * tile.height]
+            draw.rectangle(corners, outline=BOX_COLOUR, width=1)
+            draw.text((corners[0] + 1, corners[1]), name[:10], fill=BOX_COLOUR)
+        return tile
+
+
 def grid(
     paths: list[str], out: str, count: int = 64, max_pixels: int = MAX_PIXELS, max_record: int = MAX_RECORD_BYTES
 ) -> dict[str, Any]:
     from PIL import Image, ImageDraw
 
-    inputs = resolve(paths)
-    names: dict[str, list[str]] = {}
-    raw_shape = None
-    for d in inputs.datasets:
-        names.update(class_names(d))
-        raw = DatasetDir(d).options.get("raw_image")
-        shape = raw.get("shape") if isinstance(raw, dict) else None
-        if isinstance(shape, list) and len(shape) == 3 and all(type(v) is int and v > 0 for v in shape):
-            raw_shape = tuple(shape)
-    tiles: list[tuple[np.ndarray, str, list[tuple[tuple[float, ...], str]]]] = []
-    feature = None
-    for path in inputs.files:
+    pictures = Pictures(paths, max_pixels)
+    tiles: list[Picture] = []
+    for path in pictures.files:
         for record, example in examples_of(path, max_record):
             if len(tiles) >= count:
                 break
-            if example is None:
-                continue
-            feature = feature or _image_feature(example)
-            if feature is None or not example.get(feature, (None, []))[1]:
-                continue
-            try:
-                pixels = _pixels(example[feature][1][0], example, raw_shape, max_pixels)
-            except (OSError, ValueError, Image.DecompressionBombError) as e:
-                raise SourceError(f"{path}: record {record.index}: cannot draw {feature!r}: {e}") from None
-            except SourceError as e:
-                raise SourceError(f"{path}: record {record.index}: {e}") from None
-            boxes = boxes_of(example)
-            if boxes is None:
-                tiles.append((pixels, caption(example, names), []))
-            else:  # a detection record: its boxes drawn, labelled with their classes; captioned by file
-                labelled = list(zip(boxes, box_names(example, names, len(boxes)), strict=True))
-                _, filename = example.get("image/filename", (None, []))
-                name = filename[0].decode("utf-8", "replace") if filename else ""
-                tiles.append((pixels, f"{name} ({len(boxes)})", labelled))
+            if example is not None and (picture := pictures.picture(path, record.index, example)) is not None:
+                tiles.append(picture)
         if len(tiles) >= count:
             break
     if not tiles:
@@ -142,27 +180,14 @@ def grid(
     rows = math.ceil(len(tiles) / columns)
     sheet = Image.new("RGB", (columns * CELL, rows * (CELL + CAPTION)), (255, 255, 255))
     draw = ImageDraw.Draw(sheet)
-    for i, (pixels, text, boxes) in enumerate(tiles):
-        tile = Image.fromarray(pixels)
-        scale = (CELL - 4) / max(tile.size)
-        resample = Image.Resampling.NEAREST if scale >= 1 else Image.Resampling.BILINEAR
-        tile = tile.resize((max(1, round(tile.width * scale)), max(1, round(tile.height * scale))), resample)
+    for i, picture in enumerate(tiles):
+        tile = picture.tile(CELL - 4)
         x, y = (i % columns) * CELL, (i // columns) * (CELL + CAPTION)
-        left, top = x + (CELL - tile.width) // 2, y + (CELL - tile.height) // 2
-        sheet.paste(tile, (left, top))
-        for (xmin, ymin, xmax, ymax), name in boxes:
-            corners = [
-                left + xmin * tile.width,
-                top + ymin * tile.height,
-                left + xmax * tile.width,
-                top + ymax * tile.height,
-            ]
-            draw.rectangle(corners, outline=BOX_COLOUR, width=1)
-            draw.text((corners[0] + 1, corners[1]), name[:10], fill=BOX_COLOUR)
-        draw.text((x + 2, y + CELL), text[:16], fill=(0, 0, 0))
+        sheet.paste(tile, (x + (CELL - tile.width) // 2, y + (CELL - tile.height) // 2))
+        draw.text((x + 2, y + CELL), picture.caption[:16], fill=(0, 0, 0))
     picture = io.BytesIO()
     sheet.save(picture, format="PNG")
     if not fs.is_remote(out):
         os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     fs.put_bytes(out, picture.getvalue())
-    return {"mode": "grid", "out": out, "images": len(tiles), "feature": feature}
+    return {"mode": "grid", "out": out, "images": len(tiles), "feature": pictures.feature}

@@ -28,6 +28,7 @@ from ..example import BYTES, FLOAT, INT64
 from ..imageformat import sniff_format
 from ..near_duplicates import THRESHOLD, close_pairs, phash
 from .boxes import BoxStats, format_boxes
+from .distribution import Distribution
 from .paths import resolve, split_of
 from .summary import examples_of, preview
 
@@ -97,6 +98,7 @@ class BytesStats:
         self.formats: Counter[str] = Counter()
         self.widths: list[int] = []
         self.heights: list[int] = []
+        self.sizes = {"width": Distribution(), "height": Distribution(), "aspect": Distribution(integer=False)}
 
     def add(self, values: list[bytes]) -> None:
         for v in values:
@@ -116,6 +118,10 @@ class BytesStats:
                     w, h = size
                     self.widths = [min(self.widths[0], w), max(self.widths[1], w)] if self.widths else [w, w]
                     self.heights = [min(self.heights[0], h), max(self.heights[1], h)] if self.heights else [h, h]
+                    self.sizes["width"].add(w)
+                    self.sizes["height"].add(h)
+                    if h > 0:
+                        self.sizes["aspect"].add(w / h)
             elif self.image_like:
                 self.formats["raw"] += 1
 
@@ -132,7 +138,12 @@ class BytesStats:
             "top": [{"value": preview(v), "count": c} for v, c in self.top.most_common(TOP)],
         }
         if self.formats:
-            out["image"] = {"formats": dict(sorted(self.formats.items())), "width": self.widths, "height": self.heights}
+            out["image"] = {
+                "formats": dict(sorted(self.formats.items())),
+                "width": self.widths,
+                "height": self.heights,
+                "distribution": {k: d.to_dict() for k, d in self.sizes.items()},
+            }
         return out
 
 
@@ -148,7 +159,8 @@ def _filename(example: dict[str, Any]) -> str | None:
     return values[0].decode("utf-8", "replace") if kind == BYTES and values else None
 
 
-def stats(paths: list[str], max_record: int = MAX_RECORD_BYTES) -> dict[str, Any]:
+def stats(paths: list[str], max_record: int = MAX_RECORD_BYTES, sound_only: bool = False) -> dict[str, Any]:
+    """The figures of every record (`sound_only`: of every sound record of damaged files)."""
     inputs = resolve(paths)
     label_features: set[str] = set()
     names: dict[str, list[str]] = {}  # class names of the label features that have them
@@ -168,14 +180,16 @@ def stats(paths: list[str], max_record: int = MAX_RECORD_BYTES) -> dict[str, Any
     # near-duplicate candidates: (hash, split, file, record, filename, digest) of each image value
     perceptual: list[tuple[int, str, str, int, str | None, bytes]] = []
     records = undecodable = 0
+    record_bytes = Distribution()
     boxes = BoxStats()
     # (split, or None for files outside a dataset; feature) -> its single labels in reading order
     orders: dict[tuple[str | None, str], array] = {}
     for path in inputs.files:
         split = split_of(path) if path in in_dataset else None
         split_stats = per_split.setdefault(split, {"records": 0, "histograms": {}}) if split else None
-        for record, example in examples_of(path, max_record):
+        for record, example in examples_of(path, max_record, sound_only=sound_only):
             records += 1
+            record_bytes.add(len(record.data))
             if split_stats is not None:
                 split_stats["records"] += 1
             if example is None:
@@ -225,6 +239,7 @@ def stats(paths: list[str], max_record: int = MAX_RECORD_BYTES) -> dict[str, Any
         "mode": "stats",
         "records": records,
         "undecodable_records": undecodable,
+        "record_bytes": record_bytes.to_dict(),
         "features": features,
     }
     if boxes.images:

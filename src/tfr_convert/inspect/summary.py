@@ -15,6 +15,7 @@ from typing import Any
 
 from .. import containers, fs
 from ..containers import MAX_RECORD_BYTES, Record
+from ..errors import RecordError
 from .paths import resolve
 
 # Records decoded per file for the schema, unless --all: enough to see every feature
@@ -80,16 +81,26 @@ def preview_values(values: list[Any], limit: int = PREVIEW, total: int | None = 
 
 
 def examples_of(
-    path: str, max_record: int = MAX_RECORD_BYTES, keep: int | None = None, max_entries: int | None = None
+    path: str,
+    max_record: int = MAX_RECORD_BYTES,
+    keep: int | None = None,
+    max_entries: int | None = None,
+    sound_only: bool = False,
 ) -> Iterator[tuple[Record, dict | None]]:
     """(record, parsed example) of every record of one file (of any container), checked
     as it is read; the example is None when the payload is not a tf.train.Example
-    (worth counting, not fatal). A record above `max_record` bytes raises RecordError.
+    (worth counting, not fatal). A record above `max_record` bytes raises RecordError,
+    and so does damage, unless `sound_only`: then the sound records are read past it
+    (the container's salvage; what was lost is --verify's to report).
     With `keep`, examples are outlines ({name: (kind, first `keep` values, count)}), of at
     most `max_entries` features each (example.outline)."""
     from ..example import ExampleDecodeError, outline, parse  # numpy: not needed by --count
 
-    for record in containers.of_file(path).records(path, max_record):
+    container = containers.of_file(path)
+    items = container.salvage(path, max_record) if sound_only else container.records(path, max_record)
+    for record in items:
+        if not isinstance(record, Record):
+            continue  # a loss
         try:
             yield record, parse(record.data) if keep is None else outline(record.data, keep, max_entries)
         except ExampleDecodeError:
@@ -121,10 +132,15 @@ def count(paths: list[str]) -> dict[str, Any]:
 
 
 def summarize(
-    paths: list[str], head: int = 1, every: bool = False, max_record: int = MAX_RECORD_BYTES
+    paths: list[str],
+    head: int = 1,
+    every: bool = False,
+    max_record: int = MAX_RECORD_BYTES,
+    sound_only: bool = False,
 ) -> dict[str, Any]:
     """Count, size, compression, schema and the first `head` examples of files; the
-    schema from the first SAMPLE records of each file, or from all (`every`)."""
+    schema from the first SAMPLE records of each file, or from all (`every`). With
+    `sound_only`, damaged files are read for their sound records (examples_of)."""
     files = []
     schema: dict[str, FeatureStats] = {}
     examples: list[dict[str, Any]] = []
@@ -133,10 +149,10 @@ def summarize(
     for path in resolve(paths).files:
         file = file_kind(path)
         records = 0
-        for record, example in examples_of(path, max_record, keep=PREVIEW, max_entries=MAX_FEATURES):
+        for record, example in examples_of(path, max_record, PREVIEW, MAX_FEATURES, sound_only):
             records += 1
             if not every and records > max(SAMPLE, head):
-                records = file[0].count(path)  # the rest from the framing alone
+                records = _count(path, file[0], sound_only)  # the rest from the framing alone
                 break
             decoded += 1
             if example is None:
@@ -170,6 +186,17 @@ def summarize(
         "undecodable_records": undecodable,
         "records_read_in_part": cut,
     }
+
+
+def _count(path: str, container: containers.Container, sound_only: bool) -> int:
+    """Records of a file from its framing; with `sound_only`, framing damage does not
+    stop the count: the sound records are counted past it."""
+    try:
+        return container.count(path)
+    except RecordError:
+        if not sound_only:
+            raise
+        return sum(isinstance(item, Record) for item in container.salvage(path))
 
 
 def counted(n: int, noun: str) -> str:
