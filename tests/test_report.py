@@ -317,3 +317,36 @@ def test_a_detection_report_in_headless_chromium(cli, tmp_path):
     assert problems == 1
     assert shard.name in problem_row and f"{offset:,}" in problem_row
     assert shard.name in sha_row
+
+
+def test_segmentation_masks_give_pixel_shares_per_class_in_stats_and_the_report(cli, tmp_path):
+    import tensorflow as tf
+
+    rng = np.random.default_rng(3)
+    masks = [rng.choice([0, 1, 2, 255], size=(20, 30), p=[0.5, 0.3, 0.15, 0.05]).astype(np.uint8) for _ in range(6)]
+    masks[0][:] = 0  # an image with the background only
+    path = tmp_path / "pets.tfrecord"
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for i, mask in enumerate(masks):
+            image = rng.integers(0, 256, (20, 30, 3), dtype=np.uint8)
+            feature = {
+                "image": tf.train.Feature(bytes_list=tf.train.BytesList(value=[tf.io.encode_png(image).numpy()])),
+                "segmentation_mask": tf.train.Feature(
+                    bytes_list=tf.train.BytesList(value=[tf.io.encode_png(mask[..., None]).numpy()])
+                ),
+                "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[i % 2])),
+            }
+            writer.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
+    figures = json.loads(cli.inspect(path, "--stats", "--json").output)
+    mask = figures["features"]["segmentation_mask"]["mask"]
+    pixels = Counter()
+    for m in masks:
+        pixels.update(Counter(m.ravel().tolist()))
+    assert mask["pixels"] == {str(k): v for k, v in sorted(pixels.items())}
+    assert mask["images_with"] == {"0": 6, "1": 5, "2": 5, "255": 5}
+    assert mask["masks"] == 6
+    text = cli.inspect(path, "--stats").output
+    assert "segmentation_mask: pixels per class in 6 masks" in text
+    page = cli.inspect(path, "--report", "-").output
+    assert 'aria-label="segmentation_mask: share of pixels"' in page
+    assert f"pixels: 255: {pixels[255]} ({pixels[255] / sum(pixels.values()):.1%})" in page

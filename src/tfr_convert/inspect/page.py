@@ -176,6 +176,22 @@ def _label_charts(figures: dict[str, Any]) -> list[str]:
             if name in s["histograms"]
         } or {"all": [totals[k] for k in keys]}
         charts.append(grouped_bars(title, [names.get(k, k) for k in keys], series, share=len(series) > 1))
+    for name, feature in figures["features"].items():
+        mask = feature.get("mask")
+        if mask:
+            named = mask.get("class_names", {})
+            keys = list(mask["pixels"])[:MAX_BARS]
+            labels = [named.get(k, k) for k in keys]
+            charts.append(
+                grouped_bars(
+                    f"{name}: share of pixels", labels, {"pixels": [mask["pixels"][k] for k in keys]}, share=True
+                )
+            )
+            charts.append(
+                grouped_bars(
+                    f"{name}: images showing each class", labels, {"images": [mask["images_with"][k] for k in keys]}
+                )
+            )
     boxes = figures.get("boxes")
     if boxes and boxes["classes"]:
         classes = list(boxes["classes"].items())[:MAX_BARS]

@@ -29,6 +29,7 @@ from ..imageformat import sniff_format
 from ..near_duplicates import THRESHOLD, close_pairs, phash
 from .boxes import BoxStats, format_boxes
 from .distribution import Distribution
+from .masks import MaskStats, is_mask
 from .paths import resolve, split_of
 from .summary import examples_of, preview
 
@@ -170,6 +171,7 @@ def stats(paths: list[str], max_record: int = MAX_RECORD_BYTES, sound_only: bool
         label_features |= {n for n, f in DatasetDir(d).features.items() if isinstance(f, dict) and "classLabel" in f}
     numbers: dict[str, NumberStats] = {}
     strings: dict[str, BytesStats] = {}
+    masks: dict[str, MaskStats] = {}
     histograms: dict[str, Counter[int]] = {}
     per_split: dict[str, dict[str, Any]] = {}  # split -> {records, histograms}, for a dataset directory
     kinds: dict[str, set[str | None]] = {}
@@ -209,6 +211,8 @@ def stats(paths: list[str], max_record: int = MAX_RECORD_BYTES, sound_only: bool
                 elif kind == BYTES:
                     acc = strings.setdefault(name, BytesStats(_image_like(name)))
                     acc.add(values)
+                    if is_mask(name):
+                        masks.setdefault(name, MaskStats()).add(values)
                     if split is not None and acc.formats:
                         filename = _filename(example)
                         for v in values:
@@ -228,6 +232,12 @@ def stats(paths: list[str], max_record: int = MAX_RECORD_BYTES, sound_only: bool
             entry.update(numbers[name].to_dict())
         if name in strings:
             entry.update(strings[name].to_dict())
+        mask = masks[name].to_dict() if name in masks else None
+        if mask is not None:  # pixels per class index, and images showing each
+            known = names.get(name, [])
+            entry["mask"] = mask
+            if known:
+                entry["mask"]["class_names"] = {k: known[int(k)] for k in mask["pixels"] if int(k) < len(known)}
         if name in histograms:
             entry["histogram"] = {str(k): v for k, v in sorted(histograms[name].items())}
             if name in names:  # index -> class name, for the indices that have one
@@ -398,6 +408,15 @@ def format_stats(report: dict[str, Any]) -> str:
                 else ""
             )
             lines.append(f"  images: {formats}{size}")
+    for name, f in report["features"].items():
+        if "mask" in f:
+            mask = f["mask"]
+            total = sum(mask["pixels"].values())
+            named = mask.get("class_names", {})
+            shares = ", ".join(
+                f"{named.get(k, k)} {n / total:.1%} (in {mask['images_with'][k]})" for k, n in mask["pixels"].items()
+            )
+            lines.append(f"{name}: pixels per class in {mask['masks']} masks (images with it): {shares}")
     if "boxes" in report:
         lines.append(format_boxes(report["boxes"]))
     for split, figures in report.get("order", {}).items():
