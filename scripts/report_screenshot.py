@@ -14,15 +14,8 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+sys.path.insert(0, str(ROOT / "tests"))  # the tests' browser settings, shared
+from browser import VIEWPORT, launch  # noqa: E402
 
 
 def main() -> int:
@@ -38,8 +31,8 @@ def main() -> int:
         subprocess.run([bin_dir / "tfr-convert", "mnist", sample, "--out", dataset, "--quiet"], check=True)
         subprocess.run([bin_dir / "tfr-inspect", dataset, "--report", page_path, "--report-per-class", "6"], check=True)
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            browser = launch(p)
+            page = browser.new_page(viewport=VIEWPORT)
             page.goto(page_path.as_uri())
             page.screenshot(path=str(args.out), full_page=True)
             browser.close()

@@ -17,19 +17,10 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw
 
+from browser import CHROMIUM, VIEWPORT, launch
 from tfr_convert.inspect.charts import grouped_bars, histogram
 from tfr_convert.inspect.distribution import MAX_KEYS, Distribution
 
-CHROMIUM = "/usr/bin/chromium"
-# Chromium's own connections (updates, sync...) are refused on a closed network, noisily.
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 COLOURS = {"cat": (230, 120, 30), "dog": (40, 90, 220), "bird": (30, 170, 60)}
 
 
@@ -282,8 +273,8 @@ def test_a_detection_report_in_headless_chromium(cli, tmp_path):
 
     errors: list[str] = []
     with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        browser = launch(p)
+        page = browser.new_page(viewport=VIEWPORT)
         page.on("console", lambda m: errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
         page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
         page.on("request", lambda r: None if r.url.startswith(("file:", "data:")) else errors.append(f"fetch {r.url}"))
