@@ -36,7 +36,9 @@ BOX_COLOUR = (255, 0, 255)  # magenta: rarely the colour of what is boxed
 _KNOWN_RAW = {784: (28, 28, 1), 3072: (32, 32, 3)}
 
 
-def _image_feature(example: dict[str, tuple[str | None, list[Any]]]) -> str | None:
+def image_feature(example: dict[str, tuple[str | None, list[Any]]]) -> str | None:
+    """The feature holding the picture: the first bytes feature whose value is an image
+    format, else the first named like `image` (raw pixels)."""
     candidates = [n for n, (k, v) in sorted(example.items()) if k == BYTES and v]
     for name in candidates:
         if sniff_format(example[name][1][0]):
@@ -53,6 +55,20 @@ def _int(example: dict, *names: str) -> int | None:
     return None
 
 
+def raw_shape_of(value: bytes, example: dict, known: tuple[int, ...] | None) -> tuple[int, ...] | None:
+    """(height, width, channels) of raw uint8 pixels: from the record's height / width /
+    depth (or channels) features, else `known` (the manifest's), else the well-known sizes,
+    else a square of one channel; None if nothing fits the byte count."""
+    h, w = _int(example, "height"), _int(example, "width")
+    c = _int(example, "depth", "channels")
+    positive = all(v is not None and v > 0 for v in (h, w, c))
+    shape = (h, w, c) if positive else known or _KNOWN_RAW.get(len(value))
+    if shape is None or math.prod(shape) != len(value):
+        side = math.isqrt(len(value))
+        shape = (side, side, 1) if side * side == len(value) else None
+    return shape
+
+
 def _pixels(value: bytes, example: dict, raw_shape: tuple[int, ...] | None, max_pixels: int) -> np.ndarray:
     from PIL import Image
 
@@ -65,13 +81,7 @@ def _pixels(value: bytes, example: dict, raw_shape: tuple[int, ...] | None, max_
                 )
             im.draft("RGB", (CELL, CELL))  # JPEG: decoded at a reduced scale, as the tile needs no more
             return np.asarray(im.convert("RGB"))
-    h, w = _int(example, "height"), _int(example, "width")
-    c = _int(example, "depth", "channels")
-    positive = all(v is not None and v > 0 for v in (h, w, c))
-    shape = (h, w, c) if positive else raw_shape or _KNOWN_RAW.get(len(value))
-    if shape is None or math.prod(shape) != len(value):
-        side = math.isqrt(len(value))
-        shape = (side, side, 1) if side * side == len(value) else None
+    shape = raw_shape_of(value, example, raw_shape)
     if shape is None:
         raise SourceError(f"cannot tell the shape of a {len(value)}-byte raw image")
     array = np.frombuffer(value, np.uint8).reshape(shape)
@@ -95,6 +105,15 @@ def caption(example: dict, names: dict[str, list[str]]) -> str:
     return values[0].decode("utf-8", "replace") if values else ""
 
 
+def manifest_raw_shape(dataset: DatasetDir) -> tuple[int, ...] | None:
+    """The shape of raw pixels that a dataset's manifest states (`raw_image`), if any."""
+    raw = dataset.options.get("raw_image")
+    shape = raw.get("shape") if isinstance(raw, dict) else None
+    if isinstance(shape, list) and len(shape) == 3 and all(type(v) is int and v > 0 for v in shape):
+        return tuple(shape)
+    return None
+
+
 class Pictures:
     """The pictures of records: which feature holds the image, the shape of raw pixels,
     the class names to caption them with; shared by --grid and --report."""
@@ -108,16 +127,13 @@ class Pictures:
         self.max_pixels = max_pixels
         for d in inputs.datasets:
             self.names.update(class_names(d))
-            raw = DatasetDir(d).options.get("raw_image")
-            shape = raw.get("shape") if isinstance(raw, dict) else None
-            if isinstance(shape, list) and len(shape) == 3 and all(type(v) is int and v > 0 for v in shape):
-                self.raw_shape = tuple(shape)
+            self.raw_shape = manifest_raw_shape(DatasetDir(d)) or self.raw_shape
 
     def picture(self, path: str, index: int, example: dict) -> Picture | None:
         """The record's image with its caption and boxes, or None when it holds no image."""
         from PIL import Image
 
-        self.feature = self.feature or _image_feature(example)
+        self.feature = self.feature or image_feature(example)
         if self.feature is None or not example.get(self.feature, (None, []))[1]:
             return None
         try:

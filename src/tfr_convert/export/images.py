@@ -1,0 +1,234 @@
+"""--to images: each record's picture back to a file, in one of two layouts.
+
+- folders: `OUT/SPLIT/CLASS/NAME`, a folder per class name (every class, even one with
+  no picture in a split, so a folder listing numbers the classes as the dataset did).
+- csv: `OUT/NAME` and one `OUT/labels.csv` with `filename` (relative to the CSV),
+  `split`, the label and one column per other scalar feature, written so that
+  `tfr-convert images OUT --labels OUT/labels.csv --label-column LABEL --split-column split`
+  gives the same examples again.
+
+NAME is the record's `filename` feature (a relative path; one that climbs out of OUT is
+an error), else `NNNNNN.EXT` by its place in the split. Encoded pictures are written as
+stored; raw pixels as PNG. Everything is written under OUT/.tfr-export-partial and moved
+into place once every record is out, so a failed export leaves no file at a final name.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import posixpath
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .. import fs
+from ..errors import OptionError, SourceError
+from ..example import BYTES, FLOAT, INT64, parse
+from ..imageformat import sniff_format
+from ..inspect.grid import image_feature, manifest_raw_shape, raw_shape_of
+from .source import ExportSource
+
+LAYOUTS = ("folders", "csv")
+CSV_NAME = "labels.csv"
+STAGING = ".tfr-export-partial"
+# what `tfr-convert images` writes of each picture itself: never a CSV column
+OWN_FEATURES = ("image", "filename", "format", "height", "width", "channels", "depth")
+FILENAME_FEATURES = ("filename", "image/filename")
+EXTENSIONS = {"jpeg": "jpg", "png": "png", "gif": "gif", "bmp": "bmp", "webp": "webp", "tiff": "tif"}
+
+
+@dataclass
+class Plan:
+    """Which features are the picture, its class and its file name, and what else is kept."""
+
+    image: str
+    label: str | None
+    names: list[str]  # the label's class names ([] when only indices are known)
+    filename: str | None
+    columns: list[str]  # further scalar features: CSV columns
+    left_out: list[str] = field(default_factory=list)  # features neither layout can hold
+    layout: str = "folders"
+    raw_shape: tuple[int, ...] | None = None
+
+    def label_text(self, index: int) -> str:
+        """The label as the CSV or folder shows it: the class name where names are known
+        and sorted (so a new conversion numbers them alike), else the index."""
+        if self.names and self.names == sorted(self.names) and 0 <= index < len(self.names):
+            return self.names[index]
+        return str(index)
+
+    def folder(self, index: int) -> str:
+        return self.names[index] if 0 <= index < len(self.names) else str(index)
+
+
+def plan(source: ExportSource, layout: str | None, image: str | None = None, label: str | None = None) -> Plan:
+    """What to write, from the schema (overridden by `image` / `label`): the layout is
+    folders when there is a class label and nothing else worth keeping, else csv."""
+    schema = source.schema()
+    first = next((payload for split in source.splits for _, payload in source.records(split)), None)
+    if first is None:
+        raise SourceError("no records to export")
+    example = parse(first)
+    image = image or image_feature(example)
+    if image is None or image not in schema:
+        raise SourceError("no picture found in the records: name its feature with --image-feature")
+    names = source.class_names()
+    scalars = {n for n, spec in schema.items() if spec.shape == ()}
+    if label is None:
+        labelled = [n for n in sorted(names) if n in scalars and schema[n].dtype == "int64"]
+        named = [n for n in sorted(scalars) if schema[n].dtype == "int64" and "label" in n.rsplit("/", 1)[-1]]
+        label = (labelled or named or [None])[0]
+    elif label not in scalars or schema[label].dtype != "int64":
+        raise OptionError(f"--label-feature {label}: not an integer feature with one value in every record")
+    filename = next((n for n in FILENAME_FEATURES if n in scalars and schema[n].dtype == "string"), None)
+    own = {image, label, filename, *OWN_FEATURES}
+    columns = sorted(n for n in scalars - own if not n.startswith("image/") or schema[n].dtype != "string")
+    left_out = sorted(set(schema) - scalars - own)
+    if layout is None:
+        layout = "folders" if label is not None and not columns else "csv"
+    if layout == "folders":
+        left_out = sorted(set(left_out) | set(columns))
+        columns = []
+    raw = manifest_raw_shape(source.dataset) if source.dataset is not None else None
+    return Plan(image, label, names.get(label, []) if label else [], filename, columns, left_out, layout, raw)
+
+
+def _safe_name(name: str, where: str) -> str:
+    """A relative path inside OUT, `/`-separated."""
+    path = posixpath.normpath(name.replace("\\", "/"))
+    if not name or path.startswith(("/", "../")) or path in (".", "..") or ":" in path.split("/")[0]:
+        raise SourceError(f"{where}: file name {name!r} is not a relative path inside the output")
+    return path
+
+
+def _picture(value: bytes, example: dict, plan: Plan, where: str) -> tuple[bytes, str]:
+    """(file bytes, extension): encoded pictures as stored, raw pixels as PNG."""
+    fmt = sniff_format(value)
+    if fmt is not None:
+        return value, EXTENSIONS.get(fmt, fmt)
+    shape = raw_shape_of(value, example, plan.raw_shape)
+    if shape is None or shape[2] not in (1, 3, 4):
+        raise SourceError(f"{where}: {plan.image!r} is neither an image format nor raw pixels of a known shape")
+    from PIL import Image
+
+    pixels = np.frombuffer(value, np.uint8).reshape(shape)
+    out = io.BytesIO()
+    Image.fromarray(pixels[..., 0] if shape[2] == 1 else pixels).save(out, format="PNG")
+    return out.getvalue(), "png"
+
+
+def _cell(kind: str | None, values: list[Any], name: str, where: str) -> str:
+    value = values[0]
+    if kind == FLOAT:
+        return repr(float(value))  # shortest text that reads back as the same float32
+    if kind == BYTES:
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            raise SourceError(f"{where}: feature {name!r} is not UTF-8 text, which a CSV cell must be") from None
+    return str(value)
+
+
+def write(
+    source: ExportSource,
+    out: str,
+    plan: Plan,
+    *,
+    limit: int | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Write every split; {split: {records, folder | csv}}."""
+    staging = fs.join(out, STAGING)
+    if fs.exists(staging):
+        fs.rmtree(staging)
+    written: dict[str, dict[str, Any]] = {}
+    placed: dict[str, str] = {}  # relative path -> the record written there
+    rows: list[list[str]] = []
+    try:
+        for split in source.splits:
+            count = 0
+            for where, payload in source.records(split):
+                if limit is not None and count >= limit:
+                    break
+                try:
+                    example = parse(payload)
+                except ValueError as e:
+                    raise SourceError(f"{where}: not a tf.train.Example ({e})") from None
+                relative, data, row = _item(example, plan, split, count, where)
+                if relative in placed:
+                    raise SourceError(
+                        f"{where}: writes {relative}, as {placed[relative]} does: file names must differ"
+                        + (" within a split" if plan.layout == "folders" else "")
+                    )
+                placed[relative] = where
+                fs.put_bytes(_local_dirs(fs.join(staging, relative)), data)
+                if row is not None:
+                    rows.append(row)
+                count += 1
+                if progress is not None:
+                    progress(1)
+            written[split] = {"records": count}
+            if plan.layout == "folders":
+                written[split]["folder"] = fs.join(out, split)
+        _move_into_place(staging, out, placed)
+        if plan.layout == "folders":
+            for split in source.splits:  # every class a folder, so listing them numbers them alike
+                for name in plan.names:
+                    fs.makedirs(fs.join(out, split, name))
+        else:
+            header = ["filename", "split", *([plan.label] if plan.label else []), *plan.columns]
+            text = io.StringIO()
+            writer = csv.writer(text, lineterminator="\n")
+            writer.writerow(header)
+            writer.writerows(rows)
+            fs.put_bytes(fs.join(out, CSV_NAME), text.getvalue().encode("utf-8"))
+            for entry in written.values():
+                entry["csv"] = fs.join(out, CSV_NAME)
+    finally:
+        if fs.exists(staging):
+            fs.rmtree(staging)
+    return written
+
+
+def _item(example: dict, plan: Plan, split: str, position: int, where: str) -> tuple[str, bytes, list[str] | None]:
+    """(path relative to OUT, file bytes, CSV row or None) of one record."""
+    kind, values = example.get(plan.image, (None, []))
+    if kind != BYTES or len(values) != 1:
+        raise SourceError(f"{where}: no picture in {plan.image!r}")
+    data, extension = _picture(values[0], example, plan, where)
+    if plan.filename is not None:
+        name = _safe_name(_cell(*example.get(plan.filename, (None, [b""])), plan.filename, where), where)
+    else:
+        name = f"{position:06d}.{extension}" if plan.layout == "folders" else f"{split}/{position:06d}.{extension}"
+    index = None
+    if plan.label is not None:
+        kind, values = example.get(plan.label, (None, []))
+        if kind != INT64 or len(values) != 1:
+            raise SourceError(f"{where}: no single {plan.label!r} value")
+        index = int(values[0])
+    if plan.layout == "folders":
+        folder = plan.folder(index) if index is not None else ""
+        inside = name.removeprefix(folder + "/") if folder else name
+        return posixpath.join(split, folder, inside) if folder else posixpath.join(split, inside), data, None
+    row = [name, split, *([plan.label_text(index)] if index is not None else [])]
+    for column in plan.columns:
+        found = example.get(column)
+        if found is None or len(found[1]) != 1:
+            raise SourceError(f"{where}: no single {column!r} value, which the first records have")
+        row.append(_cell(found[0], found[1], column, where))
+    return name, data, row
+
+
+def _local_dirs(path: str) -> str:
+    """The path, its local parent folders made (a bucket needs none)."""
+    if not fs.is_remote(path):
+        fs.makedirs(fs.dirname(path))
+    return path
+
+
+def _move_into_place(staging: str, out: str, placed: dict[str, str]) -> None:
+    for relative in placed:
+        fs.rename(fs.join(staging, relative), _local_dirs(fs.join(out, relative)))
