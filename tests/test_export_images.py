@@ -209,3 +209,28 @@ def test_image_options_belong_to_images_and_a_label_must_be_an_integer(cli, tmp_
     bad = cli.export(tmp_path / "plain.tfrecord", "--to", "images", "--label-feature", "image/filename",
                      "--out", tmp_path / "y")  # fmt: skip
     assert bad.exit_code == 2 and "not an integer feature" in bad.stderr
+
+
+@pytest.mark.parametrize("fmt", ["csv", "voc", "coco", "yolo"])
+def test_a_detection_dataset_comes_back_as_the_same_shards_through_its_own_format(cli, tmp_path, fmt):
+    from test_detection import DATASET, write_coco, write_csv, write_images, write_voc, write_yolo
+
+    images = write_images(tmp_path / "pets")
+    annotations = {
+        "csv": lambda: write_csv(tmp_path / "boxes.csv"),
+        "voc": lambda: write_voc(tmp_path / "voc", origin=1),
+        "coco": lambda: write_coco(tmp_path / "coco.json"),
+        "yolo": lambda: write_yolo(images),
+    }[fmt]()
+    options = ["--split", "train=0.5,test=0.5", "--name", "pets"] + (["--voc-origin", "1"] if fmt == "voc" else [])
+    _ok(cli.convert("detection", images, "--annotations", annotations, *options, "--out", tmp_path / "first"))
+    summary = json.loads(_ok(cli.export(tmp_path / "first", "--to", fmt, "--out", tmp_path / "x", "--json")).stdout)
+    assert sum(s["records"] for s in summary["splits"].values()) == len(DATASET)
+    out = tmp_path / "x"
+    again = {"csv": out / "boxes.csv", "voc": out / "Annotations", "coco": out / "annotations.json",
+             "yolo": out / "labels"}[fmt]  # fmt: skip
+    _ok(cli.convert("detection", out / "images", "--annotations", again, *options, "--out", tmp_path / "again"))
+    first = _shards(tmp_path / "first")
+    assert len(first) == 2 and _shards(tmp_path / "again") == first
+    splits = {r["filename"]: r["split"] for r in csv.DictReader(open(out / "splits.csv"))}
+    assert set(splits) == set(DATASET) and set(splits.values()) == {"train", "test"}

@@ -8,6 +8,7 @@ import sys
 import click
 
 from .. import __version__
+from ..export import TARGETS
 from .options import STORAGE_OPTIONS
 from .translate import Command
 from .types import ByteSize, LocalOrRemotePath
@@ -16,7 +17,13 @@ from .types import ByteSize, LocalOrRemotePath
 @click.command(cls=Command, context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("paths", nargs=-1, required=True, metavar="SRC...")
 @click.option("--out", required=True, type=LocalOrRemotePath(file_okay=False, writable=True), help="Output directory.")
-@click.option("--to", "target", type=click.Choice(["parquet", "images"]), required=True, help="What to write.")
+@click.option(
+    "--to",
+    "target",
+    type=click.Choice(TARGETS),
+    required=True,
+    help="What to write.",
+)
 @click.option(
     "--layout",
     type=click.Choice(["folders", "csv"]),
@@ -27,6 +34,13 @@ from .types import ByteSize, LocalOrRemotePath
     "--image-feature", metavar="NAME", help="--to images: the feature holding the picture [default: guessed]."
 )
 @click.option("--label-feature", metavar="NAME", help="--to images: the class label [default: guessed].")
+@click.option(
+    "--voc-origin",
+    type=click.IntRange(0, 1),
+    default=1,
+    show_default=True,
+    help="--to voc: 1 writes pixels counted from 1 (the devkit's; convert back with --voc-origin 1), 0 from 0.",
+)
 @click.option("--limit", type=click.IntRange(min=1), metavar="N", help="At most N records per split.")
 @click.option(
     "--row-group-size",
@@ -39,10 +53,23 @@ from .types import ByteSize, LocalOrRemotePath
 @STORAGE_OPTIONS
 @click.version_option(__version__, prog_name="tfr-export")
 def export(
-    paths, out, target, layout, image_feature, label_feature, limit, row_group_size, overwrite, quiet, as_json
+    paths,
+    out,
+    target,
+    layout,
+    image_feature,
+    label_feature,
+    voc_origin,
+    limit,
+    row_group_size,
+    overwrite,
+    quiet,
+    as_json,
 ) -> None:
     """Export records to another format: --to parquet writes OUT/SPLIT.parquet; --to images
-    writes each picture to a file, in class folders or beside one labels.csv.
+    writes each picture to a file, in class folders or beside one labels.csv; --to
+    coco|yolo|voc|csv writes a detection dataset's pictures to OUT/images and its boxes
+    in that format, for `tfr-convert detection OUT/images --annotations ...`.
 
     SRC is a dataset directory (ours or TFDS-prepared), TFRecord / ArrayRecord files or a
     glob, local or remote. The schema is inferred from the records; a damaged record is
@@ -50,7 +77,7 @@ def export(
     """
     from .. import fs
     from ..errors import OptionError, OutputError
-    from ..export import images, parquet
+    from ..export import boxes, images, parquet
     from ..export.source import ExportSource
 
     if target != "images" and (layout or image_feature or label_feature):
@@ -69,6 +96,8 @@ def export(
     try:
         if plan is not None:
             written = images.write(source, out, plan, limit=limit, progress=progress)
+        elif target in boxes.FORMATS:
+            written = boxes.write(source, out, target, limit=limit, progress=progress, voc_origin=voc_origin)
         else:
             written = parquet.write(
                 source, out, limit=limit, row_group_bytes=row_group_size or parquet.ROW_GROUP_BYTES, progress=progress

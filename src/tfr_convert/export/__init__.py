@@ -3,8 +3,12 @@
     source.py   what is exported: splits of records, read like tfr-inspect reads them,
                 the schema (inferred from the records) and what metadata says of it
     parquet.py  --to parquet: a file per split, one row per record, row groups of bounded size
+    images.py   --to images: pictures to files, in class folders or beside one labels.csv
+    boxes.py    --to coco|yolo|voc|csv: a detection dataset's pictures and boxes, as
+                `tfr-convert detection` reads them
+    staging.py  files written aside and moved into place once all are written
 
 It reads as inspect/ does and imports no converter and no writer of shards.
 """
 
-TARGETS = ("parquet",)
+TARGETS = ("parquet", "images", "coco", "yolo", "voc", "csv")

@@ -9,8 +9,7 @@
 
 NAME is the record's `filename` feature (a relative path; one that climbs out of OUT is
 an error), else `NNNNNN.EXT` by its place in the split. Encoded pictures are written as
-stored; raw pixels as PNG. Everything is written under OUT/.tfr-export-partial and moved
-into place once every record is out, so a failed export leaves no file at a final name.
+stored; raw pixels as PNG. Everything is staged (staging.py): a failed export leaves no file at a final name.
 """
 
 from __future__ import annotations
@@ -30,10 +29,10 @@ from ..example import BYTES, FLOAT, INT64, parse
 from ..imageformat import sniff_format
 from ..inspect.grid import image_feature, manifest_raw_shape, raw_shape_of
 from .source import ExportSource
+from .staging import staged
 
 LAYOUTS = ("folders", "csv")
 CSV_NAME = "labels.csv"
-STAGING = ".tfr-export-partial"
 # what `tfr-convert images` writes of each picture itself: never a CSV column
 OWN_FEATURES = ("image", "filename", "format", "height", "width", "channels", "depth")
 FILENAME_FEATURES = ("filename", "image/filename")
@@ -141,13 +140,10 @@ def write(
     progress: Callable[[int], None] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Write every split; {split: {records, folder | csv}}."""
-    staging = fs.join(out, STAGING)
-    if fs.exists(staging):
-        fs.rmtree(staging)
     written: dict[str, dict[str, Any]] = {}
     placed: dict[str, str] = {}  # relative path -> the record written there
     rows: list[list[str]] = []
-    try:
+    with staged(out) as staging:
         for split in source.splits:
             count = 0
             for where, payload in source.records(split):
@@ -164,7 +160,7 @@ def write(
                         + (" within a split" if plan.layout == "folders" else "")
                     )
                 placed[relative] = where
-                fs.put_bytes(_local_dirs(fs.join(staging, relative)), data)
+                staging.put(relative, data)
                 if row is not None:
                     rows.append(row)
                 count += 1
@@ -173,23 +169,20 @@ def write(
             written[split] = {"records": count}
             if plan.layout == "folders":
                 written[split]["folder"] = fs.join(out, split)
-        _move_into_place(staging, out, placed)
-        if plan.layout == "folders":
-            for split in source.splits:  # every class a folder, so listing them numbers them alike
-                for name in plan.names:
-                    fs.makedirs(fs.join(out, split, name))
-        else:
+        if plan.layout == "csv":
             header = ["filename", "split", *([plan.label] if plan.label else []), *plan.columns]
             text = io.StringIO()
             writer = csv.writer(text, lineterminator="\n")
             writer.writerow(header)
             writer.writerows(rows)
-            fs.put_bytes(fs.join(out, CSV_NAME), text.getvalue().encode("utf-8"))
+            staging.put(CSV_NAME, text.getvalue().encode("utf-8"))
             for entry in written.values():
                 entry["csv"] = fs.join(out, CSV_NAME)
-    finally:
-        if fs.exists(staging):
-            fs.rmtree(staging)
+        staging.commit()
+    if plan.layout == "folders":
+        for split in source.splits:  # every class a folder, so listing them numbers them alike
+            for name in plan.names:
+                fs.makedirs(fs.join(out, split, name))
     return written
 
 
@@ -220,15 +213,3 @@ def _item(example: dict, plan: Plan, split: str, position: int, where: str) -> t
             raise SourceError(f"{where}: no single {column!r} value, which the first records have")
         row.append(_cell(found[0], found[1], column, where))
     return name, data, row
-
-
-def _local_dirs(path: str) -> str:
-    """The path, its local parent folders made (a bucket needs none)."""
-    if not fs.is_remote(path):
-        fs.makedirs(fs.dirname(path))
-    return path
-
-
-def _move_into_place(staging: str, out: str, placed: dict[str, str]) -> None:
-    for relative in placed:
-        fs.rename(fs.join(staging, relative), _local_dirs(fs.join(out, relative)))
