@@ -23,7 +23,6 @@ from xml.sax.saxutils import escape
 import numpy as np
 
 from ..errors import SourceError
-from ..example import parse
 from .source import ExportSource
 from .staging import staged
 
@@ -119,13 +118,7 @@ def _number(value: float) -> str:
 
 def pictures(source: ExportSource, limit: int | None) -> Iterator[Picture]:
     for split in source.splits:
-        for count, (where, payload) in enumerate(source.records(split)):
-            if limit is not None and count >= limit:
-                break
-            try:
-                example = parse(payload)
-            except ValueError as e:
-                raise SourceError(f"{where}: not a tf.train.Example ({e})") from None
+        for where, example, _ in source.examples(split, limit):
             yield _picture(example, split, where)
 
 

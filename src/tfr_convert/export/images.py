@@ -25,7 +25,7 @@ import numpy as np
 
 from .. import fs
 from ..errors import OptionError, SourceError
-from ..example import BYTES, FLOAT, INT64, parse
+from ..example import BYTES, FLOAT, INT64
 from ..imageformat import sniff_format
 from ..inspect.grid import image_feature, manifest_raw_shape, raw_shape_of
 from .source import ExportSource
@@ -67,10 +67,9 @@ def plan(source: ExportSource, layout: str | None, image: str | None = None, lab
     """What to write, from the schema (overridden by `image` / `label`): the layout is
     folders when there is a class label and nothing else worth keeping, else csv."""
     schema = source.schema()
-    first = next((payload for split in source.splits for _, payload in source.records(split)), None)
-    if first is None:
+    example = next((e for split in source.splits for _, e, _ in source.examples(split, 1)), None)
+    if example is None:
         raise SourceError("no records to export")
-    example = parse(first)
     image = image or image_feature(example)
     if image is None or image not in schema:
         raise SourceError("no picture found in the records: name its feature with --image-feature")
@@ -146,13 +145,7 @@ def write(
     with staged(out) as staging:
         for split in source.splits:
             count = 0
-            for where, payload in source.records(split):
-                if limit is not None and count >= limit:
-                    break
-                try:
-                    example = parse(payload)
-                except ValueError as e:
-                    raise SourceError(f"{where}: not a tf.train.Example ({e})") from None
+            for where, example, _ in source.examples(split, limit):
                 relative, data, row = _item(example, plan, split, count, where)
                 if relative in placed:
                     raise SourceError(

@@ -17,7 +17,6 @@ from typing import Any
 
 from .. import fs, optional
 from ..errors import SourceError
-from ..example import parse
 from ..features import FeatureSpec
 from .source import ExportSource
 
@@ -84,7 +83,7 @@ def write(
             path = fs.join(out, f"{split}.parquet")
             partial.append(path + PARTIAL)
             records = _write_split(
-                source.records(split), columns, arrow_schema, path + PARTIAL, limit, row_group_bytes, progress
+                source.examples(split, limit), columns, arrow_schema, path + PARTIAL, row_group_bytes, progress
             )
             written[split] = {"file": path, "records": records}
         for path in partial:
@@ -97,8 +96,8 @@ def write(
     return written
 
 
-def _write_split(records, columns, arrow_schema, path, limit, row_group_bytes, progress) -> int:
-    """Write one split's (where, payload) records; their count."""
+def _write_split(examples, columns, arrow_schema, path, row_group_bytes, progress) -> int:
+    """Write one split's (where, example, payload bytes); their count."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -112,20 +111,14 @@ def _write_split(records, columns, arrow_schema, path, limit, row_group_bytes, p
             c.values = []
 
     with fs.open_file(path) as f, pq.ParquetWriter(f, arrow_schema) as writer:
-        for where, payload in records:
-            if limit is not None and rows >= limit:
-                break
-            try:
-                example = parse(payload)
-            except ValueError as e:
-                raise SourceError(f"{where}: not a tf.train.Example ({e})") from None
+        for where, example, size in examples:
             extra = example.keys() - names
             if extra:
                 raise SourceError(f"{where}: feature {sorted(extra)[0]!r}, which the first records do not have")
             for column in columns:
                 column.add(example.get(column.name), where)
             rows += 1
-            gathered += len(payload)
+            gathered += size
             if progress is not None:
                 progress(1)
             if gathered >= row_group_bytes:

@@ -12,6 +12,8 @@ from itertools import islice
 
 from .. import containers
 from ..dataset_dir import DatasetDir
+from ..errors import SourceError
+from ..example import parse
 from ..features import FeatureSpec
 from ..inspect.paths import resolve, split_of
 from ..record_schema import SAMPLE, infer_schema
@@ -39,6 +41,17 @@ class ExportSource:
             for record in containers.of_file(path).records(path):
                 at = f", byte {record.offset}" if record.offset is not None else ""
                 yield f"{path} record {record.index}{at}", record.data
+
+    def examples(self, split: str, limit: int | None = None) -> Iterator[tuple[str, dict, int]]:
+        """(where, parsed example, payload bytes) of the split's first `limit` records (all
+        with None); a payload that is no tf.train.Example is a SourceError naming it."""
+        for count, (where, payload) in enumerate(self.records(split)):
+            if limit is not None and count >= limit:
+                return
+            try:
+                yield where, parse(payload), len(payload)
+            except ValueError as e:
+                raise SourceError(f"{where}: not a tf.train.Example ({e})") from None
 
     def schema(self) -> dict[str, FeatureSpec]:
         """Each feature's kind and length, from the first records of the splits."""
