@@ -341,3 +341,16 @@ def test_segmentation_masks_give_pixel_shares_per_class_in_stats_and_the_report(
     page = cli.inspect(path, "--report", "-").output
     assert 'aria-label="segmentation_mask: share of pixels"' in page
     assert f"pixels: 255: {pixels[255]} ({pixels[255] / sum(pixels.values()):.1%})" in page
+    # the pictures carry their masks: each class tinted in its colour, the ignored pixels (255) untouched
+    from tfr_convert.example import parse
+    from tfr_convert.inspect.grid import Pictures
+    from tfr_convert.inspect.masks import ALPHA, COLOURS
+
+    record = next(iter(tf.data.TFRecordDataset(str(path)).skip(1))).numpy()
+    example = parse(record)
+    picture = Pictures([str(path)]).picture(str(path), 1, example)
+    plain = tf.io.decode_png(example["image"][1][0]).numpy().astype(np.float32)
+    want = np.round(plain * (1 - ALPHA) + COLOURS[masks[1] % len(COLOURS)] * ALPHA)
+    ignored = masks[1] == 255
+    want[ignored] = plain[ignored]
+    assert ignored.any() and np.array_equal(picture.pixels, want.astype(np.uint8))

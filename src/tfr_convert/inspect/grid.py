@@ -24,6 +24,7 @@ from ..errors import SourceError
 from ..example import BYTES
 from ..imageformat import sniff_format
 from .boxes import box_names, boxes_of
+from .masks import is_mask, mask_of, overlay
 from .paths import resolve
 from .summary import examples_of
 
@@ -142,6 +143,9 @@ class Pictures:
             raise SourceError(f"{path}: record {index}: cannot draw {self.feature!r}: {e}") from None
         except SourceError as e:
             raise SourceError(f"{path}: record {index}: {e}") from None
+        mask = mask_of(example)
+        if mask is not None and not (self.feature and is_mask(self.feature)):
+            pixels = overlay(pixels, mask)
         boxes = boxes_of(example)
         if boxes is None:
             label = caption(example, self.names)
