@@ -23,7 +23,7 @@ from xml.sax.saxutils import escape
 import numpy as np
 
 from ..errors import SourceError
-from .source import ExportSource
+from .source import ExportSource, inside_output
 from .staging import staged
 
 FORMATS = ("coco", "yolo", "voc", "csv")
@@ -59,7 +59,9 @@ def _shortest(candidates: Callable[[int], tuple[float, ...]], *checks: Callable[
     return values
 
 
-def pixel_corners(box: dict[str, Any], w: int, h: int, shift: float = 0.0) -> tuple[float, ...]:
+def pixel_corners(
+    box: dict[str, Any], w: int, h: int, shift: float = 0.0, area_written: bool = False
+) -> tuple[float, ...]:
     """(xmin, ymin, xmax, ymax) in pixels as written (plus `shift`: VOC's 1-based pixels):
     the shortest that give the stored corners and area again through the converter's
     `float(text) - shift`, then `/ width`."""
@@ -72,8 +74,8 @@ def pixel_corners(box: dict[str, Any], w: int, h: int, shift: float = 0.0) -> tu
 
     def and_area(values: tuple[float, ...]) -> bool:
         x0, y0, x1, y1 = (v - shift for v in values)
-        own = box["own_area"] or box["area"] is None
-        return corners(values) and (own or _f32((x1 - x0) * (y1 - y0)) == box["area"])
+        stated = area_written or box["area"] is None
+        return corners(values) and (stated or _f32((x1 - x0) * (y1 - y0)) == box["area"])
 
     # the area too where the format derives it from the box; an area that came from
     # elsewhere (COCO's, of a segmentation) cannot come back through a box-only format
@@ -82,7 +84,7 @@ def pixel_corners(box: dict[str, Any], w: int, h: int, shift: float = 0.0) -> tu
 
 def coco_box(box: dict[str, Any], w: int, h: int) -> tuple[float, ...]:
     """[x, y, width, height] as COCO writes them; the converter takes x + width as xmax."""
-    x0, y0, x1, y1 = pixel_corners(box, w, h)
+    x0, y0, x1, y1 = pixel_corners(box, w, h, area_written=True)  # COCO states the area: written as stored
     stored = (box["xmax"], box["ymax"])
 
     def check(values: tuple[float, ...]) -> bool:
@@ -131,9 +133,7 @@ def _one(example: dict, name: str, where: str) -> Any:
 
 def _picture(example: dict, split: str, where: str) -> Picture:
     filename = _one(example, "image/filename", where).decode("utf-8", "replace")
-    path = posixpath.normpath(filename)
-    if not filename or path.startswith(("/", "../")) or path == "..":
-        raise SourceError(f"{where}: file name {filename!r} is not a relative path inside the output")
+    path = inside_output(filename, where)
     lists = {k: example.get(PREFIX + k, (None, []))[1] for k in ("bbox/xmin", "bbox/ymin", "bbox/xmax", "bbox/ymax")}
     n = len(lists["bbox/xmin"])
     if any(len(v) != n for v in lists.values()):
@@ -153,7 +153,6 @@ def _picture(example: dict, split: str, where: str) -> Picture:
             "label": int(labels[i]),
             **{k: int(v[i]) for k, v in flags.items()},
             "area": None if areas[i] is None else _f32(areas[i]),
-            "own_area": False,
         }
         for i in range(n)
     ]
@@ -212,7 +211,6 @@ def _coco(found: list[Picture], voc_origin: int) -> dict[str, bytes]:
         image_id = ids[n - 1] if unique else n
         images.append({"id": image_id, "file_name": picture.filename, "width": picture.width, "height": picture.height})
         for box in picture.boxes:
-            box["own_area"] = box["area"] is not None  # COCO states the area: written as stored
             x, y, bw, bh = coco_box(box, picture.width, picture.height)
             entry = {"id": len(annotations) + 1, "image_id": image_id, "category_id": box["label"]}
             entry.update(bbox=[float(x), float(y), float(bw), float(bh)], iscrowd=box["is_crowd"])

@@ -28,7 +28,7 @@ from ..errors import OptionError, SourceError
 from ..example import BYTES, FLOAT, INT64
 from ..imageformat import sniff_format
 from ..inspect.grid import image_feature, manifest_raw_shape, raw_shape_of
-from .source import ExportSource
+from .source import ExportSource, inside_output
 from .staging import staged
 
 LAYOUTS = ("folders", "csv")
@@ -92,14 +92,6 @@ def plan(source: ExportSource, layout: str | None, image: str | None = None, lab
         columns = []
     raw = manifest_raw_shape(source.dataset) if source.dataset is not None else None
     return Plan(image, label, names.get(label, []) if label else [], filename, columns, left_out, layout, raw)
-
-
-def _safe_name(name: str, where: str) -> str:
-    """A relative path inside OUT, `/`-separated."""
-    path = posixpath.normpath(name.replace("\\", "/"))
-    if not name or path.startswith(("/", "../")) or path in (".", "..") or ":" in path.split("/")[0]:
-        raise SourceError(f"{where}: file name {name!r} is not a relative path inside the output")
-    return path
 
 
 def _picture(value: bytes, example: dict, plan: Plan, where: str) -> tuple[bytes, str]:
@@ -186,7 +178,7 @@ def _item(example: dict, plan: Plan, split: str, position: int, where: str) -> t
         raise SourceError(f"{where}: no picture in {plan.image!r}")
     data, extension = _picture(values[0], example, plan, where)
     if plan.filename is not None:
-        name = _safe_name(_cell(*example.get(plan.filename, (None, [b""])), plan.filename, where), where)
+        name = inside_output(_cell(*example.get(plan.filename, (None, [b""])), plan.filename, where), where)
     else:
         name = f"{position:06d}.{extension}" if plan.layout == "folders" else f"{split}/{position:06d}.{extension}"
     index = None

@@ -6,6 +6,7 @@ does; a dataset's metadata adds which string features are text, and class names.
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import islice
@@ -18,6 +19,15 @@ from ..features import FeatureSpec
 from ..inspect.paths import resolve, split_of
 from ..record_schema import SAMPLE, infer_schema
 from ..splits import ordered_splits
+
+
+def inside_output(name: str, where: str) -> str:
+    """A file name from a record as a `/`-separated path inside the output; one that is
+    empty, absolute or climbs out of it is a SourceError naming the record."""
+    path = posixpath.normpath(name.replace("\\", "/"))
+    if not name or path.startswith(("/", "../")) or path in (".", "..") or ":" in path.split("/")[0]:
+        raise SourceError(f"{where}: file name {name!r} is not a relative path inside the output")
+    return path
 
 
 @dataclass
