@@ -1,6 +1,6 @@
-"""Run tfr-convert or tfr-inspect in this process, then report its peak memory.
+"""Run tfr-convert, tfr-inspect or tfr-export in this process, then report its peak memory.
 
-    python peak_rss.py convert|inspect ARGS...
+    python peak_rss.py convert|inspect|export ARGS...
 
 Exits as the command does; the last line on stderr is `peak_rss_mib=N`, the
 process's peak resident set (VmHWM), so a test can bound what any input
@@ -13,9 +13,9 @@ import os
 import sys
 
 if __name__ == "__main__":
-    from tfr_convert.cli import convert, inspect
+    from tfr_convert.cli import convert, export, inspect
 
-    command = {"convert": convert, "inspect": inspect}[sys.argv[1]]
+    command = {"convert": convert, "inspect": inspect, "export": export}[sys.argv[1]]
     try:
         # outside standalone mode click returns the exit code of a ctx.exit() instead of raising
         returned = command.main(sys.argv[2:], prog_name=f"tfr-{sys.argv[1]}", standalone_mode=False)

@@ -106,20 +106,7 @@ def _encoded(
         if split is None
         else (_Span(split, start, min(start + size, len(items))) for start in range(first * size, len(items), size))
     )
-    in_flight = 0
-    for batch in batches:
-        pool.send(batch)
-        in_flight += 1
-        if in_flight >= WINDOW_PER_WORKER * options.workers:
-            break
-    while in_flight:
-        encoded = pool.receive()
-        batch = next(batches, None)
-        if batch is None:
-            in_flight -= 1
-        else:
-            pool.send(batch)
-        yield encoded
+    yield from pool.ordered(batches, WINDOW_PER_WORKER * options.workers)
 
 
 def _runs_inline(converter: Converter, plan: dict[str, list[Hashable]], workers: int) -> bool:

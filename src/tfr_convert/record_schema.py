@@ -34,15 +34,21 @@ class NoSchema(SourceError):
     """The records cannot be described by one schema; the message says why."""
 
 
-def infer_schema(payloads: Iterable[tuple[str, bytes]]) -> dict[str, FeatureSpec]:
+def infer_schema(payloads: Iterable[tuple[str, bytes]], majority: bool = False) -> dict[str, FeatureSpec]:
     """FeatureSpecs of records given as (where, payload) pairs: NoSchema names the first
-    record that is not a tf.train.Example, or the feature no schema can hold."""
+    record that is not a tf.train.Example, or the feature no schema can hold.
+
+    `majority`: the schema of most records, for a reader that leaves out the others:
+    what is not a tf.train.Example is passed over, and a feature missing from some
+    records is kept when more than half hold it (else left out)."""
     seen: dict[str, _Seen] = {}
     total = 0
     for where, payload in payloads:
         try:
             example = outline(payload, keep=0)
         except ExampleDecodeError as e:
+            if majority:
+                continue
             raise NoSchema(f"{where}: not a tf.train.Example ({e}), so no schema can be inferred") from None
         total += 1
         for name, (kind, _, count) in example.items():
@@ -56,7 +62,10 @@ def infer_schema(payloads: Iterable[tuple[str, bytes]]) -> dict[str, FeatureSpec
         if len(kinds) != 1 or None in entry.kinds:
             raise NoSchema(f"feature {name!r} has kinds {sorted(k or 'unset' for k in entry.kinds)} across records")
         if entry.records != total:
-            raise NoSchema(f"feature {name!r} is missing from {total - entry.records} of the first {total} records")
+            if not majority:
+                raise NoSchema(f"feature {name!r} is missing from {total - entry.records} of the first {total} records")
+            if entry.records * 2 <= total:
+                continue
         dtype = _DTYPES[kinds.pop()]
         counts = entry.counts
         shape: tuple[int | None, ...] = () if counts == {1} else (counts.pop(),) if len(counts) == 1 else (None,)

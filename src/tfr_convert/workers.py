@@ -19,7 +19,7 @@ import struct
 import threading
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -97,6 +97,24 @@ class Workers:
         error, text = value
         error.__cause__ = RemoteTraceback(text)
         raise error
+
+    def ordered(self, tasks: Iterator[Any], window: int) -> Iterator[Any]:
+        """The result of each task, in the order of `tasks`, with at most `window` tasks
+        sent and not yet received: memory stays flat however many tasks there are."""
+        in_flight = 0
+        for task in tasks:
+            self.send(task)
+            in_flight += 1
+            if in_flight >= window:
+                break
+        while in_flight:
+            result = self.receive()
+            task = next(tasks, None)
+            if task is None:
+                in_flight -= 1
+            else:
+                self.send(task)
+            yield result
 
     def _lost(self, w: int) -> WorkerLost:
         proc = self._procs[w]

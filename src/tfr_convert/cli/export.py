@@ -9,7 +9,7 @@ import click
 
 from .. import __version__
 from ..export import TARGETS
-from .options import STORAGE_OPTIONS
+from .options import STORAGE_OPTIONS, on_error_option
 from .translate import Command
 from .types import ByteSize, LocalOrRemotePath
 
@@ -47,6 +47,16 @@ from .types import ByteSize, LocalOrRemotePath
     type=ByteSize(),
     help="Parquet row groups of about this many bytes of records, e.g. 128MB [default: 64MiB].",
 )
+@click.option("--workers", type=click.IntRange(min=1), help="Processes [default: all cores].")
+@on_error_option(
+    "skip: leave out damaged records (salvaging damaged TFRecord files) and records that cannot be written, "
+    "and list them; fail: the first is an error."
+)
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Check the first records of each split and print what would be written; write nothing.",
+)
 @click.option("--overwrite", is_flag=True, help="Write into an output directory that already holds files.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON document.")
@@ -62,6 +72,9 @@ def export(
     voc_origin,
     limit,
     row_group_size,
+    workers,
+    on_error,
+    dry_run,
     overwrite,
     quiet,
     as_json,
@@ -76,45 +89,87 @@ def export(
     exit 1 naming its file and offset, and nothing is left under a final name.
     """
     from .. import fs
+    from ..engine import default_workers
     from ..errors import OptionError, OutputError
     from ..export import boxes, images, parquet
+    from ..export.engine import ExportOptions
     from ..export.source import ExportSource
+    from ..skips import Skips, skipped_fields
+    from ..workers import can_fork
 
     if target != "images" and (layout or image_feature or label_feature):
         raise OptionError("--layout, --image-feature and --label-feature are for --to images")
 
     if fs.exists(out) and fs.isdir(out) and fs.listdir(out) and not overwrite:
         raise OutputError(f"{out}: holds files already: give --overwrite to write into it")
-    source = ExportSource.open(list(paths))
-    bar = None
-    if not quiet and sys.stderr.isatty():
-        from tqdm import tqdm
-
-        bar = tqdm(unit="rec", desc="exporting", file=sys.stderr)
-    progress = bar.update if bar is not None else None
+    source = ExportSource.open(list(paths), salvage=on_error == "skip")
+    bar = Bar(quiet or dry_run)
+    options = ExportOptions(
+        workers=workers or default_workers(),
+        limit=limit,
+        skips=Skips() if on_error == "skip" else None,
+        progress=bar.update,
+        fork=can_fork([out, *paths]),
+        dry_run=dry_run,
+    )
     plan = images.plan(source, layout, image_feature, label_feature) if target == "images" else None
     try:
         if plan is not None:
-            written = images.write(source, out, plan, limit=limit, progress=progress)
+            written = images.write(source, out, plan, options)
         elif target in boxes.FORMATS:
-            written = boxes.write(source, out, target, limit=limit, progress=progress, voc_origin=voc_origin)
+            written = boxes.write(source, out, target, options, voc_origin=voc_origin)
         else:
-            written = parquet.write(
-                source, out, limit=limit, row_group_bytes=row_group_size or parquet.ROW_GROUP_BYTES, progress=progress
-            )
+            written = parquet.write(source, out, options, row_group_size or parquet.ROW_GROUP_BYTES)
     finally:
-        if bar is not None:
-            bar.close()
+        bar.close()
     summary: dict = {"to": target, "out": out, "splits": written}
+    if dry_run:
+        summary = {"mode": "dry_run", **summary}
     if plan is not None:
         summary.update(layout=plan.layout, image=plan.image, label=plan.label, filename=plan.filename)
         summary.update(columns=plan.columns, left_out=plan.left_out)
+    skips = options.skips or Skips()
+    if options.skips is not None:
+        summary.update(skipped_fields(skips))
     if as_json:
         click.echo(json.dumps(summary, indent=1))
+        return
+    for skipped in skips.listed:
+        click.echo(f"skipped: {skipped['item']}: {skipped['reason']}", err=True)
+    if skips.total > len(skips.listed):
+        kinds = "; ".join(f"{n} x {kind}" for kind, n in skips.by_kind.most_common(5))
+        click.echo(f"skipped: ... and {skips.total - len(skips.listed)} more ({kinds})", err=True)
+    counts = ", ".join(f"{split} {entry['records']}" for split, entry in written.items())
+    what = f"{target}{f', {plan.layout}' if plan else ''}"
+    if dry_run:
+        checked = sum(entry["checked"] for entry in written.values())
+        click.echo(
+            f"dry run: nothing written. {counts} records would go to {out} ({what}); the first {checked} checked"
+        )
     else:
-        counts = ", ".join(f"{split} {entry['records']}" for split, entry in written.items())
-        click.echo(f"{counts} records -> {out} ({target}{f', {plan.layout}' if plan else ''})")
-        if plan is not None and plan.left_out:
-            click.echo(
-                f"note: features not written (lists, or not in this layout): {', '.join(plan.left_out)}", err=True
-            )
+        skipped = f" ({skips.total} skipped)" if skips.total else ""
+        click.echo(f"{counts} records -> {out} ({what}){skipped}")
+    if plan is not None and plan.left_out:
+        click.echo(f"note: features not written (lists, or not in this layout): {', '.join(plan.left_out)}", err=True)
+
+
+class Bar:
+    """A progress bar on stderr when it is a terminal, made at the first update: worker
+    processes are started before it (its thread would keep them from being forked)."""
+
+    def __init__(self, off: bool) -> None:
+        self.off = off or not sys.stderr.isatty()
+        self._bar = None
+
+    def update(self, n: int) -> None:
+        if self.off:
+            return
+        if self._bar is None:
+            from tqdm import tqdm
+
+            self._bar = tqdm(unit="rec", desc="exporting", file=sys.stderr)
+        self._bar.update(n)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()

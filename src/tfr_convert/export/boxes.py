@@ -11,11 +11,10 @@ back as whole numbers and the shards come back byte for byte.
 
 from __future__ import annotations
 
-import csv
-import io
+import hashlib
 import json
 import posixpath
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from xml.sax.saxutils import escape
@@ -23,8 +22,9 @@ from xml.sax.saxutils import escape
 import numpy as np
 
 from ..errors import SourceError
-from .source import ExportSource, inside_output
-from .staging import staged
+from .engine import Chunk, ExportOptions, Failed, Job, run
+from .source import ExportSource, inside_output, parsed
+from .staging import Drop, Spool, Staging, staged
 
 FORMATS = ("coco", "yolo", "voc", "csv")
 IMAGES = "images"
@@ -34,13 +34,15 @@ DIGITS = range(0, 13)  # decimals tried, fewest first
 
 @dataclass
 class Picture:
-    split: str
+    where: str
     filename: str
     source_id: str
-    data: bytes
     width: int
     height: int
-    boxes: list[dict[str, Any]]  # xmin.. (float32, normalized), text, label, difficult, truncated, is_crowd, area
+    boxes: list[dict[str, Any]]  # xmin.. (float32, normalized), text, label, difficult, truncated, is_crowd, area,
+    # and `values`: the numbers the target writes
+    name: str = ""  # the Drop's name of its picture file
+    split: str = ""
 
 
 def _f32(value: float) -> float:
@@ -118,26 +120,21 @@ def _number(value: float) -> str:
     return str(int(value)) if value == int(value) else repr(value)
 
 
-def pictures(source: ExportSource, limit: int | None) -> Iterator[Picture]:
-    for split in source.splits:
-        for where, example, _ in source.examples(split, limit):
-            yield _picture(example, split, where)
-
-
-def _one(example: dict, name: str, where: str) -> Any:
+def _one(example: dict, name: str) -> Any:
     values = example.get(name, (None, []))[1]
     if len(values) != 1:
-        raise SourceError(f"{where}: no single {name!r}: not a detection record (the Object Detection API's keys)")
+        raise SourceError(f"no single {name!r}: not a detection record (the Object Detection API's keys)")
     return values[0]
 
 
-def _picture(example: dict, split: str, where: str) -> Picture:
-    filename = _one(example, "image/filename", where).decode("utf-8", "replace")
-    path = inside_output(filename, where)
+def _picture(example: dict, where: str) -> tuple[Picture, bytes]:
+    """A record's picture (its boxes) and the picture file's bytes."""
+    filename = _one(example, "image/filename").decode("utf-8", "replace")
+    path = inside_output(filename)
     lists = {k: example.get(PREFIX + k, (None, []))[1] for k in ("bbox/xmin", "bbox/ymin", "bbox/xmax", "bbox/ymax")}
     n = len(lists["bbox/xmin"])
     if any(len(v) != n for v in lists.values()):
-        raise SourceError(f"{where}: the box corner lists differ in length")
+        raise SourceError("the box corner lists differ in length")
 
     def per_box(key: str, default: Any) -> list[Any]:
         values = example.get(PREFIX + key, (None, []))[1]
@@ -157,93 +154,125 @@ def _picture(example: dict, split: str, where: str) -> Picture:
         for i in range(n)
     ]
     source_id = example.get("image/source_id", (None, [filename.encode()]))[1][0].decode("utf-8", "replace")
-    return Picture(
-        split,
-        path,
-        source_id,
-        _one(example, "image/encoded", where),
-        int(_one(example, "image/width", where)),
-        int(_one(example, "image/height", where)),
-        boxes,
-    )
+    width, height = int(_one(example, "image/width")), int(_one(example, "image/height"))
+    return Picture(where, path, source_id, width, height, boxes), _one(example, "image/encoded")
 
 
-def write(source: ExportSource, out: str, target: str, *, limit=None, progress=None, voc_origin: int = 1) -> dict:
+class BoxesJob(Job):
+    def __init__(self, target: str, staging: Staging, splits: list[str], voc_origin: int) -> None:
+        self.target, self.voc_origin, self.drop = target, voc_origin, staging.drop
+        self.numbers = {split: n for n, split in enumerate(splits)}
+        self._staging: Staging | None = staging  # parent side only
+        self._seen: dict[bytes, str] = {}  # a hash of each file name -> its split
+        self.found: Spool | None = staging.spool("pictures")
+        self.classes: dict[int, str] = {}  # label -> class name, from the boxes
+        self.ids: set[int] | None = set()  # the pictures' source ids while all are distinct numbers
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_staging": None, "_seen": {}, "found": None, "classes": {}, "ids": None}
+
+    def work(self, chunk: Chunk) -> tuple[list[Any], Any]:
+        results: list[Any] = []
+        for i, (where, payload) in enumerate(chunk.records):
+            try:
+                picture, data = _picture(parsed(payload), where)
+                for box in picture.boxes:
+                    box["values"] = self.values(box, picture.width, picture.height)
+            except SourceError as e:
+                results.append(Failed(where, str(e)))
+                continue
+            picture.name = Drop.name(self.numbers[chunk.split], chunk.start + i)
+            self.drop.put(picture.name, data)
+            results.append(picture)
+        return results, None
+
+    def values(self, box: dict[str, Any], w: int, h: int) -> tuple[float, ...]:
+        if self.target == "coco":
+            return coco_box(box, w, h)
+        if self.target == "yolo":
+            return yolo_box(box, w, h)
+        return pixel_corners(box, w, h, self.voc_origin if self.target == "voc" else 0)
+
+    def take(self, split: str, where: str, picture: Picture) -> str | None:
+        key = hashlib.blake2b(picture.filename.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+        if key in self._seen:
+            return f"{picture.filename}: named by records of {self._seen[key]} and {split} too"
+        self._seen[key] = split
+        assert self._staging is not None and self.found is not None
+        self._staging.place(picture.name, posixpath.join(IMAGES, picture.filename))
+        picture.split = split
+        self.found.append(picture)
+        for box in picture.boxes:
+            self.classes.setdefault(box["label"], box["text"])
+        if self.ids is not None:
+            number = int(picture.source_id) if picture.source_id.isdigit() else None
+            if number is None or number in self.ids:
+                self.ids = None
+            else:
+                self.ids.add(number)
+        return None
+
+
+def write(source: ExportSource, out: str, target: str, options: ExportOptions, voc_origin: int = 1) -> dict:
     """Pictures to OUT/images and the annotations in `target`'s format; {split: {records}}."""
-    found = []
-    placed: dict[str, str] = {}
-    with staged(out) as staging:
-        for picture in pictures(source, limit):
-            if picture.filename in placed:
-                raise SourceError(
-                    f"{picture.filename}: named by records of {placed[picture.filename]} and {picture.split}"
-                )
-            placed[picture.filename] = picture.split
-            staging.put(posixpath.join(IMAGES, picture.filename), picture.data)
-            picture.data = b""  # written: only the boxes are kept
-            found.append(picture)
-            if progress is not None:
-                progress(1)
-        for path, data in ANNOTATIONS[target](found, voc_origin).items():
-            staging.put(path, data)
-        splits = io.StringIO()
-        writer = csv.writer(splits, lineterminator="\n")
-        writer.writerow(["filename", "split"])
-        writer.writerows((p.filename, p.split) for p in found)
-        staging.put("splits.csv", splits.getvalue().encode())
+    with staged(out, options.dry_run) as staging:
+        job = BoxesJob(target, staging, list(source.splits), voc_origin)
+        written = run(source, job, options)
+        assert job.found is not None
+        ANNOTATIONS[target](job, staging)
+        with staging.csv("splits.csv") as splits:
+            splits.row(["filename", "split"])
+            for picture in job.found:
+                splits.row([picture.filename, picture.split])
         staging.commit()
-    counts: dict[str, dict[str, Any]] = {split: {"records": 0} for split in source.splits}
-    for p in found:
-        counts[p.split]["records"] += 1
-    return counts
+    return written
 
 
-def _classes(found: list[Picture]) -> dict[int, str]:
-    """label -> class name, from the boxes."""
-    return dict(sorted({b["label"]: b["text"] for p in found for b in p.boxes}.items()))
+def _coco(job: BoxesJob, staging: Staging) -> None:
+    """annotations.json, streamed: pictures keep their source ids where all are distinct numbers."""
+    assert job.found is not None
+    with staging.open("annotations.json") as f:
+        f.write(b'{"images": [')
+        for n, picture in enumerate(job.found, 1):
+            image_id = int(picture.source_id) if job.ids is not None else n
+            entry = {"id": image_id, "file_name": picture.filename, "width": picture.width, "height": picture.height}
+            f.write((",\n " if n > 1 else "\n ").encode() + json.dumps(entry).encode())
+        f.write(b'\n],\n"annotations": [')
+        count = 0
+        for n, picture in enumerate(job.found, 1):
+            image_id = int(picture.source_id) if job.ids is not None else n
+            for box in picture.boxes:
+                count += 1
+                entry = {"id": count, "image_id": image_id, "category_id": box["label"]}
+                entry.update(bbox=[float(v) for v in box["values"]], iscrowd=box["is_crowd"])
+                if box["area"] is not None:
+                    entry["area"] = box["area"]
+                f.write((",\n " if count > 1 else "\n ").encode() + json.dumps(entry).encode())
+        categories = [{"id": label, "name": name} for label, name in sorted(job.classes.items())]
+        f.write(b'\n],\n"categories": ' + json.dumps(categories, indent=1).encode() + b"}\n")
 
 
-def _coco(found: list[Picture], voc_origin: int) -> dict[str, bytes]:
-    images, annotations = [], []
-    ids = [int(p.source_id) if p.source_id.isdigit() else None for p in found]
-    unique = all(i is not None for i in ids) and len(set(ids)) == len(ids)
-    for n, picture in enumerate(found, 1):
-        image_id = ids[n - 1] if unique else n
-        images.append({"id": image_id, "file_name": picture.filename, "width": picture.width, "height": picture.height})
-        for box in picture.boxes:
-            x, y, bw, bh = coco_box(box, picture.width, picture.height)
-            entry = {"id": len(annotations) + 1, "image_id": image_id, "category_id": box["label"]}
-            entry.update(bbox=[float(x), float(y), float(bw), float(bh)], iscrowd=box["is_crowd"])
-            if box["area"] is not None:
-                entry["area"] = box["area"]
-            annotations.append(entry)
-    categories = [{"id": label, "name": name} for label, name in _classes(found).items()]
-    document = {"images": images, "annotations": annotations, "categories": categories}
-    return {"annotations.json": json.dumps(document, indent=1).encode()}
-
-
-def _yolo(found: list[Picture], voc_origin: int) -> dict[str, bytes]:
-    classes = _classes(found)
-    order = sorted(classes)  # YOLO counts classes from 0 in label order
-    files = {"labels/classes.txt": "".join(f"{classes[c]}\n" for c in order).encode()}
-    for picture in found:
-        lines = []
-        for box in picture.boxes:
-            values = yolo_box(box, picture.width, picture.height)
-            lines.append(" ".join([str(order.index(box["label"])), *map(_number, values)]))
+def _yolo(job: BoxesJob, staging: Staging) -> None:
+    order = sorted(job.classes)  # YOLO counts classes from 0 in label order
+    staging.put("labels/classes.txt", "".join(f"{job.classes[c]}\n" for c in order).encode())
+    index = {label: i for i, label in enumerate(order)}
+    assert job.found is not None
+    for picture in job.found:
+        lines = "".join(
+            " ".join([str(index[box["label"]]), *map(_number, box["values"])]) + "\n" for box in picture.boxes
+        )
         stem = posixpath.splitext(picture.filename)[0]
-        files[f"labels/{stem}.txt"] = "".join(f"{line}\n" for line in lines).encode()
-    return files
+        staging.put(f"labels/{stem}.txt", lines.encode())
 
 
-def _voc(found: list[Picture], voc_origin: int) -> dict[str, bytes]:
-    files = {}
-    for picture in found:
+def _voc(job: BoxesJob, staging: Staging) -> None:
+    assert job.found is not None
+    for picture in job.found:
         if not picture.boxes:
             continue  # a negative: no annotation file names it
         objects = []
         for box in picture.boxes:
-            x0, y0, x1, y1 = (_number(v) for v in pixel_corners(box, picture.width, picture.height, voc_origin))
+            x0, y0, x1, y1 = map(_number, box["values"])
             objects.append(
                 f"<object><name>{escape(box['text'])}</name><truncated>{box['truncated']}</truncated>"
                 f"<difficult>{box['difficult']}</difficult><bndbox><xmin>{x0}</xmin><ymin>{y0}</ymin>"
@@ -253,19 +282,16 @@ def _voc(found: list[Picture], voc_origin: int) -> dict[str, bytes]:
             f"<annotation><filename>{escape(picture.filename)}</filename><size><width>{picture.width}</width>"
             f"<height>{picture.height}</height><depth>3</depth></size>{''.join(objects)}</annotation>\n"
         )
-        files[f"Annotations/{picture.filename.replace('/', '_')}.xml"] = xml.encode()
-    return files
+        staging.put(f"Annotations/{picture.filename.replace('/', '_')}.xml", xml.encode())
 
 
-def _csv(found: list[Picture], voc_origin: int) -> dict[str, bytes]:
-    text = io.StringIO()
-    writer = csv.writer(text, lineterminator="\n")
-    writer.writerow(["filename", "width", "height", "class", "xmin", "ymin", "xmax", "ymax"])
-    for picture in found:
-        for box in picture.boxes:
-            corners = pixel_corners(box, picture.width, picture.height)
-            writer.writerow([picture.filename, picture.width, picture.height, box["text"], *map(_number, corners)])
-    return {"boxes.csv": text.getvalue().encode()}
+def _csv(job: BoxesJob, staging: Staging) -> None:
+    assert job.found is not None
+    with staging.csv("boxes.csv") as rows:
+        rows.row(["filename", "width", "height", "class", "xmin", "ymin", "xmax", "ymax"])
+        for picture in job.found:
+            for box in picture.boxes:
+                rows.row([picture.filename, picture.width, picture.height, box["text"], *map(_number, box["values"])])
 
 
 ANNOTATIONS = {"coco": _coco, "yolo": _yolo, "voc": _voc, "csv": _csv}

@@ -14,10 +14,9 @@ stored; raw pixels as PNG. Everything is staged (staging.py): a failed export le
 
 from __future__ import annotations
 
-import csv
+import hashlib
 import io
 import posixpath
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,8 +27,9 @@ from ..errors import OptionError, SourceError
 from ..example import BYTES, FLOAT, INT64
 from ..imageformat import sniff_format
 from ..inspect.grid import image_feature, manifest_raw_shape, raw_shape_of
-from .source import ExportSource, inside_output
-from .staging import staged
+from .engine import Chunk, ExportOptions, Failed, Job, run
+from .source import ExportSource, inside_output, parsed
+from .staging import Drop, Staging, staged
 
 LAYOUTS = ("folders", "csv")
 CSV_NAME = "labels.csv"
@@ -67,7 +67,7 @@ def plan(source: ExportSource, layout: str | None, image: str | None = None, lab
     """What to write, from the schema (overridden by `image` / `label`): the layout is
     folders when there is a class label and nothing else worth keeping, else csv."""
     schema = source.schema()
-    example = next((e for split in source.splits for _, e, _ in source.examples(split, 1)), None)
+    example = source.first_example()
     if example is None:
         raise SourceError("no records to export")
     image = image or image_feature(example)
@@ -94,14 +94,14 @@ def plan(source: ExportSource, layout: str | None, image: str | None = None, lab
     return Plan(image, label, names.get(label, []) if label else [], filename, columns, left_out, layout, raw)
 
 
-def _picture(value: bytes, example: dict, plan: Plan, where: str) -> tuple[bytes, str]:
+def _picture(value: bytes, example: dict, plan: Plan) -> tuple[bytes, str]:
     """(file bytes, extension): encoded pictures as stored, raw pixels as PNG."""
     fmt = sniff_format(value)
     if fmt is not None:
         return value, EXTENSIONS.get(fmt, fmt)
     shape = raw_shape_of(value, example, plan.raw_shape)
     if shape is None or shape[2] not in (1, 3, 4):
-        raise SourceError(f"{where}: {plan.image!r} is neither an image format nor raw pixels of a known shape")
+        raise SourceError(f"{plan.image!r} is neither an image format nor raw pixels of a known shape")
     from PIL import Image
 
     pixels = np.frombuffer(value, np.uint8).reshape(shape)
@@ -110,7 +110,7 @@ def _picture(value: bytes, example: dict, plan: Plan, where: str) -> tuple[bytes
     return out.getvalue(), "png"
 
 
-def _cell(kind: str | None, values: list[Any], name: str, where: str) -> str:
+def _cell(kind: str | None, values: list[Any], name: str) -> str:
     value = values[0]
     if kind == FLOAT:
         return repr(float(value))  # shortest text that reads back as the same float32
@@ -118,74 +118,110 @@ def _cell(kind: str | None, values: list[Any], name: str, where: str) -> str:
         try:
             return value.decode("utf-8")
         except UnicodeDecodeError:
-            raise SourceError(f"{where}: feature {name!r} is not UTF-8 text, which a CSV cell must be") from None
+            raise SourceError(f"feature {name!r} is not UTF-8 text, which a CSV cell must be") from None
     return str(value)
+
+
+@dataclass(frozen=True)
+class Placed:
+    """A record's picture, written under `name` (the Drop's), for OUT/relative."""
+
+    where: str
+    relative: str
+    name: str
+    row: list[str] | None  # its labels.csv row
+
+
+class ImagesJob(Job):
+    def __init__(self, plan: Plan, staging: Staging, splits: list[str]) -> None:
+        self.plan, self.drop = plan, staging.drop
+        self.numbers = {split: n for n, split in enumerate(splits)}
+        self._staging: Staging | None = staging  # parent side only
+        self._seen: set[bytes] = set()
+        self._csv: Any = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_staging": None, "_seen": set(), "_csv": None}
+
+    def work(self, chunk: Chunk) -> tuple[list[Any], Any]:
+        results: list[Any] = []
+        for i, (where, payload) in enumerate(chunk.records):
+            position = chunk.start + i
+            try:
+                relative, data, row = _item(parsed(payload), self.plan, chunk.split, position)
+            except SourceError as e:
+                results.append(Failed(where, str(e)))
+                continue
+            name = Drop.name(self.numbers[chunk.split], position)
+            self.drop.put(name, data)
+            results.append(Placed(where, relative, name, row))
+        return results, None
+
+    def begin(self, split: str) -> None:
+        if self.plan.layout == "csv" and self._csv is None:
+            assert self._staging is not None
+            self._csv = self._staging.csv(CSV_NAME)
+            self._csv.row(["filename", "split", *([self.plan.label] if self.plan.label else []), *self.plan.columns])
+
+    def take(self, split: str, where: str, result: Placed) -> str | None:
+        key = hashlib.blake2b(result.relative.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+        if key in self._seen:
+            within = " within a split" if self.plan.layout == "folders" else ""
+            return f"writes {result.relative}, as an earlier record does: file names must differ{within}"
+        self._seen.add(key)
+        assert self._staging is not None
+        self._staging.place(result.name, result.relative)
+        if result.row is not None:
+            self._csv.row(result.row)
+        return None
+
+    def end(self, split: str) -> dict[str, Any]:
+        out = self._staging.out if self._staging is not None else ""
+        return {"folder": fs.join(out, split)} if self.plan.layout == "folders" else {"csv": fs.join(out, CSV_NAME)}
+
+    def close(self) -> None:
+        if self._csv is not None:
+            self._csv.close()
+            self._csv = None
 
 
 def write(
     source: ExportSource,
     out: str,
     plan: Plan,
-    *,
-    limit: int | None = None,
-    progress: Callable[[int], None] | None = None,
+    options: ExportOptions,
 ) -> dict[str, dict[str, Any]]:
     """Write every split; {split: {records, folder | csv}}."""
-    written: dict[str, dict[str, Any]] = {}
-    placed: dict[str, str] = {}  # relative path -> the record written there
-    rows: list[list[str]] = []
-    with staged(out) as staging:
-        for split in source.splits:
-            count = 0
-            for where, example, _ in source.examples(split, limit):
-                relative, data, row = _item(example, plan, split, count, where)
-                if relative in placed:
-                    raise SourceError(
-                        f"{where}: writes {relative}, as {placed[relative]} does: file names must differ"
-                        + (" within a split" if plan.layout == "folders" else "")
-                    )
-                placed[relative] = where
-                staging.put(relative, data)
-                if row is not None:
-                    rows.append(row)
-                count += 1
-                if progress is not None:
-                    progress(1)
-            written[split] = {"records": count}
-            if plan.layout == "folders":
-                written[split]["folder"] = fs.join(out, split)
-        if plan.layout == "csv":
-            header = ["filename", "split", *([plan.label] if plan.label else []), *plan.columns]
-            text = io.StringIO()
-            writer = csv.writer(text, lineterminator="\n")
-            writer.writerow(header)
-            writer.writerows(rows)
-            staging.put(CSV_NAME, text.getvalue().encode("utf-8"))
-            for entry in written.values():
-                entry["csv"] = fs.join(out, CSV_NAME)
+    dry_run = options.dry_run
+    with staged(out, dry_run) as staging:
+        job = ImagesJob(plan, staging, list(source.splits))
+        try:
+            written = run(source, job, options)
+        finally:
+            job.close()
         staging.commit()
-    if plan.layout == "folders":
+    if plan.layout == "folders" and not dry_run:
         for split in source.splits:  # every class a folder, so listing them numbers them alike
             for name in plan.names:
                 fs.makedirs(fs.join(out, split, name))
     return written
 
 
-def _item(example: dict, plan: Plan, split: str, position: int, where: str) -> tuple[str, bytes, list[str] | None]:
+def _item(example: dict, plan: Plan, split: str, position: int) -> tuple[str, bytes, list[str] | None]:
     """(path relative to OUT, file bytes, CSV row or None) of one record."""
     kind, values = example.get(plan.image, (None, []))
     if kind != BYTES or len(values) != 1:
-        raise SourceError(f"{where}: no picture in {plan.image!r}")
-    data, extension = _picture(values[0], example, plan, where)
+        raise SourceError(f"no picture in {plan.image!r}")
+    data, extension = _picture(values[0], example, plan)
     if plan.filename is not None:
-        name = inside_output(_cell(*example.get(plan.filename, (None, [b""])), plan.filename, where), where)
+        name = inside_output(_cell(*example.get(plan.filename, (None, [b""])), plan.filename))
     else:
         name = f"{position:06d}.{extension}" if plan.layout == "folders" else f"{split}/{position:06d}.{extension}"
     index = None
     if plan.label is not None:
         kind, values = example.get(plan.label, (None, []))
         if kind != INT64 or len(values) != 1:
-            raise SourceError(f"{where}: no single {plan.label!r} value")
+            raise SourceError(f"no single {plan.label!r} value")
         index = int(values[0])
     if plan.layout == "folders":
         folder = plan.folder(index) if index is not None else ""
@@ -195,6 +231,6 @@ def _item(example: dict, plan: Plan, split: str, position: int, where: str) -> t
     for column in plan.columns:
         found = example.get(column)
         if found is None or len(found[1]) != 1:
-            raise SourceError(f"{where}: no single {column!r} value, which the first records have")
-        row.append(_cell(found[0], found[1], column, where))
+            raise SourceError(f"no single {column!r} value, which the first records have")
+        row.append(_cell(found[0], found[1], column))
     return name, data, row

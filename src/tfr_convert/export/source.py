@@ -18,55 +18,83 @@ from ..example import parse
 from ..features import FeatureSpec
 from ..inspect.paths import resolve, split_of
 from ..record_schema import SAMPLE, infer_schema
+from ..skips import Skips
 from ..splits import ordered_splits
 
 
-def inside_output(name: str, where: str) -> str:
+def inside_output(name: str) -> str:
     """A file name from a record as a `/`-separated path inside the output; one that is
-    empty, absolute or climbs out of it is a SourceError naming the record."""
+    empty, absolute or climbs out of it is a SourceError."""
     path = posixpath.normpath(name.replace("\\", "/"))
     if not name or path.startswith(("/", "../")) or path in (".", "..") or ":" in path.split("/")[0]:
-        raise SourceError(f"{where}: file name {name!r} is not a relative path inside the output")
+        raise SourceError(f"file name {name!r} is not a relative path inside the output")
     return path
+
+
+def parsed(payload: bytes) -> dict:
+    """A record's features; a payload that is no tf.train.Example is a SourceError."""
+    try:
+        return parse(payload)
+    except ValueError as e:
+        raise SourceError(f"not a tf.train.Example ({e})") from None
 
 
 @dataclass
 class ExportSource:
     splits: dict[str, list[str]]  # split -> its files, in order
     dataset: DatasetDir | None  # the metadata, when SRC is one dataset directory
+    salvage: bool = False  # read past damage (--on-error skip) instead of stopping at it
 
     @classmethod
-    def open(cls, paths: list[str]) -> ExportSource:
+    def open(cls, paths: list[str], salvage: bool = False) -> ExportSource:
         inputs = resolve(paths)
         splits: dict[str, list[str]] = {}
         for path in inputs.files:
             splits.setdefault(split_of(path) or "train", []).append(path)
         dataset = DatasetDir(inputs.datasets[0]) if len(inputs.datasets) == 1 else None
-        return cls(dict(ordered_splits(splits)), dataset)
+        return cls(dict(ordered_splits(splits)), dataset, salvage)
 
-    def records(self, split: str) -> Iterator[tuple[str, bytes]]:
+    def records(self, split: str, skips: Skips | None = None) -> Iterator[tuple[str, bytes]]:
         """(where, payload) of every record of the split, each CRC checked as it is read:
-        a damaged one is a RecordError naming its file, index and offset."""
+        a damaged one is a RecordError naming its file, index and offset; when salvaging,
+        the sound records of damaged files, each loss reported to `skips`."""
         for path in self.splits[split]:
-            for record in containers.of_file(path).records(path):
+            container = containers.of_file(path)
+            for record in container.salvage(path) if self.salvage else container.records(path):
+                if isinstance(record, containers.Loss):
+                    if skips is not None:
+                        lost = "records lost: unknown" if record.records is None else f"{record.records} record(s) lost"
+                        skips.add(f"{path}: bytes {record.start}-{record.end}", f"{record.reason}; {lost}")
+                    continue
+                if self.salvage and record.offset is not None:  # salvage's indexes count sound records only
+                    yield f"{path} record at byte {record.offset}", record.data
+                    continue
                 at = f", byte {record.offset}" if record.offset is not None else ""
                 yield f"{path} record {record.index}{at}", record.data
 
-    def examples(self, split: str, limit: int | None = None) -> Iterator[tuple[str, dict, int]]:
-        """(where, parsed example, payload bytes) of the split's first `limit` records (all
-        with None); a payload that is no tf.train.Example is a SourceError naming it."""
-        for count, (where, payload) in enumerate(self.records(split)):
-            if limit is not None and count >= limit:
-                return
-            try:
-                yield where, parse(payload), len(payload)
-            except ValueError as e:
-                raise SourceError(f"{where}: not a tf.train.Example ({e})") from None
+    def first_example(self) -> dict | None:
+        """The first record's features (when salvaging, the first record's that parses)."""
+        for split in self.splits:
+            for where, payload in self.records(split):
+                try:
+                    return parsed(payload)
+                except SourceError as e:
+                    if not self.salvage:
+                        raise SourceError(f"{where}: {e}") from None
+        return None
+
+    def count(self, split: str) -> int:
+        """How many records the split's files hold, by the containers' cheapest count (the
+        sound ones, when salvaging)."""
+        if self.salvage:
+            return sum(1 for _ in self.records(split))
+        return sum(containers.of_file(path).count(path) for path in self.splits[split])
 
     def schema(self) -> dict[str, FeatureSpec]:
-        """Each feature's kind and length, from the first records of the splits."""
+        """Each feature's kind and length, from the first records of the splits (when
+        salvaging, those of most of them: the others are left out as they are met)."""
         first = (record for split in self.splits for record in self.records(split))
-        return infer_schema(islice(first, SAMPLE))
+        return infer_schema(islice(first, SAMPLE), majority=self.salvage)
 
     def text_features(self) -> set[str]:
         """The string features the metadata declares as text (not images or bytes)."""

@@ -1,14 +1,32 @@
-"""Files of an export written under OUT/.tfr-export-partial and moved to their final
-names only once all are written: a failed export leaves no file at a final name."""
+"""What an export holds aside until every record is read.
+
+Files are written under OUT/.tfr-export-partial and moved to their final names only
+once all are written: a failed export leaves no file at a final name. A record's file
+is written there by whichever process made it, under a name of its own (its split and
+place: `Drop`), and is given its final name by the one process that reads results in
+record order (`Staging.place`), so a repeated name is refused before anything lands.
+
+The moves to make, and anything else kept per record (a detection dataset's boxes, for
+the annotation files written last), go to local spool files, not memory.
+"""
 
 from __future__ import annotations
 
+import csv
+import io
+import os
+import pickle
+import shutil
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import IO, Any
 
 from .. import fs
 
 STAGING = ".tfr-export-partial"
+RECORDS = "records"  # where records' files wait for their names
+MOVES_AT_ONCE = 1000  # remote moves handed to the store together
 
 
 def with_folders(path: str) -> str:
@@ -18,29 +36,129 @@ def with_folders(path: str) -> str:
     return path
 
 
+class Drop:
+    """Where a worker writes a record's file (None: a dry run, which writes nothing)."""
+
+    def __init__(self, root: str | None) -> None:
+        self.root = root
+
+    @staticmethod
+    def name(split_number: int, position: int) -> str:
+        return f"{split_number:03d}-{position:010d}"
+
+    def put(self, name: str, data: bytes) -> None:
+        if self.root is not None:
+            fs.put_bytes(with_folders(fs.join(self.root, RECORDS, name)), data)
+
+
+class Spool:
+    """Objects appended to a local file, read back in order as often as asked."""
+
+    def __init__(self, folder: str, name: str) -> None:
+        self.path = os.path.join(folder, name)
+        self._file: IO[bytes] | None = open(self.path, "wb")
+        self.count = 0
+
+    def append(self, item: Any) -> None:
+        assert self._file is not None
+        pickle.dump(item, self._file, pickle.HIGHEST_PROTOCOL)
+        self.count += 1
+
+    def __iter__(self) -> Iterator[Any]:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        with open(self.path, "rb") as f:
+            for _ in range(self.count):
+                yield pickle.load(f)
+
+
 class Staging:
-    def __init__(self, out: str) -> None:
+    def __init__(self, out: str, dry_run: bool = False) -> None:
         self.out = out
         self.root = fs.join(out, STAGING)
-        self.files: list[str] = []  # relative to OUT
+        self.dry_run = dry_run
+        self.drop = Drop(None if dry_run else self.root)
+        self.spools = tempfile.mkdtemp(prefix="tfr-export-")
+        self._moves = Spool(self.spools, "moves")
+        self._files: list[str] = []  # written here, relative to OUT
+
+    def spool(self, name: str) -> Spool:
+        return Spool(self.spools, name)
+
+    def place(self, name: str, relative: str) -> None:
+        """The record's file `name` (written through `drop`) is OUT/relative."""
+        self._moves.append((fs.join(self.root, RECORDS, name), relative))
 
     def put(self, relative: str, data: bytes) -> None:
-        fs.put_bytes(with_folders(fs.join(self.root, relative)), data)
-        self.files.append(relative)
+        with self.open(relative) as f:
+            f.write(data)
+
+    def open(self, relative: str) -> IO[bytes]:
+        """A file to write OUT/relative through (in a dry run, one that keeps nothing)."""
+        self._files.append(relative)
+        if self.dry_run:
+            return open(os.devnull, "wb")
+        return fs.open_file(with_folders(fs.join(self.root, relative)))
+
+    def csv(self, relative: str) -> CsvFile:
+        return CsvFile(self.open(relative))
 
     def commit(self) -> None:
-        for relative in self.files:
-            fs.rename(fs.join(self.root, relative), with_folders(fs.join(self.out, relative)))
+        if self.dry_run:
+            return
+        moves = (*self._moves, *((fs.join(self.root, r), r) for r in self._files))
+        if not fs.is_remote(self.out):
+            for source, relative in moves:
+                fs.rename(source, with_folders(fs.join(self.out, relative)))
+            return
+        batch: list[tuple[str, str]] = []
+        for source, relative in moves:
+            batch.append((source, fs.join(self.out, relative)))
+            if len(batch) >= MOVES_AT_ONCE:
+                fs.copy_many(batch)
+                batch = []
+        fs.copy_many(batch)
+
+
+class CsvFile:
+    """CSV rows written to a binary file as UTF-8, a block at a time."""
+
+    def __init__(self, f: IO[bytes]) -> None:
+        self.f = f
+        self.text = io.StringIO()
+        self.writer = csv.writer(self.text, lineterminator="\n")
+
+    def row(self, values: list[Any]) -> None:
+        self.writer.writerow(values)
+        if self.text.tell() >= 1 << 16:
+            self._flush()
+
+    def _flush(self) -> None:
+        self.f.write(self.text.getvalue().encode("utf-8"))
+        self.text.seek(0)
+        self.text.truncate()
+
+    def close(self) -> None:
+        self._flush()
+        self.f.close()
+
+    def __enter__(self) -> CsvFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 @contextmanager
-def staged(out: str) -> Iterator[Staging]:
+def staged(out: str, dry_run: bool = False) -> Iterator[Staging]:
     """A Staging whose files are moved into place by commit(); whatever is left is removed."""
-    staging = Staging(out)
-    if fs.exists(staging.root):
+    staging = Staging(out, dry_run)
+    if not dry_run and fs.exists(staging.root):
         fs.rmtree(staging.root)
     try:
         yield staging
     finally:
-        if fs.exists(staging.root):
+        shutil.rmtree(staging.spools, ignore_errors=True)
+        if not dry_run and fs.exists(staging.root):
             fs.rmtree(staging.root)
