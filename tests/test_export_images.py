@@ -202,10 +202,15 @@ def test_bad_or_repeated_file_names_are_exit_1_naming_the_record_with_nothing_wr
     assert [p for p in (tmp_path / "x").rglob("*") if p.is_file()] == []
 
 
-def test_image_options_belong_to_images_and_a_label_must_be_an_integer(cli, tmp_path):
+def test_options_belong_to_their_targets_and_a_label_must_be_an_integer(cli, tmp_path):
     _plain_records(tmp_path / "plain.tfrecord", ["a.png"])
-    wrong = cli.export(tmp_path / "plain.tfrecord", "--to", "parquet", "--layout", "csv", "--out", tmp_path / "x")
-    assert wrong.exit_code == 2 and "are for --to images" in wrong.stderr
+    for target, option, message in [
+        ("parquet", ["--layout", "csv"], "--layout is for --to images"),
+        ("parquet", ["--image-feature", "image"], "are for --to images and the box formats"),
+        ("images", ["--box-features", "objects/bbox"], "--box-features is for --to coco|yolo|voc|csv"),
+    ]:
+        wrong = cli.export(tmp_path / "plain.tfrecord", "--to", target, *option, "--out", tmp_path / "x")
+        assert wrong.exit_code == 2 and message in wrong.stderr, wrong.stderr
     bad = cli.export(tmp_path / "plain.tfrecord", "--to", "images", "--label-feature", "image/filename",
                      "--out", tmp_path / "y")  # fmt: skip
     assert bad.exit_code == 2 and "not an integer feature" in bad.stderr

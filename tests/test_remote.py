@@ -206,6 +206,35 @@ def test_inspect_reads_an_s3_dataset_in_place_in_every_mode(s3, tmp_path):
     assert json.loads(report.stdout)["thumbnails"] == json.loads(local_report.stdout)["thumbnails"] > 0
 
 
+# ---------------------------------------------------------------- tfr-export, to and from a bucket
+
+
+def test_export_to_s3_writes_the_local_exports_files_for_every_target(s3, tmp_path):
+    from test_detection import write_coco, write_images
+
+    write_mnist(tmp_path / "src")
+    assert run(s3, "tfr-convert", "mnist", tmp_path / "src", "--out", tmp_path / "digits", "--num-shards", 2,
+               "--quiet").returncode == 0  # fmt: skip
+    images = write_images(tmp_path / "pets")
+    assert run(s3, "tfr-convert", "detection", images, "--annotations", write_coco(tmp_path / "c.json"), "--out",
+               tmp_path / "pets-ds", "--quiet").returncode == 0  # fmt: skip
+    upload_tree(s3.fs, tmp_path / "digits", f"{s3.name}/digits")
+    for dataset, target in [("digits", ["images"]), ("digits", ["images", "--layout", "csv"]),
+                            ("digits", ["parquet"]), ("pets-ds", ["coco"]), ("pets-ds", ["yolo"])]:  # fmt: skip
+        name = "-".join(target)
+        local = run(s3, "tfr-export", tmp_path / dataset, "--to", *target, "--out", tmp_path / name, "--workers", 2)
+        remote = run(s3, "tfr-export", tmp_path / dataset, "--to", *target, "--out", f"{s3.url}/{name}",
+                     "--workers", 2)  # fmt: skip
+        assert local.returncode == 0 and remote.returncode == 0, remote.stderr
+        assert download_tree(s3.fs, f"{s3.name}/{name}") == local_files(tmp_path / name), name
+        assert remote.stdout == local.stdout.replace(str(tmp_path / name), f"{s3.url}/{name}")
+    # read from the bucket too, on spawned workers: the same files again
+    both = run(s3, "tfr-export", f"{s3.url}/digits", "--to", "images", "--layout", "csv", "--out",
+               f"{s3.url}/again", "--workers", 2)  # fmt: skip
+    assert both.returncode == 0, both.stderr
+    assert download_tree(s3.fs, f"{s3.name}/again") == local_files(tmp_path / "images---layout-csv")
+
+
 def test_verify_names_a_corrupted_object_and_the_byte_offset(s3, tmp_path):
     from tfr_convert.containers.scan import scan_records
 

@@ -30,10 +30,15 @@ from .types import ByteSize, LocalOrRemotePath
     help="--to images: folders: OUT/SPLIT/CLASS/NAME; csv: OUT/NAME and OUT/labels.csv (filename, split, "
     "label, other features) [default: folders for a class label and nothing else to keep, else csv].",
 )
+@click.option("--image-feature", metavar="NAME", help="The feature holding the picture [default: guessed].")
+@click.option("--label-feature", metavar="NAME", help="The class label (of each box) [default: guessed].")
 @click.option(
-    "--image-feature", metavar="NAME", help="--to images: the feature holding the picture [default: guessed]."
+    "--box-features",
+    metavar="NAME",
+    help="--to coco|yolo|voc|csv: the boxes: a prefix of bbox/xmin, bbox/ymin... (the Object Detection API's: "
+    "image/object) or one float feature of four values a box, ymin xmin ymax xmax (TFDS's BBoxFeature, e.g. "
+    "objects/bbox) [default: guessed in that order].",
 )
-@click.option("--label-feature", metavar="NAME", help="--to images: the class label [default: guessed].")
 @click.option(
     "--voc-origin",
     type=click.IntRange(0, 1),
@@ -69,6 +74,7 @@ def export(
     layout,
     image_feature,
     label_feature,
+    box_features,
     voc_origin,
     limit,
     row_group_size,
@@ -97,8 +103,12 @@ def export(
     from ..skips import Skips, skipped_fields
     from ..workers import can_fork
 
-    if target != "images" and (layout or image_feature or label_feature):
-        raise OptionError("--layout, --image-feature and --label-feature are for --to images")
+    if target != "images" and layout:
+        raise OptionError("--layout is for --to images")
+    if target == "parquet" and (image_feature or label_feature):
+        raise OptionError("--image-feature and --label-feature are for --to images and the box formats")
+    if target not in boxes.FORMATS and box_features:
+        raise OptionError("--box-features is for --to coco|yolo|voc|csv")
 
     if fs.exists(out) and fs.isdir(out) and fs.listdir(out) and not overwrite:
         raise OutputError(f"{out}: holds files already: give --overwrite to write into it")
@@ -117,7 +127,8 @@ def export(
         if plan is not None:
             written = images.write(source, out, plan, options)
         elif target in boxes.FORMATS:
-            written = boxes.write(source, out, target, options, voc_origin=voc_origin)
+            keys = boxes.box_keys(source, box_features, image_feature, label_feature)
+            written = boxes.write(source, out, target, keys, options, voc_origin=voc_origin)
         else:
             written = parquet.write(source, out, options, row_group_size or parquet.ROW_GROUP_BYTES)
     finally:

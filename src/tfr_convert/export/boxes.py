@@ -1,5 +1,11 @@
-"""--to coco|yolo|voc|csv: a detection dataset (the Object Detection API's keys) back to
-pictures and annotations that `tfr-convert detection` reads.
+"""--to coco|yolo|voc|csv: a detection dataset back to pictures and annotations that
+`tfr-convert detection` reads.
+
+The boxes are found (`box_keys`) under the Object Detection API's keys (one list per
+corner: `image/object/bbox/xmin`...; any prefix with --box-features) or in one list of
+four values a box as TFDS's BBoxFeature stores them (`objects/bbox`: ymin, xmin, ymax,
+xmax), with their sibling `label` (a TFDS ClassLabel counts from 0: written from 1, its
+names as the class text) and flags (`is_difficult`, `is_crowd`, `area`...).
 
 Everything goes to one folder, whatever the split (`OUT/images/NAME` and the
 annotations; `OUT/splits.csv` says which split held each picture), so that converting it
@@ -12,6 +18,7 @@ back as whole numbers and the shards come back byte for byte.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import posixpath
 from collections.abc import Callable
@@ -21,8 +28,11 @@ from xml.sax.saxutils import escape
 
 import numpy as np
 
-from ..errors import SourceError
+from ..errors import OptionError, SourceError
+from ..imageformat import sniff_format
+from ..inspect.grid import image_feature
 from .engine import Chunk, ExportOptions, Failed, Job, run
+from .images import EXTENSIONS
 from .source import ExportSource, inside_output, parsed
 from .staging import Drop, Spool, Staging, staged
 
@@ -30,6 +40,95 @@ FORMATS = ("coco", "yolo", "voc", "csv")
 IMAGES = "images"
 PREFIX = "image/object/"
 DIGITS = range(0, 13)  # decimals tried, fewest first
+CORNERS = ("xmin", "ymin", "xmax", "ymax")
+FLAGS = {  # what the annotation formats keep, and the names datasets give it
+    "difficult": ("difficult", "is_difficult"),
+    "truncated": ("truncated", "is_truncated"),
+    "is_crowd": ("is_crowd", "iscrowd"),
+    "area": ("area",),
+}
+
+
+@dataclass(frozen=True)
+class BoxKeys:
+    """Where a record keeps its picture and boxes."""
+
+    image: str
+    corners: tuple[str, ...] | None  # one list per corner: xmin, ymin, xmax, ymax
+    packed: str | None  # one list, four values a box: ymin, xmin, ymax, xmax
+    label: str | None
+    text: str | None
+    names: tuple[str, ...]  # the label's class names, when it counts from 0 (TFDS's ClassLabel)
+    flags: tuple[tuple[str, str], ...]  # (difficult | truncated | is_crowd | area, its feature)
+    filename: str | None
+    source_id: str | None
+    size: tuple[str, str] | None  # (width, height) features; None: read from the picture
+
+
+def box_keys(
+    source: ExportSource, box_feature: str | None, image: str | None = None, label: str | None = None
+) -> BoxKeys:
+    """The keys of the records' boxes: --box-features (a prefix of `bbox/xmin`... or one
+    float feature of four values a box), else the Object Detection API's, else a TFDS
+    BBoxFeature (by the metadata, or a float feature named `bbox`)."""
+    schema = source.schema()
+
+    def present(*names: str, dtype: str | None = None) -> str | None:
+        return next((n for n in names if n in schema and dtype in (None, schema[n].dtype)), None)
+
+    if box_feature is not None:
+        prefix = box_feature.rstrip("/") + "/" if box_feature.strip("/") else ""
+        if present(prefix + "bbox/xmin", dtype="float32"):
+            return _listed(schema, prefix, image, label, present)
+        if present(box_feature, dtype="float32"):
+            return _packed(source, box_feature, image, label, present)
+        raise OptionError(
+            f"--box-features {box_feature}: no float feature {box_feature!r} (four values a box) and no "
+            f"{prefix}bbox/xmin (a list per corner) in the records"
+        )
+    if present(PREFIX + "bbox/xmin", dtype="float32"):
+        return _listed(schema, PREFIX, image, label, present)
+    described = source.dataset.flat_features if source.dataset is not None else {}
+    packed = [n for n, (d, _, _) in described.items() if str(d.get("pythonClassName", "")).endswith("BBoxFeature")]
+    packed += [n for n in sorted(schema) if n.rsplit("/", 1)[-1] == "bbox" and schema[n].dtype == "float32"]
+    if not packed:
+        raise SourceError("no boxes in the records: name their feature with --box-features")
+    return _packed(source, packed[0], image, label, present)
+
+
+def _listed(schema, prefix: str, image: str | None, label: str | None, present) -> BoxKeys:
+    return BoxKeys(
+        image=image or "image/encoded",
+        corners=tuple(f"{prefix}bbox/{c}" for c in CORNERS),
+        packed=None,
+        label=label or present(prefix + "class/label", dtype="int64"),
+        text=present(prefix + "class/text", dtype="string"),
+        names=(),
+        flags=tuple((k, n) for k, names in FLAGS.items() if (n := present(*(prefix + a for a in names)))),
+        filename=present("image/filename", dtype="string"),
+        source_id=present("image/source_id", dtype="string"),
+        size=("image/width", "image/height") if present("image/width") and present("image/height") else None,
+    )
+
+
+def _packed(source: ExportSource, feature: str, image: str | None, label: str | None, present) -> BoxKeys:
+    parent = feature.rsplit("/", 1)[0] + "/" if "/" in feature else ""
+    label = label or present(parent + "label", dtype="int64")
+    if image is None:
+        example = source.first_example() or {}
+        image = image_feature(example) or "image"
+    return BoxKeys(
+        image=image,
+        corners=None,
+        packed=feature,
+        label=label,
+        text=None,
+        names=tuple(source.class_names().get(label, ())) if label else (),
+        flags=tuple((k, n) for k, names in FLAGS.items() if (n := present(*(parent + a for a in names)))),
+        filename=present("image/filename", "filename", dtype="string"),
+        source_id=present("image/id", "image/source_id", "id"),
+        size=("image/width", "image/height") if present("image/width") and present("image/height") else None,
+    )
 
 
 @dataclass
@@ -123,49 +222,87 @@ def _number(value: float) -> str:
 def _one(example: dict, name: str) -> Any:
     values = example.get(name, (None, []))[1]
     if len(values) != 1:
-        raise SourceError(f"no single {name!r}: not a detection record (the Object Detection API's keys)")
+        raise SourceError(f"no single {name!r}: not a detection record with these keys (see --box-features)")
     return values[0]
 
 
-def _picture(example: dict, where: str) -> tuple[Picture, bytes]:
-    """A record's picture (its boxes) and the picture file's bytes."""
-    filename = _one(example, "image/filename").decode("utf-8", "replace")
-    path = inside_output(filename)
-    lists = {k: example.get(PREFIX + k, (None, []))[1] for k in ("bbox/xmin", "bbox/ymin", "bbox/xmax", "bbox/ymax")}
-    n = len(lists["bbox/xmin"])
-    if any(len(v) != n for v in lists.values()):
-        raise SourceError("the box corner lists differ in length")
+def _text(value: Any) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
-    def per_box(key: str, default: Any) -> list[Any]:
-        values = example.get(PREFIX + key, (None, []))[1]
+
+def _picture(example: dict, keys: BoxKeys, where: str, default_name: str) -> tuple[Picture, bytes]:
+    """A record's picture (its boxes) and the picture file's bytes; `default_name` is
+    its file name (without extension) when the record holds none."""
+    data = _one(example, keys.image)
+    if not isinstance(data, bytes) or sniff_format(data) is None:
+        raise SourceError(f"{keys.image!r} holds no encoded picture")
+    if keys.filename is not None:
+        path = inside_output(_text(_one(example, keys.filename)))
+    else:
+        path = f"{default_name}.{EXTENSIONS.get(sniff_format(data) or '', 'bin')}"
+    if keys.corners is not None:
+        lists = [example.get(k, (None, []))[1] for k in keys.corners]
+        if any(len(v) != len(lists[0]) for v in lists):
+            raise SourceError("the box corner lists differ in length")
+        corners = list(zip(*lists, strict=True))
+    else:
+        flat = example.get(keys.packed, (None, []))[1]
+        if len(flat) % 4:
+            raise SourceError(f"{keys.packed!r} holds {len(flat)} values, not four a box")
+        corners = [(flat[i + 1], flat[i], flat[i + 3], flat[i + 2]) for i in range(0, len(flat), 4)]
+    n = len(corners)
+
+    def per_box(key: str | None, default: Any) -> list[Any]:
+        values = example.get(key, (None, []))[1] if key else []
         return list(values) if len(values) == n else [default] * n
 
-    texts, labels = per_box("class/text", b""), per_box("class/label", 0)
-    flags = {k: per_box(k, 0) for k in ("difficult", "truncated", "is_crowd")}
-    areas = per_box("area", None)
+    labels = per_box(keys.label, 0)
+    if keys.text is not None:
+        texts = [_text(t) for t in per_box(keys.text, b"")]
+    elif keys.names:
+        texts = [keys.names[i] if 0 <= i < len(keys.names) else str(i) for i in map(int, labels)]
+    else:
+        texts = [str(int(i)) for i in labels]
+    offset = 1 if keys.packed is not None else 0  # a ClassLabel counts from 0, the Object Detection API from 1
+    flags = {k: per_box(feature, None) for k, feature in keys.flags}
     boxes = [
         {
-            **{k.removeprefix("bbox/"): _f32(v[i]) for k, v in lists.items()},
-            "text": texts[i].decode("utf-8", "replace"),
-            "label": int(labels[i]),
-            **{k: int(v[i]) for k, v in flags.items()},
-            "area": None if areas[i] is None else _f32(areas[i]),
+            **{c: _f32(v) for c, v in zip(CORNERS, corners[i], strict=True)},
+            "text": texts[i],
+            "label": int(labels[i]) + offset,
+            **{k: int(flags.get(k, [0] * n)[i] or 0) for k in ("difficult", "truncated", "is_crowd")},
+            "area": None if flags.get("area", [None] * n)[i] is None else _f32(flags["area"][i]),
         }
         for i in range(n)
     ]
-    source_id = example.get("image/source_id", (None, [filename.encode()]))[1][0].decode("utf-8", "replace")
-    width, height = int(_one(example, "image/width")), int(_one(example, "image/height"))
-    return Picture(where, path, source_id, width, height, boxes), _one(example, "image/encoded")
+    source_id = _text(_one(example, keys.source_id)) if keys.source_id else path
+    if keys.size is not None:
+        width, height = int(_one(example, keys.size[0])), int(_one(example, keys.size[1]))
+    else:
+        width, height = _size(data)
+    return Picture(where, path, source_id, width, height, boxes), data
+
+
+def _size(data: bytes) -> tuple[int, int]:
+    """(width, height) from the picture's header."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(io.BytesIO(data)) as picture:
+            return picture.size
+    except (UnidentifiedImageError, OSError) as e:
+        raise SourceError(f"the picture cannot be read ({e})") from None
 
 
 class BoxesJob(Job):
-    def __init__(self, target: str, staging: Staging, splits: list[str], voc_origin: int) -> None:
-        self.target, self.voc_origin, self.drop = target, voc_origin, staging.drop
+    def __init__(self, target: str, keys: BoxKeys, staging: Staging, splits: list[str], voc_origin: int) -> None:
+        self.target, self.keys, self.voc_origin, self.drop = target, keys, voc_origin, staging.drop
         self.numbers = {split: n for n, split in enumerate(splits)}
         self._staging: Staging | None = staging  # parent side only
         self._seen: dict[bytes, str] = {}  # a hash of each file name -> its split
         self.found: Spool | None = staging.spool("pictures")
-        self.classes: dict[int, str] = {}  # label -> class name, from the boxes
+        # label -> class name: every name a ClassLabel knows, and those the boxes show
+        self.classes: dict[int, str] = {i + 1: name for i, name in enumerate(keys.names)}
         self.ids: set[int] | None = set()  # the pictures' source ids while all are distinct numbers
 
     def __getstate__(self) -> dict[str, Any]:
@@ -175,13 +312,14 @@ class BoxesJob(Job):
         results: list[Any] = []
         for i, (where, payload) in enumerate(chunk.records):
             try:
-                picture, data = _picture(parsed(payload), where)
+                position = chunk.start + i
+                picture, data = _picture(parsed(payload), self.keys, where, f"{chunk.split}/{position:06d}")
                 for box in picture.boxes:
                     box["values"] = self.values(box, picture.width, picture.height)
             except SourceError as e:
                 results.append(Failed(where, str(e)))
                 continue
-            picture.name = Drop.name(self.numbers[chunk.split], chunk.start + i)
+            picture.name = Drop.name(self.numbers[chunk.split], position)
             self.drop.put(picture.name, data)
             results.append(picture)
         return results, None
@@ -213,10 +351,12 @@ class BoxesJob(Job):
         return None
 
 
-def write(source: ExportSource, out: str, target: str, options: ExportOptions, voc_origin: int = 1) -> dict:
+def write(
+    source: ExportSource, out: str, target: str, keys: BoxKeys, options: ExportOptions, voc_origin: int = 1
+) -> dict:
     """Pictures to OUT/images and the annotations in `target`'s format; {split: {records}}."""
     with staged(out, options.dry_run) as staging:
-        job = BoxesJob(target, staging, list(source.splits), voc_origin)
+        job = BoxesJob(target, keys, staging, list(source.splits), voc_origin)
         written = run(source, job, options)
         assert job.found is not None
         ANNOTATIONS[target](job, staging)
