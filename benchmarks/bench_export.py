@@ -6,7 +6,7 @@ tf.io.parse_single_example + a file write per record, on the same dataset.
 The dataset: --images random 32x32 PNGs in 10 class folders, converted by
 `tfr-convert images` (keep: the PNG bytes are stored as they are). Both contenders
 write every picture to OUT/train/CLASS/NAME; the loop's output is checked to be the
-same files as the tool's. Times are wall-clock medians of --repeat interleaved rounds,
+same files as the tool's (on all cores and on one worker). Times are wall-clock medians of --repeat interleaved rounds,
 process start included (the loop's `import tensorflow` too, as a user's script pays it).
 """
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import filecmp
+import os
 import shutil
 import statistics
 import subprocess
@@ -81,10 +82,15 @@ def main() -> None:
         root = Path(tmp)
         dataset = make_dataset(root, args.images)
         tool_out, loop_out = root / "tool", root / "loop"
+        one_out = root / "one"
         contenders = {
             "tfr-export --to images": (
                 [SCRIPTS / "tfr-export", dataset, "--to", "images", "--out", tool_out],
                 tool_out,
+            ),
+            "tfr-export --to images --workers 1": (
+                [SCRIPTS / "tfr-export", dataset, "--to", "images", "--out", one_out, "--workers", "1"],
+                one_out,
             ),
             "tf.data + parse_single_example + writes": ([sys.executable, "-c", LOOP, dataset, loop_out], loop_out),
         }
@@ -93,12 +99,14 @@ def main() -> None:
             for name, (cmd, out) in contenders.items():
                 times[name].append(timed(cmd, out))
         assert same_files(tool_out / "train", loop_out / "train"), "the loop wrote other files than the tool"
+        assert same_files(tool_out, one_out), "one worker wrote other files than all"
     medians = {name: statistics.median(t) for name, t in times.items()}
     tool, loop = medians["tfr-export --to images"], medians["tf.data + parse_single_example + writes"]
     print(f"{args.images} images, medians of {args.repeat}:")
     for name, seconds in medians.items():
         print(f"  {name:<42} {seconds:7.2f} s  {args.images / seconds:9.0f} images/s")
-    print(f"  tool / loop: {loop / tool:.2f}x the loop's speed")
+    print(f"  tool / loop: {loop / tool:.2f}x the loop's speed (all {os.cpu_count()} cores)")
+    print(f"  all cores / one worker: {medians['tfr-export --to images --workers 1'] / tool:.2f}x")
 
 
 if __name__ == "__main__":
