@@ -1,0 +1,93 @@
+"""`tfr-convert segmentation`: images with semantic segmentation masks."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import click
+
+from ..options import MAX_PIXELS, common_options, on_error_option, usage_error_if
+from ..running import run_conversion
+from ..types import LocalOrRemotePath, Size2D, Split
+
+CONVERTERS = ("tfr_convert.converters.segmentation:SegmentationConverter",)
+
+
+@click.command()
+@click.argument("image_dir", type=LocalOrRemotePath(exists=True, file_okay=False))
+@click.option(
+    "--masks",
+    required=True,
+    type=LocalOrRemotePath(exists=True, file_okay=False),
+    help="The masks: a.png for IMAGE_DIR's a.jpg (same relative path and stem), palette, grayscale or RGB PNGs.",
+)
+@click.option(
+    "--classes",
+    "classes_file",
+    type=LocalOrRemotePath(exists=True, dir_okay=False),
+    help="Class names, one per line (class 0 first): a mask value past them is an error.",
+)
+@click.option(
+    "--palette",
+    "palette_file",
+    type=LocalOrRemotePath(exists=True, dir_okay=False),
+    help="RGB-coded masks: 'R G B name' a line, class 0 first.",
+)
+@click.option(
+    "--ignore-index",
+    type=click.IntRange(0, 255),
+    default=255,
+    show_default=True,
+    help="A mask value that is no class (VOC's object borders), allowed past --classes.",
+)
+@click.option(
+    "--missing-masks",
+    type=click.Choice(["error", "skip"]),
+    default="error",
+    show_default=True,
+    help="An image without a mask: an error, or left out and listed.",
+)
+@click.option("--split", "split", type=Split(), help="e.g. train=0.8,validation=0.1,test=0.1 [default: all train].")
+@click.option("--resize", type=Size2D(), help="Resize images to WxH (JPEG) and masks with nearest neighbour.")
+@click.option("--quality", type=click.IntRange(1, 100), default=95, show_default=True, help="JPEG quality.")
+@MAX_PIXELS
+@on_error_option("skip: leave out images whose mask or file is bad, and list them.")
+@common_options
+def command(
+    image_dir,
+    masks,
+    classes_file,
+    palette_file,
+    ignore_index,
+    missing_masks,
+    split,
+    resize,
+    quality,
+    max_pixels,
+    on_error,
+    **common,
+) -> None:
+    """IMAGE_DIR's images with their segmentation masks from MASK_DIR, as TFDS's
+    oxford_iiit_pet stores them: image, segmentation_mask (a PNG of class indices), file_name."""
+    from ...converters.imaging import DecodePolicy
+    from ...converters.segmentation import SegmentationConverter, SegmentationOptions
+
+    options = SegmentationOptions(
+        masks=masks,
+        classes_file=classes_file,
+        palette_file=palette_file,
+        ignore_index=ignore_index,
+        missing=missing_masks,
+        split=split,
+        policy=DecodePolicy(max_pixels, resize=resize),
+        quality=quality,
+    )
+    usage_error_if(options.problem())
+
+    def make_converter():
+        from ... import fs
+
+        staged = dataclasses.replace(options, classes_file=fs.stage(classes_file), palette_file=fs.stage(palette_file))
+        return SegmentationConverter(image_dir, staged, out=common["out"], seed=common["seed"], on_error=on_error)
+
+    run_conversion(make_converter, on_error=on_error, **common)
