@@ -32,7 +32,7 @@ from . import box_formats
 from .base import Converter, fingerprint
 from .box_formats import Box, ImageBoxes
 from .box_formats.class_names import read_names
-from .folders import IMAGE_SUFFIXES, dataset_name, list_files
+from .folders import IMAGE_SUFFIXES, FileItems, dataset_name, list_files
 from .grouping import plan_groups
 from .imaging import DecodePolicy, probe, reencode
 
@@ -137,7 +137,7 @@ class DetectionOptions:
         return None
 
 
-class DetectionConverter(Converter):
+class DetectionConverter(FileItems, Converter):
     command = "detection"
     description = "Images with bounding boxes, in the TensorFlow Object Detection API's layout."
     chunk_size = 16  # images are large: keep what is in flight between processes small
@@ -290,19 +290,6 @@ class DetectionConverter(Converter):
         }
 
     # ------------------------------------------------------------ converter interface
-
-    def source_splits(self) -> dict[str, list[Hashable]]:
-        splits, self._splits = self._splits, {}
-        return splits  # type: ignore[return-value]
-
-    def key(self, item: Hashable) -> str:
-        return item[0]  # type: ignore[index]
-
-    def item_file(self, item: Hashable) -> str:
-        return item[0]  # type: ignore[index]
-
-    def describe(self, item: Hashable) -> str:
-        return fs.join(self.root, item[0])  # type: ignore[index]
 
     def encode(self, item: Hashable) -> dict[str, Any]:
         annotation = _annotation(item)  # type: ignore[arg-type]

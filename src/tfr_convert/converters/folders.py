@@ -12,7 +12,8 @@ import bisect
 import os
 import pickle
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
+from typing import Any
 
 from .. import fs
 from ..naming import INFO, MANIFEST
@@ -224,3 +225,24 @@ class ImageFolder:
     def listed(self) -> None:
         """Listing is over: what only it needed goes (workers get a copy of the converter)."""
         self._remote_files = self.in_parts = None
+
+
+class FileItems:
+    """For converters whose items are tuples led by a file's path relative to `root`,
+    planned into `_splits` until the engine takes them."""
+
+    root: str
+    _splits: dict[str, list[Any]]
+
+    def source_splits(self) -> dict[str, list[Hashable]]:
+        splits, self._splits = self._splits, {}  # the engine keeps them: workers get a small converter
+        return splits
+
+    def key(self, item: Hashable) -> str:
+        return item[0]  # type: ignore[index]
+
+    def item_file(self, item: Hashable) -> str:
+        return item[0]  # type: ignore[index]
+
+    def describe(self, item: Hashable) -> str:
+        return fs.join(self.root, item[0])  # type: ignore[index]

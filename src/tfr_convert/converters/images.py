@@ -31,7 +31,7 @@ from ..features import FeatureSpec
 from ..skips import Skips
 from ..splits import SplitSpec, split_by_ratio
 from .base import Converter
-from .folders import IMAGE_SUFFIXES, ImageFolder, InParts, dataset_name, folder_runs, named
+from .folders import IMAGE_SUFFIXES, FileItems, ImageFolder, InParts, dataset_name, folder_runs, named
 from .grouping import plan_groups
 from .imaging import Decoded, DecodePolicy, decode, encode, probe, reencode
 from .label_csv import LabelCsv
@@ -107,7 +107,7 @@ class ImagesOptions:
         return None
 
 
-class ImagesConverter(Converter):
+class ImagesConverter(FileItems, Converter):
     command = "images"
     description = "Images from a folder, with labels from a CSV or class sub-folders."
     chunk_size = 16  # images are large: keep what is in flight between processes small
@@ -302,16 +302,6 @@ class ImagesConverter(Converter):
         return features
 
     # ------------------------------------------------------------ converter interface
-
-    def source_splits(self) -> dict[str, list[Hashable]]:
-        splits, self._splits = self._splits, {}  # the engine keeps them: workers get a small converter
-        return splits  # type: ignore[return-value]
-
-    def key(self, item: Hashable) -> str:
-        return item[0]  # type: ignore[index]
-
-    def item_file(self, item: Hashable) -> str:
-        return item[0]  # type: ignore[index]
 
     def describe(self, item: Hashable) -> str:
         rel, line = item[0], item[1]  # type: ignore[index]

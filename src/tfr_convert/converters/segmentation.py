@@ -28,7 +28,7 @@ from ..skips import Skips
 from ..splits import SplitSpec, split_by_ratio
 from .base import Converter, fingerprint
 from .box_formats.class_names import read_names
-from .folders import IMAGE_SUFFIXES, dataset_name, list_files
+from .folders import IMAGE_SUFFIXES, FileItems, dataset_name, list_files
 from .imaging import DecodePolicy, probe, reencode
 
 MISSING = ("error", "skip")
@@ -88,7 +88,7 @@ class SegmentationOptions:
         return None
 
 
-class SegmentationConverter(Converter):
+class SegmentationConverter(FileItems, Converter):
     command = "segmentation"
     description = "Images with semantic segmentation masks, as TFDS's oxford_iiit_pet stores them."
     chunk_size = 16
@@ -169,19 +169,6 @@ class SegmentationConverter(Converter):
         }
 
     # ------------------------------------------------------------ converter interface
-
-    def source_splits(self) -> dict[str, list[Hashable]]:
-        splits, self._splits = self._splits, {}
-        return splits  # type: ignore[return-value]
-
-    def key(self, item: Hashable) -> str:
-        return item[0]  # type: ignore[index]
-
-    def item_file(self, item: Hashable) -> str:
-        return item[0]  # type: ignore[index]
-
-    def describe(self, item: Hashable) -> str:
-        return fs.join(self.root, item[0])  # type: ignore[index]
 
     def encode(self, item: Hashable) -> dict[str, Any]:
         image_rel, mask_rel = item  # type: ignore[misc]
