@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import sys
 
 import click
 
 from .. import __version__
 from ..export import TARGETS
 from .options import STORAGE_OPTIONS, on_error_option
+from .progress import progress_bar
 from .translate import Command
 from .types import ByteSize, LocalOrRemotePath
 
@@ -113,12 +113,12 @@ def export(
     if fs.exists(out) and fs.isdir(out) and fs.listdir(out) and not overwrite:
         raise OutputError(f"{out}: holds files already: give --overwrite to write into it")
     source = ExportSource.open(list(paths), salvage=on_error == "skip")
-    bar = Bar(quiet or dry_run)
+    update, close_bar = progress_bar(quiet or dry_run, "exporting", "rec", "reading")
     options = ExportOptions(
         workers=workers or default_workers(),
         limit=limit,
         skips=Skips() if on_error == "skip" else None,
-        progress=bar.update,
+        progress=(lambda n: update(n, None)) if update is not None else None,
         fork=can_fork([out, *paths]),
         dry_run=dry_run,
     )
@@ -132,7 +132,7 @@ def export(
         else:
             written = parquet.write(source, out, options, row_group_size or parquet.ROW_GROUP_BYTES)
     finally:
-        bar.close()
+        close_bar()
     summary: dict = {"to": target, "out": out, "splits": written}
     if dry_run:
         summary = {"mode": "dry_run", **summary}
@@ -162,25 +162,3 @@ def export(
         click.echo(f"{counts} records -> {out} ({what}){skipped}")
     if plan is not None and plan.left_out:
         click.echo(f"note: features not written (lists, or not in this layout): {', '.join(plan.left_out)}", err=True)
-
-
-class Bar:
-    """A progress bar on stderr when it is a terminal, made at the first update: worker
-    processes are started before it (its thread would keep them from being forked)."""
-
-    def __init__(self, off: bool) -> None:
-        self.off = off or not sys.stderr.isatty()
-        self._bar = None
-
-    def update(self, n: int) -> None:
-        if self.off:
-            return
-        if self._bar is None:
-            from tqdm import tqdm
-
-            self._bar = tqdm(unit="rec", desc="exporting", file=sys.stderr)
-        self._bar.update(n)
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.close()

@@ -13,41 +13,7 @@ import click
 
 from ..errors import TfrConvertError
 from .options import run_options
-
-
-def _progress_bar(quiet: bool):
-    """(a `progress(n, total)` callback drawing a tqdm bar on stderr, or None; a closer).
-
-    On a terminal only. The phases are labelled: a "checking sources" line while the
-    inputs are listed and checked (before any total is known), then the bar,
-    "converting", which stays on screen when done (also in a `script` log)."""
-    if quiet or not sys.stderr.isatty():
-        return None, lambda: None
-    from tqdm import tqdm
-
-    sys.stderr.write("checking sources...")
-    sys.stderr.flush()
-    bars = []
-
-    def update(n: int, total: int) -> None:
-        if not bars:  # created on the first call, when the total is known
-            sys.stderr.write("\r\033[K")  # the status line gives way to the bar
-            try:  # a pseudo-terminal without a size (`script` run from a pipe) says 0x0,
-                sized = os.get_terminal_size(sys.stderr.fileno()).columns > 0  # and tqdm then hides its bar
-            except OSError:
-                sized = False
-            shape = {"dynamic_ncols": True} if sized else {"ncols": 80, "nrows": 24}
-            bars.append(tqdm(total=total, unit="ex", desc="converting", file=sys.stderr, **shape))
-        bars[0].update(n)
-
-    def close() -> None:
-        if bars:
-            bars[0].close()
-        else:
-            sys.stderr.write("\r\033[K")
-            sys.stderr.flush()
-
-    return update, close
+from .progress import progress_bar
 
 
 def run_conversion(
@@ -71,7 +37,7 @@ def run_conversion(
         from ..pipeline import run
     started = time.perf_counter()
     _terminate_as_interrupt()
-    progress, close_bar = _progress_bar(quiet)
+    progress, close_bar = progress_bar(quiet, "converting", "ex", "checking sources")
     try:
         converter = make_converter()
         options = options.placed(converter)

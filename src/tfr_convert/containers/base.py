@@ -47,6 +47,11 @@ class Loss:
     reason: str
     readable: str  # a plain file holding the stream at the same offsets (the file, or its inflated copy)
 
+    def said(self) -> str:
+        """The loss as reports list it: its reason and the records it held."""
+        records = "records lost: unknown" if self.records is None else f"{self.records} record(s) lost"
+        return f"{self.reason}; {records}"
+
     def chunks(self) -> Iterator[bytes]:
         """The lost bytes themselves, a chunk at a time (valid while the salvage that made
         this loss is not finished)."""

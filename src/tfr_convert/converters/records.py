@@ -233,10 +233,9 @@ class RecordsConverter(Converter):
     def _lose(self, number: int, path: str, loss: containers.Loss) -> None:
         """A loss reported (stderr, --json and the manifest list skipped items) and its bytes
         quarantined."""
-        records = "records lost: unknown" if loss.records is None else f"{loss.records} record(s) lost"
         entry = {
             "item": f"{path}: bytes {loss.start}-{loss.end}",
-            "reason": f"{loss.reason}; {records}",
+            "reason": loss.said(),
             "file": path,
             "start": loss.start,
             "end": loss.end,

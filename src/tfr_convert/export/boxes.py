@@ -17,7 +17,6 @@ back as whole numbers and the shards come back byte for byte.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import posixpath
@@ -299,14 +298,13 @@ class BoxesJob(Job):
         self.target, self.keys, self.voc_origin, self.drop = target, keys, voc_origin, staging.drop
         self.numbers = {split: n for n, split in enumerate(splits)}
         self._staging: Staging | None = staging  # parent side only
-        self._seen: dict[bytes, str] = {}  # a hash of each file name -> its split
         self.found: Spool | None = staging.spool("pictures")
         # label -> class name: every name a ClassLabel knows, and those the boxes show
         self.classes: dict[int, str] = {i + 1: name for i, name in enumerate(keys.names)}
         self.ids: set[int] | None = set()  # the pictures' source ids while all are distinct numbers
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_staging": None, "_seen": {}, "found": None, "classes": {}, "ids": None}
+        return {**self.__dict__, "_staging": None, "found": None, "classes": {}, "ids": None}
 
     def work(self, chunk: Chunk) -> tuple[list[Any], Any]:
         results: list[Any] = []
@@ -332,12 +330,10 @@ class BoxesJob(Job):
         return pixel_corners(box, w, h, self.voc_origin if self.target == "voc" else 0)
 
     def take(self, split: str, where: str, picture: Picture) -> str | None:
-        key = hashlib.blake2b(picture.filename.encode("utf-8", "surrogatepass"), digest_size=8).digest()
-        if key in self._seen:
-            return f"{picture.filename}: named by records of {self._seen[key]} and {split} too"
-        self._seen[key] = split
         assert self._staging is not None and self.found is not None
-        self._staging.place(picture.name, posixpath.join(IMAGES, picture.filename))
+        earlier = self._staging.place(picture.name, posixpath.join(IMAGES, picture.filename), split)
+        if earlier is not None:
+            return f"{picture.filename}: named by records of {earlier} and {split} too"
         picture.split = split
         self.found.append(picture)
         for box in picture.boxes:

@@ -14,7 +14,6 @@ stored; raw pixels as PNG. Everything is staged (staging.py): a failed export le
 
 from __future__ import annotations
 
-import hashlib
 import io
 import posixpath
 from dataclasses import dataclass, field
@@ -137,11 +136,10 @@ class ImagesJob(Job):
         self.plan, self.drop = plan, staging.drop
         self.numbers = {split: n for n, split in enumerate(splits)}
         self._staging: Staging | None = staging  # parent side only
-        self._seen: set[bytes] = set()
         self._csv: Any = None
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_staging": None, "_seen": set(), "_csv": None}
+        return {**self.__dict__, "_staging": None, "_csv": None}
 
     def work(self, chunk: Chunk) -> tuple[list[Any], Any]:
         results: list[Any] = []
@@ -164,13 +162,10 @@ class ImagesJob(Job):
             self._csv.row(["filename", "split", *([self.plan.label] if self.plan.label else []), *self.plan.columns])
 
     def take(self, split: str, where: str, result: Placed) -> str | None:
-        key = hashlib.blake2b(result.relative.encode("utf-8", "surrogatepass"), digest_size=8).digest()
-        if key in self._seen:
+        assert self._staging is not None
+        if self._staging.place(result.name, result.relative) is not None:
             within = " within a split" if self.plan.layout == "folders" else ""
             return f"writes {result.relative}, as an earlier record does: file names must differ{within}"
-        self._seen.add(key)
-        assert self._staging is not None
-        self._staging.place(result.name, result.relative)
         if result.row is not None:
             self._csv.row(result.row)
         return None

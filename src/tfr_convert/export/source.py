@@ -63,8 +63,7 @@ class ExportSource:
             for record in container.salvage(path) if self.salvage else container.records(path):
                 if isinstance(record, containers.Loss):
                     if skips is not None:
-                        lost = "records lost: unknown" if record.records is None else f"{record.records} record(s) lost"
-                        skips.add(f"{path}: bytes {record.start}-{record.end}", f"{record.reason}; {lost}")
+                        skips.add(f"{path}: bytes {record.start}-{record.end}", record.said())
                     continue
                 if self.salvage and record.offset is not None:  # salvage's indexes count sound records only
                     yield f"{path} record at byte {record.offset}", record.data

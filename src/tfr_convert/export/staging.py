@@ -13,6 +13,7 @@ the annotation files written last), go to local spool files, not memory.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import os
 import pickle
@@ -82,13 +83,21 @@ class Staging:
         self.spools = tempfile.mkdtemp(prefix="tfr-export-")
         self._moves = Spool(self.spools, "moves")
         self._files: list[str] = []  # written here, relative to OUT
+        self._placed: dict[bytes, str] = {}  # a hash of each placed name -> its tag
 
     def spool(self, name: str) -> Spool:
         return Spool(self.spools, name)
 
-    def place(self, name: str, relative: str) -> None:
-        """The record's file `name` (written through `drop`) is OUT/relative."""
+    def place(self, name: str, relative: str, tag: str = "") -> str | None:
+        """The record's file `name` (written through `drop`) is OUT/relative; unless an
+        earlier record's file is: then nothing is placed, and that record's `tag` is
+        returned. (Names are remembered as 8-byte hashes: a few bytes a record.)"""
+        key = hashlib.blake2b(relative.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+        if key in self._placed:
+            return self._placed[key]
+        self._placed[key] = tag
         self._moves.append((fs.join(self.root, RECORDS, name), relative))
+        return None
 
     def put(self, relative: str, data: bytes) -> None:
         with self.open(relative) as f:
