@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import io
+import json
 import operator
 import os
 import posixpath
@@ -23,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import fs
+from .. import coco_rle, fs
 from ..errors import OptionError, SourceError
 from ..features import FeatureSpec
 from ..skips import Skips
@@ -37,6 +39,9 @@ from .grouping import plan_groups
 from .imaging import DecodePolicy, probe, reencode
 
 IMAGE_FORMATS = ("keep", "jpeg", "png")
+MASK_FORMATS = ("coco", "voc")
+VOC_VOID = 255  # SegmentationObject's outline and "difficult" pixels: no object's
+KEYPOINTS_FILE = "keypoints.json"  # the keypoint names and skeleton (pairs counted from 1), as COCO gives them
 # What the API's decoder reads by `image/format`; anything else is re-encoded in keep mode.
 STORED_AS_IS = ("jpeg", "png")
 CLIP_TOLERANCE = 1.0  # pixels a box may lie outside its image and be clipped, not refused
@@ -55,15 +60,16 @@ def _named(wheres: list[str]) -> str:
 _BOX_FIELDS = operator.attrgetter(*(f.name for f in dataclasses.fields(Box)))
 
 
-def _item(entry: ImageBoxes) -> tuple:
-    """An image's annotation as an item: plain tuples (engines ship items as JSON)."""
+def _item(entry: ImageBoxes, mask_file: str | None = None) -> tuple:
+    """An image's annotation as an item: plain tuples (engines ship items as JSON), with
+    the file of its instance masks (VOC's SegmentationObject PNG), if any."""
     boxes = tuple(map(_BOX_FIELDS, entry.boxes))
-    return (entry.filename, entry.where, entry.width, entry.height, entry.source_id, boxes)
+    return (entry.filename, entry.where, entry.width, entry.height, entry.source_id, mask_file, boxes)
 
 
-def _annotation(item: tuple) -> ImageBoxes:
-    filename, where, width, height, source_id, boxes = item
-    return ImageBoxes(filename, tuple(Box(*box) for box in boxes), where, width, height, source_id)
+def _annotation(item: tuple) -> tuple[ImageBoxes, str | None]:
+    filename, where, width, height, source_id, mask_file, boxes = item
+    return ImageBoxes(filename, tuple(Box(*box) for box in boxes), where, width, height, source_id), mask_file
 
 
 def label_map_pbtxt(labels: dict[str, int]) -> bytes:
@@ -123,6 +129,8 @@ class DetectionOptions:
     dedupe: str | None = None
     voc_origin: int = 0  # as the Object Detection API's converter reads VOC files
     coco_ids: str = "keep"
+    masks: bool = False  # instance masks: COCO segmentations, VOC SegmentationObject PNGs
+    voc_masks: str | None = None  # VOC's SegmentationObject folder; None: beside the annotations folder
 
     def problem(self) -> str | None:
         """What makes these options impossible together, in the command line's words, or None."""
@@ -174,6 +182,19 @@ class DetectionConverter(FileItems, Converter):
         self._flag: tuple[Any, ...] = ()
         fmt = box_formats.detect(annotations) if annotation_format == "auto" else annotation_format
         self.annotation_format = fmt
+        if options.masks and fmt not in MASK_FORMATS:
+            raise OptionError(
+                f"--masks draws COCO segmentations or VOC SegmentationObject PNGs; {fmt} annotations hold none"
+            )
+        self.masks = options.masks
+        self._voc_masks = None
+        if options.masks and fmt == "voc":
+            self._voc_masks = options.voc_masks or fs.join(fs.dirname(annotations.rstrip("/")), "SegmentationObject")
+            if not fs.isdir(self._voc_masks):
+                raise SourceError(
+                    f"{self._voc_masks}: no such folder: --masks reads VOC's instance masks from the "
+                    "SegmentationObject folder beside the annotations folder"
+                )
         self._annotations = annotations
         self._settings = {
             "annotation_format": fmt,
@@ -184,13 +205,17 @@ class DetectionConverter(FileItems, Converter):
             "dedupe": dedupe,
             **({"voc_origin": options.voc_origin} if fmt == "voc" else {}),
             **({"coco_ids": options.coco_ids} if fmt == "coco" else {}),
+            **({"masks": True} if options.masks else {}),
         }
         self._dedupe = dedupe
         classes = read_names(classes_file) if classes_file else None
         images = [f.replace(os.sep, "/") for f in list_files(image_dir, exclude=out)]
         images = [f for f in images if f.lower().endswith(IMAGE_SUFFIXES)]
-        found = box_formats.read(annotations, fmt, images, classes, options.voc_origin)
+        found = box_formats.read(annotations, fmt, images, classes, options.voc_origin, masks=options.masks)
         self._annotation_files = found.files
+        self.keypoint_names, self.skeleton = found.keypoint_names or [], found.skeleton or []
+        if self.keypoint_names:
+            self._settings["keypoints"] = {"names": self.keypoint_names, "skeleton": self.skeleton}
         for where, why in found.problems:
             self.reject(where, why)
         self.classes = classes or found.classes or sorted({b.name for i in found.images for b in i.boxes})
@@ -217,6 +242,8 @@ class DetectionConverter(FileItems, Converter):
     def _items(self, annotated: list[ImageBoxes], images: list[str], class_source: str | None) -> list[tuple]:
         on_disk = set(images)
         by_name: dict[str, ImageBoxes] = {}
+        voc_masks = {f.replace(os.sep, "/") for f in list_files(self._voc_masks)} if self._voc_masks else set()
+        mask_files: dict[str, str] = {}
         for entry in annotated:
             name = entry.filename
             if posixpath.isabs(name) or name == ".." or name.startswith("../"):
@@ -229,6 +256,16 @@ class DetectionConverter(FileItems, Converter):
             for box in entry.boxes:
                 if box.name not in self._label:
                     problems.append((box.where, f"class {box.name!r} is not in {class_source}"))
+            if self._voc_masks and entry.boxes:
+                mask_files[name] = posixpath.splitext(name)[0] + ".png"  # a/b.jpg's is a/b.png
+                if mask_files[name] not in voc_masks:
+                    problems.append(
+                        (
+                            entry.where,
+                            f"no instance mask {fs.join(self._voc_masks, mask_files[name])} (VOC segments some "
+                            "images only: --on-error skip leaves the others out)",
+                        )
+                    )
             if problems:
                 if self.on_error != "skip":
                     raise SourceError(f"{problems[0][0]}: {problems[0][1]}")
@@ -237,11 +274,15 @@ class DetectionConverter(FileItems, Converter):
                 on_disk.discard(name)  # dropped, not kept as a negative
                 continue
             by_name[name] = entry
-        return [_item(by_name.get(name) or ImageBoxes(name, (), "")) for name in images if name in on_disk]
+        return [
+            _item(by_name.get(name) or ImageBoxes(name, (), ""), mask_files.get(name))
+            for name in images
+            if name in on_disk
+        ]
 
     def _split(self, items: list[tuple], spec: SplitSpec | None, stratify: bool, seed: int) -> dict[str, list[tuple]]:
         def dominant(item: tuple) -> str:  # the image's most frequent class (ties: first in label order)
-            counts = Counter(box.name for box in _annotation(item).boxes)
+            counts = Counter(box.name for box in _annotation(item)[0].boxes)
             return min(counts, key=lambda n: (-counts[n], self._label[n])) if counts else ""
 
         groups = None
@@ -287,12 +328,14 @@ class DetectionConverter(FileItems, Converter):
             "image/object/truncated": per_object_int,
             "image/object/is_crowd": per_object_int,
             "image/object/area": per_object_float,
+            **({"image/object/mask": FeatureSpec.image((None, None, 1), "png").of_objects()} if self.masks else {}),
+            **(keypoint_features(len(self.keypoint_names)) if self.keypoint_names else {}),
         }
 
     # ------------------------------------------------------------ converter interface
 
     def encode(self, item: Hashable) -> dict[str, Any]:
-        annotation = _annotation(item)  # type: ignore[arg-type]
+        annotation, mask_file = _annotation(item)  # type: ignore[arg-type]
         rel = annotation.filename
         try:
             data = fs.read_bytes(fs.join(self.root, rel), inside=self._real_root)
@@ -319,6 +362,11 @@ class DetectionConverter(FileItems, Converter):
             )
             image, (out_h, out_w, _) = reencode(data, rel, self.policy, fmt, self.quality)  # upright, resized
         objects, clipped = self._objects(annotation.boxes, width, height)
+        if self.masks:
+            masks = self._instance_masks(annotation.boxes, mask_file, width, height)
+            objects["image/object/mask"] = np.array([instance_png(m, out_w, out_h) for m in masks], dtype=object)
+        if self.keypoint_names:
+            objects.update(keypoints(annotation.boxes, len(self.keypoint_names), self.keypoint_names, width, height))
         self._flag = (fmt, why and rel, tuple(clipped))
         return {
             "image/encoded": image,
@@ -366,6 +414,23 @@ class DetectionConverter(FileItems, Converter):
             "image/object/area": table[:, 4].astype(np.float32),
         }, clipped
 
+    def _instance_masks(
+        self, boxes: tuple[Box, ...], mask_file: str | None, width: int, height: int
+    ) -> list[np.ndarray]:
+        """Each object's 0/1 mask at the image's displayed size: COCO's segmentation drawn
+        (a crowd's RLE as it is, polygons joined), or VOC's SegmentationObject pixels of
+        the object's number (its place in the XML, from 1)."""
+        if mask_file is None:
+            return [_drawn(box, width, height) for box in boxes]
+        path = fs.join(self._voc_masks, mask_file)  # type: ignore[arg-type]
+        indices = _voc_instances(path, width, height)
+        if int(indices[indices != VOC_VOID].max(initial=0)) > len(boxes):
+            raise SourceError(
+                f"{path}: holds object {int(indices[indices != VOC_VOID].max())}, but "
+                f"{boxes[0].where.rsplit(' object', 1)[0]} lists {len(boxes)}"
+            )
+        return [(indices == n).astype(np.uint8) for n in range(1, len(boxes) + 1)]
+
     def roots(self) -> list[str]:
         return [self.root]
 
@@ -393,7 +458,12 @@ class DetectionConverter(FileItems, Converter):
         return warnings
 
     def extra_files(self) -> dict[str, bytes]:
-        return {"label_map.pbtxt": label_map_pbtxt(self._label)}
+        files = {"label_map.pbtxt": label_map_pbtxt(self._label)}
+        if self.keypoint_names:
+            files[KEYPOINTS_FILE] = (
+                json.dumps({"names": self.keypoint_names, "skeleton": self.skeleton}, indent=1) + "\n"
+            ).encode()
+        return files
 
     def sources(self) -> list[dict[str, Any]]:
         sources = []
@@ -412,3 +482,85 @@ class DetectionConverter(FileItems, Converter):
                 "grayscale": self.policy.grayscale,
             },
         }
+
+
+def _drawn(box: Box, width: int, height: int) -> np.ndarray:
+    if box.segmentation is None:
+        raise SourceError(f"{box.where}: no segmentation, which --masks draws")
+    try:
+        return coco_rle.decode(json.loads(box.segmentation), height, width)
+    except coco_rle.MaskError as e:
+        raise SourceError(f"{box.where}: {e}") from None
+
+
+def _voc_instances(path: str, width: int, height: int) -> np.ndarray:
+    """A SegmentationObject PNG's object numbers (palette indices), checked against the image's size."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(io.BytesIO(fs.read_bytes(path))) as im:
+            if im.mode not in ("P", "L"):
+                raise SourceError(f"{path}: a {im.mode} image; SegmentationObject masks are palette PNGs")
+            indices = np.asarray(im)
+    except (UnidentifiedImageError, OSError) as e:
+        raise SourceError(f"{path}: not a readable mask ({e})") from None
+    if indices.shape != (height, width):
+        raise SourceError(
+            f"{path} is {indices.shape[1]}x{indices.shape[0]}, the image {width}x{height}: a mask must be its "
+            "image's size"
+        )
+    return indices
+
+
+def instance_png(mask: np.ndarray, width: int, height: int) -> bytes:
+    """One object's mask as the Object Detection API stores it: a one-channel PNG of 0
+    and 1 at the stored image's size (resized by nearest neighbour)."""
+    from PIL import Image
+
+    picture = Image.fromarray(mask, "L")
+    if picture.size != (width, height):
+        picture = picture.resize((width, height), Image.Resampling.NEAREST)
+    out = io.BytesIO()
+    picture.save(out, format="PNG")
+    return out.getvalue()
+
+
+def keypoint_features(count: int) -> dict[str, FeatureSpec]:
+    """Keypoints as the Object Detection API's decoder reads them: `count` of each per
+    object, back to back (TFDS reads a Sequence of shape-(count,) tensors)."""
+    return {
+        "image/object/keypoint/x": FeatureSpec.tensor("float32", (count,)).of_objects(),
+        "image/object/keypoint/y": FeatureSpec.tensor("float32", (count,)).of_objects(),
+        "image/object/keypoint/visibility": FeatureSpec.tensor("int64", (count,)).of_objects(),
+        "image/object/keypoint/text": FeatureSpec.tensor("string", (count,)).of_objects(),
+        "image/object/keypoint/num": FeatureSpec.tensor("int64").of_objects(),
+    }
+
+
+def keypoints(boxes: tuple[Box, ...], count: int, names: list[str], width: int, height: int) -> dict[str, np.ndarray]:
+    """Each object's keypoints normalized by the displayed size, in its category's order;
+    an object without keypoints has `count` unlabelled ones (0, 0, visibility 0), as
+    create_coco_tf_record.py writes them. `num`: the labelled (visibility > 0) ones."""
+    table = np.zeros((len(boxes), count, 3), np.float64)
+    for i, box in enumerate(boxes):
+        if box.keypoints is None:
+            continue
+        points = np.array(json.loads(box.keypoints), np.float64).reshape(count, 3)
+        labelled = points[:, 2] > 0
+        outside = labelled & (
+            (points[:, 0] < 0) | (points[:, 0] > width) | (points[:, 1] < 0) | (points[:, 1] > height)
+        )
+        if outside.any():
+            k = int(np.flatnonzero(outside)[0])
+            raise SourceError(
+                f"{box.where}: keypoint {names[k]!r} at ({points[k, 0]:g}, {points[k, 1]:g}) lies outside the "
+                f"{width}x{height} image"
+            )
+        table[i] = points
+    return {
+        "image/object/keypoint/x": (table[:, :, 0] / width).astype(np.float32).reshape(-1),
+        "image/object/keypoint/y": (table[:, :, 1] / height).astype(np.float32).reshape(-1),
+        "image/object/keypoint/visibility": table[:, :, 2].astype(np.int64).reshape(-1),
+        "image/object/keypoint/text": np.array(names * len(boxes), dtype=object),
+        "image/object/keypoint/num": (table[:, :, 2] > 0).sum(axis=1).astype(np.int64),
+    }

@@ -50,6 +50,12 @@ CONVERTERS = ("tfr_convert.converters.detection:DetectionConverter",)
     help="keep: COCO category ids are the labels (as create_coco_tf_record.py, so mscoco_label_map.pbtxt "
     "matches); contiguous: labels 1..N in id order. --classes numbers classes 1..N in its order.",
 )
+@click.option(
+    "--masks",
+    is_flag=True,
+    help="Instance masks to image/object/mask (a 0/1 PNG per object, as the Object Detection API's "
+    "--include_masks): COCO polygons and RLE, or VOC's SegmentationObject PNGs beside the annotations folder.",
+)
 @split_options("Keep the proportions of each image's main class in every split.")
 @click.option(
     "--image-format",
@@ -71,6 +77,7 @@ def command(
     classes_file,
     voc_origin,
     coco_ids,
+    masks,
     split,
     stratify,
     image_format,
@@ -102,13 +109,17 @@ def command(
         dedupe=dedupe,
         voc_origin=voc_origin,
         coco_ids=coco_ids,
+        masks=masks,
     )
     usage_error_if(options.problem())
 
     def make_converter():  # remote annotations are read from local copies; images in place
         from ... import fs
 
-        staged = dataclasses.replace(options, annotations=fs.stage(annotations), classes_file=fs.stage(classes_file))
+        voc_masks = fs.join(fs.dirname(annotations.rstrip("/")), "SegmentationObject") if masks else None
+        staged = dataclasses.replace(
+            options, annotations=fs.stage(annotations), classes_file=fs.stage(classes_file), voc_masks=voc_masks
+        )
         return DetectionConverter(image_dir, staged, out=common["out"], seed=common["seed"], on_error=on_error)
 
     run_conversion(make_converter, on_error=on_error, **common)

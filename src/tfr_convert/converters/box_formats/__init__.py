@@ -37,9 +37,17 @@ def detect(path: str) -> str:
     )
 
 
-def read(path: str, fmt: str, image_files: list[str], classes: list[str] | None, voc_origin: int = 0) -> Annotations:
+def read(
+    path: str,
+    fmt: str,
+    image_files: list[str],
+    classes: list[str] | None,
+    voc_origin: int = 0,
+    masks: bool = False,
+) -> Annotations:
     """`image_files`: IMAGE_DIR's images (relative); YOLO pairs labels with them by name.
-    `voc_origin`: where VOC files count pixels from (voc.py)."""
+    `voc_origin`: where VOC files count pixels from (voc.py). `masks`: keep COCO's
+    segmentations."""
     if fmt == "csv":
         from . import csv_boxes
 
@@ -53,7 +61,7 @@ def read(path: str, fmt: str, image_files: list[str], classes: list[str] | None,
     if fmt == "coco":
         from . import coco
 
-        return coco.read(path)
+        return coco.read(path, masks)
     from . import yolo
 
     if not os.path.isdir(path):

@@ -6,6 +6,11 @@ Category ids are often not contiguous (COCO's own run 1..90 for 80 classes): the
 classes are listed in increasing id order, with their ids beside them; the converter
 keeps the ids as labels (as the Object Detection API's create_coco_tf_record.py does)
 or numbers them 1..N in that order (--coco-ids).
+
+With `masks`, each annotation's `segmentation` (polygons or RLE) is kept for the
+converter to draw; a person_keypoints file's `keypoints` ([x, y, v] for each name in
+its category's `keypoints`, v 0: not labelled, 1: hidden, 2: visible) are kept
+whenever they are there, with the categories' names and `skeleton`.
 """
 
 from __future__ import annotations
@@ -71,7 +76,7 @@ def _int(value: Any, what: str) -> int:
     return value
 
 
-def read(path: str) -> Annotations:
+def read(path: str, masks: bool = False) -> Annotations:
     if os.path.getsize(path) > MAX_JSON_BYTES:
         raise SourceError(f"{path}: {os.path.getsize(path)} bytes, more than a COCO file may hold here (2 GiB)")
     with open(path, "rb") as f:
@@ -81,7 +86,7 @@ def read(path: str) -> Annotations:
     except UnicodeDecodeError as e:
         raise SourceError(f"{path}: not UTF-8 text (byte {e.start})") from None
     del data  # the text alone while it is parsed
-    images, annotations = _Images(path), _Annotations(path)
+    images, annotations = _Images(path), _Annotations(path, masks)
     try:
         doc = read_object(text, {"images": images.read, "annotations": annotations.read}, _parse_int)
     except json.JSONDecodeError as e:
@@ -105,11 +110,18 @@ def read(path: str) -> Annotations:
         if key in annotations.first_keys and "bbox" not in annotations.first_keys:
             raise SourceError(f"{path}: {kind}: no boxes here; give the instances_*.json of the same split")
     categories = _categories(doc, path)
+    keypoints = _keypoint_lists(doc, categories, path)
     found = Annotations([], [path], classes=[categories[c] for c in sorted(categories)], class_ids=sorted(categories))
+    if keypoints:
+        found.keypoint_names, found.skeleton = next(iter(keypoints.values()))
     found.problems += images.problems
-    annotations.resolve(images.by_id, categories, found.problems)
+    annotations.resolve(images.by_id, categories, found.problems, {c: len(k[0]) for c, k in keypoints.items()})
     found.images = images.collector.images()
     return found
+
+
+def _unwritable(value: Any) -> Any:
+    raise ValueError(f"segmentation holds {value!r}, not a number")
 
 
 def _categories(doc: dict[str, Any], path: str) -> dict[int, str]:
@@ -131,6 +143,46 @@ def _categories(doc: dict[str, Any], path: str) -> dict[int, str]:
             raise SourceError(f"{where}: category name {name.strip()!r} appears twice")
         categories[cid] = name.strip()
     return categories
+
+
+def _keypoint_lists(doc: dict[str, Any], categories: dict[int, str], path: str) -> dict[int, tuple[list, list]]:
+    """{category id: (keypoint names, skeleton)} of the categories that name keypoints;
+    all of them must name the same (the records hold one list per object)."""
+    found: dict[int, tuple[list, list]] = {}
+    for i, cat in enumerate(doc["categories"]):
+        if "keypoints" not in cat:
+            continue
+        where = f"{path} categories[{i}]"
+        names, skeleton = cat["keypoints"], cat.get("skeleton", [])
+        if not isinstance(names, list) or not names or not all(isinstance(n, str) and n.strip() for n in names):
+            raise SourceError(f"{where}: keypoints is {shown(names)}, not a list of names")
+        if len(set(names)) != len(names):
+            raise SourceError(f"{where}: keypoints names one point twice")
+        if not isinstance(skeleton, list) or not all(
+            isinstance(pair, list) and len(pair) == 2 and all(type(k) is int and 1 <= k <= len(names) for k in pair)
+            for pair in skeleton
+        ):
+            raise SourceError(f"{where}: skeleton is {shown(skeleton)}, not pairs of keypoint numbers 1..{len(names)}")
+        for other, (other_names, _) in found.items():
+            if other_names != names:
+                raise SourceError(
+                    f"{where}: {categories[cat['id']]!r} names other keypoints than {categories[other]!r}; "
+                    "the records hold one list of keypoints for every object: convert them apart"
+                )
+        found[cat["id"]] = (names, skeleton)
+    return found
+
+
+def _keypoints(value: Any) -> tuple[str, int]:
+    """An annotation's keypoints as compact JSON text, and how many points they are."""
+    if not isinstance(value, list) or len(value) % 3:
+        raise ValueError(f"keypoints is {shown(value)}, not [x, y, visibility] triples")
+    for k in range(0, len(value), 3):
+        json_number(value[k], f"keypoints[{k}]")
+        json_number(value[k + 1], f"keypoints[{k + 1}]")
+        if value[k + 2] not in (0, 1, 2) or type(value[k + 2]) is bool:
+            raise ValueError(f"keypoints[{k + 2}] is {shown(value[k + 2])}, a visibility: 0, 1 or 2")
+    return json.dumps(value, separators=(",", ":")), len(value) // 3
 
 
 class _Images:
@@ -171,8 +223,9 @@ class _Annotations:
     in the file, are known. What cannot be told without them (an image or category id
     that names none) is decided in `resolve`, in the order each entry was checked before."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, masks: bool = False) -> None:
         self.path = path
+        self.masks = masks
         self.read_once = False
         self.index = array("q")  # of each sound entry, in 'annotations'
         self.image_ids: list[int] = []
@@ -180,6 +233,9 @@ class _Annotations:
         self.boxes = array("d")  # x, y, w, h of each
         self.crowd = array("b")
         self.area = array("d")  # nan: none given
+        self.segmentations: list[str | None] = []  # with masks
+        self.keypoints: list[str | None] = []
+        self.keypoint_counts = array("q")
         # (index, image id or None, category id or None, message) of an entry found wrong;
         # image id None: the message is about the image id itself (no image to blame)
         self.wrong: list[tuple[int, int | None, int | None, str]] = []
@@ -221,6 +277,12 @@ class _Annotations:
                 if crowd not in (0, 1) or type(crowd) is bool:
                     raise ValueError(f"iscrowd is {shown(crowd)}, not 0 or 1")
                 area = json_number(ann["area"], "area") if "area" in ann else math.nan
+                segmentation = None
+                if self.masks:
+                    if "segmentation" not in ann:
+                        raise ValueError("no segmentation, which --masks draws")
+                    segmentation = json.dumps(ann["segmentation"], separators=(",", ":"), default=_unwritable)
+                keypoints, count = _keypoints(ann["keypoints"]) if "keypoints" in ann else (None, 0)
             except ValueError as e:
                 self.wrong.append((i, iid, cid, str(e)))
                 continue
@@ -230,6 +292,10 @@ class _Annotations:
             self.boxes.extend((x, y, w, h))
             self.crowd.append(crowd)
             self.area.append(area)
+            if self.masks:
+                self.segmentations.append(segmentation)
+            self.keypoints.append(keypoints)
+            self.keypoint_counts.append(count)
 
     def _repeated(self) -> dict[int, str]:
         """Each entry whose id an earlier one has: the message naming the first."""
@@ -252,9 +318,17 @@ class _Annotations:
                 repeated[later] = f"annotation id {value} appears twice (annotations[{where[0]}] too)"
         return repeated
 
-    def resolve(self, by_id: dict[int, dict], categories: dict[int, str], problems: list[tuple[str, str]]) -> None:
+    def resolve(
+        self,
+        by_id: dict[int, dict],
+        categories: dict[int, str],
+        problems: list[tuple[str, str]],
+        keypoint_counts: dict[int, int] | None = None,
+    ) -> None:
         """Every entry, in file order, as a box of its image or a problem (of the image, or
-        of the file where no image can be blamed)."""
+        of the file where no image can be blamed). `keypoint_counts`: of each category
+        that names keypoints."""
+        keypoint_counts = keypoint_counts or {}
         repeated = self._repeated()
         wrong = iter(self.wrong)
         pending = next(wrong, None)
@@ -282,6 +356,15 @@ class _Annotations:
                 entry["problems"].append((where, f"category_id {cid} is not in 'categories'"))
             elif message is not None:
                 entry["problems"].append((where, message))
+            elif self.keypoints[k - 1] is not None and self.keypoint_counts[k - 1] != keypoint_counts.get(cid):
+                named = keypoint_counts.get(cid)
+                entry["problems"].append(
+                    (
+                        where,
+                        f"{self.keypoint_counts[k - 1]} keypoints, but category {categories[cid]!r} names "
+                        + (f"{named}" if named else "none"),
+                    )
+                )
             else:
                 x, y, w, h = self.boxes[4 * (k - 1) : 4 * k]
                 area = self.area[k - 1]
@@ -295,5 +378,7 @@ class _Annotations:
                         where=where,  # type: ignore[index]
                         is_crowd=self.crowd[k - 1],
                         area=None if math.isnan(area) else area,
+                        segmentation=self.segmentations[k - 1] if self.masks else None,
+                        keypoints=self.keypoints[k - 1],
                     )
                 )

@@ -31,6 +31,11 @@ class Box:
     is_crowd: int = 0
     area: float | None = None  # COCO's own (segmentation) area; None: the box's
     normalized: bool = False  # fractions of the image (YOLO), not pixels
+    # COCO's, kept as compact JSON text (a string is cheaper to hold and to ship than
+    # the lists it spells): the instance's segmentation (when masks are asked for) and
+    # its keypoints, [x, y, visibility] for each of its category's keypoint names
+    segmentation: str | None = None
+    keypoints: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +56,8 @@ class Annotations:
     classes: list[str] | None = None  # names in label order, when the format defines them
     class_ids: list[int] | None = None  # the format's own id of each of `classes` (COCO's category ids)
     problems: list[tuple[str, str]] = field(default_factory=list)  # (where, what) tied to no image
+    keypoint_names: list[str] | None = None  # COCO: the categories' one list of keypoints
+    skeleton: list[list[int]] | None = None  # COCO: pairs of keypoints (counted from 1) joined by a limb
 
 
 # A number as annotation files write one: ASCII digits, a sign, a point, an exponent

@@ -1,0 +1,310 @@
+"""tfr-convert detection --masks and COCO keypoints: instance masks from COCO polygons and
+RLE (drawn as pycocotools draws them) and from VOC's SegmentationObject PNGs, keypoints
+from a person_keypoints file; read back through the Object Detection API's decoder keys,
+through TFDS, and through pycocotools on the same annotations."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tensorflow_datasets as tfds
+from PIL import Image
+from pycocotools import mask as coco_mask
+
+from test_detection import OD_API_KEYS, write_images, write_voc
+from tfr_convert import coco_rle
+
+# The API's decoder keys for what this adds (TfExampleDecoder with PNG instance masks and
+# num_keypoints): masks as PNG strings, keypoints as flat lists.
+MASK_KEYS = {
+    **OD_API_KEYS,
+    "image/object/mask": tf.io.VarLenFeature(tf.string),
+    "image/object/keypoint/x": tf.io.VarLenFeature(tf.float32),
+    "image/object/keypoint/y": tf.io.VarLenFeature(tf.float32),
+    "image/object/keypoint/visibility": tf.io.VarLenFeature(tf.int64),
+    "image/object/keypoint/text": tf.io.VarLenFeature(tf.string),
+    "image/object/keypoint/num": tf.io.VarLenFeature(tf.int64),
+}
+KEYPOINTS = ["nose", "left_eye", "right_eye", "left_hand", "right_hand"]
+SKELETON = [[1, 2], [1, 3], [2, 4], [3, 5]]
+
+
+def parsed(out, keys=MASK_KEYS):
+    found = {}
+    for record in tf.data.TFRecordDataset([str(p) for p in sorted(out.glob("*.tfrecord-*"))]):
+        ex = tf.io.parse_single_example(record, {k: v for k, v in keys.items()})
+        ex = {k: tf.sparse.to_dense(v).numpy() if isinstance(v, tf.SparseTensor) else v.numpy() for k, v in ex.items()}
+        found[ex["image/filename"].decode()] = ex
+    return found
+
+
+def decoded_masks(ex) -> list[np.ndarray]:
+    """As the API's decoder does: each PNG to one channel, > 0 is the object."""
+    return [tf.io.decode_png(png, channels=1).numpy()[..., 0] for png in ex["image/object/mask"]]
+
+
+# image -> (width, height, [(category, segmentation, iscrowd, keypoints or None)])
+def coco_dataset():
+    square = [[4.0, 4.0, 20.5, 4.0, 20.5, 18.2, 4.0, 18.2]]
+    two_parts = [[30, 2, 40, 2, 35, 12], [41.3, 20.7, 60, 25.2, 50.5, 40.1, 44, 33]]
+    crowd = np.zeros((48, 64), np.uint8)
+    crowd[30:46, 2:25] = 1
+    crowd[40:44, 30:60] = 1
+    crowd_rle = coco_mask.encode(np.asfortranarray(crowd))
+    crowd_rle = {"size": crowd_rle["size"], "counts": crowd_rle["counts"].decode()}
+    ring = np.zeros((70, 50), np.uint8)
+    ring[10:60, 5:45] = 1
+    ring[25:45, 15:35] = 0
+    uncompressed = {"size": [70, 50], "counts": coco_rle.to_runs(ring).tolist()}
+    points = [10, 8, 2, 14, 6, 2, 8, 6, 1, 0, 0, 0, 18.5, 17.25, 2]
+    return {
+        "a.jpg": (64, 48, [("person", square, 0, points), ("dog", two_parts, 0, None), ("dog", crowd_rle, 1, None)]),
+        "b.png": (50, 70, [("person", uncompressed, 0, [0] * 15)]),
+        "c.jpg": (40, 40, []),
+    }
+
+
+def write_coco(path, dataset, keypoints=True):
+    ids = {"person": 1, "dog": 18}
+    images, annotations = [], []
+    for i, (name, (w, h, objects)) in enumerate(dataset.items(), 1):
+        images.append({"id": i, "file_name": name, "width": w, "height": h})
+        for category, segmentation, crowd, points in objects:
+            mask = coco_rle.decode(segmentation, h, w)
+            ys, xs = np.nonzero(mask)
+            ann = {"id": len(annotations) + 1, "image_id": i, "category_id": ids[category], "iscrowd": crowd,
+                   "bbox": [int(xs.min()), int(ys.min()), int(xs.max() - xs.min() + 1), int(ys.max() - ys.min() + 1)],
+                   "area": int(mask.sum()), "segmentation": segmentation}  # fmt: skip
+            if points is not None:
+                ann["keypoints"] = points
+                ann["num_keypoints"] = sum(v > 0 for v in points[2::3])
+            annotations.append(ann)
+    person = {"id": 1, "name": "person"}
+    if keypoints:
+        person |= {"keypoints": KEYPOINTS, "skeleton": SKELETON}
+    doc = {"images": images, "annotations": annotations, "categories": [person, {"id": 18, "name": "dog"}]}
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def coco_case(cli, tmp_path, *args, dataset=None, keypoints=True):
+    dataset = dataset or coco_dataset()
+    images = write_images(tmp_path / "images", {n: (w, h, []) for n, (w, h, _) in dataset.items()})
+    annotations = write_coco(tmp_path / "person_keypoints.json", dataset, keypoints)
+    out = tmp_path / "out"
+    result = cli.convert("detection", images, "--annotations", annotations, "--out", out, "--no-shuffle", *args)
+    return result, out, annotations
+
+
+def test_polygons_and_rle_decode_to_the_masks_pycocotools_draws():
+    rng = random.Random(7)
+    for trial in range(400):
+        h, w = rng.randint(1, 50), rng.randint(1, 50)
+        polygons = []
+        for _ in range(rng.randint(1, 3)):
+            points = []
+            for _ in range(rng.randint(3, 10)):  # vertices inside, on and past the edges, some repeated
+                points += [rng.choice([rng.uniform(-4, w + 4), rng.randint(0, w), rng.uniform(0, w)]),
+                           rng.choice([rng.uniform(-4, h + 4), rng.randint(0, h), round(rng.uniform(0, h), 1)])]  # fmt: skip
+            if rng.random() < 0.2:
+                points += points[-2:]
+            polygons.append(points)
+        want = coco_mask.decode(coco_mask.merge(coco_mask.frPyObjects(polygons, h, w)))
+        assert np.array_equal(coco_rle.decode(polygons, h, w), want), (h, w, polygons)
+        mask = (np.random.default_rng(trial).random((h, w)) < rng.random()).astype(np.uint8)
+        compressed = coco_mask.encode(np.asfortranarray(mask))
+        assert coco_rle.encode(mask) == {"size": [h, w], "counts": compressed["counts"].decode()}
+        assert np.array_equal(coco_rle.decode({"size": [h, w], "counts": compressed["counts"].decode()}, h, w), mask)
+        uncompressed = {"size": [h, w], "counts": coco_rle.to_runs(mask).tolist()}
+        assert np.array_equal(
+            coco_rle.decode(uncompressed, h, w), coco_mask.decode(coco_mask.frPyObjects(uncompressed, h, w))
+        )
+
+
+def test_coco_masks_reach_the_api_decoder_and_tfds_equal_to_pycocotools(cli, tmp_path):
+    from pycocotools.coco import COCO
+
+    result, out, annotations = coco_case(cli, tmp_path, "--masks")
+    assert result.exit_code == 0, result.stderr
+    coco = COCO(str(annotations))
+    examples = parsed(out)
+    for image_id, info in coco.imgs.items():
+        ex = examples[info["file_name"]]
+        masks = decoded_masks(ex)
+        wanted = [coco.annToMask(a) for a in coco.loadAnns(coco.getAnnIds(imgIds=image_id))]
+        assert len(masks) == len(wanted) == len(ex["image/object/bbox/xmin"])
+        for got, want in zip(masks, wanted, strict=True):
+            assert got.shape == (info["height"], info["width"]) and set(np.unique(got)) <= {0, 1}
+            assert np.array_equal(got, want)
+    assert list(examples["a.jpg"]["image/object/is_crowd"]) == [0, 0, 1]
+    builder = tfds.builder_from_directory(str(out))
+    for ex in tfds.as_numpy(builder.as_dataset(split="train")):
+        objects = ex["image"]["object"]
+        name = ex["image"]["filename"].decode()
+        n = len(objects["bbox"]["xmin"])
+        if n:
+            assert objects["mask"].shape == (n, ex["image"]["height"], ex["image"]["width"], 1)
+            assert np.array_equal(objects["mask"][..., 0], np.stack(decoded_masks(examples[name])))
+        else:
+            assert objects["mask"].shape[0] == 0
+
+
+def test_keypoints_round_trip_normalized_with_names_and_skeleton(cli, tmp_path):
+    result, out, _ = coco_case(cli, tmp_path)
+    assert result.exit_code == 0, result.stderr
+    examples = parsed(out)
+    for name, (w, h, objects) in coco_dataset().items():
+        ex = examples[name]
+        want = np.array([p if p is not None else [0] * 15 for *_, p in objects], np.float64).reshape(-1, 3)
+        assert np.abs(ex["image/object/keypoint/x"] - want[:, 0] / w).max(initial=0) <= 1e-6
+        assert np.abs(ex["image/object/keypoint/y"] - want[:, 1] / h).max(initial=0) <= 1e-6
+        assert list(ex["image/object/keypoint/visibility"]) == want[:, 2].astype(int).tolist()
+        assert [t.decode() for t in ex["image/object/keypoint/text"]] == KEYPOINTS * len(objects)
+        assert list(ex["image/object/keypoint/num"]) == [sum(v > 0 for v in (p or [])[2::3]) for *_, p in objects]
+    assert json.loads((out / "keypoints.json").read_text()) == {"names": KEYPOINTS, "skeleton": SKELETON}
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["options"]["keypoints"] == {"names": KEYPOINTS, "skeleton": SKELETON}
+    # TFDS: one row of K per object; the API's decoder reshapes the flat lists the same way
+    builder = tfds.builder_from_directory(str(out))
+    for ex in tfds.as_numpy(builder.as_dataset(split="train")):
+        keypoint = ex["image"]["object"]["keypoint"]
+        n = len(ex["image"]["object"]["bbox"]["xmin"])
+        assert keypoint["x"].shape == keypoint["visibility"].shape == (n, len(KEYPOINTS))
+        flat = examples[ex["image"]["filename"].decode()]
+        assert np.array_equal(keypoint["x"].reshape(-1), flat["image/object/keypoint/x"])
+
+
+def test_a_coco_file_without_keypoints_or_masks_writes_neither(cli, tmp_path):
+    result, out, _ = coco_case(cli, tmp_path, keypoints=False, dataset={
+        "a.jpg": (64, 48, [("dog", [[1, 1, 9, 1, 9, 9]], 0, None)])})  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    features = json.loads((out / "features.json").read_text())
+    assert "mask" not in json.dumps(features) and "keypoint" not in json.dumps(features)
+    assert not (out / "keypoints.json").exists()
+
+
+def test_voc_segmentation_object_pngs_give_one_mask_per_object(cli, tmp_path):
+    dataset = {
+        "a.jpg": (64, 48, [("cat", 2, 3, 30, 40), ("dog", 20, 10, 64, 48)]),
+        "b.jpg": (50, 70, [("bird", 0, 0, 25, 35)]),
+        "d.jpg": (32, 32, []),
+    }
+    images = write_images(tmp_path / "VOC" / "JPEGImages", dataset)
+    write_voc(tmp_path / "VOC" / "Annotations", dataset)
+    masks_dir = tmp_path / "VOC" / "SegmentationObject"
+    masks_dir.mkdir()
+    wanted = {}
+    for name, (w, h, boxes) in dataset.items():
+        if not boxes:
+            continue
+        indices = np.zeros((h, w), np.uint8)
+        for n, (_, x0, y0, x1, y1) in enumerate(boxes, 1):
+            indices[y0 + 1 : y1 - 1, x0 + 1 : x1 - 1] = n
+            indices[y0, x0:x1] = 255  # the outline VOC leaves void
+        picture = Image.fromarray(indices, "P")
+        picture.putpalette([0, 0, 0, 128, 0, 0, 0, 128, 0] + [0] * (3 * 252) + [224, 224, 192])
+        picture.save(masks_dir / (name.rsplit(".", 1)[0] + ".png"))
+        wanted[name] = [(indices == n).astype(np.uint8) for n in range(1, len(boxes) + 1)]
+    out = tmp_path / "out"
+    result = cli.convert(
+        "detection", images, "--annotations", tmp_path / "VOC" / "Annotations", "--masks", "--out", out
+    )
+    assert result.exit_code == 0, result.stderr
+    examples = parsed(out, {**OD_API_KEYS, "image/object/mask": MASK_KEYS["image/object/mask"]})
+    for name, masks in wanted.items():
+        got = decoded_masks(examples[name])
+        assert len(got) == len(masks) and all(np.array_equal(g, m) for g, m in zip(got, masks, strict=True))
+    assert list(examples["d.jpg"]["image/object/mask"]) == []  # a negative: no objects, no masks
+
+    (masks_dir / "b.png").unlink()  # VOC segments some images only
+    result = cli.convert("detection", images, "--annotations", tmp_path / "VOC" / "Annotations", "--masks",
+                         "--out", tmp_path / "out2")  # fmt: skip
+    assert result.exit_code == 1 and f"no instance mask {masks_dir / 'b.png'}" in result.stderr
+    assert "--on-error skip" in result.stderr and not (tmp_path / "out2").exists()
+    result = cli.convert("detection", images, "--annotations", tmp_path / "VOC" / "Annotations", "--masks",
+                         "--out", tmp_path / "out2", "--on-error", "skip")  # fmt: skip
+    assert result.exit_code == 0 and sorted(parsed(tmp_path / "out2")) == ["a.jpg", "d.jpg"]
+
+
+def test_resized_images_get_their_masks_resized_by_nearest_neighbour(cli, tmp_path):
+    result, out, annotations = coco_case(cli, tmp_path, "--masks", "--resize", "32x24")
+    assert result.exit_code == 0, result.stderr
+    from pycocotools.coco import COCO
+
+    coco = COCO(str(annotations))
+    ex = parsed(out)["a.jpg"]
+    for got, ann in zip(decoded_masks(ex), coco.loadAnns(coco.getAnnIds(imgIds=1)), strict=True):
+        want = np.asarray(Image.fromarray(coco.annToMask(ann)).resize((32, 24), Image.Resampling.NEAREST))
+        assert got.shape == (24, 32) and np.array_equal(got, want)
+
+
+BAD_COCO = [
+    ("size", lambda doc: doc["annotations"][2]["segmentation"].update(size=[47, 64]),
+     "annotations[2]: RLE size is 47x64 (height x width), the image 48x64"),
+    ("polygon", lambda doc: doc["annotations"][0].update(segmentation=[[1, 2, 3, 4]]),
+     "annotations[0]: polygon 0 has 4 numbers: x, y pairs of 3 points or more"),
+    ("counts", lambda doc: doc["annotations"][3]["segmentation"]["counts"].append(5),
+     "annotations[3]: RLE counts cover 3505 pixels, the image 70x50 = 3500"),
+    ("missing", lambda doc: doc["annotations"][1].pop("segmentation"),
+     "annotations[1]: no segmentation, which --masks draws"),
+    ("string", lambda doc: doc["annotations"][2]["segmentation"].update(counts="0~~"),
+     "annotations[2]: RLE counts: character '~' at 1 is not one of '0'..'o'"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("case", "damage", "message"), BAD_COCO, ids=[c for c, _, _ in BAD_COCO])
+def test_a_bad_segmentation_is_exit_1_naming_the_annotation(cli, tmp_path, case, damage, message):
+    _, _, annotations = coco_case(cli, tmp_path)
+    doc = json.loads(annotations.read_text())
+    damage(doc)
+    annotations.write_text(json.dumps(doc))
+    out = tmp_path / "bad"
+    result = cli.convert("detection", tmp_path / "images", "--annotations", annotations, "--masks", "--out", out)
+    assert result.exit_code == 1, result.stderr
+    assert f"{annotations} {message}" in result.stderr and "Traceback" not in result.stderr
+    assert not out.exists()
+
+
+BAD_KEYPOINTS = [
+    ("count", lambda doc: doc["annotations"][0].update(keypoints=[1, 1, 2] * 4),
+     "annotations[0]: 4 keypoints, but category 'person' names 5"),
+    ("visibility", lambda doc: doc["annotations"][0]["keypoints"].__setitem__(2, 3),
+     "annotations[0]: keypoints[2] is 3, a visibility: 0, 1 or 2"),
+    ("outside", lambda doc: doc["annotations"][0]["keypoints"].__setitem__(0, 65),
+     "annotations[0]: keypoint 'nose' at (65, 8) lies outside the 64x48 image"),
+    ("unnamed", lambda doc: doc["annotations"][1].update(keypoints=[1, 1, 2]),
+     "annotations[1]: 1 keypoints, but category 'dog' names none"),
+    ("lists", lambda doc: doc["categories"][1].update(keypoints=["tail"]),
+     "categories[1]: 'dog' names other keypoints than 'person'"),
+    ("skeleton", lambda doc: doc["categories"][0].update(skeleton=[[1, 6]]),
+     "categories[0]: skeleton is [[1, 6]], not pairs of keypoint numbers 1..5"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("case", "damage", "message"), BAD_KEYPOINTS, ids=[c for c, _, _ in BAD_KEYPOINTS])
+def test_bad_keypoints_are_exit_1_naming_the_annotation(cli, tmp_path, case, damage, message):
+    _, _, annotations = coco_case(cli, tmp_path)
+    doc = json.loads(annotations.read_text())
+    damage(doc)
+    annotations.write_text(json.dumps(doc))
+    out = tmp_path / "bad"
+    result = cli.convert("detection", tmp_path / "images", "--annotations", annotations, "--out", out)
+    assert result.exit_code == 1, result.stderr
+    assert f"{annotations} {message}" in result.stderr and "Traceback" not in result.stderr
+    assert not out.exists()
+
+
+def test_masks_from_annotations_that_hold_none_is_a_usage_error(cli, tmp_path):
+    images = write_images(tmp_path / "images", {"a.jpg": (8, 8, [])})
+    boxes = tmp_path / "boxes.csv"
+    boxes.write_text("filename,width,height,class,xmin,ymin,xmax,ymax\na.jpg,8,8,cat,1,1,5,5\n")
+    result = cli.convert("detection", images, "--annotations", boxes, "--masks", "--out", tmp_path / "out")
+    assert result.exit_code == 2, result.stderr
+    assert "--masks draws COCO segmentations or VOC SegmentationObject PNGs; csv annotations hold none" in result.stderr
+    result = cli.convert("detection", images, "--annotations", write_voc(tmp_path / "Annotations", {
+        "a.jpg": (8, 8, [("cat", 1, 1, 5, 5)])}), "--masks", "--out", tmp_path / "out")  # fmt: skip
+    assert result.exit_code == 1 and f"{tmp_path / 'SegmentationObject'}: no such folder" in result.stderr
