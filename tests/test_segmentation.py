@@ -91,6 +91,21 @@ def test_masks_decoded_from_the_records_equal_the_sources_and_tfds_reads_them(cl
         assert image.shape[:2] == mask.shape[:2] and (mask[..., 0] == by_shape[mask.shape[:2]]).all()
 
 
+def test_layout_tfds_puts_the_dataset_where_tfds_data_dir_layout_has_it(cli, tmp_path):
+    images, masks, indices = _write(tmp_path)
+    flat, root = tmp_path / "flat", tmp_path / "root"
+    _ok(cli.convert("segmentation", images, "--masks", masks, "--out", flat))
+    _ok(cli.convert("segmentation", images, "--masks", masks, "--out", root, "--layout", "tfds", "--name", "pets"))
+    placed = root / "pets" / "1.0.0"
+    assert sorted(p.name for p in placed.glob("*.tfrecord-*")) == ["pets-train.tfrecord-00000-of-00001"]
+    assert _records(placed).keys() == _records(flat).keys() == indices.keys()
+    builder = tfds.builder_from_directory(str(placed))
+    assert builder.info.name == "pets" and str(builder.info.version) == "1.0.0"
+    assert builder.info.supervised_keys == ("image", "segmentation_mask")
+    masks_read = [m for _, m in tfds.as_numpy(builder.as_dataset(split="train", as_supervised=True))]
+    assert sorted(m.shape for m in masks_read) == sorted((*i.shape, 1) for i in indices.values())
+
+
 def test_palette_grayscale_and_rgb_coded_masks_give_the_same_records(cli, tmp_path):
     outs = []
     for kind in ("palette", "gray", "rgb"):

@@ -32,6 +32,7 @@ from .folders import IMAGE_SUFFIXES, FileItems, dataset_name, list_files
 from .imaging import DecodePolicy, probe, reencode
 
 MISSING = ("error", "skip")
+LAYOUTS = ("flat", "tfds")
 SUPERVISED = {"tuple": {"items": [{"featureKey": "image"}, {"featureKey": "segmentation_mask"}]}}
 _COLOUR = re.compile(r"^\s*(?:(\d+)\s*:)?\s*(\d+)\s*[, ]\s*(\d+)\s*[, ]\s*(\d+)\s*(.*?)\s*$")
 
@@ -79,10 +80,13 @@ class SegmentationOptions:
     split: SplitSpec | None = None
     policy: DecodePolicy = field(default_factory=DecodePolicy)
     quality: int = 95
+    layout: str = "flat"  # "tfds": under OUT/NAME/1.0.0, TFDS's data_dir layout
 
     def problem(self) -> str | None:
         if self.missing not in MISSING:
             return f"--missing-masks {self.missing}: choose {', '.join(MISSING)}"
+        if self.layout not in LAYOUTS:
+            return f"--layout {self.layout}: choose {', '.join(LAYOUTS)}"
         if self.ignore_index is not None and not 0 <= self.ignore_index <= 255:
             return f"--ignore-index {self.ignore_index}: a mask value, 0-255"
         return None
@@ -108,6 +112,7 @@ class SegmentationConverter(FileItems, Converter):
             raise OptionError(problem)
         self.root, self.mask_root, self.options_ = image_dir, options.masks, options
         self.policy = options.policy
+        self.tfds_layout = options.layout == "tfds"
         self.on_error = on_error
         self.skipped = Skips()
         self.warnings: list[str] = []
@@ -269,6 +274,7 @@ class SegmentationConverter(FileItems, Converter):
             "missing_masks": self.options_.missing,
             "split": self.options_.split.describe() if self.options_.split else None,
             "resize": list(self.policy.resize) if self.policy.resize else None,
+            "layout": self.options_.layout,
         }
 
 

@@ -47,6 +47,14 @@ CONVERTERS = ("tfr_convert.converters.segmentation:SegmentationConverter",)
     show_default=True,
     help="An image without a mask: an error, or left out and listed.",
 )
+@click.option(
+    "--layout",
+    type=click.Choice(["flat", "tfds"]),
+    default="flat",
+    show_default=True,
+    help="flat: the dataset in OUT; tfds: in OUT/NAME/1.0.0, TFDS's data_dir layout "
+    "(tfds.builder_from_directory(OUT/NAME/1.0.0)).",
+)
 @click.option("--split", "split", type=Split(), help="e.g. train=0.8,validation=0.1,test=0.1 [default: all train].")
 @click.option("--resize", type=Size2D(), help="Resize images to WxH (JPEG) and masks with nearest neighbour.")
 @click.option("--quality", type=click.IntRange(1, 100), default=95, show_default=True, help="JPEG quality.")
@@ -60,6 +68,7 @@ def command(
     palette_file,
     ignore_index,
     missing_masks,
+    layout,
     split,
     resize,
     quality,
@@ -81,6 +90,7 @@ def command(
         split=split,
         policy=DecodePolicy(max_pixels, resize=resize),
         quality=quality,
+        layout=layout,
     )
     usage_error_if(options.problem())
 
