@@ -308,3 +308,47 @@ def test_masks_from_annotations_that_hold_none_is_a_usage_error(cli, tmp_path):
     result = cli.convert("detection", images, "--annotations", write_voc(tmp_path / "Annotations", {
         "a.jpg": (8, 8, [("cat", 1, 1, 5, 5)])}), "--masks", "--out", tmp_path / "out")  # fmt: skip
     assert result.exit_code == 1 and f"{tmp_path / 'SegmentationObject'}: no such folder" in result.stderr
+
+
+def test_grid_tints_each_instance_and_joins_keypoints_by_the_skeleton(cli, tmp_path):
+    dataset = {"white.png": (80, 80, [("person", [[20, 20, 60, 20, 60, 60, 20, 60]], 0,
+                                         [30, 30, 2, 50, 50, 2, 0, 0, 0, 70, 10, 1, 0, 0, 0])])}  # fmt: skip
+    (tmp_path / "images").mkdir()
+    Image.fromarray(np.full((80, 80, 3), 255, np.uint8)).save(tmp_path / "images" / "white.png")
+    annotations = write_coco(tmp_path / "person_keypoints.json", dataset)
+    out = tmp_path / "out"
+    result = cli.convert("detection", tmp_path / "images", "--annotations", annotations, "--masks", "--out", out)
+    assert result.exit_code == 0, result.stderr
+    sheet = tmp_path / "grid.png"
+    result = cli.inspect(out, "--grid", sheet)
+    assert result.exit_code == 0, result.stderr
+    pixels = np.asarray(Image.open(sheet).convert("RGB")).astype(int)[:96, :96]
+
+    def where(colour, tolerance=3):
+        rows, cols = np.nonzero((np.abs(pixels - colour) <= tolerance).all(axis=2))
+        return rows, cols
+
+    # the person (label 1) tinted in class 1's colour over white, inside its 20..60 square (of 80, in 92 px)
+    rows, cols = where(np.round(255 * 0.55 + np.array([60, 180, 75]) * 0.45))
+    assert len(rows) > 500 and 24 <= cols.min() <= 28 and 68 <= cols.max() <= 72
+    rows, cols = where((0, 255, 255), 0)
+
+    def near(x, y):  # a point of the picture, in the tile: 92 px for 80, 2 px in
+        return np.any((np.abs(cols - (2 + x * 1.15)) <= 2) & (np.abs(rows - (2 + y * 1.15)) <= 2))
+
+    # limbs between labelled points (nose-left_eye, left_eye-left_hand); none to unlabelled right_eye at (0, 0)
+    assert near(40, 40) and near(60, 30) and not near(15, 15)
+    rows, cols = where((255, 255, 0), 0)  # three labelled points; unlabelled ones are not drawn
+    assert len(rows) > 0 and cols.max() >= 78  # (70, 10), the hidden one, drawn too
+
+
+def test_stats_count_instance_masks_per_image_and_images_with_each_class(cli, tmp_path):
+    result, out, _ = coco_case(cli, tmp_path, "--masks")
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(cli.inspect(out, "--stats", "--json").stdout)
+    assert report["features"]["image/object/mask"]["instances"] == {
+        "images": 3, "instances": 4, "per_image": {"max": 3, "mean": 4 / 3}, "images_without": 1}  # fmt: skip
+    assert report["boxes"]["images_share"] == {"dog": 1 / 3, "person": 2 / 3}
+    text = cli.inspect(out, "--stats").stdout
+    assert "image/object/mask: 4 instance masks in 3 images (1 without any), per image up to 3" in text
+    assert "images with each class: dog 33%, person 67%" in text  # in the order of the box counts (a tie)

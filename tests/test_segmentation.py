@@ -82,7 +82,7 @@ def test_masks_decoded_from_the_records_equal_the_sources_and_tfds_reads_them(cl
         assert mask.shape == (*indices[rel].shape, 1) and (mask[..., 0] == indices[rel]).all(), rel
     info = json.loads((out / "dataset_info.json").read_text())
     assert info["supervisedKeys"]["tuple"]["items"] == [{"featureKey": "image"}, {"featureKey": "segmentation_mask"}]
-    assert (out / "segmentation_classes.txt").read_text().split() == CLASSES
+    assert (out / "segmentation_mask.labels.txt").read_text().split() == CLASSES
     builder = tfds.builder_from_directory(str(out))
     pairs = list(tfds.as_numpy(builder.as_dataset(split="train+test", as_supervised=True)))
     assert len(pairs) == len(indices)

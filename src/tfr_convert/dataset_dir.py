@@ -14,7 +14,7 @@ from typing import Any
 from . import fs
 from .errors import SourceError
 from .features import LABELS_SUFFIX, flatten_tfds
-from .naming import FEATURES, INFO, MANIFEST, ShardName
+from .naming import FEATURES, INFO, KEYPOINTS, MANIFEST, ShardName
 
 
 def load_json(directory: str, name: str) -> Any:
@@ -74,6 +74,19 @@ class DatasetDir:
     def manifest(self) -> dict[str, Any]:
         manifest = load_json(self.path, MANIFEST)
         return manifest if isinstance(manifest, dict) else {}
+
+    @cached_property
+    def skeleton(self) -> list[tuple[int, int]]:
+        """The keypoints' limbs as pairs of 0-based indices into each object's keypoints, [] if none."""
+        content = load_json(self.path, KEYPOINTS)
+        pairs = content.get("skeleton") if isinstance(content, dict) else None
+        if not isinstance(pairs, list):
+            return []
+        return [
+            (p[0] - 1, p[1] - 1)
+            for p in pairs
+            if isinstance(p, list) and len(p) == 2 and all(type(k) is int and k >= 1 for k in p)
+        ]
 
     @property
     def name(self) -> str:

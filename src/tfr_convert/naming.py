@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 
 INFO, FEATURES, MANIFEST = "dataset_info.json", "features.json", "manifest.json"
+#: the keypoints' names and skeleton (pairs of keypoints counted from 1, as COCO gives them)
+KEYPOINTS = "keypoints.json"
 #: every temporary a run writes into the output directory starts with this
 TEMP_PREFIX = ".tfr-convert-tmp-"
 # Where a run into a remote (or mount point) DIR works, inside DIR; while its commit is

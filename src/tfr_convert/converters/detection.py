@@ -28,6 +28,7 @@ import numpy as np
 from .. import coco_rle, fs
 from ..errors import OptionError, SourceError
 from ..features import FeatureSpec
+from ..naming import KEYPOINTS
 from ..skips import Skips
 from ..splits import SplitSpec, split_by_ratio
 from . import box_formats
@@ -41,7 +42,6 @@ from .imaging import DecodePolicy, probe, reencode
 IMAGE_FORMATS = ("keep", "jpeg", "png")
 MASK_FORMATS = ("coco", "voc")
 VOC_VOID = 255  # SegmentationObject's outline and "difficult" pixels: no object's
-KEYPOINTS_FILE = "keypoints.json"  # the keypoint names and skeleton (pairs counted from 1), as COCO gives them
 # What the API's decoder reads by `image/format`; anything else is re-encoded in keep mode.
 STORED_AS_IS = ("jpeg", "png")
 CLIP_TOLERANCE = 1.0  # pixels a box may lie outside its image and be clipped, not refused
@@ -460,7 +460,7 @@ class DetectionConverter(FileItems, Converter):
     def extra_files(self) -> dict[str, bytes]:
         files = {"label_map.pbtxt": label_map_pbtxt(self._label)}
         if self.keypoint_names:
-            files[KEYPOINTS_FILE] = (
+            files[KEYPOINTS] = (
                 json.dumps({"names": self.keypoint_names, "skeleton": self.skeleton}, indent=1) + "\n"
             ).encode()
         return files

@@ -23,7 +23,7 @@ import numpy as np
 
 from .. import fs
 from ..errors import OptionError, SourceError
-from ..features import FeatureSpec
+from ..features import FeatureSpec, labels_filename
 from ..skips import Skips
 from ..splits import SplitSpec, split_by_ratio
 from .base import Converter, fingerprint
@@ -255,7 +255,8 @@ class SegmentationConverter(FileItems, Converter):
         return [self.root, self.mask_root]
 
     def extra_files(self) -> dict[str, bytes]:
-        return {"segmentation_classes.txt": "".join(f"{n}\n" for n in self.classes).encode()} if self.classes else {}
+        names = "".join(f"{n}\n" for n in self.classes).encode()
+        return {labels_filename("segmentation_mask"): names} if self.classes else {}
 
     def sources(self) -> list[dict[str, Any]]:
         sources = []

@@ -39,6 +39,12 @@ def box_names(example: dict[str, tuple[str | None, list[Any]]], names: dict[str,
     return [""] * n
 
 
+def box_labels(example: dict[str, tuple[str | None, list[Any]]], n: int) -> list[int]:
+    """Each object's class label, or its place among the objects where the record has none."""
+    kind, labels = example.get(CLASS_LABEL, (None, []))
+    return [int(v) for v in labels] if kind == INT64 and len(labels) == n else list(range(n))
+
+
 class BoxStats:
     """Boxes per image, classes, and box sizes (pixels where the record gives its size)."""
 
@@ -46,6 +52,7 @@ class BoxStats:
         self.images = self.negatives = self.boxes = 0
         self.most = 0
         self.classes: Counter[str] = Counter()
+        self.images_with: Counter[str] = Counter()
         self.ranges: dict[str, list[float]] = {}
         self.unit = "px"
         self.spread = {"per_image": Distribution(), "width": Distribution(False), "height": Distribution(False)}
@@ -64,7 +71,9 @@ class BoxStats:
         self.boxes += len(boxes)
         self.most = max(self.most, len(boxes))
         self.spread["per_image"].add(len(boxes))
-        self.classes.update(box_names(example, names, len(boxes)))
+        named = box_names(example, names, len(boxes))
+        self.classes.update(named)
+        self.images_with.update(set(named))
         width = example.get("image/width", (None, [0]))[1]
         height = example.get("image/height", (None, [0]))[1]
         w, h = (width[0], height[0]) if width and height and width[0] > 0 and height[0] > 0 else (1, 1)
@@ -89,6 +98,7 @@ class BoxStats:
             "size_unit": self.unit,
             **{k: {"min": v[0], "max": v[1]} for k, v in sorted(self.ranges.items())},
             "classes": dict(sorted(self.classes.items(), key=lambda kv: (-kv[1], kv[0]))),
+            "images_share": {k: self.images_with[k] / self.images for k in sorted(self.images_with)},
             "distribution": {k: d.to_dict() for k, d in self.spread.items()},
         }
 
@@ -107,4 +117,5 @@ def format_boxes(b: dict[str, Any]) -> str:
     if "aspect" in b and math.isfinite(b["aspect"]["max"]):
         line += f", aspect (w/h) {b['aspect']['min']:.3g}..{b['aspect']['max']:.3g}"
     classes = ", ".join(f"{k or '?'} {v}" for k, v in b["classes"].items())
-    return line + (f"\n  classes: {classes}" if classes else "")
+    share = ", ".join(f"{k or '?'} {b['images_share'][k]:.0%}" for k in b["classes"] if k in b["images_share"])
+    return line + (f"\n  classes: {classes}\n  images with each class: {share}" if classes else "")

@@ -23,8 +23,9 @@ from ..dataset_dir import DatasetDir, class_names
 from ..errors import SourceError
 from ..example import BYTES
 from ..imageformat import sniff_format
-from .boxes import box_names, boxes_of
-from .masks import is_mask, mask_of, overlay
+from .boxes import box_labels, box_names, boxes_of
+from .keypoints import keypoints_of
+from .masks import instance_masks_of, is_mask, mask_of, overlay, overlay_instances
 from .paths import resolve
 from .summary import examples_of
 
@@ -34,6 +35,7 @@ CELL = 96  # pixels per tile side
 MAX_PIXELS = 25_000_000
 CAPTION = 14
 BOX_COLOUR = (255, 0, 255)  # magenta: rarely the colour of what is boxed
+LIMB_COLOUR, POINT_COLOUR = (0, 255, 255), (255, 255, 0)
 _KNOWN_RAW = {784: (28, 28, 1), 3072: (32, 32, 3)}
 
 
@@ -126,9 +128,11 @@ class Pictures:
         self.raw_shape: tuple[int, ...] | None = None
         self.feature: str | None = None
         self.max_pixels = max_pixels
+        self.skeleton: list[tuple[int, int]] = []
         for d in inputs.datasets:
             self.names.update(class_names(d))
             self.raw_shape = manifest_raw_shape(DatasetDir(d)) or self.raw_shape
+            self.skeleton = DatasetDir(d).skeleton or self.skeleton
 
     def picture(self, path: str, index: int, example: dict) -> Picture | None:
         """The record's image with its caption and boxes, or None when it holds no image."""
@@ -150,11 +154,23 @@ class Pictures:
         if boxes is None:
             label = caption(example, self.names)
             return Picture(pixels, label, [], [label])
-        # a detection record: its boxes drawn, labelled with their classes; captioned by file
+        # a detection record: its masks tinted, its boxes drawn and labelled with their
+        # classes, its keypoints joined by the skeleton; captioned by file
+        instances = instance_masks_of(example)
+        if instances:
+            pixels = overlay_instances(pixels, instances, box_labels(example, len(instances)))
         labelled = list(zip(boxes, box_names(example, self.names, len(boxes)), strict=True))
         _, filename = example.get("image/filename", (None, []))
         name = filename[0].decode("utf-8", "replace") if filename else ""
-        return Picture(pixels, f"{name} ({len(boxes)})", labelled, sorted({n for _, n in labelled}))
+        points = keypoints_of(example)
+        return Picture(
+            pixels,
+            f"{name} ({len(boxes)})",
+            labelled,
+            sorted({n for _, n in labelled}),
+            tuple(points),
+            tuple(self.skeleton),
+        )
 
 
 class Picture(NamedTuple):
@@ -162,6 +178,8 @@ class Picture(NamedTuple):
     caption: str
     boxes: list[tuple[tuple[float, ...], str]]
     classes: list[str]  # what it shows: its label, or its boxes' classes
+    points: tuple[np.ndarray, ...] = ()  # each object's keypoints: (K, 3) x, y (fractions), visibility
+    skeleton: tuple[tuple[int, int], ...] = ()  # the keypoints joined by a limb
 
     def tile(self, side: int = CELL):
         """The picture scaled to fit a square of `side` pixels, its boxes drawn."""
@@ -176,6 +194,15 @@ class Picture(NamedTuple):
             corners = [xmin * tile.width, ymin * tile.height, xmax * tile.width, ymax * tile.height]
             draw.rectangle(corners, outline=BOX_COLOUR, width=1)
             draw.text((corners[0] + 1, corners[1]), name[:10], fill=BOX_COLOUR)
+        for points in self.points:
+            at = [(x * tile.width, y * tile.height) for x, y, _ in points]
+            labelled = [v > 0 for _, _, v in points]
+            for a, b in self.skeleton:
+                if max(a, b) < len(at) and labelled[a] and labelled[b]:
+                    draw.line([at[a], at[b]], fill=LIMB_COLOUR, width=1)
+            for (x, y), shown in zip(at, labelled, strict=True):
+                if shown:
+                    draw.ellipse([x - 1.5, y - 1.5, x + 1.5, y + 1.5], fill=POINT_COLOUR)
         return tile
 
 

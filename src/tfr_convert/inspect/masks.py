@@ -1,5 +1,8 @@
-"""Segmentation masks (a PNG of class indices per record, as TFDS's `segmentation_mask`):
-how many pixels each class covers, and in how many images it appears."""
+"""Masks in records, wherever a record holds them: a segmentation mask (a PNG of class
+indices per record, as TFDS's `segmentation_mask`: how many pixels each class covers,
+and in how many images it appears) and instance masks (a 0/1 PNG per object under
+`image/object/mask`, as the Object Detection API stores them: how many per image);
+both tinted over the picture by --grid, with keypoints and their skeleton."""
 
 from __future__ import annotations
 
@@ -15,6 +18,11 @@ from ..imageformat import sniff_format
 def is_mask(name: str) -> bool:
     """`segmentation_mask`, `mask`, `image/segmentation/mask`...: a feature named for one."""
     return "mask" in name.rsplit("/", 1)[-1]
+
+
+def is_instance_mask(name: str) -> bool:
+    """A mask of each object (`image/object/mask`): one PNG per object, not a class map."""
+    return is_mask(name) and "object" in name.split("/")[:-1]
 
 
 class MaskStats:
@@ -51,6 +59,30 @@ class MaskStats:
             "unreadable": self.unreadable,
             "pixels": {str(k): v for k, v in sorted(self.pixels.items())},
             "images_with": {str(k): v for k, v in sorted(self.images_with.items())},
+            "images_share": {str(k): v / self.masks for k, v in sorted(self.images_with.items())},
+        }
+
+
+class InstanceStats:
+    """Instance masks per image."""
+
+    def __init__(self) -> None:
+        self.images = self.instances = self.most = self.without = 0
+
+    def add(self, values: list[bytes]) -> None:
+        self.images += 1
+        self.instances += len(values)
+        self.most = max(self.most, len(values))
+        self.without += not values
+
+    def to_dict(self) -> dict[str, Any] | None:
+        if not self.images:
+            return None
+        return {
+            "images": self.images,
+            "instances": self.instances,
+            "per_image": {"max": self.most, "mean": self.instances / self.images},
+            "images_without": self.without,
         }
 
 
@@ -79,25 +111,63 @@ ALPHA = 0.45
 def mask_of(example: dict[str, tuple[str | None, list[Any]]]) -> bytes | None:
     """A record's segmentation mask: a mask-named feature holding one PNG."""
     for name, (kind, values) in sorted(example.items()):
-        if is_mask(name) and kind == "bytes_list" and len(values) == 1 and sniff_format(values[0]) == "png":
+        if (
+            is_mask(name)
+            and not is_instance_mask(name)
+            and kind == "bytes_list"
+            and len(values) == 1
+            and sniff_format(values[0]) == "png"
+        ):
             return values[0]
     return None
 
 
-def overlay(pixels: np.ndarray, mask: bytes) -> np.ndarray:
-    """RGB pixels with each class of the mask tinted in its colour (the mask scaled to the
-    picture, nearest neighbour); the picture unchanged where the mask is unreadable."""
+def instance_masks_of(example: dict[str, tuple[str | None, list[Any]]]) -> list[bytes]:
+    """A record's instance masks (one PNG per object), [] if it has none."""
+    for name, (kind, values) in sorted(example.items()):
+        if is_instance_mask(name) and kind == "bytes_list":
+            return [v for v in values if sniff_format(v) == "png"]
+    return []
+
+
+def _indices(mask: bytes, width: int, height: int) -> np.ndarray | None:
+    """A one-channel mask PNG's values scaled to the picture (nearest neighbour); None if unreadable."""
     from PIL import Image
 
     try:
         with Image.open(io.BytesIO(mask)) as im:
             if im.mode not in ("L", "P"):
-                return pixels
-            height, width = pixels.shape[:2]
-            indices = np.asarray(im.resize((width, height), Image.Resampling.NEAREST))
+                return None
+            if im.size != (width, height):
+                return np.asarray(im.resize((width, height), Image.Resampling.NEAREST))
+            return np.asarray(im)
     except (OSError, ValueError, Image.DecompressionBombError):
-        return pixels
-    colours = COLOURS[indices % len(COLOURS)]
-    tinted = pixels.astype(np.float32) * (1 - ALPHA) + colours * ALPHA
-    tinted[indices == IGNORE] = pixels[indices == IGNORE]
+        return None
+
+
+def _tinted(pixels: np.ndarray, colours: np.ndarray, where: np.ndarray) -> np.ndarray:
+    tinted = pixels.astype(np.float32)
+    tinted[where] = tinted[where] * (1 - ALPHA) + colours[where] * ALPHA
     return np.round(tinted).astype(np.uint8)
+
+
+def overlay(pixels: np.ndarray, mask: bytes) -> np.ndarray:
+    """RGB pixels with each class of the mask tinted in its colour (the mask scaled to the
+    picture, nearest neighbour); the picture unchanged where the mask is unreadable."""
+    height, width = pixels.shape[:2]
+    indices = _indices(mask, width, height)
+    if indices is None:
+        return pixels
+    return _tinted(pixels, COLOURS[indices % len(COLOURS)], indices != IGNORE)
+
+
+def overlay_instances(pixels: np.ndarray, masks: list[bytes], classes: list[int]) -> np.ndarray:
+    """RGB pixels with each object's mask tinted in its class's colour (`classes`: a
+    number per mask; objects of one class share a colour), later objects over earlier."""
+    height, width = pixels.shape[:2]
+    for mask, klass in zip(masks, classes, strict=True):
+        inside = _indices(mask, width, height)
+        if inside is not None:
+            colour = np.broadcast_to(COLOURS[klass % len(COLOURS)], (height, width, 3))
+            pixels = _tinted(pixels, colour, inside > 0)
+    return pixels

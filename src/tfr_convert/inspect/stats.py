@@ -29,7 +29,7 @@ from ..imageformat import sniff_format
 from ..near_duplicates import THRESHOLD, close_pairs, phash
 from .boxes import BoxStats, format_boxes
 from .distribution import Distribution
-from .masks import MaskStats, is_mask
+from .masks import InstanceStats, MaskStats, is_instance_mask, is_mask
 from .paths import resolve, split_of
 from .summary import examples_of, preview
 
@@ -172,6 +172,7 @@ def stats(paths: list[str], max_record: int = MAX_RECORD_BYTES, sound_only: bool
     numbers: dict[str, NumberStats] = {}
     strings: dict[str, BytesStats] = {}
     masks: dict[str, MaskStats] = {}
+    instances: dict[str, InstanceStats] = {}
     histograms: dict[str, Counter[int]] = {}
     per_split: dict[str, dict[str, Any]] = {}  # split -> {records, histograms}, for a dataset directory
     kinds: dict[str, set[str | None]] = {}
@@ -211,7 +212,9 @@ def stats(paths: list[str], max_record: int = MAX_RECORD_BYTES, sound_only: bool
                 elif kind == BYTES:
                     acc = strings.setdefault(name, BytesStats(_image_like(name)))
                     acc.add(values)
-                    if is_mask(name):
+                    if is_instance_mask(name):
+                        instances.setdefault(name, InstanceStats()).add(values)
+                    elif is_mask(name):
                         masks.setdefault(name, MaskStats()).add(values)
                     if split is not None and acc.formats:
                         filename = _filename(example)
@@ -238,6 +241,8 @@ def stats(paths: list[str], max_record: int = MAX_RECORD_BYTES, sound_only: bool
             entry["mask"] = mask
             if known:
                 entry["mask"]["class_names"] = {k: known[int(k)] for k in mask["pixels"] if int(k) < len(known)}
+        if name in instances:  # masks per image
+            entry["instances"] = instances[name].to_dict()
         if name in histograms:
             entry["histogram"] = {str(k): v for k, v in sorted(histograms[name].items())}
             if name in names:  # index -> class name, for the indices that have one
@@ -414,9 +419,17 @@ def format_stats(report: dict[str, Any]) -> str:
             total = sum(mask["pixels"].values())
             named = mask.get("class_names", {})
             shares = ", ".join(
-                f"{named.get(k, k)} {n / total:.1%} (in {mask['images_with'][k]})" for k, n in mask["pixels"].items()
+                f"{named.get(k, k)} {n / total:.1%} (in {mask['images_with'][k]}, {mask['images_share'][k]:.0%})"
+                for k, n in mask["pixels"].items()
             )
             lines.append(f"{name}: pixels per class in {mask['masks']} masks (images with it): {shares}")
+        if "instances" in f:
+            seen = f["instances"]
+            lines.append(
+                f"{name}: {seen['instances']} instance masks in {seen['images']} images "
+                f"({seen['images_without']} without any), per image up to {seen['per_image']['max']} "
+                f"(mean {seen['per_image']['mean']:.2f})"
+            )
     if "boxes" in report:
         lines.append(format_boxes(report["boxes"]))
     for split, figures in report.get("order", {}).items():
