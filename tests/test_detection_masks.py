@@ -352,3 +352,24 @@ def test_stats_count_instance_masks_per_image_and_images_with_each_class(cli, tm
     text = cli.inspect(out, "--stats").stdout
     assert "image/object/mask: 4 instance masks in 3 images (1 without any), per image up to 3" in text
     assert "images with each class: dog 33%, person 67%" in text  # in the order of the box counts (a tie)
+
+
+def test_export_to_coco_writes_masks_and_keypoints_that_convert_back_byte_for_byte(cli, tmp_path):
+    result, out, _ = coco_case(cli, tmp_path, "--masks", "--name", "people")
+    assert result.exit_code == 0, result.stderr
+    exported = tmp_path / "exported"
+    result = cli.export(out, "--to", "coco", "--out", exported)
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads((exported / "annotations.json").read_text())
+    person = next(c for c in doc["categories"] if c["name"] == "person")
+    assert person["keypoints"] == KEYPOINTS and person["skeleton"] == SKELETON
+    assert "keypoints" not in next(c for c in doc["categories"] if c["name"] == "dog")
+    assert all(isinstance(a["segmentation"]["counts"], str) for a in doc["annotations"])  # compressed RLE
+    assert doc["annotations"][0]["keypoints"] == [10, 8, 2, 14, 6, 2, 8, 6, 1, 0, 0, 0, 18.5, 17.25, 2]
+    again = tmp_path / "again"
+    result = cli.convert("detection", exported / "images", "--annotations", exported / "annotations.json",
+                         "--masks", "--out", again, "--no-shuffle", "--name", "people")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    shards = sorted(p.name for p in out.glob("*.tfrecord-*"))
+    assert shards and shards == sorted(p.name for p in again.glob("*.tfrecord-*"))
+    assert all((out / s).read_bytes() == (again / s).read_bytes() for s in shards)

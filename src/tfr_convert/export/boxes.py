@@ -21,12 +21,13 @@ import io
 import json
 import posixpath
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from xml.sax.saxutils import escape
 
 import numpy as np
 
+from .. import coco_rle
 from ..errors import OptionError, SourceError
 from ..imageformat import sniff_format
 from ..inspect.grid import image_feature
@@ -62,6 +63,8 @@ class BoxKeys:
     filename: str | None
     source_id: str | None
     size: tuple[str, str] | None  # (width, height) features; None: read from the picture
+    mask: str | None = None  # one 0/1 PNG per box (`image/object/mask`), for COCO's segmentation
+    keypoints: tuple[str, str, str, str] | None = None  # x, y, visibility, text: the same number per box
 
 
 def box_keys(
@@ -107,6 +110,10 @@ def _listed(schema, prefix: str, image: str | None, label: str | None, present) 
         filename=present("image/filename", dtype="string"),
         source_id=present("image/source_id", dtype="string"),
         size=("image/width", "image/height") if present("image/width") and present("image/height") else None,
+        mask=present(prefix + "mask", dtype="string"),
+        keypoints=tuple(prefix + f"keypoint/{k}" for k in ("x", "y", "visibility", "text"))  # type: ignore[arg-type]
+        if present(prefix + "keypoint/x", dtype="float32") and present(prefix + "keypoint/y", dtype="float32")
+        else None,
     )
 
 
@@ -141,6 +148,7 @@ class Picture:
     # and `values`: the numbers the target writes
     name: str = ""  # the Drop's name of its picture file
     split: str = ""
+    keypoint_names: list[str] = field(default_factory=list)
 
 
 def _f32(value: float) -> float:
@@ -214,6 +222,20 @@ def yolo_box(box: dict[str, Any], w: int, h: int) -> tuple[float, ...]:
     return _shortest(lambda d: tuple(round(v, d + 3) for v in exact), and_area, corners)
 
 
+def keypoint_pixels(points: list[tuple[float, float, int]], w: int, h: int) -> list[float]:
+    """[x, y, v, ...] as COCO writes keypoints: the shortest pixels that the converter's
+    `x / width` turns back into the stored float32."""
+    flat: list[float] = []
+    for x, y, v in points:
+        exact = (x * w, y * h)
+        flat += _shortest(
+            lambda d, exact=exact: (round(exact[0], d), round(exact[1], d)),
+            lambda c, x=x, y=y: (_f32(c[0] / w), _f32(c[1] / h)) == (x, y),
+        )
+        flat.append(int(v))
+    return flat
+
+
 def _number(value: float) -> str:
     return str(int(value)) if value == int(value) else repr(value)
 
@@ -279,7 +301,38 @@ def _picture(example: dict, keys: BoxKeys, where: str, default_name: str) -> tup
         width, height = int(_one(example, keys.size[0])), int(_one(example, keys.size[1]))
     else:
         width, height = _size(data)
-    return Picture(where, path, source_id, width, height, boxes), data
+    picture = Picture(where, path, source_id, width, height, boxes)
+    if keys.mask is not None:
+        masks = example.get(keys.mask, (None, []))[1]
+        if len(masks) != n:
+            raise SourceError(f"{len(masks)} masks in {keys.mask!r} for {n} boxes")
+        for box, mask in zip(boxes, masks, strict=True):
+            box["mask"] = mask
+    if keys.keypoints is not None:
+        x, y, visibility, text = (example.get(k, (None, []))[1] for k in keys.keypoints)
+        if n and (len(x) % n or len(y) != len(x) or len(visibility) not in (0, len(x))):
+            raise SourceError(f"{len(x)} keypoints in {keys.keypoints[0]!r} do not divide among {n} boxes")
+        count = len(x) // n if n else 0
+        picture.keypoint_names = [_text(t) for t in text[:count]] if len(text) == len(x) else []
+        for i, box in enumerate(boxes):
+            at = slice(i * count, (i + 1) * count)
+            box["keypoints"] = list(zip(map(_f32, x[at]), map(_f32, y[at]), visibility[at] or [2] * count, strict=True))
+    return picture, data
+
+
+def _instance(mask: bytes, w: int, h: int) -> np.ndarray:
+    """An object's 0/1 mask from its PNG (any value above 0 is the object, as the Object
+    Detection API decodes it), which must be the picture's size."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(io.BytesIO(mask)) as picture:
+            pixels = np.asarray(picture.convert("L"))
+    except (UnidentifiedImageError, OSError) as e:
+        raise SourceError(f"an instance mask cannot be read ({e})") from None
+    if pixels.shape != (h, w):
+        raise SourceError(f"an instance mask is {pixels.shape[1]}x{pixels.shape[0]}, the picture {w}x{h}")
+    return (pixels > 0).astype(np.uint8)
 
 
 def _size(data: bytes) -> tuple[int, int]:
@@ -294,8 +347,20 @@ def _size(data: bytes) -> tuple[int, int]:
 
 
 class BoxesJob(Job):
-    def __init__(self, target: str, keys: BoxKeys, staging: Staging, splits: list[str], voc_origin: int) -> None:
+    def __init__(
+        self,
+        target: str,
+        keys: BoxKeys,
+        staging: Staging,
+        splits: list[str],
+        voc_origin: int,
+        skeleton: list[tuple[int, int]] | None = None,
+    ) -> None:
         self.target, self.keys, self.voc_origin, self.drop = target, keys, voc_origin, staging.drop
+        self.skeleton = skeleton or []
+        # COCO: the keypoint names, and the labels of classes with any labelled keypoint
+        self.keypoint_names: list[str] = []
+        self.keypoint_classes: set[int] = set()
         self.numbers = {split: n for n, split in enumerate(splits)}
         self._staging: Staging | None = staging  # parent side only
         self.found: Spool | None = staging.spool("pictures")
@@ -314,6 +379,8 @@ class BoxesJob(Job):
                 picture, data = _picture(parsed(payload), self.keys, where, f"{chunk.split}/{position:06d}")
                 for box in picture.boxes:
                     box["values"] = self.values(box, picture.width, picture.height)
+                    if self.target == "coco":
+                        self.coco_extras(box, picture.width, picture.height)
             except SourceError as e:
                 results.append(Failed(where, str(e)))
                 continue
@@ -329,6 +396,15 @@ class BoxesJob(Job):
             return yolo_box(box, w, h)
         return pixel_corners(box, w, h, self.voc_origin if self.target == "voc" else 0)
 
+    @staticmethod
+    def coco_extras(box: dict[str, Any], w: int, h: int) -> None:
+        """The box's mask as a compressed RLE (exact, unlike a polygon), its keypoints in pixels."""
+        mask = box.pop("mask", None)
+        if mask is not None:
+            box["segmentation"] = coco_rle.encode(_instance(mask, w, h))
+        if "keypoints" in box:
+            box["keypoints"] = keypoint_pixels(box["keypoints"], w, h)
+
     def take(self, split: str, where: str, picture: Picture) -> str | None:
         assert self._staging is not None and self.found is not None
         earlier = self._staging.place(picture.name, posixpath.join(IMAGES, picture.filename), split)
@@ -338,6 +414,9 @@ class BoxesJob(Job):
         self.found.append(picture)
         for box in picture.boxes:
             self.classes.setdefault(box["label"], box["text"])
+            if self.target == "coco" and any(box.get("keypoints", [])[2::3]):
+                self.keypoint_classes.add(box["label"])
+        self.keypoint_names = self.keypoint_names or picture.keypoint_names
         if self.ids is not None:
             number = int(picture.source_id) if picture.source_id.isdigit() else None
             if number is None or number in self.ids:
@@ -352,7 +431,8 @@ def write(
 ) -> dict:
     """Pictures to OUT/images and the annotations in `target`'s format; {split: {records}}."""
     with staged(out, options.dry_run) as staging:
-        job = BoxesJob(target, keys, staging, list(source.splits), voc_origin)
+        skeleton = source.dataset.skeleton if source.dataset is not None else []
+        job = BoxesJob(target, keys, staging, list(source.splits), voc_origin, skeleton)
         written = run(source, job, options)
         assert job.found is not None
         ANNOTATIONS[target](job, staging)
@@ -383,8 +463,17 @@ def _coco(job: BoxesJob, staging: Staging) -> None:
                 entry.update(bbox=[float(v) for v in box["values"]], iscrowd=box["is_crowd"])
                 if box["area"] is not None:
                     entry["area"] = box["area"]
+                if "segmentation" in box:
+                    entry["segmentation"] = box["segmentation"]
+                if box["label"] in job.keypoint_classes and job.keypoint_names:
+                    entry["keypoints"] = box["keypoints"]
+                    entry["num_keypoints"] = sum(v > 0 for v in box["keypoints"][2::3])
                 f.write((",\n " if count > 1 else "\n ").encode() + json.dumps(entry).encode())
-        categories = [{"id": label, "name": name} for label, name in sorted(job.classes.items())]
+        categories: list[dict[str, Any]] = [{"id": label, "name": name} for label, name in sorted(job.classes.items())]
+        for category in categories:
+            if category["id"] in job.keypoint_classes and job.keypoint_names:
+                category["keypoints"] = job.keypoint_names
+                category["skeleton"] = [[a + 1, b + 1] for a, b in job.skeleton]
         f.write(b'\n],\n"categories": ' + json.dumps(categories, indent=1).encode() + b"}\n")
 
 
