@@ -106,6 +106,30 @@ def test_layout_tfds_puts_the_dataset_where_tfds_data_dir_layout_has_it(cli, tmp
     assert sorted(m.shape for m in masks_read) == sorted((*i.shape, 1) for i in indices.values())
 
 
+def test_export_writes_images_and_masks_folders_that_convert_back_byte_for_byte(cli, tmp_path):
+    images, masks, indices = _write(tmp_path)
+    (tmp_path / "classes.txt").write_text("\n".join(CLASSES) + "\n")
+    out, exported, again = tmp_path / "out", tmp_path / "exported", tmp_path / "again"
+    _ok(cli.convert("segmentation", images, "--masks", masks, "--classes", tmp_path / "classes.txt", "--out", out,
+                    "--name", "pets"))  # fmt: skip
+    result = _ok(cli.export(out, "--to", "images", "--out", exported, "--json"))
+    assert json.loads(result.stdout)["layout"] == "masks"
+    assert sorted(
+        p.relative_to(exported / "train" / "masks").as_posix() for p in (exported / "train" / "masks").rglob("*.png")
+    ) == sorted(rel.rsplit(".", 1)[0] + ".png" for rel in indices)
+    for rel, mask in indices.items():
+        assert (exported / "train" / "images" / rel).read_bytes() == (images / rel).read_bytes()
+        assert np.array_equal(
+            np.asarray(Image.open(exported / "train" / "masks" / (rel.rsplit(".", 1)[0] + ".png"))), mask
+        )
+    assert (exported / "classes.txt").read_text().split() == CLASSES
+    _ok(cli.convert("segmentation", exported / "train" / "images", "--masks", exported / "train" / "masks",
+                    "--classes", exported / "classes.txt", "--out", again, "--name", "pets"))  # fmt: skip
+    shards = sorted(p.name for p in out.glob("*.tfrecord-*"))
+    assert shards == sorted(p.name for p in again.glob("*.tfrecord-*"))
+    assert all((out / s).read_bytes() == (again / s).read_bytes() for s in shards)
+
+
 def test_palette_grayscale_and_rgb_coded_masks_give_the_same_records(cli, tmp_path):
     outs = []
     for kind in ("palette", "gray", "rgb"):

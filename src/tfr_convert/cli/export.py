@@ -26,9 +26,10 @@ from .types import ByteSize, LocalOrRemotePath
 )
 @click.option(
     "--layout",
-    type=click.Choice(["folders", "csv"]),
+    type=click.Choice(["folders", "csv", "masks"]),
     help="--to images: folders: OUT/SPLIT/CLASS/NAME; csv: OUT/NAME and OUT/labels.csv (filename, split, "
-    "label, other features) [default: folders for a class label and nothing else to keep, else csv].",
+    "label, other features); masks: OUT/SPLIT/images/NAME and OUT/SPLIT/masks/STEM.png [default: masks for "
+    "records with a segmentation mask, folders for a class label and nothing else to keep, else csv].",
 )
 @click.option("--image-feature", metavar="NAME", help="The feature holding the picture [default: guessed].")
 @click.option("--label-feature", metavar="NAME", help="The class label (of each box) [default: guessed].")

@@ -1,10 +1,14 @@
-"""--to images: each record's picture back to a file, in one of two layouts.
+"""--to images: each record's picture back to a file, in one of three layouts.
 
 - folders: `OUT/SPLIT/CLASS/NAME`, a folder per class name (every class, even one with
   no picture in a split, so a folder listing numbers the classes as the dataset did).
 - csv: `OUT/NAME` and one `OUT/labels.csv` with `filename` (relative to the CSV),
   `split`, the label and one column per other scalar feature, written so that
   `tfr-convert images OUT --labels OUT/labels.csv --label-column LABEL --split-column split`
+  gives the same examples again.
+- masks (records with a segmentation mask): `OUT/SPLIT/images/NAME` and the mask as
+  stored, `OUT/SPLIT/masks/STEM.png`, with `OUT/classes.txt` where the class names are
+  known, so that `tfr-convert segmentation OUT/SPLIT/images --masks OUT/SPLIT/masks`
   gives the same examples again.
 
 NAME is the record's `filename` feature (a relative path; one that climbs out of OUT is
@@ -26,15 +30,17 @@ from ..errors import OptionError, SourceError
 from ..example import BYTES, FLOAT, INT64
 from ..imageformat import sniff_format
 from ..inspect.grid import image_feature, manifest_raw_shape, raw_shape_of
+from ..inspect.masks import is_instance_mask, is_mask
 from .engine import Chunk, ExportOptions, Failed, Job, run
 from .source import ExportSource, inside_output, parsed
 from .staging import Drop, Staging, staged
 
-LAYOUTS = ("folders", "csv")
+LAYOUTS = ("folders", "csv", "masks")
 CSV_NAME = "labels.csv"
+CLASSES_NAME = "classes.txt"
 # what `tfr-convert images` writes of each picture itself: never a CSV column
 OWN_FEATURES = ("image", "filename", "format", "height", "width", "channels", "depth")
-FILENAME_FEATURES = ("filename", "image/filename")
+FILENAME_FEATURES = ("filename", "image/filename", "file_name")
 EXTENSIONS = {"jpeg": "jpg", "png": "png", "gif": "gif", "bmp": "bmp", "webp": "webp", "tiff": "tif"}
 
 
@@ -50,6 +56,8 @@ class Plan:
     left_out: list[str] = field(default_factory=list)  # features neither layout can hold
     layout: str = "folders"
     raw_shape: tuple[int, ...] | None = None
+    mask: str | None = None  # the segmentation mask (layout masks)
+    mask_names: list[str] = field(default_factory=list)  # its classes' names
 
     def label_text(self, index: int) -> str:
         """The label as the CSV or folder shows it: the class name where names are known
@@ -81,16 +89,29 @@ def plan(source: ExportSource, layout: str | None, image: str | None = None, lab
     elif label not in scalars or schema[label].dtype != "int64":
         raise OptionError(f"--label-feature {label}: not an integer feature with one value in every record")
     filename = next((n for n in FILENAME_FEATURES if n in scalars and schema[n].dtype == "string"), None)
-    own = {image, label, filename, *OWN_FEATURES}
+    mask = next(
+        (n for n in sorted(scalars) if is_mask(n) and not is_instance_mask(n) and schema[n].dtype == "string"), None
+    )
+    if layout == "masks" and mask is None:
+        raise OptionError("--layout masks: no segmentation mask in the records (a feature named like mask)")
+    own = {image, label, filename, mask, *OWN_FEATURES}
     columns = sorted(n for n in scalars - own if not n.startswith("image/") or schema[n].dtype != "string")
     left_out = sorted(set(schema) - scalars - own)
     if layout is None:
-        layout = "folders" if label is not None and not columns else "csv"
-    if layout == "folders":
+        layout = "masks" if mask is not None else "folders" if label is not None and not columns else "csv"
+    if layout != "masks" and mask is not None:
+        left_out = sorted({*left_out, mask})
+    if layout in ("folders", "masks"):
         left_out = sorted(set(left_out) | set(columns))
         columns = []
     raw = manifest_raw_shape(source.dataset) if source.dataset is not None else None
-    return Plan(image, label, names.get(label, []) if label else [], filename, columns, left_out, layout, raw)
+    found = Plan(image, label, names.get(label, []) if label else [], filename, columns, left_out, layout, raw)
+    if layout == "masks":
+        found.mask, found.mask_names = mask, names.get(mask, [])  # type: ignore[arg-type]
+        found.label, found.names = None, []
+        if label is not None:
+            found.left_out = sorted({*found.left_out, label})
+    return found
 
 
 def _picture(value: bytes, example: dict, plan: Plan) -> tuple[bytes, str]:
@@ -129,6 +150,7 @@ class Placed:
     relative: str
     name: str
     row: list[str] | None  # its labels.csv row
+    mask: str | None = None  # layout masks: where its mask goes (the Drop's name: `name` + MASK)
 
 
 class ImagesJob(Job):
@@ -146,13 +168,17 @@ class ImagesJob(Job):
         for i, (where, payload) in enumerate(chunk.records):
             position = chunk.start + i
             try:
-                relative, data, row = _item(parsed(payload), self.plan, chunk.split, position)
+                example = parsed(payload)
+                relative, data, row = _item(example, self.plan, chunk.split, position)
+                mask = _mask(example, self.plan, relative) if self.plan.layout == "masks" else None
             except SourceError as e:
                 results.append(Failed(where, str(e)))
                 continue
             name = Drop.name(self.numbers[chunk.split], position)
             self.drop.put(name, data)
-            results.append(Placed(where, relative, name, row))
+            if mask is not None:
+                self.drop.put(name + MASK, mask[1])
+            results.append(Placed(where, relative, name, row, mask and mask[0]))
         return results, None
 
     def begin(self, split: str) -> None:
@@ -164,15 +190,17 @@ class ImagesJob(Job):
     def take(self, split: str, where: str, result: Placed) -> str | None:
         assert self._staging is not None
         if self._staging.place(result.name, result.relative) is not None:
-            within = " within a split" if self.plan.layout == "folders" else ""
+            within = " within a split" if self.plan.layout != "csv" else ""
             return f"writes {result.relative}, as an earlier record does: file names must differ{within}"
+        if result.mask is not None and self._staging.place(result.name + MASK, result.mask) is not None:
+            return f"writes {result.mask}, as an earlier record's mask does: file names must differ in more than suffix"
         if result.row is not None:
             self._csv.row(result.row)
         return None
 
     def end(self, split: str) -> dict[str, Any]:
         out = self._staging.out if self._staging is not None else ""
-        return {"folder": fs.join(out, split)} if self.plan.layout == "folders" else {"csv": fs.join(out, CSV_NAME)}
+        return {"folder": fs.join(out, split)} if self.plan.layout != "csv" else {"csv": fs.join(out, CSV_NAME)}
 
     def close(self) -> None:
         if self._csv is not None:
@@ -194,6 +222,8 @@ def write(
             written = run(source, job, options)
         finally:
             job.close()
+        if plan.layout == "masks" and plan.mask_names:
+            staging.put(CLASSES_NAME, "".join(f"{n}\n" for n in plan.mask_names).encode())
         staging.commit()
     if plan.layout == "folders" and not dry_run:
         for split in source.splits:  # every class a folder, so listing them numbers them alike
@@ -211,13 +241,15 @@ def _item(example: dict, plan: Plan, split: str, position: int) -> tuple[str, by
     if plan.filename is not None:
         name = inside_output(_cell(*example.get(plan.filename, (None, [b""])), plan.filename))
     else:
-        name = f"{position:06d}.{extension}" if plan.layout == "folders" else f"{split}/{position:06d}.{extension}"
+        name = f"{position:06d}.{extension}" if plan.layout != "csv" else f"{split}/{position:06d}.{extension}"
     index = None
     if plan.label is not None:
         kind, values = example.get(plan.label, (None, []))
         if kind != INT64 or len(values) != 1:
             raise SourceError(f"no single {plan.label!r} value")
         index = int(values[0])
+    if plan.layout == "masks":
+        return posixpath.join(split, "images", name), data, None
     if plan.layout == "folders":
         folder = plan.folder(index) if index is not None else ""
         inside = name.removeprefix(folder + "/") if folder else name
@@ -229,3 +261,16 @@ def _item(example: dict, plan: Plan, split: str, position: int) -> tuple[str, by
             raise SourceError(f"no single {column!r} value, which the first records have")
         row.append(_cell(found[0], found[1], column))
     return name, data, row
+
+
+MASK = "-mask"  # a record's mask in the Drop, beside its picture
+
+
+def _mask(example: dict, plan: Plan, relative: str) -> tuple[str, bytes]:
+    """(path relative to OUT, PNG bytes as stored) of a record's segmentation mask: beside
+    SPLIT/images/NAME, SPLIT/masks/STEM.png, which `tfr-convert segmentation` pairs with it."""
+    kind, values = example.get(plan.mask, (None, []))  # type: ignore[arg-type]
+    if kind != BYTES or len(values) != 1 or sniff_format(values[0]) != "png":
+        raise SourceError(f"no PNG mask in {plan.mask!r}")
+    split, _, name = relative.split("/", 2)
+    return posixpath.join(split, "masks", posixpath.splitext(name)[0] + ".png"), values[0]
