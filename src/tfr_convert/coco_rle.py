@@ -27,10 +27,10 @@ def decode(segmentation: Any, height: int, width: int) -> np.ndarray:
     if isinstance(segmentation, list):
         if not segmentation:
             raise MaskError("segmentation is an empty list of polygons")
-        mask = np.zeros((height, width), np.uint8)
+        columns = np.zeros(height * width, np.uint8)
         for k, polygon in enumerate(segmentation):
-            mask |= polygon_mask(_polygon(polygon, k), height, width)
-        return mask
+            columns |= _columns(_polygon_toggles(_polygon(polygon, k), height, width), height, width)
+        return columns.reshape(width, height).T.copy()
     if not isinstance(segmentation, dict) or "counts" not in segmentation:
         raise MaskError("segmentation is neither a list of polygons nor an RLE {size, counts}")
     size = segmentation.get("size")
@@ -123,40 +123,58 @@ def counts_to_string(runs: np.ndarray) -> str:
 
 
 def polygon_mask(xy: np.ndarray, height: int, width: int) -> np.ndarray:
-    """The mask of one polygon ((k, 2) x, y in pixels), rasterized as the COCO API does:
-    the vertices rounded onto the finer grid, each edge traced one grid step at a time
-    along its longer axis, and where the trace enters a new grid column whose centre is
-    a pixel column's, the pixel row below the crossing toggles inside/outside."""
-    grid = np.trunc(SCALE * xy + 0.5).astype(np.int64)  # the C cast truncates towards zero
-    grid = np.vstack([grid, grid[:1]])
-    us, vs = [], []
-    for (xs, ys), (xe, ye) in zip(grid[:-1].tolist(), grid[1:].tolist(), strict=True):
-        dx, dy = abs(xe - xs), abs(ye - ys)
-        along_x = dx >= dy
-        if (along_x and xs > xe) or (not along_x and ys > ye):  # traced from the low end...
-            xs, xe, ys, ye = xe, xs, ye, ys
-            steps = np.arange(dx if along_x else dy, -1, -1)  # ...and listed from the start
-        else:
-            steps = np.arange((dx if along_x else dy) + 1)
-        if along_x:
-            slope = (ye - ys) / dx if dx else 0.0
-            us.append(steps + xs)
-            vs.append(np.trunc(ys + slope * steps + 0.5).astype(np.int64))
-        else:
-            slope = (xe - xs) / dy
-            vs.append(steps + ys)
-            us.append(np.trunc(xs + slope * steps + 0.5).astype(np.int64))
-    u, v = np.concatenate(us), np.concatenate(vs)
+    """The mask of one polygon ((k, 2) x, y in pixels), rasterized as the COCO API does."""
+    return _columns(_polygon_toggles(xy, height, width), height, width).reshape(width, height).T.copy()
+
+
+def _polygon_toggles(xy: np.ndarray, height: int, width: int) -> np.ndarray:
+    """Where one polygon's inside/outside toggles, as positions down the columns (x *
+    height + y): the vertices rounded onto the finer grid, each edge traced one grid
+    step at a time along its longer axis (all edges at once), and where the trace enters
+    a new grid column whose centre is a pixel column's, the pixel row below the crossing."""
+    grid = np.trunc(SCALE * xy + 0.5)  # the C cast truncates towards zero
+    start, end = grid, np.roll(grid, -1, axis=0)
+    dx, dy = np.abs(end[:, 0] - start[:, 0]), np.abs(end[:, 1] - start[:, 1])
+    along_x = dx >= dy
+    # each edge is traced from its low end, and listed from its start
+    flip = np.where(along_x, start[:, 0] > end[:, 0], start[:, 1] > end[:, 1])
+    low = np.where(flip[:, None], end, start)
+    high = np.where(flip[:, None], start, end)
+    steps = np.where(along_x, dx, dy).astype(np.int64)
+    slope = np.where(
+        along_x,
+        (high[:, 1] - low[:, 1]) / np.maximum(dx, 1),  # a repeated vertex: one point
+        (high[:, 0] - low[:, 0]) / np.maximum(dy, 1),
+    )
+    edge = np.repeat(np.arange(len(grid)), steps + 1)
+    offsets = np.concatenate(([0], np.cumsum(steps + 1)[:-1]))
+    d = np.arange(len(edge)) - offsets[edge]
+    t = np.where(flip[edge], steps[edge] - d, d).astype(np.float64)
+    x0, y0, s, along = low[edge, 0], low[edge, 1], slope[edge], along_x[edge]
+    u = np.where(along, t + x0, np.trunc(x0 + s * t + 0.5)).astype(np.int64)
+    v = np.where(along, np.trunc(y0 + s * t + 0.5), t + y0).astype(np.int64)
     moved = np.flatnonzero(u[1:] != u[:-1]) + 1
     column = np.where(u[moved] < u[moved - 1], u[moved], u[moved] - 1)
     xd = (column + 0.5) / SCALE - 0.5
     keep = (np.floor(xd) == xd) & (xd >= 0) & (xd <= width - 1)
     yd = (np.minimum(v[moved], v[moved - 1]) + 0.5) / SCALE - 0.5
     yd = np.ceil(np.clip(yd, 0, height))
-    positions = xd[keep].astype(np.int64) * height + yd[keep].astype(np.int64)
-    toggles = np.bincount(positions, minlength=height * width + 1)[: height * width] % 2
-    flat = (np.cumsum(toggles) % 2).astype(np.uint8)
-    return flat.reshape(width, height).T.copy()
+    return xd[keep].astype(np.int64) * height + yd[keep].astype(np.int64)
+
+
+def _columns(toggles: np.ndarray, height: int, width: int) -> np.ndarray:
+    """The 0/1 pixels, down the columns, of toggles at these positions (a position
+    toggled twice is not toggled); filled only between the first and the last."""
+    flat = np.zeros(height * width, np.uint8)
+    toggles = toggles[toggles < height * width]
+    if not len(toggles):
+        return flat
+    first, last = int(toggles.min()), int(toggles.max())
+    counts = np.bincount(toggles - first, minlength=last - first + 1).astype(np.uint8)
+    # a uint8 sum wraps at 256, which keeps its parity
+    flat[first : last + 1] = np.cumsum(counts & 1, dtype=np.uint8) & 1
+    flat[last + 1 :] = flat[last]
+    return flat
 
 
 def area(mask: np.ndarray) -> int:

@@ -96,7 +96,7 @@ def caption(example: dict, names: dict[str, list[str]]) -> str:
     of the usual label features, else the file name."""
     for feature in (*sorted(names), "label_name", "label", "label_index"):
         kind, values = example.get(feature, (None, []))
-        if not values:
+        if not values or is_mask(feature):  # a mask's names are its pixels', not the picture's
             continue
         if kind == "bytes_list":
             return values[0].decode("utf-8", "replace")
@@ -104,7 +104,7 @@ def caption(example: dict, names: dict[str, list[str]]) -> str:
             index = int(values[0])
             known = names.get(feature, [])
             return known[index] if 0 <= index < len(known) else str(index)
-    kind, values = example.get("filename", (None, []))
+    values = example.get("filename", example.get("file_name", (None, [])))[1]
     return values[0].decode("utf-8", "replace") if values else ""
 
 
@@ -134,6 +134,11 @@ class Pictures:
             self.raw_shape = manifest_raw_shape(DatasetDir(d)) or self.raw_shape
             self.skeleton = DatasetDir(d).skeleton or self.skeleton
 
+    def _background(self, mask: str) -> int | None:
+        """The mask's class left untinted: 0 where the dataset names it the background."""
+        names = self.names.get(mask, [])
+        return 0 if names and names[0].strip("_").lower() == "background" else None
+
     def picture(self, path: str, index: int, example: dict) -> Picture | None:
         """The record's image with its caption and boxes, or None when it holds no image."""
         from PIL import Image
@@ -149,7 +154,7 @@ class Pictures:
             raise SourceError(f"{path}: record {index}: {e}") from None
         mask = mask_of(example)
         if mask is not None and not (self.feature and is_mask(self.feature)):
-            pixels = overlay(pixels, mask)
+            pixels = overlay(pixels, mask[1], background=self._background(mask[0]))
         boxes = boxes_of(example)
         if boxes is None:
             label = caption(example, self.names)

@@ -108,8 +108,8 @@ IGNORE = 255
 ALPHA = 0.45
 
 
-def mask_of(example: dict[str, tuple[str | None, list[Any]]]) -> bytes | None:
-    """A record's segmentation mask: a mask-named feature holding one PNG."""
+def mask_of(example: dict[str, tuple[str | None, list[Any]]]) -> tuple[str, bytes] | None:
+    """A record's segmentation mask (its feature, its PNG): a mask-named feature holding one PNG."""
     for name, (kind, values) in sorted(example.items()):
         if (
             is_mask(name)
@@ -118,7 +118,7 @@ def mask_of(example: dict[str, tuple[str | None, list[Any]]]) -> bytes | None:
             and len(values) == 1
             and sniff_format(values[0]) == "png"
         ):
-            return values[0]
+            return name, values[0]
     return None
 
 
@@ -151,14 +151,15 @@ def _tinted(pixels: np.ndarray, colours: np.ndarray, where: np.ndarray) -> np.nd
     return np.round(tinted).astype(np.uint8)
 
 
-def overlay(pixels: np.ndarray, mask: bytes) -> np.ndarray:
+def overlay(pixels: np.ndarray, mask: bytes, background: int | None = None) -> np.ndarray:
     """RGB pixels with each class of the mask tinted in its colour (the mask scaled to the
-    picture, nearest neighbour); the picture unchanged where the mask is unreadable."""
+    picture, nearest neighbour), but IGNORE and `background`; the picture unchanged where
+    the mask is unreadable."""
     height, width = pixels.shape[:2]
     indices = _indices(mask, width, height)
     if indices is None:
         return pixels
-    return _tinted(pixels, COLOURS[indices % len(COLOURS)], indices != IGNORE)
+    return _tinted(pixels, COLOURS[indices % len(COLOURS)], (indices != IGNORE) & (indices != background))
 
 
 def overlay_instances(pixels: np.ndarray, masks: list[bytes], classes: list[int]) -> np.ndarray:
