@@ -230,6 +230,32 @@ def test_voc_segmentation_object_pngs_give_one_mask_per_object(cli, tmp_path):
     assert result.exit_code == 0 and sorted(parsed(tmp_path / "out2")) == ["a.jpg", "d.jpg"]
 
 
+@pytest.mark.parametrize(
+    ("mask", "message"),
+    [
+        (
+            np.zeros((47, 64), np.uint8),
+            "SegmentationObject/a.png is 64x47, the image 64x48: a mask must be its image's size",
+        ),
+        (np.full((48, 64), 3, np.uint8), "SegmentationObject/a.png: holds object 3, but"),
+    ],
+    ids=["size", "object"],
+)
+def test_a_voc_mask_of_another_size_or_object_is_exit_1_naming_it(cli, tmp_path, mask, message):
+    dataset = {"a.jpg": (64, 48, [("cat", 2, 3, 30, 40), ("dog", 20, 10, 64, 48)])}
+    images = write_images(tmp_path / "VOC" / "JPEGImages", dataset)
+    write_voc(tmp_path / "VOC" / "Annotations", dataset)
+    (tmp_path / "VOC" / "SegmentationObject").mkdir()
+    Image.fromarray(mask, "L").save(tmp_path / "VOC" / "SegmentationObject" / "a.png")
+    out = tmp_path / "out"
+    result = cli.convert(
+        "detection", images, "--annotations", tmp_path / "VOC" / "Annotations", "--masks", "--out", out
+    )
+    assert result.exit_code == 1 and message in result.stderr and "Traceback" not in result.stderr, result.stderr
+    assert "lists 2" in result.stderr or "size" in message
+    assert not out.exists()
+
+
 def test_resized_images_get_their_masks_resized_by_nearest_neighbour(cli, tmp_path):
     result, out, annotations = coco_case(cli, tmp_path, "--masks", "--resize", "32x24")
     assert result.exit_code == 0, result.stderr
@@ -256,17 +282,22 @@ BAD_COCO = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("case", "damage", "message"), BAD_COCO, ids=[c for c, _, _ in BAD_COCO])
-def test_a_bad_segmentation_is_exit_1_naming_the_annotation(cli, tmp_path, case, damage, message):
+def _refused(cli, tmp_path, damage, message, *args):
+    """The COCO case with `damage` done to its annotations: exit 1 naming the entry, nothing written."""
     _, _, annotations = coco_case(cli, tmp_path)
     doc = json.loads(annotations.read_text())
     damage(doc)
     annotations.write_text(json.dumps(doc))
     out = tmp_path / "bad"
-    result = cli.convert("detection", tmp_path / "images", "--annotations", annotations, "--masks", "--out", out)
+    result = cli.convert("detection", tmp_path / "images", "--annotations", annotations, "--out", out, *args)
     assert result.exit_code == 1, result.stderr
     assert f"{annotations} {message}" in result.stderr and "Traceback" not in result.stderr
     assert not out.exists()
+
+
+@pytest.mark.parametrize(("case", "damage", "message"), BAD_COCO, ids=[c for c, _, _ in BAD_COCO])
+def test_a_bad_segmentation_is_exit_1_naming_the_annotation(cli, tmp_path, case, damage, message):
+    _refused(cli, tmp_path, damage, message, "--masks")
 
 
 BAD_KEYPOINTS = [
@@ -287,15 +318,7 @@ BAD_KEYPOINTS = [
 
 @pytest.mark.parametrize(("case", "damage", "message"), BAD_KEYPOINTS, ids=[c for c, _, _ in BAD_KEYPOINTS])
 def test_bad_keypoints_are_exit_1_naming_the_annotation(cli, tmp_path, case, damage, message):
-    _, _, annotations = coco_case(cli, tmp_path)
-    doc = json.loads(annotations.read_text())
-    damage(doc)
-    annotations.write_text(json.dumps(doc))
-    out = tmp_path / "bad"
-    result = cli.convert("detection", tmp_path / "images", "--annotations", annotations, "--out", out)
-    assert result.exit_code == 1, result.stderr
-    assert f"{annotations} {message}" in result.stderr and "Traceback" not in result.stderr
-    assert not out.exists()
+    _refused(cli, tmp_path, damage, message)
 
 
 def test_masks_from_annotations_that_hold_none_is_a_usage_error(cli, tmp_path):
