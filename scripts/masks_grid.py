@@ -46,7 +46,15 @@ def coco_dataset(root: Path, rng: np.random.Generator) -> tuple[Path, Path]:
             annotations.append({"image_id": i + 1, "category_id": 2, "segmentation": [ellipse(cx, cy, r, r)],
                                 "bbox": [cx - r, cy - r, 2 * r, 2 * r], "iscrowd": 0})  # fmt: skip
         x, y = rng.uniform(40, W - 40), rng.uniform(30, H - 45)  # a stick figure: category 1, with keypoints
-        points = [(x, y - 18), (x, y - 8), (x, y + 12), (x - 14, y + 2), (x + 14, y - 2), (x - 9, y + 30), (x + 9, y + 30)]
+        points = [
+            (x, y - 18),
+            (x, y - 8),
+            (x, y + 12),
+            (x - 14, y + 2),
+            (x + 14, y - 2),
+            (x - 9, y + 30),
+            (x + 9, y + 30),
+        ]
         for a, b in SKELETON:
             draw.line([points[a - 1], points[b - 1]], fill=(30, 30, 30), width=3)
         draw.ellipse([x - 6, y - 24, x + 6, y - 12], fill=(30, 30, 30))
