@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import io
 import json
 import operator
 import os
@@ -25,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import coco_rle, fs
+from .. import fs
 from ..errors import OptionError, SourceError
 from ..features import FeatureSpec
 from ..naming import KEYPOINTS
@@ -38,10 +37,10 @@ from .box_formats.class_names import read_names
 from .folders import IMAGE_SUFFIXES, FileItems, dataset_name, list_files
 from .grouping import plan_groups
 from .imaging import DecodePolicy, probe, reencode
+from .instances import instance_masks, instance_png, keypoint_features, keypoints
 
 IMAGE_FORMATS = ("keep", "jpeg", "png")
 MASK_FORMATS = ("coco", "voc")
-VOC_VOID = 255  # SegmentationObject's outline and "difficult" pixels: no object's
 # What the API's decoder reads by `image/format`; anything else is re-encoded in keep mode.
 STORED_AS_IS = ("jpeg", "png")
 CLIP_TOLERANCE = 1.0  # pixels a box may lie outside its image and be clipped, not refused
@@ -363,10 +362,11 @@ class DetectionConverter(FileItems, Converter):
             image, (out_h, out_w, _) = reencode(data, rel, self.policy, fmt, self.quality)  # upright, resized
         objects, clipped = self._objects(annotation.boxes, width, height)
         if self.masks:
-            masks = self._instance_masks(annotation.boxes, mask_file, width, height)
+            voc_png = fs.join(self._voc_masks, mask_file) if mask_file else None  # type: ignore[arg-type]
+            masks = instance_masks(annotation.boxes, voc_png, width, height)
             objects["image/object/mask"] = np.array([instance_png(m, out_w, out_h) for m in masks], dtype=object)
         if self.keypoint_names:
-            objects.update(keypoints(annotation.boxes, len(self.keypoint_names), self.keypoint_names, width, height))
+            objects.update(keypoints(annotation.boxes, self.keypoint_names, width, height))
         self._flag = (fmt, why and rel, tuple(clipped))
         return {
             "image/encoded": image,
@@ -413,23 +413,6 @@ class DetectionConverter(FileItems, Converter):
             "image/object/is_crowd": np.array([b.is_crowd for b in boxes], np.int64),
             "image/object/area": table[:, 4].astype(np.float32),
         }, clipped
-
-    def _instance_masks(
-        self, boxes: tuple[Box, ...], mask_file: str | None, width: int, height: int
-    ) -> list[np.ndarray]:
-        """Each object's 0/1 mask at the image's displayed size: COCO's segmentation drawn
-        (a crowd's RLE as it is, polygons joined), or VOC's SegmentationObject pixels of
-        the object's number (its place in the XML, from 1)."""
-        if mask_file is None:
-            return [_drawn(box, width, height) for box in boxes]
-        path = fs.join(self._voc_masks, mask_file)  # type: ignore[arg-type]
-        indices = _voc_instances(path, width, height)
-        if int(indices[indices != VOC_VOID].max(initial=0)) > len(boxes):
-            raise SourceError(
-                f"{path}: holds object {int(indices[indices != VOC_VOID].max())}, but "
-                f"{boxes[0].where.rsplit(' object', 1)[0]} lists {len(boxes)}"
-            )
-        return [(indices == n).astype(np.uint8) for n in range(1, len(boxes) + 1)]
 
     def roots(self) -> list[str]:
         return [self.root]
@@ -482,85 +465,3 @@ class DetectionConverter(FileItems, Converter):
                 "grayscale": self.policy.grayscale,
             },
         }
-
-
-def _drawn(box: Box, width: int, height: int) -> np.ndarray:
-    if box.segmentation is None:
-        raise SourceError(f"{box.where}: no segmentation, which --masks draws")
-    try:
-        return coco_rle.decode(json.loads(box.segmentation), height, width)
-    except coco_rle.MaskError as e:
-        raise SourceError(f"{box.where}: {e}") from None
-
-
-def _voc_instances(path: str, width: int, height: int) -> np.ndarray:
-    """A SegmentationObject PNG's object numbers (palette indices), checked against the image's size."""
-    from PIL import Image, UnidentifiedImageError
-
-    try:
-        with Image.open(io.BytesIO(fs.read_bytes(path))) as im:
-            if im.mode not in ("P", "L"):
-                raise SourceError(f"{path}: a {im.mode} image; SegmentationObject masks are palette PNGs")
-            indices = np.asarray(im)
-    except (UnidentifiedImageError, OSError) as e:
-        raise SourceError(f"{path}: not a readable mask ({e})") from None
-    if indices.shape != (height, width):
-        raise SourceError(
-            f"{path} is {indices.shape[1]}x{indices.shape[0]}, the image {width}x{height}: a mask must be its "
-            "image's size"
-        )
-    return indices
-
-
-def instance_png(mask: np.ndarray, width: int, height: int) -> bytes:
-    """One object's mask as the Object Detection API stores it: a one-channel PNG of 0
-    and 1 at the stored image's size (resized by nearest neighbour)."""
-    from PIL import Image
-
-    picture = Image.fromarray(mask, "L")
-    if picture.size != (width, height):
-        picture = picture.resize((width, height), Image.Resampling.NEAREST)
-    out = io.BytesIO()
-    picture.save(out, format="PNG")
-    return out.getvalue()
-
-
-def keypoint_features(count: int) -> dict[str, FeatureSpec]:
-    """Keypoints as the Object Detection API's decoder reads them: `count` of each per
-    object, back to back (TFDS reads a Sequence of shape-(count,) tensors)."""
-    return {
-        "image/object/keypoint/x": FeatureSpec.tensor("float32", (count,)).of_objects(),
-        "image/object/keypoint/y": FeatureSpec.tensor("float32", (count,)).of_objects(),
-        "image/object/keypoint/visibility": FeatureSpec.tensor("int64", (count,)).of_objects(),
-        "image/object/keypoint/text": FeatureSpec.tensor("string", (count,)).of_objects(),
-        "image/object/keypoint/num": FeatureSpec.tensor("int64").of_objects(),
-    }
-
-
-def keypoints(boxes: tuple[Box, ...], count: int, names: list[str], width: int, height: int) -> dict[str, np.ndarray]:
-    """Each object's keypoints normalized by the displayed size, in its category's order;
-    an object without keypoints has `count` unlabelled ones (0, 0, visibility 0), as
-    create_coco_tf_record.py writes them. `num`: the labelled (visibility > 0) ones."""
-    table = np.zeros((len(boxes), count, 3), np.float64)
-    for i, box in enumerate(boxes):
-        if box.keypoints is None:
-            continue
-        points = np.array(json.loads(box.keypoints), np.float64).reshape(count, 3)
-        labelled = points[:, 2] > 0
-        outside = labelled & (
-            (points[:, 0] < 0) | (points[:, 0] > width) | (points[:, 1] < 0) | (points[:, 1] > height)
-        )
-        if outside.any():
-            k = int(np.flatnonzero(outside)[0])
-            raise SourceError(
-                f"{box.where}: keypoint {names[k]!r} at ({points[k, 0]:g}, {points[k, 1]:g}) lies outside the "
-                f"{width}x{height} image"
-            )
-        table[i] = points
-    return {
-        "image/object/keypoint/x": (table[:, :, 0] / width).astype(np.float32).reshape(-1),
-        "image/object/keypoint/y": (table[:, :, 1] / height).astype(np.float32).reshape(-1),
-        "image/object/keypoint/visibility": table[:, :, 2].astype(np.int64).reshape(-1),
-        "image/object/keypoint/text": np.array(names * len(boxes), dtype=object),
-        "image/object/keypoint/num": (table[:, :, 2] > 0).sum(axis=1).astype(np.int64),
-    }

@@ -20,7 +20,6 @@ from __future__ import annotations
 import io
 import json
 import posixpath
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from xml.sax.saxutils import escape
@@ -31,6 +30,7 @@ from .. import coco_rle
 from ..errors import OptionError, SourceError
 from ..imageformat import sniff_format
 from ..inspect.grid import image_feature
+from .box_numbers import coco_box, f32, keypoint_pixels, number, pixel_corners, yolo_box
 from .engine import Chunk, ExportOptions, Failed, Job, run
 from .images import EXTENSIONS
 from .source import ExportSource, inside_output, parsed
@@ -39,7 +39,6 @@ from .staging import Drop, Spool, Staging, staged
 FORMATS = ("coco", "yolo", "voc", "csv")
 IMAGES = "images"
 PREFIX = "image/object/"
-DIGITS = range(0, 13)  # decimals tried, fewest first
 CORNERS = ("xmin", "ymin", "xmax", "ymax")
 FLAGS = {  # what the annotation formats keep, and the names datasets give it
     "difficult": ("difficult", "is_difficult"),
@@ -151,95 +150,6 @@ class Picture:
     keypoint_names: list[str] = field(default_factory=list)
 
 
-def _f32(value: float) -> float:
-    return float(np.float32(value))
-
-
-def _shortest(candidates: Callable[[int], tuple[float, ...]], *checks: Callable[[tuple[float, ...]], bool]):
-    """The first of candidates(0), candidates(1)... that passes the first check, else the
-    first that passes the next (a looser) one, else the last tried."""
-    values: tuple[float, ...] = ()
-    for check in checks:
-        for digits in DIGITS:
-            values = candidates(digits)
-            if check(values):
-                return values
-    return values
-
-
-def pixel_corners(
-    box: dict[str, Any], w: int, h: int, shift: float = 0.0, area_written: bool = False
-) -> tuple[float, ...]:
-    """(xmin, ymin, xmax, ymax) in pixels as written (plus `shift`: VOC's 1-based pixels):
-    the shortest that give the stored corners and area again through the converter's
-    `float(text) - shift`, then `/ width`."""
-    stored = tuple(box[k] for k in ("xmin", "ymin", "xmax", "ymax"))
-    exact = (stored[0] * w, stored[1] * h, stored[2] * w, stored[3] * h)
-
-    def corners(values: tuple[float, ...]) -> bool:
-        x0, y0, x1, y1 = (v - shift for v in values)
-        return (_f32(x0 / w), _f32(y0 / h), _f32(x1 / w), _f32(y1 / h)) == stored
-
-    def and_area(values: tuple[float, ...]) -> bool:
-        x0, y0, x1, y1 = (v - shift for v in values)
-        stated = area_written or box["area"] is None
-        return corners(values) and (stated or _f32((x1 - x0) * (y1 - y0)) == box["area"])
-
-    # the area too where the format derives it from the box; an area that came from
-    # elsewhere (COCO's, of a segmentation) cannot come back through a box-only format
-    return _shortest(lambda d: tuple(round(v + shift, d) for v in exact), and_area, corners)
-
-
-def coco_box(box: dict[str, Any], w: int, h: int) -> tuple[float, ...]:
-    """[x, y, width, height] as COCO writes them; the converter takes x + width as xmax."""
-    x0, y0, x1, y1 = pixel_corners(box, w, h, area_written=True)  # COCO states the area: written as stored
-    stored = (box["xmax"], box["ymax"])
-
-    def check(values: tuple[float, ...]) -> bool:
-        return (_f32((x0 + values[0]) / w), _f32((y0 + values[1]) / h)) == stored
-
-    bw, bh = _shortest(lambda d: (round(x1 - x0, d), round(y1 - y0, d)), check)
-    return x0, y0, bw, bh
-
-
-def yolo_box(box: dict[str, Any], w: int, h: int) -> tuple[float, ...]:
-    """(cx, cy, w, h) normalized; the converter takes (cx -/+ w / 2) * width as the corners."""
-    stored = tuple(box[k] for k in ("xmin", "ymin", "xmax", "ymax"))
-    exact = ((stored[0] + stored[2]) / 2, (stored[1] + stored[3]) / 2, stored[2] - stored[0], stored[3] - stored[1])
-
-    def pixels(values: tuple[float, ...]) -> tuple[float, ...]:
-        cx, cy, bw, bh = values
-        return (cx - bw / 2) * w, (cy - bh / 2) * h, (cx + bw / 2) * w, (cy + bh / 2) * h
-
-    def corners(values: tuple[float, ...]) -> bool:
-        x0, y0, x1, y1 = pixels(values)
-        return (_f32(x0 / w), _f32(y0 / h), _f32(x1 / w), _f32(y1 / h)) == stored
-
-    def and_area(values: tuple[float, ...]) -> bool:
-        x0, y0, x1, y1 = pixels(values)
-        return corners(values) and (box["area"] is None or _f32((x1 - x0) * (y1 - y0)) == box["area"])
-
-    return _shortest(lambda d: tuple(round(v, d + 3) for v in exact), and_area, corners)
-
-
-def keypoint_pixels(points: list[tuple[float, float, int]], w: int, h: int) -> list[float]:
-    """[x, y, v, ...] as COCO writes keypoints: the shortest pixels that the converter's
-    `x / width` turns back into the stored float32."""
-    flat: list[float] = []
-    for x, y, v in points:
-        exact = (x * w, y * h)
-        flat += _shortest(
-            lambda d, exact=exact: (round(exact[0], d), round(exact[1], d)),
-            lambda c, x=x, y=y: (_f32(c[0] / w), _f32(c[1] / h)) == (x, y),
-        )
-        flat.append(int(v))
-    return flat
-
-
-def _number(value: float) -> str:
-    return str(int(value)) if value == int(value) else repr(value)
-
-
 def _one(example: dict, name: str) -> Any:
     values = example.get(name, (None, []))[1]
     if len(values) != 1:
@@ -288,11 +198,11 @@ def _picture(example: dict, keys: BoxKeys, where: str, default_name: str) -> tup
     flags = {k: per_box(feature, None) for k, feature in keys.flags}
     boxes = [
         {
-            **{c: _f32(v) for c, v in zip(CORNERS, corners[i], strict=True)},
+            **{c: f32(v) for c, v in zip(CORNERS, corners[i], strict=True)},
             "text": texts[i],
             "label": int(labels[i]) + offset,
             **{k: int(flags.get(k, [0] * n)[i] or 0) for k in ("difficult", "truncated", "is_crowd")},
-            "area": None if flags.get("area", [None] * n)[i] is None else _f32(flags["area"][i]),
+            "area": None if flags.get("area", [None] * n)[i] is None else f32(flags["area"][i]),
         }
         for i in range(n)
     ]
@@ -316,7 +226,7 @@ def _picture(example: dict, keys: BoxKeys, where: str, default_name: str) -> tup
         picture.keypoint_names = [_text(t) for t in text[:count]] if len(text) == len(x) else []
         for i, box in enumerate(boxes):
             at = slice(i * count, (i + 1) * count)
-            box["keypoints"] = list(zip(map(_f32, x[at]), map(_f32, y[at]), visibility[at] or [2] * count, strict=True))
+            box["keypoints"] = list(zip(map(f32, x[at]), map(f32, y[at]), visibility[at] or [2] * count, strict=True))
     return picture, data
 
 
@@ -484,7 +394,7 @@ def _yolo(job: BoxesJob, staging: Staging) -> None:
     assert job.found is not None
     for picture in job.found:
         lines = "".join(
-            " ".join([str(index[box["label"]]), *map(_number, box["values"])]) + "\n" for box in picture.boxes
+            " ".join([str(index[box["label"]]), *map(number, box["values"])]) + "\n" for box in picture.boxes
         )
         stem = posixpath.splitext(picture.filename)[0]
         staging.put(f"labels/{stem}.txt", lines.encode())
@@ -497,7 +407,7 @@ def _voc(job: BoxesJob, staging: Staging) -> None:
             continue  # a negative: no annotation file names it
         objects = []
         for box in picture.boxes:
-            x0, y0, x1, y1 = map(_number, box["values"])
+            x0, y0, x1, y1 = map(number, box["values"])
             objects.append(
                 f"<object><name>{escape(box['text'])}</name><truncated>{box['truncated']}</truncated>"
                 f"<difficult>{box['difficult']}</difficult><bndbox><xmin>{x0}</xmin><ymin>{y0}</ymin>"
@@ -516,7 +426,7 @@ def _csv(job: BoxesJob, staging: Staging) -> None:
         rows.row(["filename", "width", "height", "class", "xmin", "ymin", "xmax", "ymax"])
         for picture in job.found:
             for box in picture.boxes:
-                rows.row([picture.filename, picture.width, picture.height, box["text"], *map(_number, box["values"])])
+                rows.row([picture.filename, picture.width, picture.height, box["text"], *map(number, box["values"])])
 
 
 ANNOTATIONS = {"coco": _coco, "yolo": _yolo, "voc": _voc, "csv": _csv}

@@ -72,7 +72,8 @@ class Plan:
 
 def plan(source: ExportSource, layout: str | None, image: str | None = None, label: str | None = None) -> Plan:
     """What to write, from the schema (overridden by `image` / `label`): the layout is
-    folders when there is a class label and nothing else worth keeping, else csv."""
+    masks for records with a segmentation mask, folders when there is a class label and
+    nothing else worth keeping, else csv."""
     schema = source.schema()
     example = source.first_example()
     if example is None:
@@ -99,19 +100,16 @@ def plan(source: ExportSource, layout: str | None, image: str | None = None, lab
     left_out = sorted(set(schema) - scalars - own)
     if layout is None:
         layout = "masks" if mask is not None else "folders" if label is not None and not columns else "csv"
-    if layout != "masks" and mask is not None:
+    raw = manifest_raw_shape(source.dataset) if source.dataset is not None else None
+    if layout == "masks":  # the picture and its mask, nothing else
+        left_out = sorted({*left_out, *columns, *([label] if label else [])})
+        return Plan(image, None, [], filename, [], left_out, layout, raw, mask, names.get(mask, []))  # type: ignore[arg-type]
+    if mask is not None:
         left_out = sorted({*left_out, mask})
-    if layout in ("folders", "masks"):
+    if layout == "folders":
         left_out = sorted(set(left_out) | set(columns))
         columns = []
-    raw = manifest_raw_shape(source.dataset) if source.dataset is not None else None
-    found = Plan(image, label, names.get(label, []) if label else [], filename, columns, left_out, layout, raw)
-    if layout == "masks":
-        found.mask, found.mask_names = mask, names.get(mask, [])  # type: ignore[arg-type]
-        found.label, found.names = None, []
-        if label is not None:
-            found.left_out = sorted({*found.left_out, label})
-    return found
+    return Plan(image, label, names.get(label, []) if label else [], filename, columns, left_out, layout, raw)
 
 
 def _picture(value: bytes, example: dict, plan: Plan) -> tuple[bytes, str]:
