@@ -122,13 +122,8 @@ def counts_to_string(runs: np.ndarray) -> str:
     return "".join(chars)
 
 
-def polygon_mask(xy: np.ndarray, height: int, width: int) -> np.ndarray:
-    """The mask of one polygon ((k, 2) x, y in pixels), rasterized as the COCO API does."""
-    return _columns(_polygon_toggles(xy, height, width), height, width).reshape(width, height).T.copy()
-
-
 def _polygon_toggles(xy: np.ndarray, height: int, width: int) -> np.ndarray:
-    """Where one polygon's inside/outside toggles, as positions down the columns (x *
+    """Where one polygon's ((k, 2) x, y in pixels) inside/outside toggles, as positions down the columns (x *
     height + y): the vertices rounded onto the finer grid, each edge traced one grid
     step at a time along its longer axis (all edges at once), and where the trace enters
     a new grid column whose centre is a pixel column's, the pixel row below the crossing."""
@@ -175,10 +170,6 @@ def _columns(toggles: np.ndarray, height: int, width: int) -> np.ndarray:
     flat[first : last + 1] = np.cumsum(counts & 1, dtype=np.uint8) & 1
     flat[last + 1 :] = flat[last]
     return flat
-
-
-def area(mask: np.ndarray) -> int:
-    return int(np.count_nonzero(mask))
 
 
 def encode(mask: np.ndarray) -> dict[str, Any]:
