@@ -195,3 +195,17 @@ def test_images_without_masks_can_be_left_out_and_listed(cli, tmp_path):
     summary = json.loads(result.stdout)
     assert [s["item"] for s in summary["skipped"]] == [str(images / "sub" / "03.png")]
     assert sorted(_records(tmp_path / "out")) == sorted(set(indices) - {"sub/03.png"})
+
+
+def test_equal_masks_in_two_splits_are_not_leakage(cli, tmp_path):
+    images, masks = tmp_path / "images", tmp_path / "masks"
+    images.mkdir()
+    masks.mkdir()
+    rng = np.random.default_rng(5)
+    for i in range(6):  # distinct pictures, one and the same mask
+        Image.fromarray(rng.integers(0, 256, (10, 12, 3), dtype=np.uint8)).save(images / f"{i}.png")
+        Image.fromarray(np.eye(10, 12, dtype=np.uint8), "L").save(masks / f"{i}.png")
+    out = tmp_path / "out"
+    _ok(cli.convert("segmentation", images, "--masks", masks, "--out", out, "--split", "train=0.5,test=0.5"))
+    report = json.loads(_ok(cli.inspect(out, "--stats", "--json")).stdout)
+    assert report["leakage"]["images_in_several_splits"] == 0, report["leakage"]

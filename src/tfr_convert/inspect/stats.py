@@ -216,7 +216,7 @@ def stats(paths: list[str], max_record: int = MAX_RECORD_BYTES, sound_only: bool
                         instances.setdefault(name, InstanceStats()).add(values)
                     elif is_mask(name):
                         masks.setdefault(name, MaskStats()).add(values)
-                    if split is not None and acc.formats:
+                    if split is not None and acc.formats and not is_mask(name):  # masks repeat by nature
                         filename = _filename(example)
                         for v in values:
                             digest = _digest(v)
