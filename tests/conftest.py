@@ -87,10 +87,17 @@ def gcs_server():
 
 @pytest.fixture
 def s3(s3_server, monkeypatch) -> Bucket:
-    """A fresh bucket on the local S3 server, reachable from this process and its children."""
+    """A fresh bucket on the local S3 server, reachable from this process and its children.
+
+    Deleted afterwards: SeaweedFS gives each bucket a collection of its own and grows
+    several volumes for it, out of a count it derives from the free disk, so a session
+    that kept every bucket runs out of volumes after a few dozen tests (PutObject then
+    fails with InternalError)."""
     for key, value in s3_server.env.items():
         monkeypatch.setenv(key, value)
-    return Bucket("s3", s3_server)
+    bucket = Bucket("s3", s3_server)
+    yield bucket
+    s3_server.delete(bucket.name)
 
 
 @pytest.fixture

@@ -125,6 +125,13 @@ class SeaweedS3:
         self.filesystem().mkdir(name)
         return name
 
+    def delete(self, name: str) -> None:
+        """Remove a bucket and what it holds, which frees its collection's volumes."""
+        fs = self.filesystem()
+        fs.rm(name, recursive=True)
+        if fs.exists(name):
+            raise RuntimeError(f"bucket {name} is still there after deleting it")
+
     def stop(self) -> None:
         _stop(self.process, self.root)
 
