@@ -4,10 +4,13 @@
 
 1. pHash throughput (images/s) over --images generated JPEGs of 512x384, on one thread
    and on the thread pool `--dedupe` uses (all cores).
-2. `near_duplicates.close_pairs` on N random 64-bit hashes (1% planted copies, 0..7 bits
-   away), for each N in --sizes: seconds, candidate comparisons per hash, pairs found,
+2. The distances between --planted pictures and their near copies (resized by 0.5 to
+   1.5, brightened by up to 10 %, JPEG 60 to 95; tests/near_copies.py), and between the
+   distinct pictures; recall and precision of the pairs found at a few thresholds.
+3. `near_duplicates.close_pairs` on N random 64-bit hashes (1% planted copies, 0..THRESHOLD
+   bits away), for each N in --sizes: seconds, candidate comparisons per hash, pairs found,
    and the all-pairs count it avoids — so the growth with N is visible.
-3. `tfr-convert images --dedupe near|drop|exact` on --identical copies of one JPEG (one
+4. `tfr-convert images --dedupe near|drop|exact` on --identical copies of one JPEG (one
    cluster as large as the dataset): seconds and peak RSS of the whole run.
 Medians of --repeat; writes Markdown to --out and prints it.
 """
@@ -15,6 +18,7 @@ Medians of --repeat; writes Markdown to --out and prints it.
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -24,7 +28,10 @@ import numpy as np
 from bench_images import make_images
 from common import machine, median, peak_rss_mib
 
-from tfr_convert.near_duplicates import CHUNKS, close_pairs, phash
+from tfr_convert.near_duplicates import CHUNKS, THRESHOLD, chunk_masks, chunk_radii, close_pairs, phash, popcount
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from near_copies import SIZES, planted_set
 
 
 def hashes(n: int, seed: int = 0) -> np.ndarray:
@@ -32,22 +39,48 @@ def hashes(n: int, seed: int = 0) -> np.ndarray:
     h = rng.integers(0, 2**63, n, dtype=np.uint64) * np.uint64(2) + rng.integers(0, 2, n, dtype=np.uint64)
     copies = n // 100
     for k in range(copies):
-        flips = rng.choice(64, size=k % 8, replace=False)
+        flips = rng.choice(64, size=k % (THRESHOLD + 1), replace=False)
         h[n - copies + k] = h[k] ^ np.uint64(sum(1 << int(b) for b in flips))
     return h
 
 
 def candidates(h: np.ndarray) -> int:
-    """Comparisons the index makes: per chunk, hashes sharing a chunk value within one bit."""
+    """Comparisons the index makes: per chunk, the pairs of hashes in one bucket, and in
+    each pair of buckets whose values differ by one of the chunk's masks."""
     total = 0
-    for c in range(CHUNKS):
-        keys = ((h >> np.uint64(16 * c)) & np.uint64(0xFFFF)).astype(np.int64)
-        counts = np.bincount(keys, minlength=1 << 16)
-        neighbours = counts.copy()
-        for b in range(16):
-            neighbours += counts[np.arange(1 << 16) ^ (1 << b)]
-        total += int((counts * neighbours).sum())
+    values = np.arange(1 << 16)
+    for c, radius in zip(range(CHUNKS), chunk_radii(THRESHOLD), strict=True):
+        counts = np.bincount(((h >> np.uint64(16 * c)) & np.uint64(0xFFFF)).astype(np.int64), minlength=1 << 16)
+        total += int((counts * (counts - 1) // 2).sum())
+        for mask in chunk_masks(radius)[1:]:
+            other = values ^ mask
+            total += int((counts * counts[other])[other > values].sum())
     return total
+
+
+def planted_distances(distinct: int) -> list[str]:
+    """Markdown: how far copies and distinct pictures hash, and what each threshold finds."""
+    originals, copies = planted_set(distinct, seed=1)
+    h = np.array([phash(d) for d in originals + copies], np.uint64)
+    n = len(originals)
+    copy = popcount(h[:n] ^ h[n:])
+    apart = popcount(h[:n, None] ^ h[None, :n])[np.triu_indices(n, 1)]
+    bins = list(range(0, 17, 2))  # a pHash has as many ones as zeros, so distances are even
+    lines = ["", f"Distances in bits, {distinct} pictures (shapes and textures, {len(SIZES)} sizes from "
+             f"{SIZES[0][0]} to {SIZES[-1][0]} px) and a near copy of each:", "",
+             "| pairs | " + " | ".join(str(b) for b in bins) + " | more | count |",
+             "|---|" + "---|" * (len(bins) + 2)]  # fmt: skip
+    rows = [(f"copy of a {w}x{h_} picture", copy[[i for i in range(n) if SIZES[i // 2 % len(SIZES)] == (w, h_)]])
+            for w, h_ in SIZES] + [("all copies", copy), ("distinct pictures", apart)]  # fmt: skip
+    for label, d in rows:
+        counts = [int((d == b).sum()) for b in bins]
+        lines.append(f"| {label} | " + " | ".join(map(str, counts)) + f" | {int((d > bins[-1]).sum())} | {len(d)} |")
+    lines += ["", "| threshold | recall | precision |", "|---|---|---|"]
+    for threshold in (5, 7, THRESHOLD):
+        found = {(i, j) for i, j, _ in close_pairs((int(x) for x in h), threshold)}
+        true = len(found & {(i, n + i) for i in range(n)})
+        lines.append(f"| {threshold} | {true / n:.3f} | {true / max(len(found), 1):.3f} |")
+    return lines
 
 
 def main() -> None:
@@ -55,6 +88,7 @@ def main() -> None:
     parser.add_argument("--images", type=int, default=2000)
     parser.add_argument("--sizes", default="10000,100000,1000000")
     parser.add_argument("--identical", type=int, default=20000)
+    parser.add_argument("--planted", type=int, default=400)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "tfr-bench-dedupe")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "dedupe.md")
@@ -72,7 +106,10 @@ def main() -> None:
                 list(pool.map(phash, data, chunksize=64))
             times.append(time.perf_counter() - start)
         lines.append(f"| {label} | {median(times):.2f} | {len(data) / median(times):,.0f} |")
+    lines += planted_distances(args.planted)
     lines += [
+        "",
+        f"Index at THRESHOLD = {THRESHOLD} bits:",
         "",
         "| hashes | close_pairs s | comparisons per hash | pairs found | all pairs avoided |",
         "|---|---|---|---|---|",

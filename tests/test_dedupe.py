@@ -2,40 +2,25 @@
 
 from __future__ import annotations
 
-import io
 import json
 from collections import Counter
 
 import numpy as np
 import pytest
 import tensorflow as tf
-from PIL import Image, ImageDraw, ImageEnhance
+from PIL import Image, ImageEnhance
 
+from near_copies import jpeg, picture, planted_set
 from tfr_convert.converters.grouping import duplicate_pairs, group_keys
-from tfr_convert.near_duplicates import THRESHOLD, close_pairs, clusters, phash, popcount
-
-
-def picture(seed: int, size=(256, 192)) -> Image.Image:
-    """A distinct picture: a few filled shapes on a plain background, with sensor noise."""
-    rng = np.random.default_rng(seed)
-    w, h = size
-    im = Image.new("RGB", size, tuple(int(v) for v in rng.integers(0, 256, 3)))
-    draw = ImageDraw.Draw(im)
-    for _ in range(rng.integers(4, 10)):
-        x0, y0 = rng.integers(0, w - 20), rng.integers(0, h - 20)
-        box = [x0, y0, x0 + rng.integers(20, 140), y0 + rng.integers(20, 120)]
-        (draw.ellipse if rng.random() < 0.5 else draw.rectangle)(
-            box, fill=tuple(int(v) for v in rng.integers(0, 256, 3))
-        )
-    noisy = np.asarray(im).astype(np.int16) + rng.normal(0, 6, (h, w, 3)).astype(np.int16)
-    return Image.fromarray(np.clip(noisy, 0, 255).astype(np.uint8))
-
-
-def jpeg(im: Image.Image, quality: int = 90) -> bytes:
-    buf = io.BytesIO()
-    im.save(buf, "JPEG", quality=quality)
-    return buf.getvalue()
-
+from tfr_convert.near_duplicates import (
+    MAX_THRESHOLD,
+    THRESHOLD,
+    chunk_radii,
+    close_pairs,
+    clusters,
+    phash,
+    popcount,
+)
 
 COPIES = {  # how a picture gets copied into a dataset: resized, recompressed, brightened
     "half": lambda im: jpeg(im.resize((im.width // 2, im.height // 2), Image.Resampling.BILINEAR)),
@@ -71,17 +56,48 @@ def split_of_files(out) -> dict[str, str]:
 # ---------------------------------------------------------------- the index
 
 
-def test_the_index_finds_exactly_the_pairs_all_pairs_comparison_finds():
-    rng = np.random.default_rng(7)
-    hashes = rng.integers(0, 2**63, 3000, dtype=np.uint64) * np.uint64(2) + rng.integers(0, 2, 3000, dtype=np.uint64)
-    for k in range(300):  # plant close neighbours, 0..9 bits away (beyond the threshold too)
-        flips = rng.choice(64, size=k % 10, replace=False)
-        hashes[3000 - 300 + k] = hashes[k] ^ np.uint64(sum(1 << int(b) for b in flips))
-    found = close_pairs(int(h) for h in hashes)
+def random_hashes(n: int, seed: int, planted: int, farthest: int) -> np.ndarray:
+    """n random 64-bit hashes, the last `planted` of them copies of the first ones with
+    0 .. farthest bits flipped (beyond the threshold too)."""
+    rng = np.random.default_rng(seed)
+    hashes = rng.integers(0, 2**63, n, dtype=np.uint64) * np.uint64(2) + rng.integers(0, 2, n, dtype=np.uint64)
+    for k in range(planted):
+        flips = rng.choice(64, size=k % (farthest + 1), replace=False)
+        hashes[n - planted + k] = hashes[k] ^ np.uint64(sum(1 << int(b) for b in flips))
+    return hashes
+
+
+def all_pairs_within(hashes: np.ndarray, threshold: int) -> list[tuple[int, int, int]]:
     distance = popcount(hashes[:, None] ^ hashes[None, :])
-    i, j = np.nonzero(np.triu(distance <= THRESHOLD, 1))
-    assert [(a, b) for a, b, _ in found] == sorted(zip(i.tolist(), j.tolist(), strict=True))
-    assert all(d == distance[a, b] for a, b, d in found) and len(found) >= 200
+    i, j = np.nonzero(np.triu(distance <= threshold, 1))
+    return [(int(a), int(b), int(distance[a, b])) for a, b in zip(i, j, strict=True)]
+
+
+@pytest.mark.parametrize("threshold", [0, 3, 7, THRESHOLD, MAX_THRESHOLD])
+def test_the_index_finds_exactly_the_pairs_all_pairs_comparison_finds(threshold):
+    hashes = random_hashes(3000, seed=threshold, planted=400, farthest=MAX_THRESHOLD + 3)
+    found = close_pairs((int(h) for h in hashes), threshold)
+    assert found == all_pairs_within(hashes, threshold)
+    assert sum(d == threshold for _, _, d in found) >= 10  # the edge itself is exercised
+
+
+def test_the_index_meets_every_pair_of_hashes_that_share_chunks_once():
+    """Hashes crowded into few chunk values (buckets of hundreds, paired with each other
+    and with themselves) give the all-pairs answer, each pair once."""
+    rng = np.random.default_rng(11)
+    base = rng.integers(0, 2**63, 6, dtype=np.uint64)
+    hashes = np.array([base[k % 6] ^ np.uint64(1 << int(rng.integers(0, 64))) for k in range(1500)], np.uint64)
+    hashes = np.unique(hashes)
+    assert close_pairs((int(h) for h in hashes), THRESHOLD) == all_pairs_within(hashes, THRESHOLD)
+
+
+def test_the_chunk_radii_cover_the_threshold_and_a_wider_one_is_refused():
+    for threshold in range(MAX_THRESHOLD + 1):
+        radii = chunk_radii(threshold)
+        assert sum(r + 1 for r in radii) > threshold  # pigeonhole: no pair within it escapes every chunk
+    assert chunk_radii(THRESHOLD) == [2, 2, 2, 1]
+    with pytest.raises(ValueError, match="up to 11 bits"):
+        close_pairs([0, 1], MAX_THRESHOLD + 1)
 
 
 def test_clusters_join_chains_and_are_named_by_their_smallest_member():
@@ -112,6 +128,19 @@ def test_copies_hash_close_and_different_pictures_far():
     h = np.array(originals, np.uint64)
     distance = popcount(h[:, None] ^ h[None, :])[np.triu_indices(40, 1)]
     assert distance.min() > THRESHOLD
+
+
+def test_near_copies_are_found_with_high_recall_and_precision():
+    """Distinct pictures of four sizes (64 to 640 px) and a copy of each, resized by 0.5 to
+    1.5, brightened by up to 10 % either way and saved again as JPEG of quality 60 to 95:
+    the index at THRESHOLD finds nearly every picture-copy pair and few others."""
+    originals, copies = planted_set(200, seed=5)
+    n = len(originals)
+    found = {(i, j) for i, j, _ in close_pairs(phash(data) for data in originals + copies)}
+    planted = {(i, n + i) for i in range(n)}
+    true = len(found & planted)
+    assert true / n >= 0.97  # recall
+    assert true / len(found) >= 0.95  # precision
 
 
 # ---------------------------------------------------------------- the report

@@ -10,26 +10,32 @@ thumbnail pixels compared) was tried first and dropped: in flat areas its compar
 are decided by noise, and lossless copies of one picture differed by up to 12 bits.
 It does not see mirrored, rotated or cropped copies.
 
-Two images are near-duplicates when their hashes differ in at most THRESHOLD bits:
-resized, recompressed and slightly brightened copies differ by 0 to 6, different
-pictures by about 32 (half the bits), rarely below 15 (tests/test_dedupe.py plants
-both). The index is multi-index hashing: the 64 bits in 4 chunks of 16; two hashes
-within 7 bits agree, by pigeonhole, to within one bit on at least one chunk, so each
-hash is looked up under its 4 chunks with each of their 17 one-bit variants, and only
-those candidates are compared: about 68 * N / 65536 comparisons per image, not N.
+Two images are near-duplicates when their hashes differ in at most THRESHOLD bits.
+Distances are even: a hash has as many ones as zeros, so a bit that crosses the
+median takes another one across with it. Copies resized by 0.5 to 1.5, brightened by
+10 % and saved again as JPEG of quality 60 to 95 came within 0 to 10 bits, most within
+4; distinct pictures were 16 or more apart, about 32 (half the bits) on average
+(benchmarks/dedupe.md; tests/test_dedupe.py plants both and measures recall and
+precision). The index is multi-index hashing: the 64 bits in 4 chunks of 16; by the
+pigeonhole principle, two hashes within 10 bits are within 2 bits on one of the first
+three chunks or within 1 on the last, so each chunk's buckets are paired with those
+whose value differs by that many bits, and only their members are compared: about
+428 * N / 65536 comparisons per image (half of them met from the other side), not N.
 """
 
 from __future__ import annotations
 
 import io
 from collections.abc import Iterable
+from itertools import combinations
 
 import numpy as np
 
-THRESHOLD = 7  # bits of 64; the index finds every pair up to this distance
+THRESHOLD = 10  # bits of 64; the index finds every pair up to this distance
+MAX_THRESHOLD = 11  # the most the chunk radii are planned for (their masks grow as 16 choose r)
 CHUNKS = 4
 _CHUNK_BITS = 64 // CHUNKS
-_QUERY_BLOCK = 1 << 15  # hashes looked up at once: bounds the candidate arrays in memory
+_BLOCK = 1 << 22  # candidate pairs compared at once: bounds the arrays in memory
 
 
 def _dct_matrix(n: int) -> np.ndarray:
@@ -67,42 +73,88 @@ def popcount(x: np.ndarray) -> np.ndarray:
     return table[x.view(np.uint8).reshape(-1, 8)].sum(axis=1)
 
 
+def chunk_radii(threshold: int) -> list[int]:
+    """How far each chunk is searched so that no pair within `threshold` bits is missed.
+
+    Two hashes that differ in more than t_c bits in every chunk c differ in at least
+    sum(t_c) + CHUNKS bits; so with sum(t_c) = threshold - CHUNKS + 1, every pair within
+    the threshold is within its radius on some chunk (10 bits: radii 2, 2, 2, 1)."""
+    if not 0 <= threshold <= MAX_THRESHOLD:
+        raise ValueError(f"the index finds pairs up to {MAX_THRESHOLD} bits apart")
+    budget = max(threshold - CHUNKS + 1, 0)
+    return [budget // CHUNKS + (c < budget % CHUNKS) for c in range(CHUNKS)]
+
+
+def chunk_masks(radius: int) -> list[int]:
+    """Every change of at most `radius` bits of a chunk, as XOR masks, 0 first."""
+    return [sum(1 << b for b in bits) for r in range(radius + 1) for bits in combinations(range(_CHUNK_BITS), r)]
+
+
 def close_pairs(hashes: Iterable[int], threshold: int = THRESHOLD) -> list[tuple[int, int, int]]:
-    """(i, j, distance) with i < j for every two hashes at most `threshold` bits apart
-    (threshold <= 2 * CHUNKS - 1, which the one-bit probes guarantee); sorted."""
-    if threshold > 2 * CHUNKS - 1:
-        raise ValueError(f"the index finds pairs up to {2 * CHUNKS - 1} bits apart")
+    """(i, j, distance) with i < j for every two hashes at most `threshold` bits apart; sorted.
+
+    Per chunk, the hashes are sorted into buckets by the chunk's value; for each mask of
+    the chunk's radius, every bucket is paired with the bucket its value XOR the mask
+    names (the larger of the two only, so that a pair of buckets is met once), and the
+    members of paired buckets are compared in full."""
+    radii = chunk_radii(threshold)
     h = np.fromiter(hashes, np.uint64)
-    n = len(h)
-    if n < 2:
+    if len(h) < 2:
         return []
-    masks = np.array([0] + [1 << b for b in range(_CHUNK_BITS)], np.uint64)
     found: list[np.ndarray] = []
-    for c in range(CHUNKS):
-        keys = (h >> np.uint64(c * _CHUNK_BITS)) & np.uint64(0xFFFF)
+    for c, radius in enumerate(radii):
+        keys = ((h >> np.uint64(c * _CHUNK_BITS)) & np.uint64((1 << _CHUNK_BITS) - 1)).astype(np.int64)
         order = np.argsort(keys, kind="stable")
-        ordered = keys[order]
-        for start in range(0, n, _QUERY_BLOCK):
-            query = np.arange(start, min(start + _QUERY_BLOCK, n))
-            probes = (keys[query][:, None] ^ masks[None, :]).ravel()
-            owners = np.repeat(query, len(masks))
-            lo = np.searchsorted(ordered, probes, "left")
-            hi = np.searchsorted(ordered, probes, "right")
-            counts = hi - lo
-            if not counts.any():
-                continue
-            i = np.repeat(owners, counts)
-            offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-            j = order[np.repeat(lo, counts) + offsets]
-            keep = i < j
-            i, j = i[keep], j[keep]
-            distance = popcount(h[i] ^ h[j])
-            close = distance <= threshold
-            found.append(np.stack([i[close], j[close], distance[close].astype(np.int64)], axis=1))
+        ordered = h[order]
+        values, starts, counts = np.unique(keys[order], return_index=True, return_counts=True)
+        bucket = np.full(1 << _CHUNK_BITS, -1, np.int64)
+        bucket[values] = np.arange(len(values))
+        shared = (starts[counts > 1], counts[counts > 1])
+        hits = _compare_members(ordered, shared, shared, threshold)
+        for mask in chunk_masks(radius)[1:]:
+            other = values ^ mask
+            partner = bucket[other]
+            a = np.nonzero((partner >= 0) & (other > values))[0]
+            b = partner[a]
+            hits += _compare_members(ordered, (starts[a], counts[a]), (starts[b], counts[b]), threshold)
+        for pa, pb, distance in hits:
+            i, j = order[pa], order[pb]
+            found.append(np.stack([np.minimum(i, j), np.maximum(i, j), distance.astype(np.int64)], axis=1))
     if not found:
         return []
     pairs = np.unique(np.concatenate(found), axis=0)
     return [(int(a), int(b), int(d)) for a, b, d in pairs]
+
+
+def _runs(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """starts[k], starts[k] + 1, ..., starts[k] + lengths[k] - 1 for every k, concatenated."""
+    ends = np.cumsum(lengths)
+    return np.repeat(starts - (ends - lengths), lengths) + np.arange(ends[-1] if len(ends) else 0)
+
+
+def _compare_members(
+    ordered: np.ndarray, left: tuple[np.ndarray, np.ndarray], right: tuple[np.ndarray, np.ndarray], threshold: int
+) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """(positions a, positions b, distances) of every member of a left bucket within the
+    threshold of a member of its right bucket (buckets as starts and counts in `ordered`);
+    when a bucket is paired with itself, each pair once (a < b)."""
+    (sa, ca), (sb, cb) = left, right
+    sizes = ca * cb
+    cuts = np.searchsorted(np.cumsum(sizes), np.arange(_BLOCK, int(sizes.sum()) + _BLOCK, _BLOCK), "right")
+    out = []
+    for lo, hi in zip([0, *cuts.tolist()], [*cuts.tolist(), len(sizes)], strict=True):
+        if hi <= lo:
+            continue
+        pa = _runs(sa[lo:hi], ca[lo:hi])
+        per = np.repeat(cb[lo:hi], ca[lo:hi])  # each left member meets its right bucket's members
+        pb = _runs(np.repeat(sb[lo:hi], ca[lo:hi]), per)
+        distance = popcount(np.repeat(ordered[pa], per) ^ ordered[pb])
+        k = np.nonzero(distance <= threshold)[0]
+        a, b = pa[np.searchsorted(np.cumsum(per), k, "right")], pb[k]
+        if left is right:
+            k, a, b = k[a < b], a[a < b], b[a < b]
+        out.append((a, b, distance[k]))
+    return out
 
 
 def clusters(n: int, pairs: Iterable[tuple[int, int]]) -> list[int]:
