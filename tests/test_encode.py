@@ -69,6 +69,31 @@ def test_cifar_batches_equal_the_per_item_path(tmp_path):
         assert bytes(encoded.blob) == per_item(converter, items)
 
 
+@pytest.mark.parametrize("layout", ["tutorial", "tfds"])
+def test_png_batches_compressed_together_equal_the_per_item_path(tmp_path, layout):
+    write_mnist(tmp_path / "mnist", n_train=300, n_test=20)
+    src = write_cifar(tmp_path / "cifar", "cifar10", per_batch=30)
+    for converter in (MnistConverter(str(tmp_path / "mnist"), PublishedOptions(image_format="png", layout=layout)),
+                      CifarConverter(str(src["path"]), PublishedOptions(image_format="png", layout=layout))):  # fmt: skip
+        items = converter.source_splits()["train"][::-1]
+        assert converter.encode_each(items) == [converter.encode(item) for item in items]
+        encoded = encode_sealed(converter, items, "fail", container("tfrecord"))
+        assert bytes(encoded.blob) == per_item(converter, items)
+
+
+def test_a_batch_that_fails_together_is_encoded_item_by_item_and_the_error_names_the_item(tmp_path):
+    class Failing(FailingMnist):
+        def encode_each(self, items):
+            raise SourceError("one image of the batch is bad")
+
+    write_mnist(tmp_path, n_train=4, n_test=2)
+    converter = Failing(str(tmp_path), SourceError("bad pixels"))
+    assert len(encode_items(converter, [("train", 0), ("train", 2)]).sizes) == 2
+    with pytest.raises(SourceError, match=r"bad pixels") as caught:
+        encode_items(converter, [("train", 0), ("train", 1)])
+    assert str(caught.value).startswith(converter.describe(("train", 1)))
+
+
 def test_interleaved_groups_of_different_widths_land_at_their_places():
     """Groups scattered straight into the blob: rows of every width, in item order,
     equal to serializing each example, with n-dimensional values read in C order."""

@@ -50,6 +50,10 @@ def encode_items(
         found = encode_columns(columns, head, tail)
         if found is not None:
             return found
+    try:
+        together = None if converter.serialized else converter.encode_each(list(items))
+    except TfrConvertError:  # encode() item by item then names the item that fails
+        together = None
     expected = converter.features.keys()
     before, after = bytes(head), bytes(tail)
     parts: list[bytes] = []
@@ -62,12 +66,12 @@ def encode_items(
         # an unclosed file collected during the batch (say, one a Ctrl-C cut short) is
         # Python's diagnostic, not the data's: it must not reach the manifest
         warnings.simplefilter("ignore", ResourceWarning)
-        for item in items:
+        for k, item in enumerate(items):
             try:
                 if converter.serialized:  # a record copied as it is
                     payload, features = converter.encode(item), None
                 else:
-                    features = converter.encode(item)
+                    features = converter.encode(item) if together is None else together[k]
                     if features.keys() != expected:
                         raise SourceError(f"features {sorted(features)} differ from the declared {sorted(expected)}")
                     payload = serialize(features)

@@ -174,6 +174,13 @@ class Converter(ABC):
         encode item by item. Must describe exactly the features of `encode`."""
         return None
 
+    def encode_each(self, items: list[Hashable]) -> list[dict[str, Any]] | None:
+        """The features of every item, computed together where that is cheaper than one
+        at a time (images compressed in one numpy pass), or None to call `encode` per item.
+        Must equal `[self.encode(item) for item in items]`; on an error the encoder
+        falls back to `encode`, which names the item."""
+        return None
+
     def roots(self) -> list[str]:
         """The files or folders `encode` reads (engines spawn, not fork, for remote ones)."""
         return []

@@ -37,6 +37,7 @@ from .cifar_files import (
     read_archive,
 )
 from .imaging import encode_png
+from .png import encode_pngs
 from .safe_pickle import UnsafePickleError, safe_load
 
 T = TypeVar("T")
@@ -278,11 +279,23 @@ class CifarConverter(Converter):
 
     def encode(self, item: Hashable) -> dict[str, Any]:
         split, i = item  # type: ignore[misc]
-        labels = self._labels[split]
         pixels = self._planar_rows(split, np.array([i]))[0].reshape(3, 32, 32).transpose(1, 2, 0)
-        features: dict[str, Any] = {
-            "image": np.ascontiguousarray(pixels).tobytes() if self.image_format == "raw" else encode_png(pixels)
-        }
+        image = np.ascontiguousarray(pixels).tobytes() if self.image_format == "raw" else encode_png(pixels)
+        return self._features(split, i, image)
+
+    def encode_each(self, items: list[Hashable]) -> list[dict[str, Any]] | None:
+        """PNG images: the batch's images compressed together."""
+        splits = set(map(itemgetter(0), items))
+        if self.image_format == "raw" or len(splits) != 1:
+            return None
+        split = splits.pop()
+        index = np.fromiter(map(itemgetter(1), items), np.int64, len(items))
+        images = encode_pngs(channel_last(self._planar_rows(split, index)).reshape(-1, 32, 32, 3))
+        return [self._features(split, i, image) for i, image in zip(index.tolist(), images, strict=True)]
+
+    def _features(self, split: str, i: int, image: bytes) -> dict[str, Any]:
+        labels = self._labels[split]
+        features: dict[str, Any] = {"image": image}
         if self.layout == "tfds":  # as TFDS's cifar builder: "train_00042", in the source's order
             features["id"] = f"{split}_{i:05d}"
             for kind, kind_labels in zip(self.kinds, labels, strict=True):

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..errors import SourceError
 from ..imageformat import sniff_format
+from . import png
 
 DEFAULT_MAX_PIXELS = 89_478_485  # Pillow's own threshold: 0.25 GiB as 24-bit RGB
 # tf.image.rgb_to_grayscale's weights (ITU-R BT.601 luma)
@@ -239,6 +240,8 @@ def encode(pixels: np.ndarray, fmt: str, quality: int = 95) -> bytes:
     """uint8 (H, W, 1|3) -> PNG or JPEG bytes; deterministic for the same Pillow build."""
     from PIL import Image
 
+    if fmt == "png" and png.encodable(pixels):  # Pillow's bytes, without its costs per call
+        return png.encode_png(pixels)
     return _save(Image.fromarray(pixels[..., 0] if pixels.ndim == 3 and pixels.shape[2] == 1 else pixels), fmt, quality)
 
 

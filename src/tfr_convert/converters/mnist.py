@@ -27,6 +27,7 @@ from ..features import FeatureSpec
 from ..streams import read_up_to
 from .base import CATALOG_VERSIONS, Background, Columns, Converter, Group, PublishedOptions, fingerprint
 from .imaging import encode_png
+from .png import encode_pngs
 
 IMAGES_MAGIC, LABELS_MAGIC = 2051, 2049
 NUM_CLASSES = 10
@@ -314,12 +315,23 @@ class MnistConverter(Converter):
         images, labels = self._split_arrays(split)
         pixels = images[i]
         if self.image_format == "raw":
-            image = {"image_raw": pixels.tobytes()}
-        else:
-            image = {"image": encode_png(pixels)}
+            return self._features({"image_raw": pixels.tobytes()}, labels[i])
+        return self._features({"image": encode_png(pixels)}, labels[i])
+
+    def encode_each(self, items: list[Hashable]) -> list[dict[str, Any]] | None:
+        """PNG images: the batch's images compressed together."""
+        splits = set(map(itemgetter(0), items))
+        if self.image_format == "raw" or len(splits) != 1:
+            return None
+        images, labels = self._split_arrays(splits.pop())
+        index = np.fromiter(map(itemgetter(1), items), np.int64, len(items))
+        pngs = encode_pngs(images[index])
+        return [self._features({"image": data}, label) for data, label in zip(pngs, labels[index], strict=True)]
+
+    def _features(self, image: dict[str, bytes], label: np.integer) -> dict[str, Any]:
         if self.layout == "tfds":
-            return {**image, "label": int(labels[i])}
-        return {**image, "label": int(labels[i]), "height": self.height, "width": self.width, "depth": 1}
+            return {**image, "label": int(label)}
+        return {**image, "label": int(label), "height": self.height, "width": self.width, "depth": 1}
 
     def encode_batch(self, items: list[Hashable]) -> Columns | None:
         """Raw layout: every record is the same bytes but for the pixels and the label."""
