@@ -20,6 +20,7 @@ import numpy as np
 from ..errors import SourceError
 from ..imageformat import sniff_format
 from . import png
+from .png_check import plain_png
 
 DEFAULT_MAX_PIXELS = 89_478_485  # Pillow's own threshold: 0.25 GiB as 24-bit RGB
 # tf.image.rgb_to_grayscale's weights (ITU-R BT.601 luma)
@@ -83,7 +84,22 @@ def probe(data: bytes, max_pixels: int = DEFAULT_MAX_PIXELS) -> Decoded:
 
     Errors are SourceErrors stating the problem; the caller names the file.
     The pixels of the result are not filled (an empty array): for --image-format keep.
+    A PNG in its plainest form is checked without Pillow (png_check), any other file
+    by `probe_with_pillow`.
     """
+    plain = plain_png(data, max_pixels)
+    if plain is not None:
+        size, bands = plain
+        return Decoded(_NO_PIXELS, "png", size, bands)
+    return probe_with_pillow(data, max_pixels)
+
+
+_NO_PIXELS = np.empty((0, 0, 1), np.uint8)
+_NO_PIXELS.flags.writeable = False
+
+
+def probe_with_pillow(data: bytes, max_pixels: int = DEFAULT_MAX_PIXELS) -> Decoded:
+    """`probe` by Pillow's open and load, whatever the format."""
     im = _open(data, max_pixels)
     fmt = sniff_format(data) or (im.format or "unknown").lower()
     size, bands = im.size, _bands(im)
@@ -97,7 +113,7 @@ def probe(data: bytes, max_pixels: int = DEFAULT_MAX_PIXELS) -> Decoded:
         im.load()
     except (OSError, ValueError, SyntaxError) as e:
         raise SourceError(f"cannot decode {fmt} image: {e}") from None
-    return Decoded(np.empty((0, 0, 1), np.uint8), fmt, size, bands, orientation if orientation in range(1, 9) else 1)
+    return Decoded(_NO_PIXELS, fmt, size, bands, orientation if orientation in range(1, 9) else 1)
 
 
 def decode(data: bytes, where: str, policy: DecodePolicy) -> Decoded:

@@ -1,0 +1,180 @@
+"""Keep mode's PNG check without Pillow (converters/png_check.py) against Pillow's:
+it answers only for files Pillow decodes, with Pillow's size and bands, and leaves
+every other file, well-formed or damaged, to Pillow."""
+
+from __future__ import annotations
+
+import io
+import struct
+import zlib
+
+import numpy as np
+import pytest
+from PIL import Image, PngImagePlugin
+
+from tfr_convert.converters.imaging import probe, probe_with_pillow
+from tfr_convert.converters.png_check import plain_png
+from tfr_convert.errors import SourceError
+
+LIMIT = 10**8
+SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def png_bytes(array: np.ndarray, **save) -> bytes:
+    buffer = io.BytesIO()
+    Image.fromarray(array).save(buffer, format="PNG", **save)
+    return buffer.getvalue()
+
+
+def pillow_says(data: bytes):
+    """((width, height), bands) as Pillow's probe finds them, or the SourceError it raises."""
+    try:
+        info = probe_with_pillow(data, LIMIT)
+    except SourceError as e:
+        return e
+    return info.source_size, info.source_channels
+
+
+def chunk(kind: bytes, payload: bytes) -> bytes:
+    return struct.pack(">I", len(payload)) + kind + payload + struct.pack(">I", zlib.crc32(kind + payload))
+
+
+def assembled(
+    width: int,
+    height: int,
+    colour: int,
+    rows: bytes,
+    *,
+    before: bytes = b"",
+    between: bytes = b"",
+    after: bytes = b"",
+    interlace: int = 0,
+) -> bytes:
+    """A PNG with valid CRCs around any rows (for damage below the chunks' checks), its
+    stream in two IDAT chunks; `before`, `between`, `after` go before, between, after them."""
+    stream = zlib.compress(rows)
+    half = len(stream) // 2
+    return (
+        SIGNATURE
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, colour, 0, 0, interlace))
+        + before
+        + chunk(b"IDAT", stream[:half])
+        + between
+        + chunk(b"IDAT", stream[half:])
+        + chunk(b"IEND", b"")
+        + after
+    )
+
+
+rng = np.random.default_rng(7)
+PLAIN = {
+    "L 28x28": png_bytes(rng.integers(0, 256, (28, 28), dtype=np.uint8)),
+    "L 1x1": png_bytes(np.zeros((1, 1), np.uint8)),
+    "RGB 37x5": png_bytes(rng.integers(0, 256, (5, 37, 3), dtype=np.uint8)),
+    "RGBA 20x30": png_bytes(rng.integers(0, 256, (30, 20, 4), dtype=np.uint8)),
+    "LA 9x9": png_bytes(rng.integers(0, 256, (9, 9, 2), dtype=np.uint8)),
+    # several IDAT chunks (Pillow cuts at 64 KiB), stored and best compression
+    "RGB 300x200": png_bytes(rng.integers(0, 256, (200, 300, 3), dtype=np.uint8)),
+    "RGB stored": png_bytes(rng.integers(0, 256, (40, 40, 3), dtype=np.uint8), compress_level=0),
+    "L optimized": png_bytes(np.tile(np.arange(64, dtype=np.uint8), (64, 1)), optimize=True),
+    # pHYs (dpi) and gAMA / sRGB chunks, which change nothing a probe reports
+    "L with dpi": png_bytes(rng.integers(0, 256, (16, 16), dtype=np.uint8), dpi=(300, 300)),
+    "RGB with gAMA and sRGB": assembled(
+        4, 3, 2, bytes(1 + 12) * 3, before=chunk(b"gAMA", struct.pack(">I", 45455)) + chunk(b"sRGB", b"\x00")
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PLAIN))
+def test_a_plain_png_is_answered_as_pillow_answers_it(name):
+    data = PLAIN[name]
+    assert plain_png(data, LIMIT) == pillow_says(data)
+    assert probe(data, LIMIT) == probe_with_pillow(data, LIMIT)
+
+
+def other_forms() -> dict[str, bytes]:
+    gray = rng.integers(0, 256, (12, 12), dtype=np.uint8)
+    text = PngImagePlugin.PngInfo()
+    text.add_text("comment", "hello")
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    return {
+        "palette": _palette(gray),
+        "16-bit": png_bytes(gray.astype(np.uint16) * 257),
+        "1-bit": png_bytes(gray > 128),
+        "interlaced": assembled(1, 1, 0, b"\x00\x7f", interlace=1),  # Adam7: a 1x1 image is its first pass
+        "text chunk": png_bytes(gray, pnginfo=text),
+        "EXIF orientation": png_bytes(gray, exif=exif),
+        "transparency": png_bytes(gray, transparency=0),
+        "ICC profile": png_bytes(gray, icc_profile=b"not really a profile, but a chunk"),
+    }
+
+
+def _palette(gray: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    Image.fromarray(gray).convert("P").save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("name", sorted(other_forms()))
+def test_any_other_form_is_left_to_pillow(name):
+    data = other_forms()[name]
+    assert plain_png(data, LIMIT) is None
+    assert not isinstance(pillow_says(data), SourceError)  # each a PNG Pillow reads
+    assert probe(data, LIMIT) == probe_with_pillow(data, LIMIT)
+
+
+def agrees_or_defers(data: bytes) -> None:
+    """The one rule: an answer is Pillow's answer; a file Pillow refuses is never answered."""
+    answer = plain_png(data, LIMIT)
+    if answer is not None:
+        assert answer == pillow_says(data), data
+
+
+@pytest.mark.parametrize("name", ["L 28x28", "RGB 37x5", "LA 9x9", "L with dpi"])
+def test_a_cut_or_flipped_byte_anywhere_is_never_answered_unlike_pillow(name):
+    data = PLAIN[name]
+    answered = 0
+    for cut in range(len(data)):
+        agrees_or_defers(data[:cut])
+        answered += plain_png(data[:cut], LIMIT) is not None
+    for at in range(len(data)):
+        for flip in (0x01, 0x80, 0xFF):
+            damaged = bytearray(data)
+            damaged[at] ^= flip
+            agrees_or_defers(bytes(damaged))
+    assert answered == 0  # no prefix of a PNG is a whole one
+
+
+def test_damage_under_valid_checksums_is_refused_where_pillow_refuses_it():
+    width, height, colour = 6, 5, 2
+    stride = 1 + 3 * width
+    rows = bytearray(rng.integers(0, 256, stride * height, dtype=np.uint8).tobytes())
+    for r in range(height):
+        rows[r * stride] = r % 5  # every filter type
+    good = assembled(width, height, colour, bytes(rows))
+    assert plain_png(good, LIMIT) == pillow_says(good) == ((6, 5), 3)
+    for bad_filter in (5, 17, 255):
+        for r in range(height):
+            damaged = bytearray(rows)
+            damaged[r * stride] = bad_filter
+            data = assembled(width, height, colour, bytes(damaged))
+            assert plain_png(data, LIMIT) is None
+            assert isinstance(pillow_says(data), SourceError)
+    for data in (
+        assembled(width, height, colour, bytes(rows[:-1])),  # a byte short
+        assembled(width, height, colour, bytes(rows[: stride * (height - 1)])),  # a row short
+        assembled(width, height, colour, bytes(rows) + bytes(stride)),  # a row too many
+        assembled(width, height, colour, bytes(rows), after=b"junk after IEND"),
+        assembled(width, height, colour, bytes(rows), between=chunk(b"gAMA", b"\x00\x00\xb1\x8f")),  # IDATs apart
+        assembled(width, height, colour, bytes(rows), between=chunk(b"zzZz", b"unknown")),
+    ):
+        assert plain_png(data, LIMIT) is None
+        agrees_or_defers(data)
+
+
+def test_the_pixel_limit_is_left_to_pillows_path_and_its_message():
+    data = PLAIN["RGB 300x200"]
+    assert plain_png(data, 300 * 200 - 1) is None
+    with pytest.raises(SourceError, match="exceeds --max-pixels"):
+        probe(data, 300 * 200 - 1)
