@@ -39,7 +39,7 @@ from common import compile_package, machine, median, settle
 # size (a million file names) as the child's.
 _PARENT = (
     "import resource, sys, time\n"
-    "from tfr_convert.cli import convert\n"
+    "from tfr_convert.cli.convert import convert\n"
     "t = time.perf_counter()\n"
     "try:\n"
     "    convert(sys.argv[1:], standalone_mode=False)\n"

@@ -9,7 +9,9 @@ import pytest
 from click.testing import CliRunner
 from helpers import write_mnist
 
-from tfr_convert.cli import convert, export, inspect
+from tfr_convert.cli.convert import convert
+from tfr_convert.cli.export import export
+from tfr_convert.cli.inspect import inspect
 
 # Set before any test module imports TensorFlow: keeps its log noise out of test output.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")

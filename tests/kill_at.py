@@ -61,7 +61,7 @@ builtins.open, os.open = open_counted, os_open_counted
 shutil.rmtree.avoids_symlink_attacks  # noqa: B018  (rmtree reaches os.unlink/os.rmdir through the module: counted)
 
 if __name__ == "__main__":
-    from tfr_convert.cli import convert
+    from tfr_convert.cli.convert import convert
 
     try:
         # outside standalone mode click returns the exit code of a ctx.exit() instead of raising

@@ -38,7 +38,7 @@ async def counted(self, method, *args, **kwargs):
 s3fs.S3FileSystem._call_s3 = counted
 
 if __name__ == "__main__":
-    from tfr_convert.cli import convert
+    from tfr_convert.cli.convert import convert
 
     try:
         convert.main(sys.argv[1:], prog_name="tfr-convert")

@@ -13,7 +13,9 @@ import os
 import sys
 
 if __name__ == "__main__":
-    from tfr_convert.cli import convert, export, inspect
+    from tfr_convert.cli.convert import convert
+    from tfr_convert.cli.export import export
+    from tfr_convert.cli.inspect import inspect
 
     command = {"convert": convert, "inspect": inspect, "export": export}[sys.argv[1]]
     try:

@@ -13,7 +13,8 @@ import pytest
 from helpers import write_cifar
 from PIL import Image
 
-from tfr_convert.cli import convert, inspect
+from tfr_convert.cli.convert import convert
+from tfr_convert.cli.inspect import inspect
 
 SCRIPTS = Path(sysconfig.get_path("scripts"))
 
@@ -26,7 +27,8 @@ def test_help_of_every_command_runs(cli, command, args):
 
 
 def test_every_command_module_is_a_subcommand_running_the_converters_it_names(cli):
-    from tfr_convert.cli import commands, convert
+    from tfr_convert.cli import commands
+    from tfr_convert.cli.convert import convert
 
     modules = commands.modules()
     assert sorted(convert.commands) == sorted(modules)
@@ -224,7 +226,7 @@ def test_count_and_verify_never_import_numpy(cli, mnist_src, tmp_path, mode):
     src, _ = mnist_src
     assert cli.convert("mnist", src, "--out", tmp_path / "o", "--quiet").exit_code == 0
     code = (
-        f"import sys; from tfr_convert.cli import inspect; "
+        f"import sys; from tfr_convert.cli.inspect import inspect; "
         f"inspect([{mode!r}, {str(tmp_path / 'o')!r}], standalone_mode=False); "
         f"print('numpy' in sys.modules)"
     )

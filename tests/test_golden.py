@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 from helpers import write_cifar, write_mnist
 
-from tfr_convert.cli import convert
+from tfr_convert.cli.convert import convert
 
 GOLDEN = {
     "cifar100_raw": {

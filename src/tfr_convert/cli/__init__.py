@@ -26,8 +26,6 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
 
-from .convert import convert
-from .export import export
-from .inspect import inspect
-
-__all__ = ["convert", "export", "inspect"]
+# Each command is imported from its own module (`tfr_convert.cli.inspect:inspect`, the
+# console scripts' entry points), not from here: a command starts by importing only
+# what it runs. Its start is part of every short run, and a script in CI makes many.
