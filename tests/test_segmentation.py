@@ -7,6 +7,7 @@ the file (and the pixel)."""
 
 from __future__ import annotations
 
+import io
 import json
 
 import numpy as np
@@ -59,12 +60,21 @@ def _palette_file(path):
     return path
 
 
+def _pillow_png(indices):
+    """The simple path the masks' encoder is held to: Pillow's PNG of an "L" picture."""
+    out = io.BytesIO()
+    Image.fromarray(indices, "L").save(out, format="PNG")
+    return out.getvalue()
+
+
 def _records(out):
     found = {}
     for path in sorted(out.glob("*.tfrecord-*")):
         for record in tf.data.TFRecordDataset(str(path)):
             f = tf.train.Example.FromString(record.numpy()).features.feature
-            mask = tf.io.decode_png(f["segmentation_mask"].bytes_list.value[0]).numpy()
+            stored = f["segmentation_mask"].bytes_list.value[0]
+            mask = tf.io.decode_png(stored).numpy()
+            assert stored == _pillow_png(mask[..., 0])  # the very bytes Pillow writes for these indices
             found[f["file_name"].bytes_list.value[0].decode()] = (f["image"].bytes_list.value[0], mask)
     return found
 

@@ -19,7 +19,6 @@ import numpy as np
 
 from ..errors import SourceError
 from ..imageformat import sniff_format
-from . import png
 from .png_check import plain_png
 
 DEFAULT_MAX_PIXELS = 89_478_485  # Pillow's own threshold: 0.25 GiB as 24-bit RGB
@@ -256,8 +255,8 @@ def encode(pixels: np.ndarray, fmt: str, quality: int = 95) -> bytes:
     """uint8 (H, W, 1|3) -> PNG or JPEG bytes; deterministic for the same Pillow build."""
     from PIL import Image
 
-    if fmt == "png" and png.encodable(pixels):  # Pillow's bytes, without its costs per call
-        return png.encode_png(pixels)
+    # One image at a time, Pillow is faster than png.py (whose numpy filters pay off
+    # only across a stack of small images: encode_each)
     return _save(Image.fromarray(pixels[..., 0] if pixels.ndim == 3 and pixels.shape[2] == 1 else pixels), fmt, quality)
 
 

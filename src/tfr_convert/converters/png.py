@@ -1,9 +1,11 @@
-"""PNG files of uint8 arrays, byte for byte what Pillow writes with its defaults.
+"""PNG files of a stack of small uint8 arrays, byte for byte what Pillow writes with its defaults.
 
 For a small image Pillow spends most of its time around zlib, not in it: an Image
 object, the format plugin, an encoder fed one row at a time. Here the rows' filters
-are computed and chosen for the whole image in a few numpy operations and zlib
-compresses them in one call. The output must stay Pillow's (tests/test_png.py holds
+are computed and chosen for a whole stack of images in a few numpy operations, and
+zlib compresses each image in one call (MNIST's and CIFAR's `encode_each`). One image
+alone gains nothing, and a large one loses: numpy's filter arrays cost more than
+Pillow's C loop. The output must stay Pillow's (tests/test_png.py holds
 the two side by side), so this follows what Pillow's encoder does:
   - each row gets the filter whose bytes, read as signed, have the least sum of
     absolute values, trying none, up, sub and Paeth in that order and switching only
@@ -54,20 +56,11 @@ def _filtered(rows: np.ndarray, bpp: int) -> np.ndarray:
 _IEND = _chunk(b"IEND", b"")
 
 
-def encodable(pixels: np.ndarray) -> bool:
-    """Whether `encode_png` takes this array: uint8, (H, W) or (H, W, 1 or 3), not empty."""
-    channels = 1 if pixels.ndim == 2 else pixels.shape[2] if pixels.ndim == 3 else 0
-    return pixels.dtype == np.uint8 and channels in _COLOR_TYPES and pixels.size > 0
-
-
-def encode_png(pixels: np.ndarray) -> bytes:
-    """The PNG file Pillow's `Image.fromarray(pixels).save(f, "PNG")` writes (see `encodable`)."""
-    return encode_pngs(pixels[None])[0]
-
-
 def encode_pngs(stack: np.ndarray) -> list[bytes]:
-    """`encode_png` of each image of an (N, H, W) or (N, H, W, 1 or 3) stack: the filters
-    of all of them chosen at once, in slices of a bounded size."""
+    """The PNG file Pillow's `Image.fromarray(image).save(f, "PNG")` writes, for each
+    image of a uint8 (N, H, W) or (N, H, W, 1 or 3) stack: the filters of all of them
+    chosen at once, in slices of a bounded size. For a stack of small images; one
+    image, or a large one, Pillow encodes faster."""
     count, height, width = stack.shape[:3]
     channels = 1 if stack.ndim == 3 else stack.shape[3]
     header = _chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, _COLOR_TYPES[channels], 0, 0, 0))
