@@ -9,7 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from tfr_convert.converters.mnist import FILES, MnistConverter, idx_bytes
+from tfr_convert.converters.idx import FILES, idx_bytes
+from tfr_convert.converters.mnist import MnistConverter
 
 
 def write_mnist(directory: Path, n_train: int = 40, n_test: int = 12, gz: bool = True, seed: int = 0,

@@ -25,7 +25,7 @@ from helpers import png_header_only, write_cifar, write_mnist
 from PIL import Image
 
 from tfr_convert.containers.crc import masked_crc
-from tfr_convert.converters.mnist import FILES
+from tfr_convert.converters.idx import FILES
 from tfr_convert.converters.safe_pickle import UnsafePickleError, safe_load
 from tfr_convert.example import serialize
 from tfr_convert.inspect.summary import SAMPLE

@@ -589,7 +589,7 @@ def test_skip_mode_leaves_out_bad_rows_and_lists_them(cli, tmp_path):
 
 
 def test_keep_mode_chunks_follow_the_file_size_and_never_change_the_output(tmp_path):
-    from tfr_convert import engine, pipeline
+    from tfr_convert import pipeline, run_options
     from tfr_convert.converters.images import ImagesConverter
 
     root = tmp_path / "tiny"
@@ -604,7 +604,7 @@ def test_keep_mode_chunks_follow_the_file_size_and_never_change_the_output(tmp_p
     fixed.chunk_size = 16
     outputs = []
     for converter, out in ((adaptive, tmp_path / "a"), (fixed, tmp_path / "b")):
-        pipeline.run(converter, engine.RunOptions(out=str(out), workers=2))
+        pipeline.run(converter, run_options.RunOptions(out=str(out), workers=2))
         outputs.append({p.name: p.read_bytes() for p in out.iterdir() if ".tfrecord-" in p.name})
     assert outputs[0] and outputs[0] == outputs[1]
 

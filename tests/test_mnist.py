@@ -13,7 +13,7 @@ import tensorflow_datasets as tfds
 from helpers import final_files, write_mnist
 
 from tfr_convert.containers.scan import read_records
-from tfr_convert.converters.mnist import FILES, IMAGES_MAGIC, idx_bytes, parse_idx
+from tfr_convert.converters.idx import FILES, IMAGES_MAGIC, idx_bytes, parse_idx
 from tfr_convert.naming import ShardName
 
 
@@ -290,3 +290,45 @@ def test_broken_test_images_found_after_train_was_written_leave_nothing(cli, mni
     result = cli.convert("mnist", src, "--out", out, "--examples-per-shard", 10)
     assert result.exit_code == 1 and f"error: {path}: truncated gzip stream" in result.stderr
     assert not out.exists()  # no final names, no temporaries: the run created the folder and removed it
+
+
+def test_images_set_inflating_before_the_converter_give_the_same_shards(mnist_src, tmp_path):
+    # the command starts idx.start_images before it imports the converter (and numpy);
+    # the converter reading the folder itself is the simple path it is held to
+    from tfr_convert.converters.idx import start_images
+    from tfr_convert.converters.mnist import MnistConverter
+    from tfr_convert.pipeline import run
+    from tfr_convert.run_options import RunOptions
+    from tfr_convert.shards import ShardPolicy
+
+    src, _ = mnist_src
+    shards = []
+    for early in (False, True):
+        out = tmp_path / f"out-{early}"
+        images = start_images(str(src)) if early else None
+        assert (images is not None) == early
+        run(MnistConverter(str(src), images=images), RunOptions(out=str(out), policy=ShardPolicy(None, 16, None)))
+        shards.append({p.name: p.read_bytes() for p in out.iterdir() if ".tfrecord-" in p.name})
+    assert len(shards[0]) == 4 and shards[0] == shards[1]
+
+
+def test_start_images_leaves_a_folder_missing_an_images_file_to_the_converter(mnist_src):
+    from tfr_convert.converters.idx import start_images
+
+    src, _ = mnist_src
+    (src / (FILES["test", "images"] + ".gz")).unlink()
+    assert start_images(str(src)) is None
+
+
+def test_idx_reading_and_run_options_import_no_numpy():
+    # so the command can check its options and set the images inflating (the longest step
+    # of an MNIST conversion) before it imports numpy, which takes a while
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; import tfr_convert.converters.idx, tfr_convert.run_options; "
+        "print(sorted(m for m in ('numpy', 'tfr_convert.engine') if m in sys.modules))"
+    )
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert found.stdout.strip() == "[]"

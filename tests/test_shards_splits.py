@@ -196,7 +196,8 @@ class Bare(Converter):
 _PLAN_NUMBERS = (
     _BARE
     + """
-from tfr_convert.engine import RANKS_PER_PROCESS, RunOptions, plan_splits
+from tfr_convert.engine import RANKS_PER_PROCESS, plan_splits
+from tfr_convert.run_options import RunOptions
 
 class Numbers(Bare):
     # n items in train and a few in test, keyed by their number; a process other than
@@ -226,7 +227,7 @@ print(json.dumps({"plan": plan, "n": n, "elsewhere": len(list(marks.iterdir()))}
 _PLAN_DIGEST = (
     _BARE
     + """
-from tfr_convert.engine import RunOptions
+from tfr_convert.run_options import RunOptions
 from tfr_convert.resume import DIGEST_ITEMS_PER_PROCESS, run_identity
 
 class Num(int):

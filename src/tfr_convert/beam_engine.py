@@ -36,11 +36,12 @@ from typing import Any
 
 from . import containers, fs
 from .converters.base import Converter
-from .engine import RunOptions, Summary, encode_sealed, finish, plan_splits
+from .engine import Summary, encode_sealed, finish, plan_splits
 from .errors import TfrConvertError, as_text, from_text
 from .journal import hashable, jsonable
 from .naming import TEMP_PREFIX
 from .output import Output, open_output
+from .run_options import RunOptions
 from .shards import ShardCutter, ShardFile, ShardPolicy, SplitResult
 from .skips import LISTED, Skips
 

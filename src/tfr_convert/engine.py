@@ -1,5 +1,5 @@
 """What both engines share (the local one, pipeline.py, and Beam's, beam_engine.py): the
-run's options and summary, the plan of splits, the encoding of one batch, and the
+run's summary, the plan of splits, the encoding of one batch, and the
 finish (shard names, metadata, commit); a dry run's estimate.
 
 An engine lists nothing and decides no split of its own: it takes `plan_splits`,
@@ -9,11 +9,10 @@ shards.py's cutter and ends with `finish`, so that both write the same bytes.
 
 from __future__ import annotations
 
-import os
 import time
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from . import containers, fs, order_quality
@@ -21,84 +20,12 @@ from . import splits as splitting
 from .converters.base import Converter
 from .dataset_dir import compressed_note
 from .encode import Encoded, encode_items
-from .errors import OptionError
-from .metadata import DATASET_VERSION, metadata_files
+from .metadata import metadata_files
 from .output import Output
-from .shards import ShardCutter, ShardPolicy, SplitResult
+from .run_options import RunOptions, catalog_version
+from .shards import ShardCutter, SplitResult
 from .skips import Skips, from_fields, skipped_fields
 from .workers import joined_parts
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    out: str
-    name: str | None = None
-    policy: ShardPolicy = field(default_factory=ShardPolicy)
-    file_format: str = "tfrecord"
-    compression: str = "none"
-    seed: int = 0
-    shuffle: bool = True
-    validation_size: int = 0
-    workers: int = 1
-    overwrite: bool = False
-    resume: bool = False  # go on from an interrupted run's journal (local engine)
-    on_error: str = "fail"  # or "skip": leave out items that fail to encode, and list them
-    index: bool = False  # write <shard>.index files (DALI / tfrecord package format)
-    limit: int | None = None  # at most this many examples per split (the first of its plan): a quick trial
-
-    def __post_init__(self) -> None:
-        problem = self.problem()
-        if problem is not None:
-            raise OptionError(problem)
-
-    def problem(self) -> str | None:
-        """What makes these options impossible together, in the command line's words (the
-        one home of these rules: the CLI turns it into a usage error), or None."""
-        if self.file_format not in containers.FORMATS:
-            return f"--format {self.file_format}: choose {', '.join(containers.FORMATS)}"
-        container = self.container()
-        if self.compression not in container.compressions:
-            return (
-                f"--compression {self.compression} does not apply to --format {self.file_format} "
-                f"(choose {', '.join(container.compressions)})"
-            )
-        if not container.available():
-            return f"--format {self.file_format} needs its library: pip install 'tfr-convert[{container.extra}]'"
-        if self.index and self.file_format != "tfrecord":
-            return "--index is for TFRecord shards (ArrayRecord files carry their own index)"
-        if self.index and self.compression != "none":
-            return "--index needs --compression none (index offsets point into the file)"
-        if self.on_error not in ("fail", "skip"):
-            return f"--on-error {self.on_error}: choose fail or skip"
-        return None
-
-    def container(self) -> containers.Container:
-        return containers.get(self.file_format)
-
-    def placed(self, converter: Converter) -> RunOptions:
-        """These options with `out` where the converter's output belongs: OUT/NAME/VERSION
-        for TFDS's layout, where `tfds.load(NAME, data_dir=OUT)` looks (VERSION: the
-        catalog's for a catalog dataset under its own name, else 1.0.0); else OUT itself."""
-        if not converter.tfds_layout:
-            return self
-        name = self.name or converter.dataset_name
-        version = catalog_version(converter, name) or DATASET_VERSION
-        return replace(self, out=fs.join(self.out, *name.split("/"), version))
-
-    def recorded(self) -> dict[str, Any]:
-        """The options that shape the output (worker count does not), for the manifest."""
-        d = asdict(self)
-        for k in ("out", "workers", "overwrite", "resume", "policy"):
-            d.pop(k)
-        return {**d, "shards": self.policy.describe()}
-
-
-def catalog_version(converter: Converter, name: str) -> str | None:
-    """The TFDS catalog's version of the output, when it is that catalog dataset's under
-    its catalog name (another --name makes it a dataset of its own)."""
-    if converter.catalog is None or name != converter.catalog[0]:
-        return None
-    return converter.catalog[1]
 
 
 @dataclass
@@ -135,10 +62,6 @@ def encode_sealed(
     encoded = encode_items(converter, items, on_error, container.head, container.tail)
     container.seal(encoded.blob, encoded.sizes)
     return encoded
-
-
-def default_workers() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def committed_summary(path: str, seconds: float) -> Summary:

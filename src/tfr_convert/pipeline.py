@@ -28,11 +28,12 @@ from typing import TYPE_CHECKING, NamedTuple
 from . import containers
 from .converters.base import Converter
 from .encode import Encoded
-from .engine import RunOptions, Summary, committed_summary, encode_sealed, finish, plan_splits
+from .engine import Summary, committed_summary, encode_sealed, finish, plan_splits
 from .errors import Interrupted, WorkerLost
 from .journal import Progress, Tally
 from .output import open_output
 from .resume import input_files, kept_work, run_identity
+from .run_options import RunOptions
 from .shards import Checkpoint, ShardFile, SplitResult, SplitWriter
 
 if TYPE_CHECKING:

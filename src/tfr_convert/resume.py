@@ -15,12 +15,12 @@ from typing import Any
 
 from . import __version__, containers, fs
 from .converters.base import Converter
-from .engine import RunOptions
 from .errors import RecordError
 from .fingerprints import InputFiles
 from .journal import Progress, ShardEntry, replay
 from .naming import ShardName
 from .output import Output
+from .run_options import RunOptions
 from .workers import joined_parts
 
 

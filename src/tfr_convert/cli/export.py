@@ -96,11 +96,11 @@ def export(
     exit 1 naming its file and offset, and nothing is left under a final name.
     """
     from .. import fs
-    from ..engine import default_workers
     from ..errors import OptionError, OutputError
     from ..export import boxes, images, parquet
     from ..export.engine import ExportOptions
     from ..export.source import ExportSource
+    from ..run_options import default_workers
     from ..skips import Skips, skipped_fields
     from ..workers import can_fork
 

@@ -140,8 +140,8 @@ def run_options(
     on_error="fail",
 ):
     """RunOptions from the common options; checked before any input is read."""
-    from ..engine import RunOptions, default_workers
     from ..errors import OptionError
+    from ..run_options import RunOptions, default_workers
     from ..shards import ShardPolicy
 
     try:

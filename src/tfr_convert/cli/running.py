@@ -34,7 +34,7 @@ def run_conversion(
     else:
         if beam_options:
             raise click.UsageError("--beam-options needs --engine beam")
-        from ..pipeline import run
+        run = _local_run
     started = time.perf_counter()
     _terminate_as_interrupt()
     progress, close_bar = progress_bar(quiet, "converting", "ex", "checking sources")
@@ -61,6 +61,14 @@ def run_conversion(
             f"warning: {summary.out} is complete; its summary could not be written to stdout: {e.strerror or e}",
             err=True,
         )
+
+
+def _local_run(converter, options, progress):
+    # the engine is imported once the converter is made: a converter that loads its
+    # sources on a thread (inflating, hashing) has it going meanwhile
+    from ..pipeline import run
+
+    return run(converter, options, progress=progress)
 
 
 def _silence_stdout() -> None:

@@ -16,13 +16,14 @@ from collections import Counter
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ..errors import OptionError, SourceError
 from ..features import FeatureSpec
 from ..skips import Skips
+
+if TYPE_CHECKING:
+    import numpy as np
 
 #: how the published datasets' converters (mnist, cifar) store pixels: uint8 bytes or PNG
 PUBLISHED_FORMATS = ("raw", "png")

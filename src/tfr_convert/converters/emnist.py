@@ -24,7 +24,8 @@ import numpy as np
 
 from ..errors import OptionError, SourceError
 from .base import PublishedOptions
-from .mnist import FILES, MnistConverter
+from .idx import FILES
+from .mnist import MnistConverter
 
 #: variant -> its number of classes in TFDS's catalog (`emnist/letters` declares 37
 #: although its labels run 1..26: the catalog's count is kept for `--layout tfds`)

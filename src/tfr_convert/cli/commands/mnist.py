@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from ..options import published_dataset_options, source_of, usage_error_if
@@ -45,12 +47,19 @@ def command(src, download, variant, image_format, layout, mirror, cache_dir, **c
     source = source_of(src, download, variant, "mnist", mirror, cache_dir)
 
     def converter():
+        from ...converters.idx import start_images
+
+        path = source()
+        emnist = (variant or "").startswith("emnist/")
+        # inflating the images is the longest step: it starts before numpy is imported
+        images = None if emnist or not os.path.isdir(path) else start_images(path)
         from ...converters.emnist import EmnistConverter, looks_like_emnist
         from ...converters.mnist import MnistConverter
 
-        path = source()
-        if (variant or "").startswith("emnist/") or (variant is None and looks_like_emnist(path)):
+        if emnist or (variant is None and looks_like_emnist(path)):
+            if images:
+                images.arrays.settle()
             return EmnistConverter(path, options)
-        return MnistConverter(path, options)
+        return MnistConverter(path, options, images)
 
     run_conversion(converter, **common)
