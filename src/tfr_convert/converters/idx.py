@@ -188,14 +188,13 @@ def start_images(src_dir: str) -> ImageFiles | None:
     one is missing (the converter then reads the folder itself, and names what is
     missing). Checking them is the converter's: a bad file fails there, or where its
     pixels are first wanted."""
+    try:
+        paths = {split: find_source(src_dir, FILES[split, "images"]) for split in SPLITS}
+    except SourceError:
+        return None
     files: dict[str, tuple[str, bytes]] = {}
     arrays = Background()
-    for split in SPLITS:
-        try:
-            path = find_source(src_dir, FILES[split, "images"])
-        except SourceError:
-            arrays.settle()
-            return None
+    for split, path in paths.items():
         files[split] = path, read_file(path)
         arrays.submit(split, parse_idx, path, files[split][1], IMAGES_MAGIC, 3)  # train starts before test is read
     return ImageFiles(files, arrays)
