@@ -56,7 +56,7 @@ _MAX_INFLATION = 1032
 
 
 class _Inflated(NamedTuple):
-    data: memoryview
+    data: bytes
     eof: bool  # the gzip member's end was reached (and its CRC and length checked)
     after: bytes  # what follows that end: empty, or its first bytes
 
@@ -68,13 +68,13 @@ def _inflate(raw: bytes, limit: int) -> _Inflated:
     thread inflating while the caller runs Python waits for it each time."""
     inflater = zlib.decompressobj(wbits=31)  # gzip framing; zlib checks its CRC and length
     data = inflater.decompress(raw, limit)  # bounded by what the header declares
-    return _Inflated(memoryview(data), inflater.eof, inflater.unused_data[:2] if inflater.eof else b"")
+    return _Inflated(data, inflater.eof, inflater.unused_data[:2] if inflater.eof else b"")
 
 
 def _read_data(path: str, stream, raw: bytes, header: int, expected: int, gzipped: bool):
     """(the data section, whether anything follows it). Plain files: a view of `raw`.
-    A gzip: inflated in slices, in all bounded by the size the header declares (+1, to
-    see if there is more); the streaming reader only for lies and multi-member files."""
+    A gzip: inflated in one call bounded by the size the header declares (+1, to see
+    if there is more); the streaming reader only for lies and multi-member files."""
     if not gzipped:
         return memoryview(raw)[header : header + expected], len(raw) > header + expected
     if expected <= _MAX_INFLATION * len(raw):  # else a lie: read what there is below
