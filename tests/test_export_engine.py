@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tfr_convert.errors import OutputError
 from tfr_convert.export import engine
 from tfr_convert.export.source import ExportSource
 from tfr_convert.export.staging import staged
@@ -92,6 +93,19 @@ def test_a_failed_export_removes_what_it_staged(tmp_path):
     assert _tree(out) == {}
 
 
+def test_a_commit_that_fails_half_way_puts_back_what_it_moved(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "blocker").write_bytes(b"a file where a folder must go")
+    with pytest.raises(OutputError, match="nothing was placed"), staged(str(out)) as staging:
+        for n, relative in enumerate(["a/one.png", "b/c/two.png", "blocker/three.png", "four.png"]):
+            staging.drop.put(staging.drop.name(0, n), b"picture")
+            staging.place(staging.drop.name(0, n), relative)
+        staging.commit()
+    assert _tree(out) == {"blocker": b"a file where a folder must go"}
+    assert sorted(p.name for p in out.iterdir()) == ["blocker"]  # the folders made for a/ and b/c/ went too
+
+
 # ---------------------------------------------------------------- through the command
 
 
@@ -162,7 +176,7 @@ def test_on_error_skip_leaves_out_damaged_and_unwritable_records_and_lists_them(
     up = offset + 16 + len(records[1])
     assert "file name '../up.png' is not a relative path" in reasons[1][1] and f" record at byte {up}" in reasons[1][0]
     assert reasons[2][1] == "no picture in 'image'"
-    assert reasons[3][1].startswith("writes a.png, as an earlier record does")
+    assert reasons[3][1].startswith("writes a.png, as ") and "plain.tfrecord record" in reasons[3][1]
     tree = _tree(tmp_path / "x")
     assert sorted(tree) == ["a.png", "b.png", "c.png", "d.png", "labels.csv"]
     assert tree["b.png"] == png  # the first b.png lost its record: the second one wrote it

@@ -34,7 +34,10 @@ def class_names(directory: str) -> dict[str, list[str]]:
     names = {}
     for entry in sorted(fs.listdir(directory)):
         if entry.endswith(LABELS_SUFFIX):
-            text = fs.read_bytes(fs.join(directory, entry)).decode("utf-8")
+            try:
+                text = fs.read_bytes(fs.join(directory, entry)).decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise SourceError(f"{fs.join(directory, entry)}: byte {e.start}: not UTF-8 text") from None
             names[feature_of.get(entry, entry[: -len(LABELS_SUFFIX)])] = text.splitlines()
     return names
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from . import __version__
 from .features import TFDS_FEATURES, FeatureSpec, labels_file_of
-from .naming import FEATURES, INFO, MANIFEST, ShardName
+from .naming import FEATURES, INFO, MANIFEST, ShardName, lines_file
 from .shards import SplitResult
 from .skips import Skips, skipped_fields
 
@@ -117,10 +117,6 @@ def dataset_info_json(
     )
 
 
-def labels_txt(names: list[str]) -> bytes:
-    return "".join(n + "\n" for n in names).encode("utf-8")
-
-
 def manifest_json(
     name: str,
     converter: str,
@@ -181,7 +177,10 @@ def metadata_files(
     """All metadata files in write order; dataset_info.json last, as TFDS's marker of
     completeness. `extra`: files of the converter's own (a label map), listed in the
     manifest; `order`: how well each split's order mixes labels (order_quality)."""
-    files = {labels_file_of(feature, nested): labels_txt(names) for feature, names in sorted(labels.items())}
+    files = {
+        labels_file_of(feature, nested): lines_file(names, f"the class names of {feature!r}")
+        for feature, names in sorted(labels.items())
+    }
     files |= extra or {}
     files[FEATURES] = features_json(features, nested)
     files[MANIFEST] = manifest_json(

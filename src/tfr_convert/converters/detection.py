@@ -71,11 +71,14 @@ def _annotation(item: tuple) -> tuple[ImageBoxes, str | None]:
     return ImageBoxes(filename, tuple(Box(*box) for box in boxes), where, width, height, source_id), mask_file
 
 
+_PBTXT_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t", "\x7f": "\\177"}
+
+
 def label_map_pbtxt(labels: dict[str, int]) -> bytes:
     """The API's label map: `item { id: N name: "..." }` for each class and its label."""
 
-    def quoted(name: str) -> str:
-        return '"' + name.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    def quoted(name: str) -> str:  # protobuf's text format: C escapes, so no name breaks a line
+        return '"' + "".join(_PBTXT_ESCAPES.get(c) or (f"\\{ord(c):03o}" if c < " " else c) for c in name) + '"'
 
     return "".join(f"item {{\n  id: {i}\n  name: {quoted(n)}\n}}\n" for n, i in labels.items()).encode()
 

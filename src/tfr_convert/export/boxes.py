@@ -20,6 +20,7 @@ from __future__ import annotations
 import io
 import json
 import posixpath
+import re
 from dataclasses import dataclass, field
 from typing import Any
 from xml.sax.saxutils import escape
@@ -30,14 +31,18 @@ from .. import coco_rle
 from ..errors import OptionError, SourceError
 from ..imageformat import sniff_format
 from ..inspect.grid import image_feature
+from ..naming import checked_relative, lines_file
 from .box_numbers import coco_box, f32, keypoint_pixels, number, pixel_corners, yolo_box
 from .engine import Chunk, ExportOptions, Failed, Job, run
 from .images import EXTENSIONS
-from .source import ExportSource, inside_output, parsed
+from .source import ExportSource, parsed
 from .staging import Drop, Spool, Staging, staged
 
 FORMATS = ("coco", "yolo", "voc", "csv")
 IMAGES = "images"
+YOLO_CLASSES = "labels/classes.txt"
+# what XML 1.0 cannot hold, escaped or not
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 PREFIX = "image/object/"
 CORNERS = ("xmin", "ymin", "xmax", "ymax")
 FLAGS = {  # what the annotation formats keep, and the names datasets give it
@@ -168,7 +173,7 @@ def _picture(example: dict, keys: BoxKeys, where: str, default_name: str) -> tup
     if not isinstance(data, bytes) or sniff_format(data) is None:
         raise SourceError(f"{keys.image!r} holds no encoded picture")
     if keys.filename is not None:
-        path = inside_output(_text(_one(example, keys.filename)))
+        path = checked_relative(_text(_one(example, keys.filename)))
     else:
         path = f"{default_name}.{EXTENSIONS.get(sniff_format(data) or '', 'bin')}"
     if keys.corners is not None:
@@ -277,6 +282,8 @@ class BoxesJob(Job):
         # label -> class name: every name a ClassLabel knows, and those the boxes show
         self.classes: dict[int, str] = {i + 1: name for i, name in enumerate(keys.names)}
         self.ids: set[int] | None = set()  # the pictures' source ids while all are distinct numbers
+        if target == "yolo":
+            staging.claim(YOLO_CLASSES, f"the export's own {YOLO_CLASSES}")
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_staging": None, "found": None, "classes": {}, "ids": None}
@@ -291,6 +298,7 @@ class BoxesJob(Job):
                     box["values"] = self.values(box, picture.width, picture.height)
                     if self.target == "coco":
                         self.coco_extras(box, picture.width, picture.height)
+                self.check_text(picture)
             except SourceError as e:
                 results.append(Failed(where, str(e)))
                 continue
@@ -298,6 +306,24 @@ class BoxesJob(Job):
             self.drop.put(picture.name, data)
             results.append(picture)
         return results, None
+
+    def check_text(self, picture: Picture) -> None:
+        """Names the target's text files cannot hold: a class with a line break in YOLO's
+        one-per-line classes.txt; characters XML 1.0 forbids in a VOC annotation."""
+        if self.target == "yolo":
+            lines_file((box["text"] for box in picture.boxes), "a box's class")
+        elif self.target == "voc":
+            for text in (picture.filename, *(box["text"] for box in picture.boxes)):
+                if _NOT_XML.search(text):
+                    raise SourceError(f"{text!r} holds a control character, which an XML file cannot")
+
+    def annotation_file(self, picture: Picture) -> str | None:
+        """The record's own annotation file, relative to OUT (YOLO's, VOC's), if any."""
+        if self.target == "yolo":
+            return f"labels/{posixpath.splitext(picture.filename)[0]}.txt"
+        if self.target == "voc" and picture.boxes:  # a negative has none
+            return f"Annotations/{picture.filename.replace('/', '_')}.xml"
+        return None
 
     def values(self, box: dict[str, Any], w: int, h: int) -> tuple[float, ...]:
         if self.target == "coco":
@@ -320,6 +346,11 @@ class BoxesJob(Job):
         earlier = self._staging.place(picture.name, posixpath.join(IMAGES, picture.filename), split)
         if earlier is not None:
             return f"{picture.filename}: named by records of {earlier} and {split} too"
+        annotation = self.annotation_file(picture)
+        if annotation is not None:
+            earlier = self._staging.claim(annotation, f"{where} ({picture.filename})")
+            if earlier is not None:
+                return f"{picture.filename}: its annotation {annotation} is {earlier}'s too"
         picture.split = split
         self.found.append(picture)
         for box in picture.boxes:
@@ -340,6 +371,8 @@ def write(
     source: ExportSource, out: str, target: str, keys: BoxKeys, options: ExportOptions, voc_origin: int = 1
 ) -> dict:
     """Pictures to OUT/images and the annotations in `target`'s format; {split: {records}}."""
+    if target == "yolo":
+        lines_file(keys.names, "the class names")  # all of them go to classes.txt
     with staged(out, options.dry_run) as staging:
         skeleton = source.dataset.skeleton if source.dataset is not None else []
         job = BoxesJob(target, keys, staging, list(source.splits), voc_origin, skeleton)
@@ -389,15 +422,14 @@ def _coco(job: BoxesJob, staging: Staging) -> None:
 
 def _yolo(job: BoxesJob, staging: Staging) -> None:
     order = sorted(job.classes)  # YOLO counts classes from 0 in label order
-    staging.put("labels/classes.txt", "".join(f"{job.classes[c]}\n" for c in order).encode())
+    staging.put(YOLO_CLASSES, lines_file((job.classes[c] for c in order), "the class names"))
     index = {label: i for i, label in enumerate(order)}
     assert job.found is not None
     for picture in job.found:
         lines = "".join(
             " ".join([str(index[box["label"]]), *map(number, box["values"])]) + "\n" for box in picture.boxes
         )
-        stem = posixpath.splitext(picture.filename)[0]
-        staging.put(f"labels/{stem}.txt", lines.encode())
+        staging.put(job.annotation_file(picture), lines.encode())  # type: ignore[arg-type]
 
 
 def _voc(job: BoxesJob, staging: Staging) -> None:
@@ -417,7 +449,7 @@ def _voc(job: BoxesJob, staging: Staging) -> None:
             f"<annotation><filename>{escape(picture.filename)}</filename><size><width>{picture.width}</width>"
             f"<height>{picture.height}</height><depth>3</depth></size>{''.join(objects)}</annotation>\n"
         )
-        staging.put(f"Annotations/{picture.filename.replace('/', '_')}.xml", xml.encode())
+        staging.put(job.annotation_file(picture), xml.encode())  # type: ignore[arg-type]
 
 
 def _csv(job: BoxesJob, staging: Staging) -> None:

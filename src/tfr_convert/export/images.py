@@ -31,8 +31,9 @@ from ..example import BYTES, FLOAT, INT64
 from ..imageformat import sniff_format
 from ..inspect.grid import image_feature, manifest_raw_shape, raw_shape_of
 from ..inspect.masks import is_instance_mask, is_mask
+from ..naming import checked_component, checked_relative, lines_file
 from .engine import Chunk, ExportOptions, Failed, Job, run
-from .source import ExportSource, inside_output, parsed
+from .source import ExportSource, parsed
 from .staging import Drop, Staging, staged
 
 LAYOUTS = ("folders", "csv", "masks")
@@ -109,6 +110,8 @@ def plan(source: ExportSource, layout: str | None, image: str | None = None, lab
     if layout == "folders":
         left_out = sorted(set(left_out) | set(columns))
         columns = []
+        for number, name in enumerate(names.get(label, []) if label else []):
+            checked_component(name, f"class {number} of {label!r} (a folder of the export)")
     return Plan(image, label, names.get(label, []) if label else [], filename, columns, left_out, layout, raw)
 
 
@@ -157,6 +160,9 @@ class ImagesJob(Job):
         self.numbers = {split: n for n, split in enumerate(splits)}
         self._staging: Staging | None = staging  # parent side only
         self._csv: Any = None
+        own = {"csv": CSV_NAME, "masks": CLASSES_NAME}.get(plan.layout)
+        if own is not None:
+            staging.claim(own, f"the export's own {own}")
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_staging": None, "_csv": None}
@@ -187,11 +193,17 @@ class ImagesJob(Job):
 
     def take(self, split: str, where: str, result: Placed) -> str | None:
         assert self._staging is not None
-        if self._staging.place(result.name, result.relative) is not None:
+        staging = self._staging
+        earlier = staging.claim(result.relative, where)
+        if earlier is not None:
             within = " within a split" if self.plan.layout != "csv" else ""
-            return f"writes {result.relative}, as an earlier record does: file names must differ{within}"
-        if result.mask is not None and self._staging.place(result.name + MASK, result.mask) is not None:
-            return f"writes {result.mask}, as an earlier record's mask does: file names must differ in more than suffix"
+            return f"writes {result.relative}, as {earlier} does: file names must differ{within}"
+        if result.mask is not None:
+            earlier = staging.claim(result.mask, f"the mask of {where}")
+            if earlier is not None:
+                return f"writes {result.mask}, as {earlier} does: file names must differ in more than suffix"
+            staging.move(result.name + MASK, result.mask)
+        staging.move(result.name, result.relative)
         if result.row is not None:
             self._csv.row(result.row)
         return None
@@ -214,14 +226,15 @@ def write(
 ) -> dict[str, dict[str, Any]]:
     """Write every split; {split: {records, folder | csv}}."""
     dry_run = options.dry_run
+    classes = lines_file(plan.mask_names, f"the class names of {plan.mask!r}") if plan.mask_names else None
     with staged(out, dry_run) as staging:
         job = ImagesJob(plan, staging, list(source.splits))
         try:
             written = run(source, job, options)
         finally:
             job.close()
-        if plan.layout == "masks" and plan.mask_names:
-            staging.put(CLASSES_NAME, "".join(f"{n}\n" for n in plan.mask_names).encode())
+        if plan.layout == "masks" and classes is not None:
+            staging.put(CLASSES_NAME, classes)
         staging.commit()
     if plan.layout == "folders" and not dry_run:
         for split in source.splits:  # every class a folder, so listing them numbers them alike
@@ -237,7 +250,7 @@ def _item(example: dict, plan: Plan, split: str, position: int) -> tuple[str, by
         raise SourceError(f"no picture in {plan.image!r}")
     data, extension = _picture(values[0], example, plan)
     if plan.filename is not None:
-        name = inside_output(_cell(*example.get(plan.filename, (None, [b""])), plan.filename))
+        name = checked_relative(_cell(*example.get(plan.filename, (None, [b""])), plan.filename))
     else:
         name = f"{position:06d}.{extension}" if plan.layout != "csv" else f"{split}/{position:06d}.{extension}"
     index = None

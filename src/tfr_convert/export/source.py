@@ -6,7 +6,6 @@ does; a dataset's metadata adds which string features are text, and class names.
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import islice
@@ -17,18 +16,10 @@ from ..errors import SourceError
 from ..example import parse
 from ..features import FeatureSpec
 from ..inspect.paths import resolve, split_of
+from ..naming import checked_component
 from ..record_schema import SAMPLE, infer_schema
 from ..skips import Skips
 from ..splits import ordered_splits
-
-
-def inside_output(name: str) -> str:
-    """A file name from a record as a `/`-separated path inside the output; one that is
-    empty, absolute or climbs out of it is a SourceError."""
-    path = posixpath.normpath(name.replace("\\", "/"))
-    if not name or path.startswith(("/", "../")) or path in (".", "..") or ":" in path.split("/")[0]:
-        raise SourceError(f"file name {name!r} is not a relative path inside the output")
-    return path
 
 
 def parsed(payload: bytes) -> dict:
@@ -50,7 +41,9 @@ class ExportSource:
         inputs = resolve(paths)
         splits: dict[str, list[str]] = {}
         for path in inputs.files:
-            splits.setdefault(split_of(path) or "train", []).append(path)
+            split = split_of(path) or "train"
+            checked_component(split, f"{path}: split name")  # a folder or file name of the export
+            splits.setdefault(split, []).append(path)
         dataset = DatasetDir(inputs.datasets[0]) if len(inputs.datasets) == 1 else None
         return cls(dict(ordered_splits(splits)), dataset, salvage)
 

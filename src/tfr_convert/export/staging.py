@@ -19,11 +19,12 @@ import os
 import pickle
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import IO, Any
 
 from .. import fs
+from ..errors import OutputError
 
 STAGING = ".tfr-export-partial"
 RECORDS = "records"  # where records' files wait for their names
@@ -88,16 +89,27 @@ class Staging:
     def spool(self, name: str) -> Spool:
         return Spool(self.spools, name)
 
-    def place(self, name: str, relative: str, tag: str = "") -> str | None:
-        """The record's file `name` (written through `drop`) is OUT/relative; unless an
-        earlier record's file is: then nothing is placed, and that record's `tag` is
-        returned. (Names are remembered as 8-byte hashes: a few bytes a record.)"""
+    def claim(self, relative: str, tag: str) -> str | None:
+        """Reserve OUT/relative for the one whose `tag` is given (a record, or the export's
+        own file); None, or the tag of whoever holds it already. Names are remembered as
+        8-byte hashes: a few bytes a record."""
         key = hashlib.blake2b(relative.encode("utf-8", "surrogatepass"), digest_size=8).digest()
-        if key in self._placed:
-            return self._placed[key]
-        self._placed[key] = tag
+        earlier = self._placed.get(key)
+        if earlier is None:
+            self._placed[key] = tag
+        return earlier
+
+    def place(self, name: str, relative: str, tag: str = "an earlier record") -> str | None:
+        """The record's file `name` (written through `drop`) is OUT/relative; unless that
+        name is claimed already: then nothing is placed, and the holder's tag is returned."""
+        earlier = self.claim(relative, tag)
+        if earlier is None:
+            self.move(name, relative)
+        return earlier
+
+    def move(self, name: str, relative: str) -> None:
+        """The record's file `name` goes to OUT/relative, which its caller has claimed."""
         self._moves.append((fs.join(self.root, RECORDS, name), relative))
-        return None
 
     def put(self, relative: str, data: bytes) -> None:
         with self.open(relative) as f:
@@ -114,12 +126,14 @@ class Staging:
         return CsvFile(self.open(relative))
 
     def commit(self) -> None:
+        """Every staged file moved to its final name. Locally, a move that fails puts the
+        ones made back where they were (and removes the folders made for them), so a
+        failed export leaves nothing under a final name."""
         if self.dry_run:
             return
         moves = (*self._moves, *((fs.join(self.root, r), r) for r in self._files))
         if not fs.is_remote(self.out):
-            for source, relative in moves:
-                fs.rename(source, with_folders(fs.join(self.out, relative)))
+            _move_all(((source, fs.join(self.out, relative)) for source, relative in moves), self.out)
             return
         batch: list[tuple[str, str]] = []
         for source, relative in moves:
@@ -130,6 +144,33 @@ class Staging:
         fs.copy_many(batch)
 
 
+def _move_all(moves: Iterable[tuple[str, str]], out: str) -> None:
+    """Local renames, all or none: on an error the renames made are undone in reverse and
+    the folders made for them removed, then the error goes on."""
+    done: list[tuple[str, str]] = []
+    made: list[str] = []
+    try:
+        for source, target in moves:
+            folder = os.path.dirname(target)
+            missing = []
+            while folder and not os.path.isdir(folder):
+                missing.append(folder)
+                folder = os.path.dirname(folder)
+            for folder in reversed(missing):
+                os.mkdir(folder)
+                made.append(folder)
+            os.rename(source, target)
+            done.append((source, target))
+    except OSError as e:
+        for source, target in reversed(done):
+            os.rename(target, source)
+        for folder in reversed(made):
+            os.rmdir(folder)
+        raise OutputError(
+            f"{e.filename or out}: cannot be written ({e.strerror}); nothing was placed in {out}"
+        ) from None
+
+
 class CsvFile:
     """CSV rows written to a binary file as UTF-8, a block at a time."""
 
@@ -137,9 +178,13 @@ class CsvFile:
         self.f = f
         self.text = io.StringIO()
         self.writer = csv.writer(self.text, lineterminator="\n")
+        # csv quotes a field holding the line terminator's characters only: a lone "\r"
+        # would end the row for a reader, so a row holding one is quoted whole
+        self.quoted = csv.writer(self.text, lineterminator="\n", quoting=csv.QUOTE_ALL)
 
     def row(self, values: list[Any]) -> None:
-        self.writer.writerow(values)
+        carriage = any(isinstance(v, str) and "\r" in v for v in values)
+        (self.quoted if carriage else self.writer).writerow(values)
         if self.text.tell() >= 1 << 16:
             self._flush()
 
