@@ -188,7 +188,7 @@ def test_a_class_that_would_break_a_text_file_is_exit_1_naming_it(cli, tmp_path,
 
 
 def test_the_voc_export_of_a_class_with_markup_reads_back_as_it_was(cli, tmp_path):
-    src = _records(tmp_path / "plain.tfrecord", ["a.png", "b.png"], texts=["<dog & \"cat\">", "emu"])
+    src = _records(tmp_path / "plain.tfrecord", ["a.png", "b.png"], texts=['<dog & "cat">', "emu"])
     assert _export(cli, src, tmp_path / "out", "voc", None).exit_code == 0
     import xml.etree.ElementTree as ET
 
