@@ -366,7 +366,7 @@ class DetectionConverter(FileItems, Converter):
         objects, clipped = self._objects(annotation.boxes, width, height)
         if self.masks:
             voc_png = fs.join(self._voc_masks, mask_file) if mask_file else None  # type: ignore[arg-type]
-            masks = instance_masks(annotation.boxes, voc_png, width, height)
+            masks = instance_masks(annotation.boxes, voc_png, width, height, self.policy.max_pixels)
             objects["image/object/mask"] = np.array([instance_png(m, out_w, out_h) for m in masks], dtype=object)
         if self.keypoint_names:
             objects.update(keypoints(annotation.boxes, self.keypoint_names, width, height))

@@ -51,7 +51,9 @@ class Decoded:
     orientation: int = 1  # EXIF orientation as stored (1: upright)
 
 
-def _open(data: bytes, max_pixels: int):
+def open_image(data: bytes, max_pixels: int):
+    """A lazily decoded Pillow image, its header checked: no pixel is decoded before its
+    size is known to be within `max_pixels` (a decompression bomb is one SourceError)."""
     from PIL import Image, UnidentifiedImageError
 
     Image.MAX_IMAGE_PIXELS = None  # our own --max-pixels check below replaces Pillow's
@@ -99,7 +101,7 @@ _NO_PIXELS.flags.writeable = False
 
 def probe_with_pillow(data: bytes, max_pixels: int = DEFAULT_MAX_PIXELS) -> Decoded:
     """`probe` by Pillow's open and load, whatever the format."""
-    im = _open(data, max_pixels)
+    im = open_image(data, max_pixels)
     fmt = sniff_format(data) or (im.format or "unknown").lower()
     size, bands = im.size, _bands(im)
     try:
@@ -143,7 +145,7 @@ def _upright(data: bytes, where: str, policy: DecodePolicy):
     """(the first frame decoded and turned upright, format, size as stored, bands)."""
     from PIL import ImageOps
 
-    im = _open(data, policy.max_pixels)
+    im = open_image(data, policy.max_pixels)
     fmt = sniff_format(data) or (im.format or "unknown").lower()
     size, bands = im.size, _bands(im)
     try:

@@ -13,17 +13,20 @@ from .. import coco_rle, fs
 from ..errors import SourceError
 from ..features import FeatureSpec
 from .box_formats import Box
+from .imaging import open_image
 
 VOC_VOID = 255  # SegmentationObject's outline and "difficult" pixels: no object's
 
 
-def instance_masks(boxes: tuple[Box, ...], voc_png: str | None, width: int, height: int) -> list[np.ndarray]:
+def instance_masks(
+    boxes: tuple[Box, ...], voc_png: str | None, width: int, height: int, max_pixels: int
+) -> list[np.ndarray]:
     """Each object's 0/1 mask at the image's displayed size: COCO's segmentation drawn
     (a crowd's RLE as it is, polygons joined), or the pixels of VOC's SegmentationObject
     PNG `voc_png` holding the object's number (its place in the XML, from 1)."""
     if voc_png is None:
         return [_drawn(box, width, height) for box in boxes]
-    indices = _voc_instances(voc_png, width, height)
+    indices = _voc_instances(voc_png, width, height, max_pixels)
     most = int(indices[indices != VOC_VOID].max(initial=0))
     if most > len(boxes):
         raise SourceError(
@@ -41,23 +44,26 @@ def _drawn(box: Box, width: int, height: int) -> np.ndarray:
         raise SourceError(f"{box.where}: {e}") from None
 
 
-def _voc_instances(path: str, width: int, height: int) -> np.ndarray:
-    """A SegmentationObject PNG's object numbers (palette indices), checked against the image's size."""
-    from PIL import Image, UnidentifiedImageError
+def _voc_instances(path: str, width: int, height: int, max_pixels: int) -> np.ndarray:
+    """A SegmentationObject PNG's object numbers (palette indices), its header checked
+    against --max-pixels and the image's size before any pixel is decoded."""
+    from PIL import UnidentifiedImageError
 
     try:
-        with Image.open(io.BytesIO(fs.read_bytes(path))) as im:
+        opened = open_image(fs.read_bytes(path), max_pixels)
+    except SourceError as e:
+        raise e.locate(path) from None
+    if opened.size != (width, height):
+        raise SourceError(
+            f"{path} is {opened.size[0]}x{opened.size[1]}, the image {width}x{height}: a mask must be its image's size"
+        )
+    try:
+        with opened as im:
             if im.mode not in ("P", "L"):
                 raise SourceError(f"{path}: a {im.mode} image; SegmentationObject masks are palette PNGs")
-            indices = np.asarray(im)
+            return np.asarray(im)
     except (UnidentifiedImageError, OSError) as e:
         raise SourceError(f"{path}: not a readable mask ({e})") from None
-    if indices.shape != (height, width):
-        raise SourceError(
-            f"{path} is {indices.shape[1]}x{indices.shape[0]}, the image {width}x{height}: a mask must be its "
-            "image's size"
-        )
-    return indices
 
 
 def instance_png(mask: np.ndarray, width: int, height: int) -> bytes:

@@ -29,7 +29,7 @@ from ..splits import SplitSpec, split_by_ratio
 from .base import Converter, fingerprint
 from .box_formats.class_names import read_names
 from .folders import IMAGE_SUFFIXES, FileItems, dataset_name, list_files
-from .imaging import DecodePolicy, probe, reencode
+from .imaging import DecodePolicy, open_image, probe, reencode
 
 MISSING = ("error", "skip")
 LAYOUTS = ("flat", "tfds")
@@ -189,13 +189,8 @@ class SegmentationConverter(FileItems, Converter):
                 f"EXIF orientation {info.orientation} turns the image for display; its mask cannot say which "
                 "way it was drawn: store the image upright"
             )
-        indices = self._indices(mask_data, mask_path)
+        indices = self._indices(mask_data, mask_path, info.source_size)
         width, height = info.source_size
-        if indices.shape != (height, width):
-            raise SourceError(
-                f"the mask {mask_path} is {indices.shape[1]}x{indices.shape[0]}, the image {width}x{height}: "
-                "a mask must be its image's size"
-            )
         self._check_values(indices, mask_path)
         image = data
         if self.policy.resize or self.policy.grayscale:
@@ -203,13 +198,23 @@ class SegmentationConverter(FileItems, Converter):
             indices = _resized(indices, width, height)
         return {"image": image, "segmentation_mask": _png(indices), "file_name": image_rel}
 
-    def _indices(self, data: bytes, where: str) -> np.ndarray:
+    def _indices(self, data: bytes, where: str, size: tuple[int, int]) -> np.ndarray:
         """The mask's class indices (H, W) uint8, by its kind: palette and grayscale masks
-        as they are, RGB ones through the palette."""
-        from PIL import Image, UnidentifiedImageError
+        as they are, RGB ones through the palette. Its header is checked first, against
+        --max-pixels and the image's `size` (width, height): nothing else is decoded."""
+        from PIL import UnidentifiedImageError
 
         try:
-            with Image.open(io.BytesIO(data)) as mask:
+            opened = open_image(data, self.policy.max_pixels)
+        except SourceError as e:
+            raise e.locate(where) from None
+        if opened.size != size:
+            raise SourceError(
+                f"the mask {where} is {opened.size[0]}x{opened.size[1]}, the image {size[0]}x{size[1]}: "
+                "a mask must be its image's size"
+            )
+        try:
+            with opened as mask:
                 mode = mask.mode
                 if mode in ("P", "L"):
                     return np.asarray(mask)

@@ -242,11 +242,11 @@ def _instance(mask: bytes, w: int, h: int) -> np.ndarray:
 
     try:
         with Image.open(io.BytesIO(mask)) as picture:
+            if picture.size != (w, h):  # checked before a pixel is decoded
+                raise SourceError(f"an instance mask is {picture.size[0]}x{picture.size[1]}, the picture {w}x{h}")
             pixels = np.asarray(picture.convert("L"))
-    except (UnidentifiedImageError, OSError) as e:
+    except (UnidentifiedImageError, OSError, Image.DecompressionBombError) as e:
         raise SourceError(f"an instance mask cannot be read ({e})") from None
-    if pixels.shape != (h, w):
-        raise SourceError(f"an instance mask is {pixels.shape[1]}x{pixels.shape[0]}, the picture {w}x{h}")
     return (pixels > 0).astype(np.uint8)
 
 
@@ -257,7 +257,7 @@ def _size(data: bytes) -> tuple[int, int]:
     try:
         with Image.open(io.BytesIO(data)) as picture:
             return picture.size
-    except (UnidentifiedImageError, OSError) as e:
+    except (UnidentifiedImageError, OSError, Image.DecompressionBombError) as e:
         raise SourceError(f"the picture cannot be read ({e})") from None
 
 
