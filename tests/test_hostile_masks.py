@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from pycocotools import mask as coco_mask
-from test_detection_masks import coco_case
 
+from test_detection_masks import coco_case
 from tfr_convert import coco_rle
 
 SCRIPTS = Path(sys.executable).parent
