@@ -67,7 +67,7 @@ def test_salvage_keeps_every_sound_record_and_reports_exactly_the_lost_ranges(tm
     assert kept == sound
     assert [(x.start, x.end, x.records) for x in lost] == losses
     data = path.read_bytes()
-    assert [b"".join(x.chunks()) for x in lost] == [data[s:e] for s, e, _ in losses]
+    assert [x.kept for x in lost] == [data[s:e] for s, e, _ in losses] and all(x.whole for x in lost)
     assert "payload fails its CRC" in lost[0].reason and "length field" in lost[1].reason
     assert "no record" in lost[2].reason and "ends inside a record" in lost[3].reason
 
@@ -143,6 +143,23 @@ def test_quarantine_without_on_error_skip_is_a_usage_error(cli, tmp_path):
     assert not (tmp_path / "q").exists()
 
 
+def test_a_quarantine_never_replaces_a_file_and_never_lies_inside_the_output(cli, tmp_path):
+    path, _, losses = damaged(tmp_path)
+    quarantine = tmp_path / "q"
+    quarantine.mkdir()
+    s, e, _ = losses[1]
+    mine = quarantine / f"00000-{path.name}.{s}-{e}.bad"
+    mine.write_bytes(b"my own notes")
+    out = tmp_path / "out"
+    result = cli.convert("records", path, "--out", out, "--on-error", "skip", "--quarantine", quarantine, "--quiet")
+    assert result.exit_code == 1 and f"{mine}: exists already" in result.stderr, result.stderr
+    assert mine.read_bytes() == b"my own notes" and not out.exists()
+    for inside in (out, out / "bad", tmp_path / "out" / ".." / "out" / "q"):
+        result = cli.convert("records", path, "--out", out, "--on-error", "skip", "--quarantine", inside, "--quiet")
+        assert result.exit_code == 2 and "lies inside --out" in result.stderr, result.stderr
+        assert not out.exists()
+
+
 def test_a_salvaged_run_writes_the_same_bytes_for_any_worker_count(cli, tmp_path):
     path, _, _ = damaged(tmp_path)
     outputs = []
@@ -163,3 +180,122 @@ def test_a_damaged_array_record_file_under_on_error_skip_is_still_named_and_exit
     shard.write_bytes(shard.read_bytes()[: shard.stat().st_size // 2])
     result = cli.convert("records", shard, "--out", tmp_path / "out", "--on-error", "skip", "--quiet")
     assert result.exit_code == 1 and shard.name in result.stderr and "Traceback" not in result.stderr
+
+
+# ---------------------------------------------------------------- bounded salvage
+
+
+def _limited_run(args, tmp_path, file_limit=64 << 20):
+    """tfr-convert in a subprocess that may write no file over `file_limit` bytes (the
+    kernel stops it with SIGXFSZ) and address no more than 3 GiB, its temporaries in
+    tmp_path/tmp."""
+    import resource
+    import subprocess
+    import sys
+
+    def limits():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (file_limit, file_limit))
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    env = {**__import__("os").environ, "TMPDIR": str(tmp_path / "tmp")}
+    return subprocess.run([str(Path(sys.executable).parent / "tfr-convert"), *map(str, args)], capture_output=True,
+                          text=True, timeout=600, preexec_fn=limits, env=env)  # fmt: skip
+
+
+def _gzip_of(path: Path, head: bytes, zeros: int) -> Path:
+    """A gzip file of `head` then `zeros` zero bytes, compressed as it is written."""
+    packer = zlib.compressobj(6, zlib.DEFLATED, 31)
+    with open(path, "wb") as f:
+        f.write(packer.compress(head))
+        block = bytes(8 << 20)
+        for _ in range(zeros // len(block)):
+            f.write(packer.compress(block))
+        f.write(packer.flush())
+    return path
+
+
+def test_ten_records_then_256_mib_of_zeros_salvage_streaming_in_bounded_memory_and_files(cli, tmp_path):
+    import time
+
+    records = examples(10)
+    head = write_tfrecord(tmp_path / "head.tfrecord", records).read_bytes()
+    packed = _gzip_of(tmp_path / "zeros-train.tfrecord.gz", head, 256 << 20)
+    out, quarantine = tmp_path / "out", tmp_path / "quarantine"
+    started = time.perf_counter()
+    done = _limited_run(["records", packed, "--out", out, "--no-shuffle", "--on-error", "skip", "--quarantine",
+                         quarantine, "--json", "--quiet"], tmp_path)  # fmt: skip
+    took = time.perf_counter() - started
+    assert done.returncode == 0, done.stderr
+    assert list((tmp_path / "tmp").iterdir()) == []
+    report = json.loads(done.stdout)
+    (loss,) = report["skipped"]
+    assert (loss["start"], loss["end"]) == (len(head), len(head) + (256 << 20))
+    manifest = json.loads((out / "manifest.json").read_text())
+    (entry,) = manifest["skipped"]
+    assert entry["quarantined_bytes"] == 16 << 20  # the first 16 MiB of the loss, said so
+    assert Path(entry["quarantined"]).read_bytes() == bytes(16 << 20)
+    tf = pytest.importorskip("tensorflow")
+    shards = sorted(str(p) for p in out.glob("*.tfrecord-*"))
+    assert [r.numpy() for r in tf.data.TFRecordDataset(shards)] == records
+    print(f"salvaged 10 records past 256 MiB of zeros in {took:.1f} s")
+
+
+def test_one_huge_record_is_stepped_over_without_holding_or_copying_it(tmp_path):
+    import struct
+
+    from tfr_convert.containers.crc import masked_crc
+
+    length = 1 << 30  # a sound header for a 1 GiB record of zeros, a sound record after it
+    header = struct.pack("<Q", length)
+    header += struct.pack("<I", masked_crc(header))
+    after = examples(2)
+    tail = write_tfrecord(tmp_path / "tail.tfrecord", after).read_bytes()
+    packer = zlib.compressobj(6, zlib.DEFLATED, 31)
+    path = tmp_path / "huge-train.tfrecord.gz"
+    with open(path, "wb") as f:
+        f.write(packer.compress(header))
+        block = bytes(8 << 20)
+        for _ in range(length // len(block)):
+            f.write(packer.compress(block))
+        f.write(packer.compress(struct.pack("<I", masked_crc(b"")) + tail))  # not this payload's CRC: no matter
+        f.write(packer.flush())
+    done = _limited_run(["records", path, "--out", tmp_path / "out", "--on-error", "skip", "--quarantine",
+                         tmp_path / "q", "--json", "--quiet"], tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (loss,) = json.loads(done.stdout)["skipped"]
+    assert (loss["start"], loss["end"], loss["records"]) == (0, 12 + length + 4, 1)
+    assert "--max-record-size" in loss["reason"]
+    assert sum(p.stat().st_size for p in (tmp_path / "q").iterdir()) == 16 << 20
+    assert list((tmp_path / "tmp").iterdir()) == []
+
+
+def test_header_candidates_are_exactly_the_offsets_whose_length_crc_holds():
+    from tfr_convert.containers.crc import crc32c, unmask
+    from tfr_convert.containers.framing import header
+    from tfr_convert.containers.salvage import header_candidates
+
+    rng = random.Random(3)
+    for trial in range(40):
+        kind = trial % 4
+        if kind == 0:  # random bytes with headers planted
+            data = bytearray(rng.randbytes(5000))
+        elif kind == 1:  # mostly zeros: the constant-window path
+            data = bytearray(5000)
+            for _ in range(30):
+                data[rng.randrange(5000)] = rng.randrange(256)
+        elif kind == 2:  # a repeated byte
+            data = bytearray([rng.randrange(256)]) * 3000
+        else:  # small numbers: many plausible lengths
+            data = bytearray(rng.choice([0, 0, 0, 1, 2, 3]) for _ in range(4000))
+        for _ in range(5):
+            at = rng.randrange(len(data) - 12)
+            data[at : at + 12] = header(rng.randrange(1 << 20))
+        limit = rng.choice([64 << 20, 1 << 20, 300, 1 << 40])
+        want = [
+            i
+            for i in range(len(data) - 11)
+            if int.from_bytes(data[i : i + 8], "little") <= limit
+            and crc32c(bytes(data[i : i + 8])) == unmask(int.from_bytes(data[i + 8 : i + 12], "little"))
+        ]
+        assert header_candidates(bytes(data), limit).tolist() == want, (trial, limit)

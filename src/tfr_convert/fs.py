@@ -109,6 +109,16 @@ def normpath(path: str) -> str:
     return f"{name}://" + posixpath.normpath(path[len(name) + 3 :]).lstrip("/")
 
 
+def within(path: str, folder: str) -> bool:
+    """Whether `path` is `folder` or lies inside it (local paths compared with links
+    resolved, remote ones as normalised names)."""
+    if is_remote(path) or is_remote(folder):
+        path, folder = normpath(path), normpath(folder).rstrip("/")
+        return path == folder or path.startswith(folder + "/")
+    path, folder = os.path.realpath(path), os.path.realpath(folder)
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
 def dirname(path: str) -> str:
     return posixpath.dirname(path.rstrip("/")) if is_remote(path) else os.path.dirname(path)
 
@@ -198,6 +208,18 @@ def put_bytes(path: str, data: bytes) -> None:
     with naming(tmp), open(tmp, "wb") as f:
         f.write(data)
     os.replace(tmp, path)
+
+
+def put_new(path: str, data: bytes) -> None:
+    """A whole file written only where none is: FileExistsError if one is (a local file
+    is created exclusively; a remote object with the store's conditional write)."""
+    if is_remote(path):
+        fs, key = _remote(path)
+        with stores.translated(path):
+            fs.pipe_file(key, data, mode="create")
+        return
+    with naming(path), open(path, "xb") as f:
+        f.write(data)
 
 
 def put_many(files: dict[str, bytes]) -> None:

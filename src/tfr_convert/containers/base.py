@@ -45,24 +45,17 @@ class Loss:
     end: int
     records: int | None  # records those bytes held, where that is known
     reason: str
-    readable: str  # a plain file holding the stream at the same offsets (the file, or its inflated copy)
+    kept: bytes = b""  # the first of those bytes, up to a cap (what --quarantine writes)
 
     def said(self) -> str:
         """The loss as reports list it: its reason and the records it held."""
         records = "records lost: unknown" if self.records is None else f"{self.records} record(s) lost"
         return f"{self.reason}; {records}"
 
-    def chunks(self) -> Iterator[bytes]:
-        """The lost bytes themselves, a chunk at a time (valid while the salvage that made
-        this loss is not finished)."""
-        from .. import fs
-
-        with fs.open_input(self.readable) as f:
-            f.seek(self.start)
-            left = self.end - self.start
-            while left > 0 and (chunk := f.read(min(left, 8 << 20))):
-                left -= len(chunk)
-                yield chunk
+    @property
+    def whole(self) -> bool:
+        """Whether `kept` holds every lost byte (else the first ones only)."""
+        return len(self.kept) == self.end - self.start
 
 
 class ShardFileWriter(ABC):

@@ -30,7 +30,7 @@ from typing import Any
 
 from .. import containers, fs
 from ..dataset_dir import DatasetDir
-from ..errors import OptionError, RecordError, SourceError
+from ..errors import OptionError, OutputError, RecordError, SourceError
 from ..example import ExampleDecodeError, outline, values_of
 from ..features import FeatureSpec
 from ..naming import ShardName
@@ -244,10 +244,16 @@ class RecordsConverter(Converter):
         if self._options.quarantine is not None and loss.end > loss.start:
             kept = fs.join(self._options.quarantine, f"{number:05d}-{fs.basename(path)}.{loss.start}-{loss.end}.bad")
             fs.makedirs(self._options.quarantine)
-            with fs.open_file(kept, "wb") as f:
-                for chunk in loss.chunks():
-                    f.write(chunk)
+            try:
+                fs.put_new(kept, loss.kept)
+            except FileExistsError:
+                raise OutputError(
+                    f"{kept}: exists already, and a quarantine never replaces a file: give --quarantine a new "
+                    "or empty folder"
+                ) from None
             entry["quarantined"] = kept
+            if not loss.whole:
+                entry["quarantined_bytes"] = len(loss.kept)  # the first ones: each loss keeps at most so many
         self.skipped.extend([entry])
 
     # ------------------------------------------------------------ the Converter interface

@@ -69,6 +69,12 @@ def command(src, split, stratify, split_feature, stratify_feature, group_feature
         quarantine=quarantine,
     )
     usage_error_if(options.problem())
+    from ... import fs
+
+    if quarantine is not None and fs.within(quarantine, common["out"]):
+        raise click.UsageError(
+            f"--quarantine {quarantine} lies inside --out {common['out']}: keep the damaged bytes outside the dataset"
+        )
     if common["dry_run"]:  # it writes nothing, the quarantine included
         options = dataclasses.replace(options, quarantine=None)
 
