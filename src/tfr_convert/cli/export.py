@@ -8,7 +8,7 @@ import click
 
 from .. import __version__
 from ..export import TARGETS
-from .options import STORAGE_OPTIONS, on_error_option
+from .options import STORAGE_OPTIONS, max_record_option, on_error_option
 from .progress import progress_bar
 from .translate import Command
 from .types import ByteSize, LocalOrRemotePath
@@ -54,6 +54,7 @@ from .types import ByteSize, LocalOrRemotePath
     help="Parquet row groups of about this many bytes of records, e.g. 128MB [default: 64MiB].",
 )
 @click.option("--workers", type=click.IntRange(min=1), help="Processes [default: all cores].")
+@max_record_option("exported; a larger one is an error (with --on-error skip, a loss)")
 @on_error_option(
     "skip: leave out damaged records (salvaging damaged TFRecord files) and records that cannot be written, "
     "and list them; fail: the first is an error."
@@ -80,6 +81,7 @@ def export(
     limit,
     row_group_size,
     workers,
+    max_record_size,
     on_error,
     dry_run,
     overwrite,
@@ -113,7 +115,9 @@ def export(
 
     if fs.exists(out) and fs.isdir(out) and fs.listdir(out) and not overwrite:
         raise OutputError(f"{out}: holds files already: give --overwrite to write into it")
-    source = ExportSource.open(list(paths), salvage=on_error == "skip")
+    source = ExportSource.open(
+        list(paths), salvage=on_error == "skip", **({"max_record": max_record_size} if max_record_size else {})
+    )
     update, close_bar = progress_bar(quiet or dry_run, "exporting", "rec", "reading")
     options = ExportOptions(
         workers=workers or default_workers(),

@@ -8,9 +8,9 @@ import json
 import click
 
 from .. import __version__
-from .options import STORAGE_OPTIONS
+from .options import STORAGE_OPTIONS, max_record_option
 from .translate import Command
-from .types import ByteSize, LocalOrRemotePath
+from .types import LocalOrRemotePath
 
 
 @click.command(cls=Command, context_settings={"help_option_names": ["-h", "--help"]})
@@ -40,12 +40,7 @@ from .types import ByteSize, LocalOrRemotePath
 )
 @click.option("--write-index", is_flag=True, help="Write FILE.index (DALI / tfrecord package format) for each file.")
 @click.option("--all", "every", is_flag=True, help="Infer the schema from every record, not the first of each file.")
-@click.option(
-    "--max-record-size",
-    type=ByteSize(),
-    metavar="SIZE",
-    help="Largest record the schema, --stats and --grid read whole; larger ones are reported. [default: 64MiB]",
-)
+@max_record_option("the schema, --stats and --grid read whole; larger ones are reported")
 @click.option(
     "--max-pixels",
     type=click.IntRange(min=1),

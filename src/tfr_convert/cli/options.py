@@ -269,6 +269,16 @@ def on_error_option(help_text: str):
     )
 
 
+def max_record_option(what: str):
+    """--max-record-size: the largest record read whole, said in the command's own terms."""
+    return click.option(
+        "--max-record-size",
+        type=ByteSize(),
+        metavar="SIZE",
+        help=f"Largest record {what}; each is held in memory once per worker. [default: 64MiB]",
+    )
+
+
 def usage_error_if(problem: str | None) -> None:
     """A converter's options found impossible together (its options class says why): exit 2."""
     if problem is not None:

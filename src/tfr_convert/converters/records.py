@@ -63,6 +63,7 @@ class RecordsOptions:
     group_feature: str | None = None  # --split keeps records sharing this feature's value together
     on_error: str = "fail"  # "skip": salvage damaged files (read past bad records, report each loss)
     quarantine: str | None = None  # a folder for the raw bytes of every loss
+    max_record_size: int = containers.MAX_RECORD_BYTES  # the largest record copied (each is held whole once)
 
     def problem(self) -> str | None:
         if self.quarantine is not None and self.on_error != "skip":
@@ -202,7 +203,8 @@ class RecordsConverter(Converter):
         salvaging = self._options.on_error == "skip"
         read_for = self._options.features_read()
         try:
-            for record in container.salvage(path) if salvaging else container.records(path):
+            limit = self._options.max_record_size
+            for record in container.salvage(path, limit) if salvaging else container.records(path, limit):
                 if isinstance(record, containers.Loss):
                     self._lose(number, path, record)
                     lost_bytes += record.end - record.start

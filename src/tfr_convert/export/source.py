@@ -35,9 +35,12 @@ class ExportSource:
     splits: dict[str, list[str]]  # split -> its files, in order
     dataset: DatasetDir | None  # the metadata, when SRC is one dataset directory
     salvage: bool = False  # read past damage (--on-error skip) instead of stopping at it
+    max_record: int = containers.MAX_RECORD_BYTES  # the largest record read (each is held whole once)
 
     @classmethod
-    def open(cls, paths: list[str], salvage: bool = False) -> ExportSource:
+    def open(
+        cls, paths: list[str], salvage: bool = False, max_record: int = containers.MAX_RECORD_BYTES
+    ) -> ExportSource:
         inputs = resolve(paths)
         splits: dict[str, list[str]] = {}
         for path in inputs.files:
@@ -45,7 +48,7 @@ class ExportSource:
             checked_component(split, f"{path}: split name")  # a folder or file name of the export
             splits.setdefault(split, []).append(path)
         dataset = DatasetDir(inputs.datasets[0]) if len(inputs.datasets) == 1 else None
-        return cls(dict(ordered_splits(splits)), dataset, salvage)
+        return cls(dict(ordered_splits(splits)), dataset, salvage, max_record)
 
     def records(self, split: str, skips: Skips | None = None) -> Iterator[tuple[str, bytes]]:
         """(where, payload) of every record of the split, each CRC checked as it is read:
@@ -53,7 +56,8 @@ class ExportSource:
         the sound records of damaged files, each loss reported to `skips`."""
         for path in self.splits[split]:
             container = containers.of_file(path)
-            for record in container.salvage(path) if self.salvage else container.records(path):
+            limit = self.max_record
+            for record in container.salvage(path, limit) if self.salvage else container.records(path, limit):
                 if isinstance(record, containers.Loss):
                     if skips is not None:
                         skips.add(f"{path}: bytes {record.start}-{record.end}", record.said())

@@ -7,7 +7,7 @@ import dataclasses
 
 import click
 
-from ..options import common_options, on_error_option, split_options, usage_error_if
+from ..options import common_options, max_record_option, on_error_option, split_options, usage_error_if
 from ..running import run_conversion
 
 CONVERTERS = ("tfr_convert.converters.records:RecordsConverter",)
@@ -42,8 +42,20 @@ CONVERTERS = ("tfr_convert.converters.records:RecordsConverter",)
     help="With --on-error skip: write the raw bytes of every loss here, one file each "
     "(NNNNN-SOURCE.START-END.bad), for a closer look.",
 )
+@max_record_option("copied; a larger one is an error (with --on-error skip, a loss)")
 @common_options
-def command(src, split, stratify, split_feature, stratify_feature, group_feature, on_error, quarantine, **common):
+def command(
+    src,
+    split,
+    stratify,
+    split_feature,
+    stratify_feature,
+    group_feature,
+    on_error,
+    quarantine,
+    max_record_size,
+    **common,
+):
     """TFRecord (plain, gzip or zlib) or ArrayRecord files, globs, or dataset directories
     (tfr-convert's, or TFDS-prepared NAME/VERSION folders), local or remote: their
     records copied byte for byte into new shards.
@@ -67,6 +79,7 @@ def command(src, split, stratify, split_feature, stratify_feature, group_feature
         group_feature=group_feature,
         on_error=on_error,
         quarantine=quarantine,
+        **({"max_record_size": max_record_size} if max_record_size else {}),
     )
     usage_error_if(options.problem())
     from ... import fs
