@@ -303,6 +303,32 @@ def test_a_second_run_into_a_held_output_is_refused_and_the_first_finishes(cli, 
     assert not work_dir(out).exists()
 
 
+@pytest.mark.parametrize("command", ["images", "records", "mnist"])
+def test_the_lock_is_held_before_the_first_input_is_read_and_refuses_a_second_run_then(
+    cli, mnist, slow_images, tmp_path, command
+):
+    if command == "records":
+        assert cli.convert("mnist", mnist, "--out", tmp_path / "digits", "--quiet").exit_code == 0
+    src = {"images": slow_images, "records": tmp_path / "digits", "mnist": mnist}[command]
+    out, order = tmp_path / "out", tmp_path / "order"
+    args = [command, src, "--out", out, "--quiet"]
+    env = {**os.environ, "INPUT": str(src), "ORDER_TO": str(order)}
+    first = subprocess.Popen([sys.executable, str(HERE / "first_read.py"), *map(str, args)], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    try:
+        _wait_for(lambda: order.exists() and order.read_text().endswith("\n"), timeout=60)
+        assert order.read_text() == "locked\n"  # stopped at its first read of an input, holding the lock
+        second = cli.convert(*args, "--overwrite")
+    finally:
+        first.send_signal(signal.SIGCONT)
+    assert second.exit_code == 1
+    assert f"another tfr-convert run (pid {first.pid}) is writing this output" in second.output
+    _, stderr = first.communicate(timeout=120)
+    assert first.returncode == 0, stderr
+    assert cli.inspect(out, "--verify").exit_code == 0
+    assert not work_dir(out).exists()
+
+
 def test_a_dead_runs_lock_does_not_block(cli, mnist, tmp_path):
     out = tmp_path / "out"
     work_dir(out).mkdir()

@@ -73,10 +73,12 @@ def run(
     beam_options: str = "",
     progress: Callable[[int, int], None] | None = None,
     quiet: bool = False,
+    lock: Any = None,
 ) -> Summary:
     """Convert with a Beam pipeline (options as for Beam's command line, e.g.
     "--runner=DataflowRunner --project=P ...") and commit the directory. `quiet`: what
-    the runner and its worker processes log goes to a file, named if the pipeline fails."""
+    the runner and its worker processes log goes to a file, named if the pipeline fails.
+    `lock`: the output's, taken by the caller before the converter read its sources."""
     import apache_beam as beam
     from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -87,7 +89,7 @@ def run(
     totals = {split: len(items) for split, items in plan.items()}
     if progress:
         progress(0, sum(totals.values()))
-    with open_output(options.out, options.overwrite) as out:
+    with open_output(options.out, options.overwrite, lock=lock) as out:
         log = None
         try:
             plan_files = _write_plan(plan, converter.chunk_size, out.build)

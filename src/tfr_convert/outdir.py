@@ -132,6 +132,18 @@ def _remove(path: str) -> None:
         os.remove(path)
 
 
+def _acquire(lock: Lock, path: str, work: str) -> None:
+    try:
+        lock.acquire(path)
+    except OSError as e:
+        try:
+            os.rmdir(work)  # if this run made it and nothing is in it
+        except OSError:
+            pass
+        where = e.filename if isinstance(e.filename, str) else lock.path
+        raise OutputError(f"{where}: cannot create the work directory: {e.strerror}") from None
+
+
 class OutputDir(Output):
     """A local output directory: built beside DIR and swapped in whole (see above)."""
 
@@ -142,17 +154,18 @@ class OutputDir(Output):
         resume: bool = False,
         identity: dict[str, Any] | None = None,
         inputs: InputFiles | None = None,
+        lock: Lock | None = None,
     ) -> None:
+        """`lock`: this output's lock, taken earlier by `claim` (and released by its taker)."""
         super().__init__(overwrite, resume, identity, inputs)
-        self.in_place = False
         self._lock: Lock | None = None
+        self._own_lock = lock is None
         self.path = os.path.realpath(path)
-        self._open_local()
+        self._open_local(lock)
 
-    # ------------------------------------------------------------ opening
-
-    def _open_local(self) -> None:
-        path = self.path
+    @staticmethod
+    def _work_of(path: str) -> tuple[bool, str]:
+        """(in place, the work folder) of the output at `path` (real), its parent made."""
         if os.path.lexists(path) and not os.path.isdir(path):
             raise OutputError(f"{path}: exists and is not a directory")
         parent = os.path.dirname(path)
@@ -160,26 +173,37 @@ class OutputDir(Output):
             os.makedirs(parent, exist_ok=True)
         except OSError as e:
             raise OutputError(f"{parent}: cannot create the output's parent directory: {e.strerror}") from None
-        self.in_place = os.path.isdir(path) and (
+        in_place = os.path.isdir(path) and (
             os.stat(path).st_dev != os.stat(parent).st_dev or not os.access(parent, os.W_OK | os.X_OK)
         )
-        self.work = (
+        return in_place, (
             os.path.join(path, WORK_FOLDER)
-            if self.in_place
+            if in_place
             else os.path.join(parent, f".{os.path.basename(path)}{WORK_FOLDER}")
         )
+
+    @classmethod
+    def claim(cls, path: str) -> Lock:
+        """The lock of the output at `path`, taken now: a run holds it from before it
+        reads its first input (the CLI takes it so) until after its commit."""
+        path = os.path.realpath(path)
+        _, work = cls._work_of(path)
+        lock = Lock(os.path.join(work, "lock"))
+        _acquire(lock, path, work)
+        return lock
+
+    # ------------------------------------------------------------ opening
+
+    def _open_local(self, lock: Lock | None) -> None:
+        path = self.path
+        self.in_place, self.work = self._work_of(path)
         self.build = os.path.join(self.work, "new")
         self.journal = Journal(os.path.join(self.work, "journal"))
-        self._lock = Lock(os.path.join(self.work, "lock"))
-        try:
-            self._lock.acquire(path)
-        except OSError as e:
-            try:
-                os.rmdir(self.work)  # if this run made it and nothing is in it
-            except OSError:
-                pass
-            where = e.filename if isinstance(e.filename, str) else self._lock.path
-            raise OutputError(f"{where}: cannot create the work directory: {e.strerror}") from None
+        if lock is not None and os.path.dirname(lock.path) != self.work:
+            raise OutputError(f"{path}: its lock was taken at {lock.path}, not in {self.work}")
+        self._lock = lock or Lock(os.path.join(self.work, "lock"))
+        if lock is None:
+            _acquire(self._lock, path, self.work)
         try:
             _remove(os.path.join(self.work, "trash"))  # an old dataset a killed run was deleting
             self.recover()
@@ -342,10 +366,15 @@ class OutputDir(Output):
         self._temps.clear()
 
     def close(self) -> None:
-        if self._lock is not None:
-            self._lock.release()
-            self._lock = None
-            try:
-                os.rmdir(self.work)  # only if nothing is kept in it
-            except OSError:
-                pass
+        if self._lock is not None and self._own_lock:
+            release(self._lock)
+        self._lock = None
+
+
+def release(lock: Lock) -> None:
+    """Let go of an output's lock, and of its work folder when nothing is kept in it."""
+    lock.release()
+    try:
+        os.rmdir(os.path.dirname(lock.path))
+    except OSError:
+        pass

@@ -9,6 +9,8 @@ a build area for the shards (`temp_path`, `opener`), and `commit`.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import IO, Any
 
 from . import fs
@@ -184,12 +186,37 @@ def open_output(
     resume: bool = False,
     identity: dict[str, Any] | None = None,
     inputs: InputFiles | None = None,
+    lock: Any = None,
 ) -> Output:
-    """The output of one run: a local directory, or a remote prefix."""
+    """The output of one run: a local directory, or a remote prefix. `lock`: its lock,
+    taken before the run read its inputs (`claimed`); else it is taken now."""
     if fs.is_remote(path):
         from .remote_out import RemoteOutput
 
-        return RemoteOutput(path, overwrite, resume, identity, inputs)
+        return RemoteOutput(path, overwrite, resume, identity, inputs, lock)
     from .outdir import OutputDir
 
-    return OutputDir(path, overwrite, resume, identity, inputs)
+    return OutputDir(path, overwrite, resume, identity, inputs, lock)
+
+
+@contextmanager
+def claimed(path: str) -> Iterator[Any]:
+    """The lock of the output at `path`, held from now until the block ends: a run takes
+    it before it reads any input and hands it to `open_output`, so that a second run
+    into the same output is refused at any point of the first, its reading included."""
+    if fs.is_remote(path):
+        from .remote_out import RemoteOutput
+
+        lock = RemoteOutput.claim(path)
+        try:
+            yield lock
+        finally:
+            lock.release()
+        return
+    from .outdir import OutputDir, release
+
+    lock = OutputDir.claim(path)
+    try:
+        yield lock
+    finally:
+        release(lock)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterator, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import containers
 from .converters.base import Converter
@@ -143,10 +143,14 @@ def _pool(
 # ---------------------------------------------------------------- run
 
 
-def run(converter: Converter, options: RunOptions, progress: Callable[[int, int], None] | None = None) -> Summary:
+def run(
+    converter: Converter, options: RunOptions, progress: Callable[[int, int], None] | None = None, lock: Any = None
+) -> Summary:
     """Convert everything and write the dataset directory atomically.
 
     `progress(n, total)` is called each time n more of the total examples are written.
+    `lock`: the output's, taken by the caller before the converter read its sources
+    (output.claimed); else it is taken once the plan is made.
     """
     started = time.perf_counter()
     container = options.container()
@@ -155,7 +159,7 @@ def run(converter: Converter, options: RunOptions, progress: Callable[[int, int]
     name = options.name or converter.dataset_name
     inputs = input_files(converter, plan, options.workers)
     identity = run_identity(converter, options, plan, inputs)
-    with open_output(options.out, options.overwrite, options.resume, identity, inputs) as out:
+    with open_output(options.out, options.overwrite, options.resume, identity, inputs, lock) as out:
         if out.finished:
             return committed_summary(out.path, time.perf_counter() - started)
         kept = kept_work(out, name, options.file_format, container) if out.resuming else None

@@ -39,17 +39,26 @@ from .uploads import Uploads
 
 class RemoteOutput(Output):
     def __init__(
-        self, path: str, overwrite: bool, resume: bool, identity: dict[str, Any] | None, inputs: InputFiles | None
+        self,
+        path: str,
+        overwrite: bool,
+        resume: bool,
+        identity: dict[str, Any] | None,
+        inputs: InputFiles | None,
+        lock: RemoteLock | None = None,
     ) -> None:
+        """`lock`: this output's lock, taken earlier by `claim` (and released by its taker)."""
         super().__init__(overwrite, resume, identity, inputs)
         self.path = path.rstrip("/")
         self.work = fs.join(self.path, WORK_FOLDER)
         self.build = fs.join(self.work, "new")
         self.journal = Journal(fs.join(self.work, "journal"))
         self._record = fs.join(self.work, COMMITTING)
-        self._lock = RemoteLock(fs.join(self.work, "lock"))
+        self._own_lock = lock is None
+        self._lock = lock or RemoteLock(fs.join(self.work, "lock"))
         self._uploads = Uploads()
-        self._lock.acquire(self.path)
+        if lock is None:
+            self._lock.acquire(self.path)
         try:
             self.recover()
             partial = self.journal.exists() or bool(self._built())
@@ -160,6 +169,16 @@ class RemoteOutput(Output):
                 self._discard()
         self._temps.clear()
 
+    @staticmethod
+    def claim(path: str) -> RemoteLock:
+        """The lock of the output at `path`, taken now: a run holds it from before it
+        reads its first input (the CLI takes it so) until after its commit."""
+        path = path.rstrip("/")
+        lock = RemoteLock(fs.join(path, WORK_FOLDER, "lock"))
+        lock.acquire(path)
+        return lock
+
     def close(self) -> None:
         self._uploads.close()
-        self._lock.release()
+        if self._own_lock:
+            self._lock.release()

@@ -17,10 +17,25 @@ from .progress import progress_bar
 
 
 def run_conversion(
-    make_converter, quiet: bool, as_json: bool, engine: str, beam_options: str, dry_run: bool, **common
+    make_converter,
+    quiet: bool,
+    as_json: bool,
+    engine: str,
+    beam_options: str,
+    dry_run: bool,
+    nested: bool = False,
+    **common,
 ) -> None:
-    """Validate options, build the converter (reads and checks sources), convert, report."""
+    """Validate options, build the converter (reads and checks sources), convert, report.
+
+    The output's lock is taken before the converter reads anything and held until the
+    commit, so a second run into the same output is refused at any point of this one;
+    `nested`: the output goes to OUT/NAME/VERSION (TFDS's layout), a path known once the
+    converter has read its sources, so its lock is taken then."""
     import time
+    from contextlib import nullcontext
+
+    from ..output import claimed
 
     options = run_options(**common)
     if engine == "beam":
@@ -39,13 +54,14 @@ def run_conversion(
     _terminate_as_interrupt()
     progress, close_bar = progress_bar(quiet, "converting", "ex", "checking sources")
     try:
-        converter = make_converter()
-        options = options.placed(converter)
-        if dry_run:
-            close_bar()
-            _print_plan(converter, options, quiet, as_json)
-            return
-        summary = run(converter, options, progress=progress)
+        with nullcontext() if dry_run or nested else claimed(options.out) as lock:
+            converter = make_converter()
+            options = options.placed(converter)
+            if dry_run:
+                close_bar()
+                _print_plan(converter, options, quiet, as_json)
+                return
+            summary = run(converter, options, progress=progress, lock=lock)
     except TfrConvertError as e:
         if e.skippable and "on_error" in common and options.on_error == "fail":
             e.hint = "--on-error skip leaves such items out and lists them"
@@ -63,12 +79,12 @@ def run_conversion(
         )
 
 
-def _local_run(converter, options, progress):
+def _local_run(converter, options, progress, lock):
     # the engine is imported once the converter is made: a converter that loads its
     # sources on a thread (inflating, hashing) has it going meanwhile
     from ..pipeline import run
 
-    return run(converter, options, progress=progress)
+    return run(converter, options, progress=progress, lock=lock)
 
 
 def _silence_stdout() -> None:

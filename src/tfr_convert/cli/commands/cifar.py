@@ -39,4 +39,4 @@ def command(src, download, variant, binary, image_format, layout, mirror, cache_
     # the binary archives are listed as datasets of their own, cached beside the pickles
     suffix = "-binary" if binary else ""
     source = source_of(src, download, variant and variant + suffix, "cifar10" + suffix, mirror, cache_dir)
-    run_conversion(lambda: CifarConverter(source(), options), **common)
+    run_conversion(lambda: CifarConverter(source(), options), nested=layout == "tfds", **common)

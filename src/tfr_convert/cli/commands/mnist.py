@@ -62,4 +62,4 @@ def command(src, download, variant, image_format, layout, mirror, cache_dir, **c
             return EmnistConverter(path, options)
         return MnistConverter(path, options, images)
 
-    run_conversion(converter, **common)
+    run_conversion(converter, nested=layout == "tfds", **common)

@@ -100,4 +100,4 @@ def command(
         staged = dataclasses.replace(options, classes_file=fs.stage(classes_file), palette_file=fs.stage(palette_file))
         return SegmentationConverter(image_dir, staged, out=common["out"], seed=common["seed"], on_error=on_error)
 
-    run_conversion(make_converter, on_error=on_error, **common)
+    run_conversion(make_converter, on_error=on_error, nested=layout == "tfds", **common)
