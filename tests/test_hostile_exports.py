@@ -260,3 +260,33 @@ def test_the_label_map_escapes_a_class_name_so_protobuf_reads_it_back(cli, tmp_p
         else:
             tokenizer.NextToken()
     assert read == list(names)
+
+
+def _mask_records(path, names):
+    rng = np.random.default_rng(2)
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for name in names:
+            image = tf.io.encode_png(rng.integers(0, 256, (4, 5, 3), dtype=np.uint8)).numpy()
+            mask = tf.io.encode_png(rng.integers(0, 3, (4, 5, 1), dtype=np.uint8)).numpy()
+            feature = {"image": _feature(image), "segmentation_mask": _feature(mask),
+                       "file_name": _feature(name.encode("utf-8", "surrogateescape"))}  # fmt: skip
+            writer.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
+    return path
+
+
+@pytest.mark.parametrize(
+    ("shard", "names", "words"),
+    [
+        ("w-...tfrecord-00000-of-00001", ["a.png", "b.png"], ["split name '..'"]),
+        ("w-train.tfrecord-00000-of-00001", ["a.png", "../../up.png"], ["record 1", "'..'"]),
+        ("w-train.tfrecord-00000-of-00001", ["a.png", "b\0.png"], ["record 1", "NUL byte"]),
+        ("w-train.tfrecord-00000-of-00001", ["a.png", "a.jpg"], ["record 1", "train/masks/a.png"]),
+    ],
+)
+def test_the_masks_layout_refuses_hostile_split_and_file_names_leaving_nothing(cli, tmp_path, shard, names, words):
+    work = tmp_path / "a" / "b"
+    work.mkdir(parents=True)
+    src = _mask_records(work / shard, names)
+    before = _everything(tmp_path)
+    _refused(_export(cli, src, work / "out", "images", "masks"), *words)
+    assert _everything(tmp_path) == before

@@ -238,11 +238,11 @@ def header_candidates(window: bytes, max_record: int) -> np.ndarray:
     plausible = b[top - 1 : top - 1 + n] <= (max_record >> (8 * (top - 1)))
     for k in range(top, 8):
         plausible &= b[k : k + n] == 0
+    if np.count_nonzero(plausible) > n // 64:  # mostly zeros, say: leave out windows of twelve equal bytes
+        changes = np.zeros(len(b), np.int32)  # changes[j + 1]: how many of b[0..j+1] differ from the byte before
+        np.cumsum(b[1:] != b[:-1], out=changes[1:])
+        plausible &= changes[HEADER_SIZE - 1 : HEADER_SIZE - 1 + n] != changes[:n]
     found = np.flatnonzero(plausible)
-    if len(found) > n // 64:  # mostly zeros, say: leave out windows of twelve equal bytes
-        changes = np.flatnonzero(b[1:] != b[:-1])
-        following = np.append(changes, len(b))[np.searchsorted(changes, found)]
-        found = found[following < found + HEADER_SIZE - 1]
     crc = np.full(len(found), _ZERO_CRC, np.uint32)
     for k in range(8):
         crc ^= _BYTE_CRCS[k][b[found + k]]

@@ -12,6 +12,7 @@ the annotation files written last), go to local spool files, not memory.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import io
@@ -206,13 +207,24 @@ class CsvFile:
 
 @contextmanager
 def staged(out: str, dry_run: bool = False) -> Iterator[Staging]:
-    """A Staging whose files are moved into place by commit(); whatever is left is removed."""
+    """A Staging whose files are moved into place by commit(); whatever is left is removed
+    (and a local OUT this export made, when a failure leaves it empty)."""
     staging = Staging(out, dry_run)
+    made = not fs.is_remote(out) and not os.path.exists(out)
     if not dry_run and fs.exists(staging.root):
         fs.rmtree(staging.root)
     try:
         yield staging
-    finally:
-        shutil.rmtree(staging.spools, ignore_errors=True)
-        if not dry_run and fs.exists(staging.root):
-            fs.rmtree(staging.root)
+    except BaseException:
+        _clean(staging, dry_run)
+        if made:
+            with contextlib.suppress(OSError):
+                os.rmdir(out)
+        raise
+    _clean(staging, dry_run)
+
+
+def _clean(staging: Staging, dry_run: bool) -> None:
+    shutil.rmtree(staging.spools, ignore_errors=True)
+    if not dry_run and fs.exists(staging.root):
+        fs.rmtree(staging.root)
