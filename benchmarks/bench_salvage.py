@@ -90,10 +90,8 @@ def main() -> None:
             scans[kind].append(time.perf_counter() - started)
             assert len(found) == 1, kind  # one loss, the whole file
         out = work / "out"
-        command.append(
-            measure([SCRIPTS / "tfr-convert", "records", packed, "--out", out, "--overwrite", "--on-error", "skip",
-                     "--quiet"])  # fmt: skip
-        )
+        salvage = [SCRIPTS / "tfr-convert", "records", packed, "--out", out, "--overwrite", "--on-error", "skip"]
+        command.append(measure([*salvage, "--quiet"]))
     lines = [
         f"# Salvage ({datetime.date.today()}, {machine()}, medians of {args.repeat}, interleaved)",
         "",
