@@ -262,6 +262,16 @@ MAX_PIXELS = click.option(
 )
 
 
+CHECK = click.option(
+    "--check",
+    type=click.Choice(["structure", "decode"]),
+    default="structure",
+    show_default=True,
+    help="How a picture kept as it is (keep mode) is checked: structure: a plain JPEG or PNG by its markers or "
+    "chunks, as far as a decoder would find it whole, anything else decoded; decode: every picture decoded.",
+)
+
+
 def on_error_option(help_text: str):
     """--on-error fail|skip, said in the command's own terms."""
     return click.option(

@@ -343,7 +343,7 @@ class DetectionConverter(FileItems, Converter):
             data = fs.read_bytes(fs.join(self.root, rel), inside=self._real_root)
         except OSError as e:
             raise SourceError(f"cannot read: {e.strerror or e}") from None
-        info = probe(data, self.policy.max_pixels)
+        info = probe(data, self.policy.max_pixels, self.policy.structural)
         stored_w, stored_h = info.source_size
         width, height = (stored_h, stored_w) if info.orientation in (5, 6, 7, 8) else (stored_w, stored_h)
         if annotation.width is not None and (annotation.width, annotation.height) != (width, height):

@@ -316,7 +316,7 @@ class ImagesConverter(FileItems, Converter):
             raise SourceError(f"cannot read: {e.strerror or e}") from None
         self._flag = None
         if self.image_format == "keep":
-            info: Decoded = probe(data, self.policy.max_pixels)
+            info: Decoded = probe(data, self.policy.max_pixels, self.policy.structural)
             image, fmt = data, info.source_format
             (width, height), channels = info.source_size, info.source_channels
             why = _not_tf_ready(info)

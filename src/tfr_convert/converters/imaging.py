@@ -19,6 +19,7 @@ import numpy as np
 
 from ..errors import SourceError
 from ..imageformat import sniff_format
+from .jpeg_check import plain_jpeg
 from .png_check import plain_png
 
 DEFAULT_MAX_PIXELS = 89_478_485  # Pillow's own threshold: 0.25 GiB as 24-bit RGB
@@ -35,6 +36,7 @@ class DecodePolicy:
     resize: tuple[int, int] | None = None  # (width, height)
     rgb: bool = False  # gray sources get three equal channels, so a mixed folder has one shape
     fit: str = "stretch"  # with resize: "stretch" to WxH, "crop" to cover it, "pad" to fit inside it
+    structural: bool = True  # keep mode checks plain JPEGs and PNGs by their structure (--check structure)
 
     @property
     def channels(self) -> int | None:
@@ -80,18 +82,26 @@ def _bands(im) -> int:
     return len(im.getbands())
 
 
-def probe(data: bytes, max_pixels: int = DEFAULT_MAX_PIXELS) -> Decoded:
+def probe(data: bytes, max_pixels: int = DEFAULT_MAX_PIXELS, structural: bool = True) -> Decoded:
     """Check an image decodes fully (catches truncation) without converting it.
 
     Errors are SourceErrors stating the problem; the caller names the file.
     The pixels of the result are not filled (an empty array): for --image-format keep.
-    A PNG in its plainest form is checked without Pillow (png_check), any other file
-    by `probe_with_pillow`.
+    A PNG in its plainest form (png_check) and a plain JPEG (jpeg_check) are checked
+    from their structure, without decoding; any other file, or every file when not
+    `structural` (--check decode), by `probe_with_pillow`.
     """
-    plain = plain_png(data, max_pixels)
-    if plain is not None:
-        size, bands = plain
-        return Decoded(_NO_PIXELS, "png", size, bands)
+    if structural:
+        if data.startswith(b"\xff\xd8"):
+            jpeg = plain_jpeg(data, max_pixels)
+            if jpeg is not None:
+                size, bands, orientation = jpeg
+                return Decoded(_NO_PIXELS, "jpeg", size, bands, orientation)
+        else:
+            plain = plain_png(data, max_pixels)
+            if plain is not None:
+                size, bands = plain
+                return Decoded(_NO_PIXELS, "png", size, bands)
     return probe_with_pillow(data, max_pixels)
 
 

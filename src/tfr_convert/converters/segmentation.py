@@ -183,7 +183,7 @@ class SegmentationConverter(FileItems, Converter):
             mask_data = fs.read_bytes(mask_path, inside=self._real[self.mask_root])
         except OSError as e:
             raise SourceError(f"cannot read: {e.strerror or e}") from None
-        info = probe(data, self.policy.max_pixels)
+        info = probe(data, self.policy.max_pixels, self.policy.structural)
         if info.orientation != 1:
             raise SourceError(
                 f"EXIF orientation {info.orientation} turns the image for display; its mask cannot say which "

@@ -6,7 +6,7 @@ import dataclasses
 
 import click
 
-from ..options import DEDUPE, MAX_PIXELS, common_options, on_error_option, split_options, usage_error_if
+from ..options import CHECK, DEDUPE, MAX_PIXELS, common_options, on_error_option, split_options, usage_error_if
 from ..running import run_conversion
 from ..types import LocalOrRemotePath, Size2D
 
@@ -66,6 +66,7 @@ CONVERTERS = ("tfr_convert.converters.detection:DetectionConverter",)
 @click.option("--resize", type=Size2D(), help="Resize every image to WxH (stretched: normalized boxes stay right).")
 @click.option("--grayscale", is_flag=True, help="Store 1-channel grayscale images.")
 @MAX_PIXELS
+@CHECK
 @click.option("--skip-empty", is_flag=True, help="Leave out images without boxes (kept as negatives by default).")
 @DEDUPE
 @on_error_option("skip: leave out images with a bad annotation or file, and list them.")
@@ -85,6 +86,7 @@ def command(
     resize,
     grayscale,
     max_pixels,
+    check,
     skip_empty,
     dedupe,
     on_error,
@@ -95,7 +97,7 @@ def command(
     from ...converters.detection import DetectionConverter, DetectionOptions
     from ...converters.imaging import DecodePolicy
 
-    policy = DecodePolicy(max_pixels, grayscale=grayscale, resize=resize)
+    policy = DecodePolicy(max_pixels, grayscale=grayscale, resize=resize, structural=check == "structure")
     options = DetectionOptions(
         annotations=annotations,
         annotation_format=annotation_format,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..options import DEDUPE, MAX_PIXELS, common_options, on_error_option, split_options, usage_error_if
+from ..options import CHECK, DEDUPE, MAX_PIXELS, common_options, on_error_option, split_options, usage_error_if
 from ..running import run_conversion
 from ..types import Color, Delimiter, LocalOrRemotePath, Size2D
 
@@ -57,6 +57,7 @@ CONVERTERS = ("tfr_convert.converters.images:ImagesConverter",)
 @click.option("--gray-method", type=click.Choice(["luma", "mean"]), default="luma", show_default=True)
 @click.option("--background", type=Color(), default="white", show_default=True, help="Colour behind transparency.")
 @MAX_PIXELS
+@CHECK
 @on_error_option("skip: leave out bad images and rows, and list them.")
 @common_options
 def command(
@@ -81,6 +82,7 @@ def command(
     gray_method,
     background,
     max_pixels,
+    check,
     on_error,
     **common,
 ) -> None:
@@ -93,7 +95,16 @@ def command(
     grayscale = grayscale or color == "grayscale"
     if fit != "stretch" and not resize:
         raise click.UsageError("--fit needs --resize WxH")
-    policy = DecodePolicy(max_pixels, background, grayscale, gray_method, resize, rgb=color == "rgb", fit=fit)
+    policy = DecodePolicy(
+        max_pixels,
+        background,
+        grayscale,
+        gray_method,
+        resize,
+        rgb=color == "rgb",
+        fit=fit,
+        structural=check == "structure",
+    )
     options = ImagesOptions(
         labels_csv=labels_csv,
         delimiter=delimiter,
