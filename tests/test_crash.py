@@ -130,6 +130,71 @@ def test_a_kill_at_any_step_of_an_overwrite_leaves_the_old_or_the_new_dataset(cl
         assert not work_dir(out).exists()
 
 
+@pytest.fixture
+def mount_point(tmp_path):
+    """A tmpfs mounted at tmp_path/mounted: an output there is a mount point, so a run
+    cannot build beside it and commits in place (the test runs as root, as CI does)."""
+    point = tmp_path / "mounted"
+    point.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(point)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (not root?): {done.stderr.decode().strip()}")
+    yield point
+    subprocess.run(["umount", "-l", str(point)], check=False)
+
+
+def _emptied(directory: Path) -> Path:
+    for entry in directory.iterdir():
+        shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+    return directory
+
+
+def _listed_shards_present(out: Path) -> list[str]:
+    """The shards dataset_info.json lists that are absent or of another size (none: the
+    dataset it describes is whole, or there is no dataset_info.json)."""
+    import json
+
+    if not (out / "dataset_info.json").exists():
+        return []
+    info = json.loads((out / "dataset_info.json").read_text())
+    name, wrong = info["name"], []
+    for split in info["splits"]:
+        count = len(split["shardLengths"])
+        for i in range(count):
+            shard = out / f"{name}-{split['name']}.{info.get('fileFormat', 'tfrecord')}-{i:05d}-of-{count:05d}"
+            if not shard.exists():
+                wrong.append(shard.name)
+    return wrong
+
+
+def test_a_kill_at_any_step_of_an_in_place_overwrite_never_leaves_metadata_naming_absent_shards(
+    cli, overwrite, mount_point, tmp_path
+):
+    old, new_args, _, new_files = overwrite
+    theirs = {"notes.txt": b"mine", "sub/deep.txt": b"in a folder"}
+    pristine = tmp_path / "pristine"
+    shutil.copytree(old, pristine)
+    for name, data in theirs.items():
+        (pristine / name).parent.mkdir(exist_ok=True)
+        (pristine / name).write_bytes(data)
+    out = mount_point
+    shutil.copytree(pristine, out, dirs_exist_ok=True)
+    total = changes_made(*new_args, "--out", out, count_file=tmp_path / "count")
+    assert files(out) == {**new_files, **theirs} and total > 20
+    in_place = out / ".tfr-convert"
+    for n in range(1, total + 1):
+        shutil.copytree(pristine, _emptied(out), dirs_exist_ok=True)
+        run = killed_at(n, *new_args, "--out", out)
+        assert run.returncode == -signal.SIGKILL, (n, run.stderr)
+        assert _listed_shards_present(out) == [], n  # metadata never names a shard that is not there
+        for name, data in theirs.items():
+            assert (out / name).read_bytes() == data, n
+        result = cli.convert(*new_args, "--out", out, "--resume")
+        assert result.exit_code == 0, (n, result.output)
+        assert {k: v for k, v in files(out).items() if not k.startswith(".tfr-convert")} == {**new_files, **theirs}, n
+        assert not in_place.exists() or not any(in_place.iterdir()), n
+
+
 def test_a_repair_run_killed_at_its_commit_then_resumed_leaves_the_whole_dataset(cli, mnist, tmp_path):
     """DIR holds this very command's output with a shard deleted, so the repair run's new
     manifest equals the damaged dataset's byte for byte: the commit's recovery must tell the

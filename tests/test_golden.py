@@ -10,6 +10,13 @@ version and options, which may grow. dataset_info.json and features.json were
 re-pinned once since, with the shards unchanged, when raw images came to be
 described as TFDS uint8 tensors and supervisedKeys were added, and for
 compressed outputs when the description came to say TFDS cannot read them.
+
+Grouped and stratified splits (--group-column with --stratify), a CSV split column,
+--dedupe exact and a detection dataset were pinned later, with what tfr-export writes of
+them (every file's sha256; Parquet by its rows, since its bytes name the writing
+library's version), all checked equal to the code before that change. `records` is not
+pinned here: its items are keyed by their source file's path, which a test's temporary
+folder changes from run to run.
 """
 
 from __future__ import annotations
@@ -89,6 +96,39 @@ GOLDEN = {
         "mnist-train.tfrecord-00003-of-00004": "e689ca9a9361ba70a7511784d46741bb2141efbf3694baf814b8ad21da228dc5",
         "mnist-validation.tfrecord-00000-of-00001": "d9ab86e0fc3a0afbe5464e6f7f355fbc4cedf535448796c5470e0295f6b6d398",
     },
+    "detection_csv": {
+        "boxes-test.tfrecord-00000-of-00001": "211f5e98df295f6b3131b4e88d9c09418a74b32c3b8aaac2bb9569a699c1be3c",
+        "boxes-train.tfrecord-00000-of-00001": "0fe6a31ff405ae28744401163d2806c7a19a486f993c47ea2310da4bd40bf7f7",
+        "dataset_info.json": "f8c149fe315f0d8c9a5463792cccb27381d91cf1c6a1e1dc907a5f6ffcbfc74f",
+        "features.json": "097df0a5a1544e81e3a8bf6035fa061946510bac844513bb4f7bd1b79ebf1875",
+        "image-object-class-label.labels.txt": "091a6b9e7ebc147a914e73896b588d07287baabff85bf89b4d5eb8e06ba499d4",
+        "label_map.pbtxt": "c4d5b8daab6761d838f10c6959212dbd62beed5a54b0815fc72d01ef65cd33a9",
+        "manifest.json": "5b6684e91942f5788910ee39a5b86891490bc17d001209faf7dacb70451a11fb",
+    },
+    "images_dedupe": {
+        "dataset_info.json": "88378ac36aa95000945ae0930e42b1d1d7dbe84c3c47f70493b95ef5024cf794",
+        "features.json": "7b77262827d1a7d7705a752ccab3ba41ba8e4ae3d93a99ee957e7ff02f81b66a",
+        "grouped-test.tfrecord-00000-of-00001": "d8c7a89067aef47bdb15af58d192ac8871f01816fb2a3920910b26ab1f851fa8",
+        "grouped-train.tfrecord-00000-of-00001": "1e7b7194d39f105478a614ab7f9cdff2cabb25ba605821393ec08a51dfe62d1d",
+        "label.labels.txt": "c4b9db6496963374efe936ae9dacd699f739e8406e37502ee76caa82cb727b2f",
+        "manifest.json": "400cd02950ff966d158828ec5e8eac39f09dcfaa3040e2f4102aa7f35aedb9d1",
+    },
+    "images_grouped_stratified": {
+        "dataset_info.json": "45300957eeb4a964a8a0ed32c14d1484d2796cef7a229e85cd67bc104d7e40b3",
+        "features.json": "7b77262827d1a7d7705a752ccab3ba41ba8e4ae3d93a99ee957e7ff02f81b66a",
+        "grouped-test.tfrecord-00000-of-00001": "b4a805045a8dccd1621d8cde9771de53754ea39f20f206427160827a52e480e2",
+        "grouped-train.tfrecord-00000-of-00001": "f2ed3ac3ffd852edaad96ede415adb63223c80b46d3c9fb68cf57142365b3458",
+        "label.labels.txt": "c4b9db6496963374efe936ae9dacd699f739e8406e37502ee76caa82cb727b2f",
+        "manifest.json": "dd39286e47cd5a0a6291958012c8e2ac1134024823020c301b330a94a6957277",
+    },
+    "images_split_column": {
+        "dataset_info.json": "664810b3a926bdc7678247cb09b0530f6e75e6c37cb45c7e366bfd5bf76a0f57",
+        "features.json": "2de9a8db126676557654a7228a40f5391ba2462abd4c3c9c1eb803b9e069d422",
+        "grouped-test.tfrecord-00000-of-00001": "3fa0e8da9c7245ecbc4d189a14db50bcfce649cb12482fe24ac709636885ce2a",
+        "grouped-train.tfrecord-00000-of-00001": "3b943d5c2ece5c707354ed4f2a58f2a94d48fcf91ebcecd908daadb6eacff7c7",
+        "label.labels.txt": "c4b9db6496963374efe936ae9dacd699f739e8406e37502ee76caa82cb727b2f",
+        "manifest.json": "8a0bb668bdfab548be27cb6675d21b34953fa5ef00efd97f838f9c36d81c13f6",
+    },
     "mnist_unshuffled": {
         "dataset_info.json": "177695163d711981fdeeb5db77cbeb40dcee22992f37c972788c38687b67ea0d",
         "features.json": "14fd4e86aa85469d7a6749754c3d7ca5f5c1175d4c5bae3f109c6e40319b7725",
@@ -102,6 +142,101 @@ GOLDEN = {
         "mnist-train.tfrecord-00003-of-00006": "83ad150a3b966659dc6b68d907f504796faf0840e976f98284d42feb6bd1e4e9",
         "mnist-train.tfrecord-00004-of-00006": "93c1399086a0f59a63f75d3074c8964d602facaf859a59e957b33077641bc02c",
         "mnist-train.tfrecord-00005-of-00006": "1cdc56f2a6c45698dd0d5108871838afd50133e4d677e6e0f2ace39c786f61bc",
+    },
+}
+
+
+GOLDEN_EXPORTS: dict[str, dict[str, str]] = {
+    "boxes_csv": {
+        "boxes.csv": "c8b0ff1d8560277f5f6249b21fb44e6af86fa1f647e4c72bfe1d2947fd333a9b",
+        "images/b0.png": "6dd68fb77e2c34fca4303b336d79043e7763070864b46b9b0f35aab19a94a8ed",
+        "images/b1.png": "22c1a9469e68b6550b0619c43c8b7759da210c1aade422ca34734b2fb94c70ac",
+        "images/b2.png": "beb4ca10495bc6f38363b4876e8cdc3a1874803ccebde0f5040b3fc7b744946a",
+        "images/b3.png": "c7aa1405b7c46dcbcb665745021d34071d6535d3db3c6d379bde805c6784fae6",
+        "images/b4.png": "a2c1281b9b2c9c4c16cc5a359d305321db91c0883c33d7207f23757af96efbe8",
+        "images/b5.png": "b86c2e9dab75f7fdc14c20d099a20aedd28975ebb054157881c86c89255ac232",
+        "splits.csv": "49c45fba4b3c1852263fdac3547792908ab6c7fcbdcc8831b4b882bd04c7d8c3",
+    },
+    "coco": {
+        "annotations.json": "cfe3b59d5ade85716bd0970afbdcb806c1c436513808f63a527601d793a8384c",
+        "images/b0.png": "6dd68fb77e2c34fca4303b336d79043e7763070864b46b9b0f35aab19a94a8ed",
+        "images/b1.png": "22c1a9469e68b6550b0619c43c8b7759da210c1aade422ca34734b2fb94c70ac",
+        "images/b2.png": "beb4ca10495bc6f38363b4876e8cdc3a1874803ccebde0f5040b3fc7b744946a",
+        "images/b3.png": "c7aa1405b7c46dcbcb665745021d34071d6535d3db3c6d379bde805c6784fae6",
+        "images/b4.png": "a2c1281b9b2c9c4c16cc5a359d305321db91c0883c33d7207f23757af96efbe8",
+        "images/b5.png": "b86c2e9dab75f7fdc14c20d099a20aedd28975ebb054157881c86c89255ac232",
+        "splits.csv": "49c45fba4b3c1852263fdac3547792908ab6c7fcbdcc8831b4b882bd04c7d8c3",
+    },
+    "images_csv": {
+        "cat/cat0.png": "c2500f65bf15bcf0cb4353a948a89ac53ffa2fb1551f8188448e6a6cdcf9e233",
+        "cat/cat1.png": "6488ea892deb7626b08e98221a3575557df645e17eea7280465477fecc69cafa",
+        "cat/cat2.png": "03c4dfc58a1ca647d3415ba1773af91b150709507927cce291ee88d527e84e6f",
+        "cat/cat3.png": "83ccdd2f49f6f85972ddbde6ae12d9d02bd29f825da828513b3f4a09b012236d",
+        "cat/cat4.png": "6415c94e68914fa5b706b998c7fdd3ee22d5f9223df4beffcad288c513bb0f39",
+        "dog/dog0.png": "4402db488da854e071c056e80b6b33ce5e00a5f6d01b0fc435ba2eace03eb823",
+        "dog/dog1.png": "437de77760bc30bd5bd41eb6a295174e91e9c13c89b9857cf93c21517ff1172a",
+        "dog/dog2.png": "36e550d1eb9ad2eacbfe5e664c8a82ef83b9261b4b72ad70aee228a5428b4501",
+        "dog/dog3.png": "1fea7fa80d06932782df6d58c3e6fc82c999bf56be4c2d2fcb1f3338ead44612",
+        "dog/dog4.png": "0838b36759b3f6e93da892dcce567c957a3ce996f51b4d0871f6e323ee680873",
+        "emu/emu0.png": "d34bfb7cbd519c54b1b73ebcfe23e632e956c087ea69c2c7fd870fa5cd5bc20d",
+        "emu/emu1.png": "88e8be42dc4d529ff28805d4643fabb627465433dcb5d083beb941ed06a4f03a",
+        "emu/emu2.png": "4873892cf33ef6111a072fbd1e3b11ddb9a1fe5b476b4f88b3f6c1719616e975",
+        "emu/emu3.png": "79b03d29baf0d35274bfef7421a05424ad428d5e04f1989127a041b4079a4439",
+        "emu/emu4.png": "2f7a05605aef2f68eebcbeb01565abc61b14c30457cc03cd3e7b5f1b9082f2d9",
+        "labels.csv": "6f9f96613eda17c10df120c409f21f557a4f435438c927b6a68db3e04673af82",
+    },
+    "images_folders": {
+        "test/cat/cat0.png": "c2500f65bf15bcf0cb4353a948a89ac53ffa2fb1551f8188448e6a6cdcf9e233",
+        "test/cat/cat2.png": "03c4dfc58a1ca647d3415ba1773af91b150709507927cce291ee88d527e84e6f",
+        "test/dog/dog2.png": "36e550d1eb9ad2eacbfe5e664c8a82ef83b9261b4b72ad70aee228a5428b4501",
+        "test/dog/dog4.png": "0838b36759b3f6e93da892dcce567c957a3ce996f51b4d0871f6e323ee680873",
+        "test/emu/emu3.png": "79b03d29baf0d35274bfef7421a05424ad428d5e04f1989127a041b4079a4439",
+        "test/emu/emu4.png": "2f7a05605aef2f68eebcbeb01565abc61b14c30457cc03cd3e7b5f1b9082f2d9",
+        "train/cat/cat1.png": "6488ea892deb7626b08e98221a3575557df645e17eea7280465477fecc69cafa",
+        "train/cat/cat3.png": "83ccdd2f49f6f85972ddbde6ae12d9d02bd29f825da828513b3f4a09b012236d",
+        "train/cat/cat4.png": "6415c94e68914fa5b706b998c7fdd3ee22d5f9223df4beffcad288c513bb0f39",
+        "train/dog/dog0.png": "4402db488da854e071c056e80b6b33ce5e00a5f6d01b0fc435ba2eace03eb823",
+        "train/dog/dog1.png": "437de77760bc30bd5bd41eb6a295174e91e9c13c89b9857cf93c21517ff1172a",
+        "train/dog/dog3.png": "1fea7fa80d06932782df6d58c3e6fc82c999bf56be4c2d2fcb1f3338ead44612",
+        "train/emu/emu0.png": "d34bfb7cbd519c54b1b73ebcfe23e632e956c087ea69c2c7fd870fa5cd5bc20d",
+        "train/emu/emu1.png": "88e8be42dc4d529ff28805d4643fabb627465433dcb5d083beb941ed06a4f03a",
+        "train/emu/emu2.png": "4873892cf33ef6111a072fbd1e3b11ddb9a1fe5b476b4f88b3f6c1719616e975",
+    },
+    "parquet_rows": {
+        "test.parquet rows": "f405642f50c873edf1951d651ad52d36caeadf36a7c09be68c4ae69db84afa88",
+        "train.parquet rows": "3a7afccbd9c6b60da276716b73195b0f2ba7636ff79bfb8eac12e5c005925ade",
+        "validation.parquet rows": "00afdae4653eed7014a3cdb9537e30f3b49c8723c25a3326c1e36082b53fc6f9",
+    },
+    "voc": {
+        "Annotations/b0.png.xml": "1c1f1fedbcecc3ded3f739d6b30fe8e0b845a160b094027331c8add7b14b1432",
+        "Annotations/b1.png.xml": "4e474455c00cc698e997234f763bdd17d8a9303cb294bc696606a60e7ee59e3b",
+        "Annotations/b2.png.xml": "62fbad0161f6a62cea0234388edcae959b7cad97db7113c67f2b9bc5d290c69e",
+        "Annotations/b3.png.xml": "6eca00f7f34356c54f62e585897f0e1298211b7a4884c671ebc0fadbbf7156ce",
+        "Annotations/b4.png.xml": "e83f78e50a5ed512381af5764f7ef0700f645653eb3c203f2ade54b233210a36",
+        "Annotations/b5.png.xml": "07814de7e9031f8d10baed6b13fc9213d433fb5b1a14c67b787f10345b8a5bcb",
+        "images/b0.png": "6dd68fb77e2c34fca4303b336d79043e7763070864b46b9b0f35aab19a94a8ed",
+        "images/b1.png": "22c1a9469e68b6550b0619c43c8b7759da210c1aade422ca34734b2fb94c70ac",
+        "images/b2.png": "beb4ca10495bc6f38363b4876e8cdc3a1874803ccebde0f5040b3fc7b744946a",
+        "images/b3.png": "c7aa1405b7c46dcbcb665745021d34071d6535d3db3c6d379bde805c6784fae6",
+        "images/b4.png": "a2c1281b9b2c9c4c16cc5a359d305321db91c0883c33d7207f23757af96efbe8",
+        "images/b5.png": "b86c2e9dab75f7fdc14c20d099a20aedd28975ebb054157881c86c89255ac232",
+        "splits.csv": "49c45fba4b3c1852263fdac3547792908ab6c7fcbdcc8831b4b882bd04c7d8c3",
+    },
+    "yolo": {
+        "images/b0.png": "6dd68fb77e2c34fca4303b336d79043e7763070864b46b9b0f35aab19a94a8ed",
+        "images/b1.png": "22c1a9469e68b6550b0619c43c8b7759da210c1aade422ca34734b2fb94c70ac",
+        "images/b2.png": "beb4ca10495bc6f38363b4876e8cdc3a1874803ccebde0f5040b3fc7b744946a",
+        "images/b3.png": "c7aa1405b7c46dcbcb665745021d34071d6535d3db3c6d379bde805c6784fae6",
+        "images/b4.png": "a2c1281b9b2c9c4c16cc5a359d305321db91c0883c33d7207f23757af96efbe8",
+        "images/b5.png": "b86c2e9dab75f7fdc14c20d099a20aedd28975ebb054157881c86c89255ac232",
+        "labels/b0.txt": "eb34b590ecfd424c659d234cf6dc298f68708c478583c8514fc98ad65076f262",
+        "labels/b1.txt": "af0384d0be7575e67c1c1f0d8b4e862be08f6848b64bd2a7391fff5d84b5b8b3",
+        "labels/b2.txt": "b6e22db287fd868fafef13f3e4f6015b8752aabbb7e92ce96d1bf7c55c52a02f",
+        "labels/b3.txt": "355f7fd4e1ca230f3d066eb142dfde63adcf919139ed75d1b2adadb90ad4d891",
+        "labels/b4.txt": "3f4c33eed91cf1653bd83db28700b5c3c0cfd1f9c0596396639d50ec36e2057f",
+        "labels/b5.txt": "6cc1d9fca117b78fb5e39a5af6110556af02857e9b782c467bb22bff7508c9bf",
+        "labels/classes.txt": "98e8f8bbd7819c3ba0bd22a2956ddde42d122e0228f9a9588cd6972f23abdf95",
+        "splits.csv": "49c45fba4b3c1852263fdac3547792908ab6c7fcbdcc8831b4b882bd04c7d8c3",
     },
 }
 
@@ -143,6 +278,23 @@ def write_image_csv(root: Path) -> tuple[Path, Path]:
     return root, csv
 
 
+def write_grouped_csv(root: Path) -> tuple[Path, Path]:
+    """24 pictures of 8 patients (3 each, one class per patient), with a fold column,
+    and two byte-identical copies among them (for --dedupe)."""
+    rng = np.random.default_rng(9)
+    root.mkdir(parents=True)
+    lines = ["file,label,patient,fold"]
+    for i in range(24):
+        patient = i // 3
+        pixels = rng.integers(0, 256, (5, 4, 3), dtype=np.uint8)
+        (root / f"q{i:02d}.png").write_bytes(png_bytes(pixels))
+        lines.append(f"q{i:02d}.png,{['flu', 'cold'][patient % 2]},p{patient},{['train', 'test'][i % 4 == 0]}")
+    (root / "q23.png").write_bytes((root / "q05.png").read_bytes())  # a copy: --dedupe keeps them together
+    csv = root.parent / "grouped.csv"
+    csv.write_text("\n".join(lines) + "\n")
+    return root, csv
+
+
 def conversions(tmp: Path) -> dict[str, list[str]]:
     """name -> tfr-convert arguments (without --out)."""
     mnist = tmp / "mnist-src"
@@ -151,6 +303,8 @@ def conversions(tmp: Path) -> dict[str, list[str]]:
     cifar100 = write_cifar(tmp / "c100", "cifar100", per_batch=9, archive=True)["path"]
     folder = write_image_folder(tmp / "folder")
     csv_dir, csv = write_image_csv(tmp / "csvimgs")
+    grouped_dir, grouped = write_grouped_csv(tmp / "grouped")
+    boxes_dir, boxes = write_boxes(tmp / "boxes")
     return {
         "mnist_raw": ["mnist", mnist, "--validation-size", "5", "--examples-per-shard", "10"],
         "mnist_gzip": ["mnist", mnist, "--num-shards", "2", "--compression", "gzip", "--seed", "3"],
@@ -161,7 +315,31 @@ def conversions(tmp: Path) -> dict[str, list[str]]:
                         "--workers", "2"],
         "images_csv_raw": ["images", csv_dir, "--labels", csv, "--label-column", "species", "--image-format", "raw",
                            "--split", "train=0.5,validation=0.25,test=0.25", "--workers", "1"],
+        "images_grouped_stratified": ["images", grouped_dir, "--labels", grouped, "--label-column", "label",
+                                      "--group-column", "patient", "--split", "train=0.75,test=0.25", "--stratify",
+                                      "--workers", "2"],
+        "images_split_column": ["images", grouped_dir, "--labels", grouped, "--label-column", "label",
+                                "--split-column", "fold", "--workers", "1"],
+        "images_dedupe": ["images", grouped_dir, "--labels", grouped, "--label-column", "label", "--dedupe", "exact",
+                          "--split", "train=0.5,test=0.5", "--seed", "4"],
+        "detection_csv": ["detection", boxes_dir, "--annotations", boxes, "--split", "train=0.5,test=0.5",
+                          "--workers", "2"],
     }  # fmt: skip
+
+
+def write_boxes(root: Path) -> tuple[Path, Path]:
+    """6 PNG pictures with 1-2 boxes each, in the generate_tfrecord.py CSV layout."""
+    rng = np.random.default_rng(10)
+    root.mkdir(parents=True)
+    lines = ["filename,width,height,class,xmin,ymin,xmax,ymax"]
+    for i in range(6):
+        (root / f"b{i}.png").write_bytes(png_bytes(rng.integers(0, 256, (12, 16, 3), dtype=np.uint8)))
+        lines.append(f"b{i}.png,16,12,{['car', 'bus'][i % 2]},{i},1,{i + 8},{7 + i % 5}")
+        if i % 3 == 0:
+            lines.append(f"b{i}.png,16,12,bus,2,2,15,11")
+    csv = root.parent / "boxes.csv"
+    csv.write_text("\n".join(lines) + "\n")
+    return root, csv
 
 
 def digests(out: Path) -> dict[str, str]:
@@ -184,7 +362,58 @@ def outputs(tmp_path_factory) -> dict[str, dict[str, str]]:
         result = runner.invoke(convert, [*map(str, args), "--out", str(out), "--quiet"], catch_exceptions=False)
         assert result.exit_code == 0, result.output
         results[name] = digests(out)
+    results["_dir"] = tmp / "out"  # type: ignore[assignment]
     return results
+
+
+# tfr-export of golden conversions: every file it writes (relative path -> sha256);
+# parquet's bytes name the writing library's version, so its rows are pinned instead
+EXPORTS = {
+    "images_folders": ("images_keep", ["--to", "images"]),
+    "images_csv": ("images_keep", ["--to", "images", "--layout", "csv"]),
+    "coco": ("detection_csv", ["--to", "coco"]),
+    "yolo": ("detection_csv", ["--to", "yolo"]),
+    "voc": ("detection_csv", ["--to", "voc"]),
+    "boxes_csv": ("detection_csv", ["--to", "csv"]),
+    "parquet_rows": ("images_csv_raw", ["--to", "parquet"]),
+}
+
+
+def export_digests(out: Path) -> dict[str, str]:
+    found = {}
+    for p in sorted(out.rglob("*")):
+        if p.suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            rows = pq.read_table(p).to_pylist()
+            text = json.dumps(rows, sort_keys=True, default=lambda b: hashlib.sha256(b).hexdigest())
+            found[f"{p.relative_to(out)} rows"] = hashlib.sha256(text.encode()).hexdigest()
+        elif p.is_file():
+            found[str(p.relative_to(out))] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return found
+
+
+@pytest.fixture(scope="module")
+def exports(outputs, tmp_path_factory) -> dict[str, dict[str, str]]:
+    from click.testing import CliRunner
+
+    from tfr_convert.cli.export import export
+
+    runner = CliRunner()
+    tmp = tmp_path_factory.mktemp("golden-exports")
+    results = {}
+    for name, (source, args) in EXPORTS.items():
+        out = tmp / name
+        result = runner.invoke(export, [str(outputs["_dir"] / source), *args, "--out", str(out), "--quiet"],
+                               catch_exceptions=False)  # fmt: skip
+        assert result.exit_code == 0, result.output
+        results[name] = export_digests(out)
+    return results
+
+
+@pytest.mark.parametrize("name", sorted(EXPORTS))
+def test_export_files_equal_the_golden_sha256s(exports, name):
+    assert exports[name] == GOLDEN_EXPORTS[name], json.dumps(exports[name], indent=1)
 
 
 @pytest.mark.parametrize("name", sorted(GOLDEN))
@@ -193,4 +422,5 @@ def test_conversion_bytes_equal_the_golden_sha256s(outputs, name):
 
 
 def test_every_golden_conversion_is_pinned(outputs):
-    assert sorted(outputs) == sorted(GOLDEN), json.dumps(outputs, indent=1, sort_keys=True)
+    found = {name: value for name, value in outputs.items() if name != "_dir"}
+    assert sorted(found) == sorted(GOLDEN), json.dumps(found, indent=1, sort_keys=True)

@@ -287,3 +287,50 @@ def test_a_large_split_is_planned_the_same_with_its_ranks_computed_in_forked_pro
     assert serial["elsewhere"] == 0 and forked["elsewhere"] >= 3  # the parts did run in other processes
     assert forked["plan"] == serial["plan"]
     assert sorted(serial["plan"]["train"] + serial["plan"].get("validation", [])) == list(range(serial["n"]))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_grouped_and_stratified_splits_keep_each_class_in_proportion_where_groups_allow(seed):
+    from collections import Counter
+
+    from tfr_convert.splits import SplitSpec, split_by_ratio
+
+    # 200 items in 50 groups of 4, each group of one class, classes 0 and 1 in halves:
+    # 0.8 / 0.2 of each class is 20 / 5 whole groups, so the counts can be exact
+    items = [(f"item{i}", i // 4, (i // 4) % 2) for i in range(200)]
+    splits, said = split_by_ratio(
+        items, lambda it: it[0], SplitSpec.parse("train=0.8,test=0.2"), seed,
+        stratum=lambda it: it[2], groups=[f"g{it[1]}" for it in items],
+    )  # fmt: skip
+    counts = {name: Counter(it[2] for it in chosen) for name, chosen in splits.items()}
+    assert counts == {"train": {0: 80, 1: 80}, "test": {0: 20, 1: 20}}, (seed, counts)
+    groups = {name: {it[1] for it in chosen} for name, chosen in splits.items()}
+    assert not groups["train"] & groups["test"]
+    assert said is not None and "whole groups" in said
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_grouped_and_stratified_splits_stay_within_a_group_of_the_target_when_groups_are_uneven(seed):
+    import random
+    from collections import Counter
+
+    from tfr_convert.splits import SplitSpec, split_by_ratio
+
+    # groups of 1 to 6 items, each of one class (three classes, unevenly common): each
+    # class's split is within its largest group of the exact share (the documented
+    # best effort: a group is never cut)
+    rng = random.Random(seed)
+    items, g = [], 0
+    while len(items) < 600:
+        size, label = rng.randint(1, 6), rng.choice([0, 0, 0, 1, 1, 2])
+        items += [(f"i{len(items) + k}", g, label) for k in range(size)]
+        g += 1
+    splits, _ = split_by_ratio(
+        items, lambda it: it[0], SplitSpec.parse("train=0.7,validation=0.1,test=0.2"), seed,
+        stratum=lambda it: it[2], groups=[f"g{it[1]}" for it in items],
+    )  # fmt: skip
+    for label in (0, 1, 2):
+        total = sum(1 for it in items if it[2] == label)
+        for name, fraction in (("train", 0.7), ("validation", 0.1), ("test", 0.2)):
+            got = Counter(it[2] for it in splits[name])[label]
+            assert abs(got - fraction * total) <= 6, (seed, label, name, got, fraction * total)

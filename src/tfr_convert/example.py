@@ -150,8 +150,14 @@ def feature_bytes(name: str, value: Any) -> bytes:
     if kind is bytes:
         payload = b"\x0a" + _varint(len(value)) + value
         return b"\x0a" + _varint(len(payload)) + payload
-    if kind is int and 0 <= value < 128:
-        return _SMALL_INT_FEATURES[value]
+    if kind is str and value.isascii():  # a file name, a format: no encoding to refuse
+        payload = b"\x0a" + _varint(len(value)) + value.encode("ascii")
+        return b"\x0a" + _varint(len(payload)) + payload
+    if kind is int and 0 <= value <= _INT64_MAX:
+        if value < 128:
+            return _SMALL_INT_FEATURES[value]
+        packed = _varint(value)  # at most 10 bytes: every length below fits one byte
+        return b"\x1a" + bytes((len(packed) + 2, 0x0A, len(packed))) + packed
     kind, values = classify(name, value)
     return _delimited(_FEATURE_TAG[kind], _list_message(kind, values))
 

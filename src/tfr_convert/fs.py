@@ -66,12 +66,16 @@ def read_bytes(path: str, inside: str | None = None) -> bytes:
                 from .errors import SourceError
 
                 raise SourceError(f"now resolves to {opened}, outside {inside} (changed after listing)").locate(path)
-        # Straight from the descriptor (no file object): one read takes the whole file
-        # as its size says, the next sees the end, or what it grew by since.
-        parts = [os.read(fd, stat.st_size + 1)]
+        # Straight from the descriptor (no file object): one read asks for a byte more
+        # than the size; a file that gives exactly its size has ended there. One that
+        # grew or shrank since (or a read the kernel cut short) is read on to its end.
+        first = os.read(fd, stat.st_size + 1)
+        if len(first) == stat.st_size:
+            return first
+        parts = [first]
         while parts[-1]:
             parts.append(os.read(fd, 1 << 20))
-        return parts[0] if len(parts) == 2 else b"".join(parts)
+        return b"".join(parts)
     finally:
         os.close(fd)
 

@@ -39,7 +39,7 @@ from . import fs
 from .errors import OutputError
 from .fingerprints import InputFiles
 from .journal import Journal, ShardEntry
-from .naming import COMMITTING, INFO, WORK_FOLDER
+from .naming import COMMITTING, INFO, TEMP_PREFIX, WORK_FOLDER
 from .output import Output, dataset_files, sha256_of
 from .shards import SplitResult
 
@@ -342,7 +342,9 @@ class OutputDir(Output):
     def _commit_in_place(self, results: list[SplitResult], metadata: dict[str, bytes]) -> None:
         """Files moved into DIR one by one (no work directory can be made beside DIR)."""
         old = dataset_files(self.path) if self.overwrite else set()
-        if INFO in old:  # first: a crash from here on leaves no directory claiming to be complete
+        if INFO in old and os.path.lexists(os.path.join(self.path, INFO)):
+            # first: a crash from here on leaves no directory claiming to be complete (and
+            # a run after such a crash finds it gone already)
             os.remove(os.path.join(self.path, INFO))
         new = {s.final_name for r in results for s in r.shards} | set(metadata)
         for entry in sorted(old - new - {INFO}):
@@ -351,7 +353,12 @@ class OutputDir(Output):
         for name in sorted(new - set(metadata)):
             os.replace(os.path.join(self.build, name), os.path.join(self.path, name))
         for name, data in metadata.items():
-            fs.put_bytes(os.path.join(self.path, name), data)
+            # under a temporary name the next run knows as this tool's (dataset_files),
+            # so a crash between the write and the rename leaves nothing of the user's kind
+            temporary = os.path.join(self.path, f"{TEMP_PREFIX}{name}")
+            with open(temporary, "wb") as f:
+                f.write(data)
+            os.replace(temporary, os.path.join(self.path, name))
         self._temps.clear()
         for entry in ("new", "journal", COMMITTING):
             _remove(os.path.join(self.work, entry))

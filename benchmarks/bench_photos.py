@@ -1,0 +1,218 @@
+"""A folder of JPEG photos, the job most users bring: `tfr-convert images` (keep mode, 1
+and 2 workers; --image-format jpeg) against the ten-line loop it replaces, webdataset's
+ShardWriter, and a Pool(2) decode + encode floor, interleaved round by round.
+
+    python benchmarks/bench_photos.py --photos 12000 --large 2000 --repeat 3
+
+Two photo sets are made once under --work (seeded): --photos photos of 200-420 px a
+side and --large photos of 1024x768, JPEG quality 90, in 6 class folders. Ours is timed
+as the whole command (start-up, listing, hashing, metadata); the peers as their bare
+loop, imports not counted (each prints its own time). Peak RSS is the largest process's
+(workers included). Writes the medians, their spread and the goals of issue 55 to
+benchmarks/results/photos.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from common import REPO, SCRIPTS, compile_package, machine, measure, median, settle
+
+CONVERT = str(SCRIPTS / "tfr-convert")
+
+# The loop people write (tf.io.gfile + tf.train.Example + TFRecordWriter), timed inside.
+LOOP = """
+import os, sys, time
+import tensorflow as tf
+src, out = sys.argv[1], sys.argv[2]
+t = time.perf_counter()
+files = sorted(os.path.join(d, f) for d, _, fs in os.walk(src) for f in fs)
+classes = {c: i for i, c in enumerate(sorted({os.path.basename(os.path.dirname(f)) for f in files}))}
+with tf.io.TFRecordWriter(out) as writer:
+    for path in files:
+        data = tf.io.gfile.GFile(path, "rb").read()
+        label = classes[os.path.basename(os.path.dirname(path))]
+        example = tf.train.Example(features=tf.train.Features(feature={
+            "image": tf.train.Feature(bytes_list=tf.train.BytesList(value=[data])),
+            "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[label])),
+        }))
+        writer.write(example.SerializeToString())
+print(time.perf_counter() - t)
+"""
+
+# webdataset's ShardWriter: tar shards of (jpg, cls) samples, timed inside.
+WEBDATASET = """
+import os, sys, time
+import webdataset as wds
+src, out = sys.argv[1], sys.argv[2]
+t = time.perf_counter()
+files = sorted(os.path.join(d, f) for d, _, fs in os.walk(src) for f in fs)
+classes = {c: i for i, c in enumerate(sorted({os.path.basename(os.path.dirname(f)) for f in files}))}
+with wds.ShardWriter(out + "-%05d.tar", maxsize=1 << 30, verbose=0) as sink:
+    for n, path in enumerate(files):
+        with open(path, "rb") as f:
+            data = f.read()
+        sink.write({"__key__": f"{n:08d}", "jpg": data, "cls": classes[os.path.basename(os.path.dirname(path))]})
+print(time.perf_counter() - t)
+"""
+
+# The least --image-format jpeg can do: every photo decoded (upright) and encoded again
+# at the same quality by a Pool(2) of Pillow workers, the bytes returned to the parent.
+REENCODE_FLOOR = """
+import io, os, sys, time
+from multiprocessing import Pool
+from PIL import Image, ImageOps
+def one(path):
+    with Image.open(path) as im:
+        im = ImageOps.exif_transpose(im).convert("RGB")
+        buf = io.BytesIO()
+        im.save(buf, format="JPEG", quality=95)
+        return buf.getvalue()
+if __name__ == "__main__":
+    src = sys.argv[1]
+    t = time.perf_counter()
+    files = sorted(os.path.join(d, f) for d, _, fs in os.walk(src) for f in fs)
+    with Pool(2) as pool:
+        for _ in pool.imap(one, files, chunksize=16):
+            pass
+    print(time.perf_counter() - t)
+"""
+
+
+def make_photos(root: Path, count: int, size: tuple[int, int] | None) -> None:
+    """`count` seeded photos (smooth colour fields with sensor-like noise) in 6 class
+    folders, 200-420 px a side or `size`, JPEG quality 90; made once."""
+    done = root.with_name(root.name + ".complete")
+    if done.exists():
+        return
+    script = f"""
+import os, sys, numpy as np
+from multiprocessing import Pool
+from PIL import Image
+root = {str(root)!r}
+def one(i):
+    rng = np.random.default_rng(i)
+    w, h = {size!r} or (int(rng.integers(200, 421)), int(rng.integers(200, 421)))
+    y, x = np.mgrid[0:h, 0:w]
+    field = np.stack([(x * (i % 7 + 1)) % 256, (y * 3 + i) % 256, ((x + y) * (i % 5 + 1)) % 256], -1)
+    pixels = (field + rng.normal(0, 12, (h, w, 3))).clip(0, 255).astype(np.uint8)
+    folder = os.path.join(root, f"class{{i % 6}}")
+    os.makedirs(folder, exist_ok=True)
+    Image.fromarray(pixels).save(os.path.join(folder, f"{{i:06d}}.jpg"), quality=90)
+if __name__ == "__main__":
+    with Pool(2) as pool:
+        pool.map(one, range({count}), chunksize=64)
+"""
+    subprocess.run([sys.executable, "-c", script], check=True)
+    done.write_text("")
+
+
+# Runs a loop that prints its own time; reports that time and the peak RSS of the largest
+# process (the loop's, or a worker's).
+_TIMED = (
+    "import resource, subprocess, sys\n"
+    "done = subprocess.run(sys.argv[1:], check=True, capture_output=True, text=True)\n"
+    "print(done.stdout.split()[-1], resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+)
+
+
+def inner_time(code: str, src: Path, *args: object) -> tuple[float, float]:
+    """(the loop's own seconds, as it prints them; peak RSS MiB), its input read first."""
+    settle([src])
+    argv = [sys.executable, "-c", _TIMED, sys.executable, "-c", code, str(src), *map(str, args)]
+    seconds, kib = subprocess.run(argv, check=True, capture_output=True, text=True).stdout.split()
+    return float(seconds), int(kib) / 1024
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--photos", type=int, default=12000)
+    parser.add_argument("--large", type=int, default=2000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "tfr-convert-bench-photos"))
+    parser.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "photos.md"))
+    args = parser.parse_args()
+    compile_package()
+    work = Path(args.work)
+    sets = {
+        f"{args.photos:,} photos, 200-420 px": work / f"photos-{args.photos}",
+        f"{args.large:,} photos, 1024x768": work / f"large-{args.large}",
+    }
+    make_photos(sets[f"{args.photos:,} photos, 200-420 px"], args.photos, None)
+    make_photos(sets[f"{args.large:,} photos, 1024x768"], args.large, (1024, 768))
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    os.environ.update(env)
+    contenders = {
+        "tfr-convert images (keep), 1 worker": lambda src, out: _ours(src, out, "--workers", "1"),
+        "tfr-convert images (keep), 2 workers": lambda src, out: _ours(src, out, "--workers", "2"),
+        "the loop: tf.io.gfile + tf.train.Example + TFRecordWriter": lambda src, out: inner_time(
+            LOOP, src, out / "loop.tfrecord"
+        ),
+        "webdataset ShardWriter (tar shards)": lambda src, out: inner_time(WEBDATASET, src, out / "wds"),
+        "tfr-convert images --image-format jpeg, 2 workers": lambda src, out: _ours(
+            src, out, "--workers", "2", "--image-format", "jpeg"
+        ),
+        "floor: Pool(2) Pillow decode + JPEG encode": lambda src, out: inner_time(REENCODE_FLOOR, src),
+    }
+    times: dict[tuple[str, str], list[float]] = {}
+    rss: dict[tuple[str, str], list[float]] = {}
+    for _ in range(args.repeat):
+        for label, src in sets.items():
+            for name, run in contenders.items():
+                out = work / "out"
+                subprocess.run(["rm", "-rf", str(out)], check=True)
+                out.mkdir(parents=True)
+                seconds, peak = run(src, out)
+                times.setdefault((label, name), []).append(seconds)
+                rss.setdefault((label, name), []).append(peak)
+    lines = [
+        f"# Photos ({datetime.date.today()}, {machine()}, medians of {args.repeat}, interleaved)",
+        "",
+        f"`python benchmarks/bench_photos.py --photos {args.photos} --large {args.large} --repeat {args.repeat}`",
+        "",
+        "Ours: the whole command. Peers: their bare loop, imports not counted. Page cache warm.",
+        "",
+    ]
+    goals = []
+    for label in sets:
+        lines += [f"## {label}", "", "| contender | time | spread | peak RSS |", "|---|---|---|---|"]
+        for name in contenders:
+            t = times[label, name]
+            lines.append(
+                f"| {name} | {median(t):.2f} s | {min(t):.2f}-{max(t):.2f} s | {median(rss[label, name]):.0f} MiB |"
+            )
+        m = {name: median(times[label, name]) for name in contenders}
+        names = list(contenders)
+        loop, wds = m[names[2]], m[names[3]]
+        goals += [
+            (label, "keep, 1 worker / the loop", m[names[0]] / loop, "<= 1.5"),
+            (label, "keep, 1 worker / webdataset", m[names[0]] / wds, "<= 1.0"),
+            (label, "keep, 2 workers / the loop", m[names[1]] / loop, "<= 0.9"),
+            (label, "peak RSS of keep mode (MiB)", max(median(rss[label, n]) for n in names[:2]), "<= 100"),
+            (label, "--image-format jpeg speed / floor speed", m[names[5]] / m[names[4]], ">= 0.9"),
+        ]
+        lines.append("")
+    lines += ["## Goals", "", "| photos | measure | value | goal | met |", "|---|---|---|---|---|"]
+    for label, measure_name, value, goal in goals:
+        bound = float(goal.split()[1])
+        met = value <= bound if goal.startswith("<=") else value >= bound
+        lines.append(f"| {label} | {measure_name} | {value:.2f} | {goal} | {'yes' if met else '**no**'} |")
+    lines.append("")
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text("\n".join(lines))
+    print("\n".join(lines))
+
+
+def _ours(src: Path, out: Path, *options: str) -> tuple[float, float]:
+    seconds, peak = measure([CONVERT, "images", src, "--out", out / "ours", "--quiet", *options], inputs=[src])
+    return seconds, peak / 1024
+
+
+if __name__ == "__main__":
+    main()
