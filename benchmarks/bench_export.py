@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import SCRIPTS, compile_package
+from common import SCRIPTS, compile_package, recorded
 
 LOOP = r"""
 import os, sys
@@ -110,4 +110,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with recorded("export"):
+        main()

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from common import SCRIPTS, measure, median
+from common import SCRIPTS, measure, median, recorded
 
 CONVERT = str(SCRIPTS / "tfr-convert")
 
@@ -118,4 +118,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with recorded("images"):
+        main()

@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import REPO, SCRIPTS, compile_package
+from common import REPO, SCRIPTS, compile_package, recorded
 
 
 def make_file(path: Path, total: int, record: int) -> int:
@@ -88,4 +88,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with recorded("inspect"):
+        main()

@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import SCRIPTS, compile_package, machine
+from common import SCRIPTS, compile_package, machine, recorded
 
 LOOP = r"""
 import io, json, os, sys
@@ -169,4 +169,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with recorded("masks"):
+        main()

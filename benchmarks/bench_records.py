@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from bench_inspect import big_file
-from common import SCRIPTS, compile_package
+from common import SCRIPTS, compile_package, recorded
 
 HERE = Path(__file__).resolve().parent
 
@@ -108,4 +108,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with recorded("records"):
+        main()

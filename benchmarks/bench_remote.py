@@ -32,7 +32,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from common import REPO, SCRIPTS, compile_package, machine, measure, measure_cpu, peak_rss_mib
+from common import REPO, SCRIPTS, compile_package, machine, measure, measure_cpu, peak_rss_mib, recorded
 
 sys.path.insert(0, str(REPO / "tests"))
 from helpers import write_cifar, write_mnist
@@ -154,4 +154,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with recorded("remote"):
+        main()

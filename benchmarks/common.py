@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import compileall
+import datetime
+import io
 import os
 import platform
 import statistics
 import subprocess
 import sys
 import sysconfig
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 SCRIPTS = Path(sysconfig.get_path("scripts"))
@@ -101,3 +104,30 @@ def machine() -> str:
         with open("/proc/cpuinfo") as f:
             model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "")
     return f"{os.cpu_count()} cores, {model or platform.processor()}, Python {platform.python_version()}"
+
+
+@contextmanager
+def recorded(name: str) -> Iterator[None]:
+    """What a benchmark prints goes to stdout and, once it has finished without an error,
+    to benchmarks/results/NAME.md too, headed by the date, the machine and the command
+    that reproduces it: the file the docs quote."""
+    captured = io.StringIO()
+    terminal = sys.stdout
+
+    class Both(io.TextIOBase):
+        def write(self, text: str) -> int:
+            captured.write(text)
+            return terminal.write(text)
+
+        def flush(self) -> None:
+            terminal.flush()
+
+    sys.stdout = Both()
+    try:
+        yield
+    finally:
+        sys.stdout = terminal
+    command = " ".join(["python", f"benchmarks/{Path(sys.argv[0]).name}", *sys.argv[1:]])
+    out = REPO / "benchmarks" / "results" / f"{name}.md"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(f"# {name} ({datetime.date.today()}, {machine()})\n\n`{command}`\n\n```\n{captured.getvalue()}```\n")

@@ -36,3 +36,17 @@ def test_benchmark_quick_run_prints_every_ratio(tmp_path):
     ]
     for measure in measures:
         assert f"| {measure} |" in run.stdout and f"| {measure} |" in out.read_text()
+
+
+def test_every_figure_docs_benchmarks_quotes_is_in_a_results_file():
+    """docs/benchmarks.md quotes only what a benchmark script wrote: each measured figure
+    (a number with a decimal point) appears in one of the files the scripts write."""
+    import re
+
+    root = Path(__file__).resolve().parent.parent
+    results = [*(root / "benchmarks").glob("*.md"), *(root / "benchmarks").glob("*.json")]
+    results += (root / "benchmarks" / "results").glob("*.md")
+    corpus = "\n".join(p.read_text() for p in results if p.name != "README.md")
+    figures = set(re.findall(r"(?<![\w.])\d+\.\d+(?![\w])", (root / "docs" / "benchmarks.md").read_text()))
+    assert len(figures) > 50  # the scan reads the page
+    assert sorted(f for f in figures if f not in corpus) == []
