@@ -1,0 +1,155 @@
+"""Mutation testing of the modules whose bugs lose or corrupt data, with cosmic-ray.
+
+    .venv/bin/python scripts/mutants.py                  # every module below
+    .venv/bin/python scripts/mutants.py naming framing    # some of them, by name
+
+Each module is mutated on its own (cosmic-ray's core operators, one mutant at a time, in
+place: run it in a clean checkout and nothing else at once) and each mutant is run
+against the tests that cover that module only, not the whole suite. Mutants inside
+annotations are skipped (`from __future__ import annotations`: never evaluated). A
+mutant the tests let through is listed in benchmarks/results/mutants.md with its line,
+unless EQUIVALENT explains it (a mutant that cannot change behaviour); the goal is
+zero unexplained survivors. CONTRIBUTING says when to run it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import datetime
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PYTHON = REPO / ".venv" / "bin" / "python"
+
+# name -> (module, the tests that cover it: fast ones, no TensorFlow where possible)
+TARGETS: dict[str, tuple[str, list[str]]] = {
+    "naming": ("src/tfr_convert/naming.py", ["tests/test_naming.py"]),
+    "framing": ("src/tfr_convert/containers/framing.py", ["tests/test_tfrecord.py", "tests/test_encode.py"]),
+    "crc": ("src/tfr_convert/containers/crc.py", ["tests/test_tfrecord.py"]),
+    "example": ("src/tfr_convert/example.py", ["tests/test_example.py"]),
+    "salvage": ("src/tfr_convert/containers/salvage.py", ["tests/test_salvage.py"]),
+    "coco_rle": ("src/tfr_convert/coco_rle.py", ["tests/test_hostile_masks.py", "tests/test_detection_masks.py"]),
+    "jpeg_check": ("src/tfr_convert/converters/jpeg_check.py", ["tests/test_jpeg_check.py"]),
+    "png_check": ("src/tfr_convert/converters/png_check.py", ["tests/test_png_check.py"]),
+    "splits": ("src/tfr_convert/splits.py", ["tests/test_shards_splits.py"]),
+    "shards": ("src/tfr_convert/shards.py", ["tests/test_shards_splits.py"]),
+}
+
+# (module name, the mutated line as it reads, stripped) -> why the mutant cannot change behaviour
+EQUIVALENT: dict[tuple[str, str], str] = {}
+
+
+def _annotation_spans(source: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """((line, column), (end line, end column)) of every annotation: mutating inside one
+    changes nothing (`from __future__ import annotations`: they are never evaluated)."""
+    annotations = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            args = node.args
+            every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+            annotations += [a.annotation for a in every if a is not None and a.annotation is not None]
+            if node.returns is not None:
+                annotations.append(node.returns)
+        elif isinstance(node, ast.AnnAssign):
+            annotations.append(node.annotation)
+    return [((a.lineno, a.col_offset), (a.end_lineno or a.lineno, a.end_col_offset or 0)) for a in annotations]
+
+
+def _inside(position: tuple[int, int], spans: list[tuple[tuple[int, int], tuple[int, int]]]) -> bool:
+    return any(start <= position < end for start, end in spans)
+
+
+def _run(name: str, work: Path, timeout: float) -> dict:
+    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import TestOutcome, WorkerOutcome, WorkResult
+
+    module, tests = TARGETS[name]
+    config = work / f"{name}.toml"
+    session = work / f"{name}.sqlite"
+    config.write_text(
+        "[cosmic-ray]\n"
+        f'module-path = "{module}"\n'
+        f"timeout = {timeout}\n"
+        "excluded-modules = []\n"
+        f'test-command = "{PYTHON} -m pytest -x -q -p no:cacheprovider {" ".join(tests)}"\n'
+        '[cosmic-ray.distributor]\nname = "local"\n'
+    )
+    session.unlink(missing_ok=True)
+    cosmic = [str(REPO / ".venv" / "bin" / "cosmic-ray")]
+    subprocess.run([*cosmic, "init", str(config), str(session)], check=True, cwd=REPO, capture_output=True)
+    source = (REPO / module).read_text()
+    annotations = _annotation_spans(source)
+    with use_db(str(session), WorkDB.Mode.open) as db:
+        for item in db.work_items:
+            if any(_inside(tuple(m.start_pos), annotations) for m in item.mutations):
+                skipped = WorkResult(output=None, test_outcome=None, diff=None, worker_outcome=WorkerOutcome.SKIPPED)
+                db.set_result(item.job_id, skipped)
+    subprocess.run([*cosmic, "exec", str(config), str(session)], check=True, cwd=REPO, capture_output=True)
+    lines = source.splitlines()
+    found = {"module": module, "tests": tests, "mutants": 0, "killed": 0, "survivors": [], "explained": []}
+    with use_db(str(session), WorkDB.Mode.open) as db:
+        for item, result in db.completed_work_items:
+            if result.worker_outcome == WorkerOutcome.SKIPPED:
+                continue
+            found["mutants"] += 1
+            if result.test_outcome != TestOutcome.SURVIVED:
+                found["killed"] += 1
+                continue
+            mutation = item.mutations[0]
+            line = lines[mutation.start_pos[0] - 1].strip()
+            entry = f"line {mutation.start_pos[0]}: `{line}` ({mutation.operator_name.split('/')[-1]})"
+            why = EQUIVALENT.get((name, line))
+            (found["explained"] if why else found["survivors"]).append(f"{entry}: {why}" if why else entry)
+    subprocess.run(["git", "checkout", "--", module], cwd=REPO, check=True)  # whatever a killed run left
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("modules", nargs="*", choices=[[], *TARGETS], default=[], metavar="MODULE")
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds a mutant's tests may take")
+    parser.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "mutants.md"))
+    args = parser.parse_args()
+    names = args.modules or list(TARGETS)
+    work = Path(tempfile.mkdtemp(prefix="tfr-mutants-"))
+    results = {}
+    for name in names:
+        started = datetime.datetime.now()
+        results[name] = _run(name, work, args.timeout)
+        results[name]["seconds"] = (datetime.datetime.now() - started).total_seconds()
+        r = results[name]
+        print(f"{name}: {r['killed']}/{r['mutants']} killed, {len(r['survivors'])} unexplained survivors, "
+              f"{r['seconds']:.0f} s", flush=True)  # fmt: skip
+    command = "python scripts/mutants.py" + ("" if not args.modules else " " + " ".join(args.modules))
+    out = [
+        f"# Mutation testing ({datetime.date.today()}, {os.cpu_count()} cores, Python {platform.python_version()})",
+        "",
+        f"`{command}` (cosmic-ray, core operators; each module against the tests listed)",
+        "",
+        "| module | tests | mutants | killed | explained | unexplained survivors | time |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in results.values():
+        out.append(
+            f"| `{r['module']}` | {', '.join(f'`{t}`' for t in r['tests'])} | {r['mutants']} | {r['killed']} "
+            f"| {len(r['explained'])} | {len(r['survivors'])} | {r['seconds']:.0f} s |"
+        )
+    for name, r in results.items():
+        if r["survivors"] or r["explained"]:
+            out += ["", f"## {name}", ""]
+            out += [f"- survived: {s}" for s in r["survivors"]]
+            out += [f"- equivalent: {s}" for s in r["explained"]]
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text("\n".join(out) + "\n")
+    print("\n".join(out))
+    sys.exit(1 if any(r["survivors"] for r in results.values()) else 0)
+
+
+if __name__ == "__main__":
+    main()
