@@ -290,3 +290,23 @@ def test_the_masks_layout_refuses_hostile_split_and_file_names_leaving_nothing(c
     before = _everything(tmp_path)
     _refused(_export(cli, src, work / "out", "images", "masks"), *words)
     assert _everything(tmp_path) == before
+
+
+@pytest.mark.parametrize("name", ["../../../evil", "/abs/evil", "a\0b"])
+def test_a_dataset_name_from_its_metadata_names_no_file_outside_its_directory(cli, tmp_path, name):
+    import json
+
+    (tmp_path / "src").mkdir()
+    _records(tmp_path / "src" / "plain.tfrecord", ["a.png", "b.png"])
+    dataset = tmp_path / "a" / "b" / "ds"
+    assert cli.convert("records", tmp_path / "src", "--out", dataset, "--quiet").exit_code == 0
+    info = json.loads((dataset / "dataset_info.json").read_text())
+    info["name"] = name
+    (dataset / "dataset_info.json").write_text(json.dumps(info))
+    before = _everything(tmp_path)
+    converted = cli.convert("records", dataset, "--out", tmp_path / "a" / "b" / "out")
+    assert converted.exit_code == 1, converted.output
+    assert f"dataset_info.json: dataset name {name!r}" in converted.stderr and "Traceback" not in converted.output
+    verified = cli.inspect(dataset, "--verify")  # the metadata's problem is reported, not followed
+    assert verified.exit_code == 1 and "Traceback" not in verified.output
+    assert _everything(tmp_path) == before

@@ -14,7 +14,7 @@ from typing import Any
 from . import fs
 from .errors import SourceError
 from .features import LABELS_SUFFIX, flatten_tfds
-from .naming import FEATURES, INFO, KEYPOINTS, MANIFEST, ShardName
+from .naming import FEATURES, INFO, KEYPOINTS, MANIFEST, ShardName, checked_component
 
 
 def load_json(directory: str, name: str) -> Any:
@@ -109,6 +109,11 @@ class DatasetDir:
         return {s["name"]: [int(n) for n in s.get("shardLengths", [])] for s in self.info["splits"]}
 
     def shard_names(self, split: str) -> list[str]:
+        """The split's shard files, named from the metadata: its dataset and split names
+        pass the one path check, so no metadata names a file outside the directory."""
+        where = fs.join(self.path, INFO)
+        checked_component(self.name, f"{where}: dataset name")
+        checked_component(split, f"{where}: split name")
         lengths = self.splits()[split]
         return [ShardName(self.name, split, i, len(lengths), self.file_format).filename for i in range(len(lengths))]
 

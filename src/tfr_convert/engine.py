@@ -21,6 +21,7 @@ from .converters.base import Converter
 from .dataset_dir import compressed_note
 from .encode import Encoded, encode_items
 from .metadata import metadata_files
+from .naming import checked_component
 from .output import Output
 from .run_options import RunOptions, catalog_version
 from .shards import ShardCutter, SplitResult
@@ -156,6 +157,10 @@ def _ranks_in_parts(converter: Converter, workers: int) -> splitting.Ranker:
 
 
 def plan_splits(converter: Converter, options: RunOptions) -> dict[str, list[Hashable]]:
+    """Every split's items in order. The dataset's name and its split names become part
+    of the shards' file names, and may come from the data (a dataset's own metadata, a
+    folder's name): they pass the one path check first."""
+    checked_component(options.name or converter.dataset_name, "dataset name (--name sets another)")
     plan = splitting.assign(
         converter.source_splits(),
         converter.key,
@@ -164,6 +169,8 @@ def plan_splits(converter: Converter, options: RunOptions) -> dict[str, list[Has
         validation_size=options.validation_size,
         ranker=_ranks_in_parts(converter, options.workers),
     )
+    for split in plan:
+        checked_component(split, "split name")
     if options.limit is not None:  # after splitting and shuffling: a sample of every split, not its source order
         plan = {split: items[: options.limit] for split, items in plan.items()}
     return plan

@@ -50,8 +50,8 @@ class _Stream:
 
     def __init__(self, raw: BinaryIO, compression: str) -> None:
         self.raw = raw
-        self.inflater = None if compression == "none" else zlib.decompressobj(31 if compression == "gzip" else 15)
         self.wbits = 31 if compression == "gzip" else 15
+        self.inflater = None if compression == "none" else zlib.decompressobj(self.wbits)
         self.compression = compression
         self.buf = bytearray()
         self.base = 0
