@@ -8,6 +8,9 @@ The dataset: --images random 32x32 PNGs in 10 class folders, converted by
 write every picture to OUT/train/CLASS/NAME; the loop's output is checked to be the
 same files as the tool's (on all cores and on one worker). Times are wall-clock medians of --repeat interleaved rounds,
 process start included (the loop's `import tensorflow` too, as a user's script pays it).
+
+What it prints is written to benchmarks/results/export.md too (common.recorded), with the date,
+the machine and the command.
 """
 
 from __future__ import annotations

@@ -10,6 +10,9 @@ Everything runs in one invocation on the same machine and the same files:
      of --rss-small and --rss-large small images.
 Times are medians of --repeat runs; the machine is shared, so ratios matter
 more than absolute seconds.
+
+What it prints is written to benchmarks/results/images.md too (common.recorded), with the date,
+the machine and the command.
 """
 
 from __future__ import annotations

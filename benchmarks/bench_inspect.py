@@ -8,6 +8,9 @@ work dominates). The file is read once first so that every contender reads it
 from the page cache; times are wall-clock medians of --repeat runs of each
 command as a user would type it (process start included). The small-file
 figure is `tfr-inspect` (summary mode) on the shipped MNIST sample, converted.
+
+What it prints is written to benchmarks/results/inspect.md too (common.recorded), with the date,
+the machine and the command.
 """
 
 from __future__ import annotations

@@ -11,6 +11,9 @@ cores and on one worker; the loop on one process, as the script does. Every mask
 the loop wrote is checked to be the very bytes the tool wrote for the same object.
 Times are wall-clock medians of --repeat interleaved rounds, process start included
 (the loop's `import tensorflow` too, as a user's script pays it).
+
+What it prints is written to benchmarks/results/masks.md too (common.recorded), with the date,
+the machine and the command.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from common import REPO, SCRIPTS, compile_package, machine, measure, median, settle
+from common import REPO, SCRIPTS, compile_package, machine, measure, median, settle, write_results
 
 CONVERT = str(SCRIPTS / "tfr-convert")
 
@@ -204,9 +204,7 @@ def main() -> None:
         met = value <= bound if goal.startswith("<=") else value >= bound
         lines.append(f"| {label} | {measure_name} | {value:.2f} | {goal} | {'yes' if met else '**no**'} |")
     lines.append("")
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text("\n".join(lines))
-    print("\n".join(lines))
+    write_results(args.out, lines)
 
 
 def _ours(src: Path, out: Path, *options: str) -> tuple[float, float]:

@@ -12,6 +12,9 @@ the child (ru_maxrss). Beside `cat`, `cat` followed by a sha256 of the copy (has
 floor of a reshard whose manifest lists every shard's sha256, as tfr-convert's does; and
 copy_hash_floor.py, the same copy and hashes on every core at once (that floor on this
 machine).
+
+What it prints is written to benchmarks/results/records.md too (common.recorded), with the date,
+the machine and the command.
 """
 
 from __future__ import annotations

@@ -18,6 +18,9 @@ ratios, not the MB/s, as what carries to a real store.
   MNIST-format, raw pixels) written to the server, against that size.
 
 Rounds interleave the two sides; medians of --repeat.
+
+What it prints is written to benchmarks/results/remote.md too (common.recorded), with the date,
+the machine and the command.
 """
 
 from __future__ import annotations

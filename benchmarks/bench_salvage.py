@@ -22,7 +22,7 @@ import zlib
 from pathlib import Path
 
 import numpy as np
-from common import REPO, SCRIPTS, compile_package, machine, measure, median
+from common import REPO, SCRIPTS, compile_package, machine, measure, median, write_results
 
 sys.path.insert(0, str(REPO / "tests"))
 
@@ -113,9 +113,7 @@ def main() -> None:
         f"| {median([r for _, r in command]) / 1024:.0f} MiB |",
         "",
     ]
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text("\n".join(lines))
-    print("\n".join(lines))
+    write_results(args.out, lines)
 
 
 if __name__ == "__main__":

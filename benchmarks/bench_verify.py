@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 from bench_inspect import make_file
-from common import REPO, SCRIPTS, compile_package, machine, measure, median
+from common import REPO, SCRIPTS, compile_package, machine, measure, median, write_results
 
 HASH_FLOOR = """
 import hashlib, os, sys
@@ -97,9 +97,7 @@ def main() -> None:
             f"- plain files --verify speed / cat speed: **{speed:.2f}** (goal >= 0.5)",
             "",
         ]
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text("\n".join(lines))
-    print("\n".join(lines))
+    write_results(args.out, lines)
 
 
 if __name__ == "__main__":

@@ -106,6 +106,13 @@ def machine() -> str:
     return f"{os.cpu_count()} cores, {model or platform.processor()}, Python {platform.python_version()}"
 
 
+def write_results(out: str | Path, lines: list[str]) -> None:
+    """A benchmark's results file (the one the docs quote), also printed."""
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_text("\n".join(lines))
+    print("\n".join(lines))
+
+
 @contextmanager
 def recorded(name: str) -> Iterator[None]:
     """What a benchmark prints goes to stdout and, once it has finished without an error,
