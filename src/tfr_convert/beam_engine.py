@@ -36,7 +36,7 @@ from typing import Any
 
 from . import containers, fs
 from .converters.base import Converter
-from .engine import Summary, encode_sealed, finish, plan_splits
+from .engine import Summary, encode_sealed, finish, output_name, plan_splits
 from .errors import TfrConvertError, as_text, from_text
 from .journal import hashable, jsonable
 from .naming import TEMP_PREFIX
@@ -85,6 +85,7 @@ def run(
     started = time.perf_counter()
     container = options.container()
     plan = plan_splits(converter, options)
+    output_name(converter, options)  # checked before anything is written
     converter.settle()  # no threads or futures in what is shipped to workers
     totals = {split: len(items) for split, items in plan.items()}
     if progress:

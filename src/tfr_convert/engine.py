@@ -98,7 +98,7 @@ def finish(
 ) -> Summary:
     """After every shard is written (by either engine): name the shards, write the
     metadata and commit the directory. `plan`: the items of each split in written order."""
-    name = options.name or converter.dataset_name
+    name = output_name(converter, options)
     order = order_quality.of_splits(plan, converter.label_of)
     out.sync()  # every shard in place before anything reads one back (index files) or commits
     # may refine features, or refuse (e.g. mixed shapes for raw), or have a word on the whole run
@@ -157,10 +157,9 @@ def _ranks_in_parts(converter: Converter, workers: int) -> splitting.Ranker:
 
 
 def plan_splits(converter: Converter, options: RunOptions) -> dict[str, list[Hashable]]:
-    """Every split's items in order. The dataset's name and its split names become part
-    of the shards' file names, and may come from the data (a dataset's own metadata, a
-    folder's name): they pass the one path check first."""
-    checked_component(options.name or converter.dataset_name, "dataset name (--name sets another)")
+    """Every split's items in order. Split names become part of the shards' file names
+    and may come from the data (a dataset's metadata, a CSV column): they pass the one
+    path check here."""
     plan = splitting.assign(
         converter.source_splits(),
         converter.key,
@@ -174,6 +173,13 @@ def plan_splits(converter: Converter, options: RunOptions) -> dict[str, list[Has
     if options.limit is not None:  # after splitting and shuffling: a sample of every split, not its source order
         plan = {split: items[: options.limit] for split, items in plan.items()}
     return plan
+
+
+def output_name(converter: Converter, options: RunOptions) -> str:
+    """The dataset's name, which begins every shard's file name: --name, else the
+    converter's (which may come from the data: a dataset's metadata, a folder's name),
+    checked as any path component from the data is, before anything is written."""
+    return checked_component(options.name or converter.dataset_name, "dataset name (--name sets another)")
 
 
 DRY_RUN_SAMPLE = 16  # items encoded per split to estimate the sizes a dry run reports
@@ -196,7 +202,7 @@ def dry_run(converter: Converter, options: RunOptions) -> dict[str, Any]:
             "estimated_bytes": round(mean * len(items)),
         }
     return {
-        "name": options.name or converter.dataset_name,
+        "name": output_name(converter, options),
         "out": options.out,
         "format": options.file_format,
         "splits": splits,

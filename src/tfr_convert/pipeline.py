@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from . import containers
 from .converters.base import Converter
 from .encode import Encoded
-from .engine import Summary, committed_summary, encode_sealed, finish, plan_splits
+from .engine import Summary, committed_summary, encode_sealed, finish, output_name, plan_splits
 from .errors import Interrupted, WorkerLost
 from .journal import Progress, Tally
 from .output import open_output
@@ -156,7 +156,7 @@ def run(
     container = options.container()
     plan = plan_splits(converter, options)
     total = sum(len(items) for items in plan.values())
-    name = options.name or converter.dataset_name
+    name = output_name(converter, options)
     inputs = input_files(converter, plan, options.workers)
     identity = run_identity(converter, options, plan, inputs)
     with open_output(options.out, options.overwrite, options.resume, identity, inputs, lock) as out:
