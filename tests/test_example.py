@@ -11,12 +11,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tfr_convert.errors import FeatureError
-from tfr_convert.example import ExampleDecodeError, outline, parse, serialize
+from tfr_convert.example import ExampleDecodeError, outline, parse, serialize, serialized_parts
 
 INT64 = st.integers(-(2**63), 2**63 - 1)
 FLOAT32 = st.floats(width=32, allow_nan=False)
 TEXT = st.text(max_size=20)
 BINARY = st.binary(max_size=40)
+# photo-sized values, across serialized_parts' size for a part of its own and the
+# lengths where a varint grows a byte
+LARGE = st.builds(
+    lambda n, b: bytes([b]) * n, st.sampled_from([255, 256, 257, 16371, 16384, 70000]), st.integers(0, 255)
+)
 
 
 def tf_example(features: dict[str, tf.train.Feature]) -> bytes:
@@ -42,6 +47,7 @@ VALUE_AND_FEATURE = st.one_of(
     FLOAT32.map(lambda v: (v, float_feature([v]))),
     TEXT.map(lambda v: (v, bytes_feature([v.encode()]))),
     BINARY.map(lambda v: (v, bytes_feature([v]))),
+    LARGE.map(lambda v: (v, bytes_feature([v]))),
     st.lists(INT64, min_size=1, max_size=8).map(lambda v: (v, int64_feature(v))),
     st.lists(FLOAT32, min_size=1, max_size=8).map(lambda v: (v, float_feature(v))),
     st.lists(TEXT, min_size=1, max_size=5).map(lambda v: (v, bytes_feature([s.encode() for s in v]))),
@@ -185,3 +191,11 @@ def test_prefix_keys_follow_tensorflows_order():
     ours = serialize({k: 1 for k in keys})
     assert ours == tf_example({k: int64_feature([1]) for k in keys})
     assert list(parse(ours)) == ["aa", "abc", "ab", "a", "b", "image_raw", "image"]
+
+
+def test_a_photo_sized_value_is_one_of_the_parts_as_it_is():
+    photo = bytes(range(256)) * 40
+    features = {"image": photo, "label": 3, "name": "a.jpg"}
+    parts, length = serialized_parts(features)
+    assert any(part is photo for part in parts)  # framed around, not copied
+    assert b"".join(parts) == serialize(features) and length == len(serialize(features))

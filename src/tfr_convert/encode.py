@@ -26,7 +26,7 @@ import numpy as np
 
 from .converters.base import Columns, Converter
 from .errors import SourceError, TfrConvertError
-from .example import serialize
+from .example import serialize, serialized_parts
 
 _MAX_ONE_BYTE_VARINT = 127
 
@@ -69,20 +69,23 @@ def encode_items(
         for k, item in enumerate(items):
             try:
                 if converter.serialized:  # a record copied as it is
-                    payload, features = converter.encode(item), None
+                    payload = converter.encode(item)
+                    features, pieces, length = None, [payload], len(payload)
                 else:
                     features = converter.encode(item) if together is None else together[k]
                     if features.keys() != expected:
                         raise SourceError(f"features {sorted(features)} differ from the declared {sorted(expected)}")
-                    payload = serialize(features)
+                    pieces, length = serialized_parts(features)
             except TfrConvertError as e:
                 if on_error != "skip":
                     e.skippable = True
                     raise e.locate(converter.describe(item)) from None
                 skipped.append({"item": converter.describe(item), "reason": str(e)})
                 continue
-            parts += (before, payload, after)
-            sizes.append(head + len(payload) + tail)
+            parts.append(before)
+            parts += pieces
+            parts.append(after)
+            sizes.append(head + length + tail)
             if features is None:
                 continue
             observed = converter.observe(features)

@@ -187,15 +187,40 @@ def _key(name: Any) -> tuple[bytes, bytes]:
 
 def serialize(features: Mapping[str, Any]) -> bytes:
     """A features dict -> `tf.train.Example` bytes (deterministic, key-sorted)."""
+    return b"".join(serialized_parts(features)[0])
+
+
+# A bytes value at least this long (an image) is never concatenated into its
+# feature's framing: it is one of the parts as it is, copied once, by the join.
+_LARGE = 256
+
+
+def serialized_parts(features: Mapping[str, Any]) -> tuple[list[bytes], int]:
+    """`serialize`'s bytes as parts to be joined, and their total length.
+
+    Each entry's framing is built around its value's length alone, so a large bytes
+    value (a photo) appears among the parts unchanged instead of being copied into
+    every enclosing message: a caller laying many examples into one buffer copies
+    it once."""
     entries = []
     for name, value in features.items():
         sort_key, key_field = _key(name)
-        feature = feature_bytes(name, value)
-        entry = key_field + b"\x12" + _varint(len(feature)) + feature
-        entries.append((sort_key, b"\x0a" + _varint(len(entry)) + entry))
-    entries.sort()
-    body = b"".join([e for _, e in entries])
-    return b"\x0a" + _varint(len(body)) + body
+        if type(value) is bytes and len(value) >= _LARGE:
+            inner = b"\x0a" + _varint(len(value))
+            head, tail = b"\x0a" + _varint(len(inner) + len(value)) + inner, value
+        else:
+            head, tail = feature_bytes(name, value), b""
+        length = len(head) + len(tail)
+        entry = len(key_field) + 1 + len(_varint(length)) + length
+        entries.append((sort_key, b"\x0a" + _varint(entry) + key_field + b"\x12" + _varint(length) + head, tail))
+    entries.sort()  # names are distinct: only the sort keys are compared
+    parts = [b""]
+    body = 0
+    for _, head, tail in entries:
+        parts += (head, tail)
+        body += len(head) + len(tail)
+    parts[0] = b"\x0a" + _varint(body)
+    return parts, len(parts[0]) + body
 
 
 # ---------------------------------------------------------------- parse
