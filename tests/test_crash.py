@@ -440,7 +440,8 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
 def test_workers_do_not_outlive_a_killed_parent(slow_images, tmp_path):
-    run = _start("images", slow_images, "--out", tmp_path / "out", "--image-format", "png", "--workers", "2")
+    # --workers 3: two worker processes (the parent is the third)
+    run = _start("images", slow_images, "--out", tmp_path / "out", "--image-format", "png", "--workers", "3")
     _wait_for(lambda: len(_children(run.pid)) >= 2)
     workers = _children(run.pid)
     run.kill()

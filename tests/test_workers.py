@@ -144,6 +144,53 @@ def test_large_tasks_and_large_results_in_flight_together_do_not_deadlock():
     assert sizes == [4 * PIPE_BYTES] * 8
 
 
+def _slow_in_workers(task: int) -> tuple[int, int]:
+    import time
+
+    time.sleep(0.01)  # a worker is slower than the parent: the parent takes tasks too
+    return task, os.getpid()
+
+
+def test_the_parent_works_while_it_waits_and_the_order_holds():
+    workers = Workers(1, _slow_in_workers, _setup, (0,), FORK)
+    try:
+        got = list(workers.ordered(iter(range(40)), 4, lambda task: (task, os.getpid())))
+    finally:
+        workers.close()
+    assert [task for task, _ in got] == list(range(40))
+    by = {pid for _, pid in got}
+    assert os.getpid() in by and len(by) == 2  # both processes did some of them
+
+
+def _first_slow(task: int) -> int:
+    import time
+
+    if task == 0:
+        time.sleep(0.3)  # so that the parent takes the next tasks itself meanwhile
+    return task
+
+
+def test_an_error_in_a_task_done_here_waits_its_turn():
+    done_here = []
+
+    def here(task: int) -> int:
+        done_here.append(task)
+        if task == 5:
+            raise SourceError("five").locate("item 5")
+        return task
+
+    workers = Workers(1, _first_slow, _setup, (0,), FORK)
+    got = []
+    try:
+        with pytest.raises(SourceError, match="^item 5: five$"):
+            for task in workers.ordered(iter(range(40)), 4, here):
+                got.append(task)
+    finally:
+        workers.close()
+    assert 5 in done_here
+    assert got == list(range(5))  # every earlier result first, whoever computed it
+
+
 def _deaf_to_sigterm(salt: int) -> None:
     """As a worker that a SIGTERM did not reach: one sent while it was being forked is
     lost (Python clears signals that arrive before its after-fork setup)."""

@@ -11,11 +11,12 @@ The engine makes every execution choice, so that converters only describe data:
   locks in whatever state they were).
 - the converter's background loading is settled (its threads joined) first.
 
-Workers encode batches and seal them for the container; the parent receives
-them in submission order and alone decides shard boundaries and writes. A
-bounded window of batches in flight keeps memory flat however many items there
-are, and because order and boundaries are decided in one place the output is
-byte-identical for any worker count.
+With --workers N, N-1 worker processes encode batches and seal them for the
+container, and so does the parent whenever the oldest batch has not come back
+yet (it would only wait); it takes the batches in order and alone decides shard
+boundaries and writes. A bounded window of batches in flight keeps memory flat
+however many items there are, and because order and boundaries are decided in
+one place the output is byte-identical for any worker count.
 """
 
 from __future__ import annotations
@@ -107,7 +108,13 @@ def _encoded(
         if split is None
         else (_Span(split, start, min(start + size, len(items))) for start in range(first * size, len(items), size))
     )
-    yield from pool.ordered(batches, WINDOW_PER_WORKER * options.workers)
+
+    def here(batch: Sequence[Hashable] | _Span) -> Encoded:
+        if isinstance(batch, _Span):
+            batch = items[batch.start : batch.stop]
+        return encode_sealed(converter, batch, options.on_error, container)
+
+    yield from pool.ordered(batches, WINDOW_PER_WORKER * options.workers, here)
 
 
 def _runs_inline(converter: Converter, plan: dict[str, list[Hashable]], workers: int) -> bool:
@@ -131,7 +138,7 @@ def _pool(
     converter.settle()
     forkable = can_fork(converter.roots())
     pool = Workers(
-        options.workers,
+        options.workers - 1,  # and this process, which encodes whenever it would wait for them
         _encode_in_worker,
         _init_worker,
         (converter, options.on_error, container, plan if forkable else None),

@@ -10,6 +10,7 @@ memory of their own. A worker that dies is named, not waited for.
 
 from __future__ import annotations
 
+import collections
 import itertools
 import os
 import pickle
@@ -30,6 +31,7 @@ from .errors import WorkerLost
 _HEAD = struct.Struct("<BIQ")  # ok (1) or error (0), buffer count, pickle length
 _LENGTH = struct.Struct("<Q")
 PIPE_BYTES = 1 << 20  # asked of each result pipe, so that a worker seldom waits for the reader
+_SENT, _END = object(), object()  # to `ordered`: a task sent to a worker; the end of the tasks
 
 
 class RemoteTraceback(Exception):
@@ -98,23 +100,53 @@ class Workers:
         error.__cause__ = RemoteTraceback(text)
         raise error
 
-    def ordered(self, tasks: Iterator[Any], window: int) -> Iterator[Any]:
+    def ordered(
+        self, tasks: Iterator[Any], window: int, here: Callable[[Any], Any] | None = None
+    ) -> Iterator[Any]:
         """The result of each task, in the order of `tasks`, with at most `window` tasks
-        sent and not yet received: memory stays flat however many tasks there are."""
-        in_flight = 0
-        for task in tasks:
-            self.send(task)
-            in_flight += 1
-            if in_flight >= window:
-                break
-        while in_flight:
-            result = self.receive()
-            task = next(tasks, None)
-            if task is None:
-                in_flight -= 1
-            else:
+        sent and not yet received: memory stays flat however many tasks there are.
+
+        `here(task)`: this process works too. Whenever the oldest result has not come
+        yet, it takes the next task itself instead of waiting (so with one worker, two
+        processes encode, and only half the results cross a pipe); that result, or its
+        error, waits its turn like the others, so the order is the same."""
+        queued: collections.deque[Any] = collections.deque()  # per task: _SENT, or (ok, value) from here
+        ahead = 0  # tasks done here and not yet yielded
+
+        def top_up() -> None:
+            while len(queued) < window:
+                task = next(tasks, _END)
+                if task is _END:
+                    return
                 self.send(task)
+                queued.append(_SENT)
+
+        top_up()
+        while queued:
+            head = queued.popleft()
+            if head is _SENT:
+                if here is not None and ahead < window and not self._ready():
+                    task = next(tasks, _END)
+                    if task is not _END:
+                        queued.appendleft(_SENT)
+                        try:
+                            queued.append((True, here(task)))
+                        except Exception as e:
+                            queued.append((False, e))
+                        ahead += 1
+                        continue
+                result = self.receive()
+            else:
+                ok, result = head
+                ahead -= 1
+                if not ok:
+                    raise result
+            top_up()
             yield result
+
+    def _ready(self) -> bool:
+        """Whether the oldest result in flight has begun to arrive."""
+        return self._results[self._received % len(self._procs)].poll(0)
 
     def _lost(self, w: int) -> WorkerLost:
         proc = self._procs[w]
@@ -192,7 +224,11 @@ def _serve(
     # never waits on a worker that is itself waiting for the parent to read a result.
     inbox: queue.SimpleQueue = queue.SimpleQueue()
     threading.Thread(target=_take, args=(tasks, inbox), daemon=True).start()
-    fd = results.fileno()
+    # And one puts the results into their pipe: the next task is worked on meanwhile,
+    # not after the parent has made room for the whole result (it may be busy).
+    outbox: queue.SimpleQueue = queue.SimpleQueue()
+    sender = threading.Thread(target=_send, args=(results.fileno(), outbox), daemon=True)
+    sender.start()
     while (task := inbox.get()) is not None:
         try:
             value, ok = fn(task), 1
@@ -207,7 +243,17 @@ def _serve(
             data = pickle.dumps((RuntimeError(f"{type(failed).__name__}: {failed}"), traceback.format_exc()), 5)
         raws = [b.raw() for b in buffers]
         head = _HEAD.pack(ok, len(raws), len(data)) + b"".join(_LENGTH.pack(r.nbytes) for r in raws)
-        _write(fd, [head, data, *raws])
+        outbox.put([head, data, *raws])
+    outbox.put(None)
+    sender.join()
+
+
+def _send(fd: int, outbox: queue.SimpleQueue) -> None:
+    try:
+        while (parts := outbox.get()) is not None:
+            _write(fd, parts)
+    except OSError:  # the parent is gone, or stopped reading: nothing is left to do
+        os._exit(1)
 
 
 def _take(tasks: Any, inbox: queue.SimpleQueue) -> None:

@@ -42,6 +42,8 @@ _XMP = b"http://ns.adobe.com/xap/1.0/\x00"
 _XMP_ORIENTATION = re.compile(rb'tiff:Orientation(="|>)([0-9])')
 _SEQUENTIAL, _PROGRESSIVE = (0xC0, 0xC1), 0xC2
 _MAX_BLOCKS_IN_MCU = 10  # libjpeg's D_MAX_BLOCKS_IN_MCU
+# a frame's (component id, (horizontal, vertical sampling, quantization table)), in order
+_Components = tuple[tuple[int, tuple[int, int, int]], ...]
 
 
 def plain_jpeg(data: bytes, max_pixels: int) -> tuple[tuple[int, int], int, int] | None:
@@ -56,9 +58,9 @@ def plain_jpeg(data: bytes, max_pixels: int) -> tuple[tuple[int, int], int, int]
 
 
 def _walk(data: bytes, max_pixels: int) -> tuple[tuple[int, int], int, int] | None:
-    quant: set[int] = set()
-    huffman: set[tuple[int, int]] = set()  # (class: 0 DC / 1 AC, id)
-    frame: tuple[int, int, int, dict[int, tuple[int, int, int]]] | None = None  # kind, width, height, comps
+    quant: frozenset[int] = frozenset()
+    huffman: frozenset[tuple[int, int]] = frozenset()  # (class: 0 DC / 1 AC, id)
+    frame: tuple[int, int, int, _Components] | None = None  # kind, width, height, components
     scans = 0
     exif: bytes | None = None
     xmp: bytes | None = None
@@ -97,12 +99,12 @@ def _walk(data: bytes, max_pixels: int) -> tuple[tuple[int, int], int, int] | No
             tables = _dqt(segment)
             if tables is None:
                 return None
-            quant |= tables
+            quant = quant | tables
         elif marker == 0xC4:
             tables = _dht(segment)
             if tables is None:
                 return None
-            huffman |= tables
+            huffman = huffman | tables
         elif marker == 0xDD:
             if length != 4:
                 return None
@@ -113,7 +115,7 @@ def _walk(data: bytes, max_pixels: int) -> tuple[tuple[int, int], int, int] | No
             if frame is None:
                 return None
         elif marker == 0xDA:
-            if frame is None or not _sos(segment, frame, huffman):
+            if frame is None or not _sos(segment, frame[0], frame[3], huffman):
                 return None
             scans += 1
             found = _SCAN_END.search(data, after)
@@ -176,29 +178,41 @@ def _dht(segment: bytes) -> frozenset[tuple[int, int]] | None:
 
 
 def _sof(
-    marker: int, segment: bytes, quant: set[int], max_pixels: int
-) -> tuple[int, int, int, dict[int, tuple[int, int, int]]] | None:
+    marker: int, segment: bytes, quant: frozenset[int], max_pixels: int
+) -> tuple[int, int, int, _Components] | None:
     if len(segment) < 6:
         return None
-    precision, height, width, count = segment[0], *struct.unpack_from(">HH", segment, 1), segment[5]
-    if precision != 8 or not height or not width or count not in (1, 3) or len(segment) != 6 + 3 * count:
+    precision, height, width = segment[0], *struct.unpack_from(">HH", segment, 1)
+    if precision != 8 or not height or not width:
         return None
     if width * height > max_pixels:
         return None  # Pillow names the limit
+    comps = _components(segment[5:], quant)
+    return None if comps is None else (marker, width, height, comps)
+
+
+# A frame's components and a scan's header are the same in every file an encoder makes
+# (only the size differs, and it is read above): each distinct one is checked once.
+@functools.lru_cache(maxsize=256)
+def _components(spec: bytes, quant: frozenset[int]) -> _Components | None:
+    count = spec[0]
+    if count not in (1, 3) or len(spec) != 1 + 3 * count:
+        return None
     comps: dict[int, tuple[int, int, int]] = {}
     for i in range(count):
-        ident, sampling, table = segment[6 + 3 * i : 9 + 3 * i]
+        ident, sampling, table = spec[1 + 3 * i : 4 + 3 * i]
         h, v = sampling >> 4, sampling & 15
         if ident in comps or h not in (1, 2) or v not in (1, 2) or table not in quant:
             return None
         if i and (h, v) != (1, 1):
             return None  # chroma sampled as finely as luma or finer: left to Pillow
         comps[ident] = (h, v, table)
-    return marker, width, height, comps
+    return tuple(comps.items())
 
 
-def _sos(segment: bytes, frame: tuple[int, int, int, dict[int, tuple[int, int, int]]], huffman: set) -> bool:
-    kind, _, _, comps = frame
+@functools.lru_cache(maxsize=256)
+def _sos(segment: bytes, kind: int, components: _Components, huffman: frozenset[tuple[int, int]]) -> bool:
+    comps = dict(components)
     if not segment:
         return False
     count = segment[0]
