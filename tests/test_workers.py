@@ -182,7 +182,7 @@ def test_an_error_in_a_task_done_here_waits_its_turn():
     workers = Workers(1, _first_slow, _setup, (0,), FORK)
     got = []
     try:
-        with pytest.raises(SourceError, match="^item 5: five$"):
+        with pytest.raises(SourceError, match=r"^item 5: five$"):
             for task in workers.ordered(iter(range(40)), 4, here):
                 got.append(task)
     finally:
