@@ -100,9 +100,7 @@ class Workers:
         error.__cause__ = RemoteTraceback(text)
         raise error
 
-    def ordered(
-        self, tasks: Iterator[Any], window: int, here: Callable[[Any], Any] | None = None
-    ) -> Iterator[Any]:
+    def ordered(self, tasks: Iterator[Any], window: int, here: Callable[[Any], Any] | None = None) -> Iterator[Any]:
         """The result of each task, in the order of `tasks`, with at most `window` tasks
         sent and not yet received: memory stays flat however many tasks there are.
 
