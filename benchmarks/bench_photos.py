@@ -8,7 +8,9 @@ Two photo sets are made once under --work (seeded): --photos photos of 200-420 p
 side and --large photos of 1024x768, JPEG quality 90, in 6 class folders. Ours is timed
 as the whole command (start-up, listing, hashing, metadata); the peers as their bare
 loop, imports not counted (each prints its own time). Peak RSS is the largest process's
-(workers included). Writes the medians, their spread and the goals of issue 55 to
+(workers included). A last contender is the floor of keep mode's input and output on
+2 cores: the photos read, hashed and written by 2 processes, with no encoding at all.
+Writes the medians, their spread and the goals of issue 55 to
 benchmarks/results/photos.md.
 """
 
@@ -63,7 +65,8 @@ print(time.perf_counter() - t)
 """
 
 # The least --image-format jpeg can do: every photo decoded (upright) and encoded again
-# at the same quality by a Pool(2) of Pillow workers, the bytes returned to the parent.
+# with the same settings as ours (quality 95, chroma kept whole: 4:4:4 at quality >= 90)
+# by a Pool(2) of Pillow workers, the bytes returned to the parent.
 REENCODE_FLOOR = """
 import io, os, sys, time
 from multiprocessing import Pool
@@ -72,7 +75,7 @@ def one(path):
     with Image.open(path) as im:
         im = ImageOps.exif_transpose(im).convert("RGB")
         buf = io.BytesIO()
-        im.save(buf, format="JPEG", quality=95)
+        im.save(buf, format="JPEG", quality=95, subsampling=0)
         return buf.getvalue()
 if __name__ == "__main__":
     src = sys.argv[1]
@@ -81,6 +84,31 @@ if __name__ == "__main__":
     with Pool(2) as pool:
         for _ in pool.imap(one, files, chunksize=16):
             pass
+    print(time.perf_counter() - t)
+"""
+
+
+# What keep mode cannot do without on 2 cores, no encoding: each of 2 processes reads
+# half the photos, hashes them (sha256) and writes them to a file of its own.
+IO_FLOOR = """
+import hashlib, os, sys, time
+from multiprocessing import Pool
+def half(job):
+    files, out = job
+    digest = hashlib.sha256()
+    with open(out, "wb", buffering=0) as sink:
+        for path in files:
+            with open(path, "rb", buffering=0) as f:
+                data = f.read()
+            digest.update(data)
+            sink.write(data)
+    return digest.hexdigest()
+if __name__ == "__main__":
+    src, out = sys.argv[1], sys.argv[2]
+    t = time.perf_counter()
+    files = sorted(os.path.join(d, f) for d, _, fs in os.walk(src) for f in fs)
+    with Pool(2) as pool:
+        pool.map(half, [(files[0::2], out + "-0"), (files[1::2], out + "-1")])
     print(time.perf_counter() - t)
 """
 
@@ -159,6 +187,7 @@ def main() -> None:
             src, out, "--workers", "2", "--image-format", "jpeg"
         ),
         "floor: Pool(2) Pillow decode + JPEG encode": lambda src, out: inner_time(REENCODE_FLOOR, src),
+        "floor: Pool(2) read + sha256 + write, no encoding": lambda src, out: inner_time(IO_FLOOR, src, out / "io"),
     }
     times: dict[tuple[str, str], list[float]] = {}
     rss: dict[tuple[str, str], list[float]] = {}

@@ -193,6 +193,25 @@ def serialize(features: Mapping[str, Any]) -> bytes:
 # A bytes value at least this long (an image) is never concatenated into its
 # feature's framing: it is one of the parts as it is, copied once, by the join.
 _LARGE = 256
+# Whole map entries of the small values that recur from record to record (a label, a
+# size, a format name), by (feature name, value); ints and short strings only, whose
+# type the key tells apart (True and 1.0 are not ints here).
+_ENTRIES: dict[tuple[str, int | str], tuple[bytes, bytes]] = {}
+_ENTRIES_MAX = 1 << 16
+_SHORT = 8
+
+
+def _entry(name: str, value: Any) -> tuple[bytes, bytes, bytes]:
+    """(sort key, the map entry up to its value's large bytes, those bytes or b"")."""
+    sort_key, key_field = _key(name)
+    if type(value) is bytes and len(value) >= _LARGE:
+        inner = b"\x0a" + _varint(len(value))
+        head, tail = b"\x0a" + _varint(len(inner) + len(value)) + inner, value
+    else:
+        head, tail = feature_bytes(name, value), b""
+    length = len(head) + len(tail)
+    entry = len(key_field) + 1 + len(_varint(length)) + length
+    return sort_key, b"\x0a" + _varint(entry) + key_field + b"\x12" + _varint(length) + head, tail
 
 
 def serialized_parts(features: Mapping[str, Any]) -> tuple[list[bytes], int]:
@@ -204,15 +223,17 @@ def serialized_parts(features: Mapping[str, Any]) -> tuple[list[bytes], int]:
     it once."""
     entries = []
     for name, value in features.items():
-        sort_key, key_field = _key(name)
-        if type(value) is bytes and len(value) >= _LARGE:
-            inner = b"\x0a" + _varint(len(value))
-            head, tail = b"\x0a" + _varint(len(inner) + len(value)) + inner, value
+        kind = type(value)
+        if (kind is int or (kind is str and len(value) <= _SHORT)) and type(name) is str:
+            cached = _ENTRIES.get((name, value))
+            if cached is None:
+                sort_key, head, _ = _entry(name, value)
+                cached = (sort_key, head)
+                if len(_ENTRIES) < _ENTRIES_MAX:
+                    _ENTRIES[name, value] = cached
+            entries.append((*cached, b""))
         else:
-            head, tail = feature_bytes(name, value), b""
-        length = len(head) + len(tail)
-        entry = len(key_field) + 1 + len(_varint(length)) + length
-        entries.append((sort_key, b"\x0a" + _varint(entry) + key_field + b"\x12" + _varint(length) + head, tail))
+            entries.append(_entry(name, value))
     entries.sort()  # names are distinct: only the sort keys are compared
     parts = [b""]
     body = 0
