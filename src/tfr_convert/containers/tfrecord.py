@@ -21,6 +21,10 @@ from .crc import masked_crc
 from .framing import FOOTER_SIZE, HEADER_SIZE, seal, u32, u64
 from .scan import count_records, read_records, scan_records
 
+# What may wait for the helper threads, in bytes: memory stays flat whether a write is
+# a batch of thumbnails or of large photos (the first write is taken whatever its size).
+QUEUED_BYTES = 12 << 20
+
 
 class _HashingFile:
     """A write-only file that keeps the sha256 of what reaches the disk.
@@ -28,8 +32,8 @@ class _HashingFile:
     Hashing and writing both release the GIL, so each runs on a helper thread of
     its own: they overlap with each other (the hash costs about twice the copy into
     the page cache) and with the framing of the next records. Each thread takes the
-    data in order from its own bounded queue. A write error surfaces at the next
-    write or at close.
+    data in order from its own queue; a write waits while QUEUED_BYTES are not yet
+    done by both. A write error surfaces at the next write or at close.
     """
 
     def __init__(self, path: str, opener: Opener | None = None) -> None:
@@ -37,8 +41,9 @@ class _HashingFile:
         self.hash = hashlib.sha256()
         self.size = 0
         self._error: OSError | None = None
-        # bounded: what waits in memory
-        self._queues: tuple[queue.Queue, queue.Queue] = (queue.Queue(maxsize=8), queue.Queue(maxsize=8))
+        self._queued = 0  # bytes written here and not yet through both threads, counted once by each
+        self._room = threading.Condition()
+        self._queues: tuple[queue.SimpleQueue, queue.SimpleQueue] = (queue.SimpleQueue(), queue.SimpleQueue())
         self._threads = [
             threading.Thread(target=self._drain, args=(q, step), daemon=True)
             for q, step in zip(self._queues, (self._hash, self._write), strict=True)
@@ -53,19 +58,29 @@ class _HashingFile:
         self._f.write(data)
         self.size += memoryview(data).nbytes
 
-    def _drain(self, source: queue.Queue, step: Callable[[Any], None]) -> None:
-        while (data := source.get()) is not None:
+    def _drain(self, source: queue.SimpleQueue, step: Callable[[Any], None]) -> None:
+        while (item := source.get()) is not None:
+            data, n = item
             if self._error is None:
                 try:
                     step(data)
                 except Exception as e:  # any failure ends the writing, and is raised in the writer
                     self._error = e if isinstance(e, OSError) else OSError(f"{type(e).__name__}: {e}")
+            del data, item  # the buffer is let go of before the room is given back
+            with self._room:
+                self._queued -= n
+                self._room.notify()
 
     def write(self, data) -> int:
         if self._error is not None:
             raise self._error
+        n = memoryview(data).nbytes
+        with self._room:
+            while self._queued and self._queued + 2 * n > 2 * QUEUED_BYTES:
+                self._room.wait()
+            self._queued += 2 * n
         for q in self._queues:
-            q.put(data)
+            q.put((data, n))
         return len(data)
 
     def flush(self) -> None:
