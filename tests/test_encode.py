@@ -49,6 +49,17 @@ def test_seal_fills_margins_exactly_as_frame(payloads):
     assert bytes(blob) == b"".join(frame(p) for p in payloads)
 
 
+def test_seal_reads_a_buffer_of_rows_as_its_bytes():
+    # a columnar batch is rows of equal records: sealed through a 2-D view of them, each
+    # payload's CRC is still over its own bytes, not over whole rows
+    payloads = [bytes([i]) * 20 for i in range(4)]
+    width = HEADER_SIZE + 20 + FOOTER_SIZE
+    rows = np.frombuffer(bytearray().join(bytes(HEADER_SIZE) + p + bytes(FOOTER_SIZE) for p in payloads), np.uint8)
+    rows = rows.copy().reshape(4, width)
+    seal(memoryview(rows), [width] * 4)
+    assert rows.tobytes() == b"".join(frame(p) for p in payloads)
+
+
 def test_mnist_batches_equal_the_per_item_path(tmp_path):
     write_mnist(tmp_path, n_train=300, n_test=20)
     converter = MnistConverter(str(tmp_path))
