@@ -28,7 +28,15 @@ import numpy as np
 from bench_images import make_images
 from common import machine, median, peak_rss_mib
 
-from tfr_convert.near_duplicates import CHUNKS, THRESHOLD, chunk_masks, chunk_radii, close_pairs, phash, popcount
+from tfr_convert.dataset.near_duplicates import (
+    CHUNKS,
+    THRESHOLD,
+    chunk_masks,
+    chunk_radii,
+    close_pairs,
+    phash,
+    popcount,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from near_copies import SIZES, planted_set

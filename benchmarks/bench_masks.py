@@ -79,7 +79,7 @@ def make_dataset(root: Path, count: int) -> tuple[Path, Path]:
     import numpy as np
     from PIL import Image
 
-    from tfr_convert import coco_rle
+    from tfr_convert.dataset import coco_rle
 
     rng = np.random.default_rng(0)
     images = root / "images"

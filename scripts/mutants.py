@@ -29,16 +29,19 @@ PYTHON = REPO / ".venv" / "bin" / "python"
 
 # name -> (module, the tests that cover it: fast ones, no TensorFlow where possible)
 TARGETS: dict[str, tuple[str, list[str]]] = {
-    "naming": ("src/tfr_convert/naming.py", ["tests/test_naming.py"]),
+    "naming": ("src/tfr_convert/dataset/naming.py", ["tests/test_naming.py"]),
     "framing": ("src/tfr_convert/containers/framing.py", ["tests/test_tfrecord.py", "tests/test_encode.py"]),
     "crc": ("src/tfr_convert/containers/crc.py", ["tests/test_tfrecord.py"]),
-    "example": ("src/tfr_convert/example.py", ["tests/test_example.py"]),
+    "example": ("src/tfr_convert/dataset/example.py", ["tests/test_example.py"]),
     "salvage": ("src/tfr_convert/containers/salvage.py", ["tests/test_salvage.py"]),
-    "coco_rle": ("src/tfr_convert/coco_rle.py", ["tests/test_hostile_masks.py", "tests/test_detection_masks.py"]),
+    "coco_rle": (
+        "src/tfr_convert/dataset/coco_rle.py",
+        ["tests/test_hostile_masks.py", "tests/test_detection_masks.py"],
+    ),
     "jpeg_check": ("src/tfr_convert/converters/jpeg_check.py", ["tests/test_jpeg_check.py"]),
     "png_check": ("src/tfr_convert/converters/png_check.py", ["tests/test_png_check.py"]),
-    "splits": ("src/tfr_convert/splits.py", ["tests/test_shards_splits.py"]),
-    "shards": ("src/tfr_convert/shards.py", ["tests/test_shards_splits.py"]),
+    "splits": ("src/tfr_convert/dataset/splits.py", ["tests/test_shards_splits.py"]),
+    "shards": ("src/tfr_convert/output/shards.py", ["tests/test_shards_splits.py"]),
 }
 
 # (module name, the mutated line as it reads, stripped, operator) -> why the mutant cannot

@@ -45,7 +45,12 @@ def modules_imported(folder: str) -> set[str]:
 def test_no_converter_imports_framing_containers_or_the_encoder():
     """The records converter reads containers, its source, through their interface: only
     `tfr_convert.containers` itself, and only there."""
-    banned = ("tfr_convert.containers", "tfr_convert.encode", "tfr_convert.shards", "tfr_convert.pipeline")
+    banned = (
+        "tfr_convert.containers",
+        "tfr_convert.engine.encode",
+        "tfr_convert.output.shards",
+        "tfr_convert.engine.local",
+    )
     for path in (PACKAGE / "converters").rglob("*.py"):
         imported = {m for m, _ in imports(path)} | {f"{m}.{name}" for m, names in imports(path) for name in names}
         allowed = {"tfr_convert.containers"} if path.name == "records.py" else set()
@@ -56,18 +61,54 @@ def test_inspect_imports_no_converter():
     assert not {m for m in modules_imported("inspect") if m.startswith("tfr_convert.converters")}
 
 
-def test_no_layer_imports_upward():
-    engine_and_cli = ("tfr_convert.pipeline", "tfr_convert.beam_engine", "tfr_convert.cli")
-    for folder in ("converters", "containers", "inspect"):
-        assert not {m for m in modules_imported(folder) if m.startswith(engine_and_cli)}, folder
-    for module in ("pipeline.py", "shards.py", "encode.py", "metadata.py", "loader.py", "outdir.py", "output.py",
-                   "journal.py"):  # fmt: skip
-        imported = {m for m, _ in imports(PACKAGE / module)}
-        assert not {m for m in imported if m.startswith(("tfr_convert.inspect", "tfr_convert.cli"))}, module
-    # The output directory and its journal are driven by the engines, never the other way round.
-    for module in ("shards.py", "encode.py", "metadata.py", "outdir.py", "output.py", "journal.py"):
-        imported = {m for m, _ in imports(PACKAGE / module)}
-        assert not {m for m in imported if m.startswith(engine_and_cli)}, module
+# The packages (and the few modules) directly under tfr_convert, lowest layer first: each
+# imports only what comes before it, lazily or not, so the folders draw the data flow.
+LAYERS = [
+    "errors", "optional", "skips",  # shared by every layer
+    "storage",  # files wherever they are
+    "containers",  # record framing in files
+    "dataset",  # names, features, the Example codec, a dataset read back
+    "converters",  # sources: items -> features
+    "output",  # shards cut and written, committed, journaled, described
+    "engine",  # what drives a run: encode, local cores or Beam, resume
+    "inspect",  # reads any dataset without knowing a converter
+    "export",  # the way back out
+    "cli",  # the commands
+]  # fmt: skip
+
+
+def _layer_of(path: Path) -> str:
+    return path.relative_to(PACKAGE).parts[0].removesuffix(".py")
+
+
+def _layers_imported(path: Path) -> set[str]:
+    found = set()
+    for module, names in imports(path):
+        parts = module.split(".")
+        if parts[0] != "tfr_convert":
+            continue
+        found |= {parts[1]} if len(parts) > 1 else {n for n in names if n in LAYERS}
+    return found
+
+
+def test_at_most_ten_modules_sit_at_the_top():
+    top = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(top) <= 10, top
+    assert {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()} <= set(LAYERS)
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_layer_imports_a_layer_above_it(path):
+    layer = _layer_of(path)
+    if layer == "__init__":
+        return  # the public API may reach any layer
+    above = set(LAYERS[LAYERS.index(layer) + 1 :])
+    assert not _layers_imported(path) & above, path
+
+
+def test_the_output_is_driven_by_the_engines_never_the_other_way_round():
+    for path in (PACKAGE / "output").rglob("*.py"):
+        assert not {m for m, _ in imports(path) if m.startswith(("tfr_convert.engine", "tfr_convert.cli"))}, path
 
 
 @pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE)))
@@ -82,17 +123,18 @@ def test_no_private_name_is_imported_across_modules(path):
     assert private == []
 
 
-WRITERS = ("tfr_convert.shards", "tfr_convert.outdir", "tfr_convert.output", "tfr_convert.remote_out", "tfr_convert.uploads",
-           "tfr_convert.remote_lock", "tfr_convert.journal", "tfr_convert.metadata", "tfr_convert.encode",
-           "tfr_convert.pipeline", "tfr_convert.beam_engine")  # fmt: skip
+WRITERS = ("tfr_convert.output.shards", "tfr_convert.output.local", "tfr_convert.output.opening", "tfr_convert.output.remote", "tfr_convert.output.uploads",
+           "tfr_convert.output.remote_lock", "tfr_convert.output.journal", "tfr_convert.output.metadata", "tfr_convert.engine.encode",
+           "tfr_convert.engine.local", "tfr_convert.engine.beam")  # fmt: skip
 
 
 def test_readers_never_import_the_writers():
     """What reads a dataset (the inspector, the loader, the metadata reader) shares only
-    naming.py and containers/ with what writes one."""
+    dataset/ and containers/ with what writes one."""
     readers = modules_imported("inspect")
-    for module in ("dataset_dir.py", "loader.py"):
-        readers |= {m for m, _ in imports(PACKAGE / module)}
+    for module in ("dataset/dataset_dir.py", "dataset/loader.py"):
+        found = imports(PACKAGE / module)
+        readers |= {m for m, _ in found} | {f"{m}.{name}" for m, names in found for name in names}
     assert not {m for m in readers if m.startswith(WRITERS)}
 
 
@@ -129,12 +171,12 @@ def test_converters_never_import_sibling_converters():
 
 def test_the_writers_parts_do_not_import_each_other_in_a_cycle():
     """shards (the cutter and split writer) knows nothing of the output or the journal."""
-    imported = {m for m, _ in imports(PACKAGE / "shards.py")}
-    assert not {m for m in imported if m.startswith(("tfr_convert.outdir", "tfr_convert.journal"))}
+    imported = {m for m, _ in imports(PACKAGE / "output" / "shards.py")}
+    assert not {m for m in imported if m.startswith(("tfr_convert.output.local", "tfr_convert.output.journal"))}
 
 
 def test_the_beam_engine_shares_the_engine_core_not_the_local_loop():
-    assert not {m for m, _ in imports(PACKAGE / "beam_engine.py") if m.startswith("tfr_convert.pipeline")}
+    assert not {m for m, _ in imports(PACKAGE / "engine" / "beam.py") if m.startswith("tfr_convert.engine.local")}
 
 
 def test_the_commands_import_their_converters_only_when_run():

@@ -14,8 +14,8 @@ from helpers import final_files
 
 import tfr_convert
 from tfr_convert.containers.scan import read_records
-from tfr_convert.example import parse
-from tfr_convert.naming import ShardName
+from tfr_convert.dataset.example import parse
+from tfr_convert.dataset.naming import ShardName
 
 array_record_module = pytest.importorskip("array_record.python.array_record_module")
 SCRIPTS = Path(sys.executable).parent

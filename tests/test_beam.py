@@ -16,8 +16,8 @@ import tensorflow_datasets as tfds
 from helpers import FailingMnist, final_files
 from PIL import Image
 
+from tfr_convert.dataset.naming import ShardName
 from tfr_convert.errors import FeatureError, MissingExtra, OptionError, RecordError, SourceError, TfrConvertError
-from tfr_convert.naming import ShardName
 
 pytest.importorskip("apache_beam")
 
@@ -150,8 +150,9 @@ def test_download_into_a_remote_src_is_a_usage_error(cli, tmp_path):
                                         lambda: OptionError("--label-column 'x' is not a column"),
                                         lambda: MissingExtra("needs TensorFlow: pip install 'tfr-convert[tf]'")])  # fmt: skip
 def test_every_library_error_reaches_the_launcher_as_the_local_engines_message(mnist_src, tmp_path, make_error):
-    from tfr_convert import beam_engine, pipeline
-    from tfr_convert import engine as engines
+    from tfr_convert.engine import beam as beam_engine
+    from tfr_convert.engine import core as engines
+    from tfr_convert.engine import local as pipeline
 
     src, _ = mnist_src
     messages, codes, raised = [], [], []

@@ -15,9 +15,9 @@ from helpers import write_mnist
 from PIL import Image
 
 from tfr_convert.converters.images import ImagesConverter, ImagesOptions
+from tfr_convert.engine.local import run
+from tfr_convert.engine.run_options import RunOptions
 from tfr_convert.errors import SourceError
-from tfr_convert.pipeline import run
-from tfr_convert.run_options import RunOptions
 
 
 def _images(root: Path, n: int = 4, size: int = 8) -> Path:

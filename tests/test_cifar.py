@@ -16,7 +16,7 @@ from helpers import final_files, write_cifar, write_cifar_binary
 
 import py2pickle
 from tfr_convert.converters.safe_pickle import UnsafePickleError, safe_load
-from tfr_convert.naming import ShardName
+from tfr_convert.dataset.naming import ShardName
 
 
 def shards_of(out: Path, split: str) -> list[str]:

@@ -225,7 +225,7 @@ def test_a_repair_run_killed_at_its_commit_then_resumed_leaves_the_whole_dataset
 def test_recovery_tells_an_unswapped_commit_by_the_trees_inode_not_by_the_manifest(cli, mnist, tmp_path):
     """Killed after the commit's marker was written and before the swap, with the damaged old
     dataset's manifest equal to the new one: the new build is kept (for --resume), DIR untouched."""
-    from tfr_convert.outdir import OutputDir
+    from tfr_convert.output.local import OutputDir
 
     args = ["mnist", mnist, "--examples-per-shard", "5"]
     out = tmp_path / "out"

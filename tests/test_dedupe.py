@@ -12,7 +12,7 @@ from PIL import Image, ImageEnhance
 
 from near_copies import jpeg, picture, planted_set
 from tfr_convert.converters.grouping import duplicate_pairs, group_keys
-from tfr_convert.near_duplicates import (
+from tfr_convert.dataset.near_duplicates import (
     MAX_THRESHOLD,
     THRESHOLD,
     chunk_radii,

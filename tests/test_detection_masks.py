@@ -16,7 +16,7 @@ from PIL import Image
 from pycocotools import mask as coco_mask
 
 from test_detection import OD_API_KEYS, write_images, write_voc
-from tfr_convert import coco_rle
+from tfr_convert.dataset import coco_rle
 
 # The API's decoder keys for what this adds (TfExampleDecoder with PNG instance masks and
 # num_keypoints): masks as PNG strings, keypoints as flat lists.

@@ -14,11 +14,11 @@ from tfr_convert.containers.framing import FOOTER_SIZE, HEADER_SIZE, frame, seal
 from tfr_convert.converters.base import Columns, Group, PublishedOptions
 from tfr_convert.converters.cifar import CifarConverter
 from tfr_convert.converters.mnist import MnistConverter
-from tfr_convert.encode import encode_columns, encode_items, uniform_rows
-from tfr_convert.engine import encode_sealed
+from tfr_convert.dataset.example import serialize
+from tfr_convert.dataset.features import FeatureSpec
+from tfr_convert.engine.core import encode_sealed
+from tfr_convert.engine.encode import encode_columns, encode_items, uniform_rows
 from tfr_convert.errors import FeatureError, RecordError, SourceError
-from tfr_convert.example import serialize
-from tfr_convert.features import FeatureSpec
 
 
 def per_item(converter, items) -> bytes:

@@ -10,8 +10,8 @@ import tensorflow as tf
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tfr_convert.dataset.example import ExampleDecodeError, outline, parse, serialize, serialized_parts
 from tfr_convert.errors import FeatureError
-from tfr_convert.example import ExampleDecodeError, outline, parse, serialize, serialized_parts
 
 INT64 = st.integers(-(2**63), 2**63 - 1)
 FLOAT32 = st.floats(width=32, allow_nan=False)

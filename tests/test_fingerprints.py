@@ -8,8 +8,8 @@ import os
 import pytest
 
 from tfr_convert.errors import OutputError
-from tfr_convert.fingerprints import InputFiles, stat_local
-from tfr_convert.journal import Journal
+from tfr_convert.output.journal import Journal
+from tfr_convert.storage.fingerprints import InputFiles, stat_local
 
 
 def serial(fill, n):

@@ -20,7 +20,7 @@ import pytest
 from pycocotools import mask as coco_mask
 
 from test_detection_masks import coco_case
-from tfr_convert import coco_rle
+from tfr_convert.dataset import coco_rle
 
 SCRIPTS = Path(sys.executable).parent
 MEMORY_LIMIT = 3 << 30  # the command's whole address space: numpy, Pillow and the workers fit well in it
@@ -89,7 +89,7 @@ def test_a_polygon_of_thousands_of_long_edges_is_drawn_in_bounded_memory_as_pyco
     script = (
         "import resource, sys, json, numpy as np\n"
         f"resource.setrlimit(resource.RLIMIT_AS, ({MEMORY_LIMIT}, {MEMORY_LIMIT}))\n"
-        "from tfr_convert import coco_rle\n"
+        "from tfr_convert.dataset import coco_rle\n"
         f"mask = coco_rle.decode(json.load(open(sys.argv[1])), {h}, {w})\n"
         "np.save(sys.argv[2], mask)\n"
     )

@@ -14,8 +14,8 @@ from helpers import final_files, png_header_only
 from PIL import Image
 
 from tfr_convert.containers.scan import read_records
-from tfr_convert.example import parse
-from tfr_convert.naming import ShardName
+from tfr_convert.dataset.example import parse
+from tfr_convert.dataset.naming import ShardName
 
 RNG = np.random.default_rng(7)
 
@@ -589,8 +589,9 @@ def test_skip_mode_leaves_out_bad_rows_and_lists_them(cli, tmp_path):
 
 
 def test_keep_mode_chunks_follow_the_file_size_and_never_change_the_output(tmp_path):
-    from tfr_convert import pipeline, run_options
     from tfr_convert.converters.images import ImagesConverter
+    from tfr_convert.engine import local as pipeline
+    from tfr_convert.engine import run_options
 
     root = tmp_path / "tiny"
     for i in range(300):

@@ -10,8 +10,8 @@ from PIL import Image
 
 import tfr_convert
 from tfr_convert.containers.scan import read_records
+from tfr_convert.dataset.example import parse
 from tfr_convert.errors import SourceError
-from tfr_convert.example import parse
 
 
 def convert(cli, *args) -> None:

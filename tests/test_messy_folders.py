@@ -18,8 +18,8 @@ from PIL import Image
 
 from tfr_convert.containers.scan import read_records
 from tfr_convert.converters.folders import folder_runs, list_files
+from tfr_convert.dataset.example import parse
 from tfr_convert.errors import SourceError
-from tfr_convert.example import parse
 from tfr_convert.inspect.grid import caption
 
 SCRIPTS = Path(sys.executable).parent
@@ -341,7 +341,7 @@ def _messy_tree(root: Path) -> Path:
 
 
 def _forked(parts: int):
-    from tfr_convert.workers import in_forks
+    from tfr_convert.engine.workers import in_forks
 
     return lambda fill, n: in_forks(fill, n, min(parts, n))
 

@@ -14,7 +14,7 @@ from helpers import final_files, write_mnist
 
 from tfr_convert.containers.scan import read_records
 from tfr_convert.converters.idx import FILES, IMAGES_MAGIC, idx_bytes, parse_idx
-from tfr_convert.naming import ShardName
+from tfr_convert.dataset.naming import ShardName
 
 
 def tutorial_reader(files: list[str]) -> list[tuple[bytes, int]]:
@@ -297,9 +297,9 @@ def test_images_set_inflating_before_the_converter_give_the_same_shards(mnist_sr
     # the converter reading the folder itself is the simple path it is held to
     from tfr_convert.converters.idx import start_images
     from tfr_convert.converters.mnist import MnistConverter
-    from tfr_convert.pipeline import run
-    from tfr_convert.run_options import RunOptions
-    from tfr_convert.shards import ShardPolicy
+    from tfr_convert.engine.local import run
+    from tfr_convert.engine.run_options import RunOptions
+    from tfr_convert.output.shards import ShardPolicy
 
     src, _ = mnist_src
     shards = []
@@ -327,8 +327,8 @@ def test_idx_reading_and_run_options_import_no_numpy():
     import sys
 
     code = (
-        "import sys; import tfr_convert.converters.idx, tfr_convert.run_options; "
-        "print(sorted(m for m in ('numpy', 'tfr_convert.engine') if m in sys.modules))"
+        "import sys; import tfr_convert.converters.idx, tfr_convert.engine.run_options; "
+        "print(sorted(m for m in ('numpy', 'tfr_convert.engine.core') if m in sys.modules))"
     )
     found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert found.stdout.strip() == "[]"

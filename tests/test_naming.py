@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tfr_convert.errors import SourceError
-from tfr_convert.naming import (
+from tfr_convert.dataset.naming import (
     NAME_MAX,
     RELATIVE_MAX,
     ShardName,
@@ -16,6 +15,7 @@ from tfr_convert.naming import (
     component_problem,
     lines_file,
 )
+from tfr_convert.errors import SourceError
 
 
 @pytest.mark.parametrize(

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from tfr_convert.containers import of_file
-from tfr_convert.example import serialize
-from tfr_convert.features import FeatureSpec
-from tfr_convert.record_schema import NoSchema, infer_schema
+from tfr_convert.dataset.example import serialize
+from tfr_convert.dataset.features import FeatureSpec
+from tfr_convert.dataset.record_schema import NoSchema, infer_schema
 
 
 def payloads(directory: Path, split: str | None = None) -> list[bytes]:

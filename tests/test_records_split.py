@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 from test_records import payloads, write_tfrecord
-from tfr_convert.example import parse, serialize
+from tfr_convert.dataset.example import parse, serialize
 
 
 def records(n: int) -> list[bytes]:

@@ -342,7 +342,7 @@ def test_segmentation_masks_give_pixel_shares_per_class_in_stats_and_the_report(
     assert 'aria-label="segmentation_mask: share of pixels"' in page
     assert f"pixels: 255: {pixels[255]} ({pixels[255] / sum(pixels.values()):.1%})" in page
     # the pictures carry their masks: each class tinted in its colour, the ignored pixels (255) untouched
-    from tfr_convert.example import parse
+    from tfr_convert.dataset.example import parse
     from tfr_convert.inspect.grid import Pictures
     from tfr_convert.inspect.masks import ALPHA, COLOURS
 

@@ -9,15 +9,15 @@ from collections import Counter
 
 import pytest
 
-from tfr_convert.dataset_dir import DatasetDir
+from tfr_convert.dataset.dataset_dir import DatasetDir
+from tfr_convert.dataset.features import FeatureSpec
+from tfr_convert.dataset.naming import INFO, MANIFEST
+from tfr_convert.dataset.splits import SplitSpec, assign_by_ratio, assign_groups_by_ratio, split_by_ratio
 from tfr_convert.errors import OutputError, SourceError
-from tfr_convert.features import FeatureSpec
-from tfr_convert.journal import Journal, ShardEntry, Tally, replay
-from tfr_convert.metadata import metadata_files, supervised_keys
-from tfr_convert.naming import INFO, MANIFEST
-from tfr_convert.shards import Checkpoint, ShardFile, SplitResult
+from tfr_convert.output.journal import Journal, ShardEntry, Tally, replay
+from tfr_convert.output.metadata import metadata_files, supervised_keys
+from tfr_convert.output.shards import Checkpoint, ShardFile, SplitResult
 from tfr_convert.skips import LISTED, Skips, kind_of
-from tfr_convert.splits import SplitSpec, assign_by_ratio, assign_groups_by_ratio, split_by_ratio
 
 # ---------------------------------------------------------------- journal
 

@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 
 from tfr_convert.containers import get as container
 from tfr_convert.containers.framing import frame
+from tfr_convert.dataset.naming import ShardName
+from tfr_convert.dataset.splits import assign, carve, rank_order, seeded_order
 from tfr_convert.errors import OutputError, SourceError
-from tfr_convert.naming import ShardName
-from tfr_convert.outdir import OutputDir
-from tfr_convert.shards import ShardPolicy, SplitWriter
-from tfr_convert.splits import assign, carve, rank_order, seeded_order
+from tfr_convert.output.local import OutputDir
+from tfr_convert.output.shards import ShardPolicy, SplitWriter
 
 
 def test_shard_name_formats_and_parses():
@@ -196,8 +196,8 @@ class Bare(Converter):
 _PLAN_NUMBERS = (
     _BARE
     + """
-from tfr_convert.engine import RANKS_PER_PROCESS, plan_splits
-from tfr_convert.run_options import RunOptions
+from tfr_convert.engine.core import RANKS_PER_PROCESS, plan_splits
+from tfr_convert.engine.run_options import RunOptions
 
 class Numbers(Bare):
     # n items in train and a few in test, keyed by their number; a process other than
@@ -227,8 +227,8 @@ print(json.dumps({"plan": plan, "n": n, "elsewhere": len(list(marks.iterdir()))}
 _PLAN_DIGEST = (
     _BARE
     + """
-from tfr_convert.run_options import RunOptions
-from tfr_convert.resume import DIGEST_ITEMS_PER_PROCESS, run_identity
+from tfr_convert.engine.run_options import RunOptions
+from tfr_convert.engine.resume import DIGEST_ITEMS_PER_PROCESS, run_identity
 
 class Num(int):
     # marshal refuses a subclass, so a block of these is hashed through repr, which here
@@ -293,7 +293,7 @@ def test_a_large_split_is_planned_the_same_with_its_ranks_computed_in_forked_pro
 def test_grouped_and_stratified_splits_keep_each_class_in_proportion_where_groups_allow(seed):
     from collections import Counter
 
-    from tfr_convert.splits import SplitSpec, split_by_ratio
+    from tfr_convert.dataset.splits import SplitSpec, split_by_ratio
 
     # 200 items in 50 groups of 4, each group of one class, classes 0 and 1 in halves:
     # 0.8 / 0.2 of each class is 20 / 5 whole groups, so the counts can be exact
@@ -314,7 +314,7 @@ def test_grouped_and_stratified_splits_stay_within_a_group_of_the_target_when_gr
     import random
     from collections import Counter
 
-    from tfr_convert.splits import SplitSpec, split_by_ratio
+    from tfr_convert.dataset.splits import SplitSpec, split_by_ratio
 
     # groups of 1 to 6 items, each of one class (three classes, unevenly common): each
     # class's split is within its largest group of the exact share (the documented

@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from tfr_convert import fs, stores
 from tfr_convert.errors import OptionError
+from tfr_convert.storage import fs, stores
 
 pytest.importorskip("fsspec")
 
@@ -62,7 +62,7 @@ def test_a_memory_tree_is_walked_from_one_listing_with_implied_folders():
 
 
 def test_background_uploads_land_whole_and_a_failed_one_is_raised():
-    from tfr_convert.uploads import Uploads
+    from tfr_convert.output.uploads import Uploads
 
     uploads = Uploads(pending=2)
     root = f"memory://uploads-{os.getpid()}"
@@ -80,8 +80,8 @@ def test_background_uploads_land_whole_and_a_failed_one_is_raised():
 
 
 def test_a_remote_journal_is_written_in_order_behind_the_run_and_read_up_to_a_gap():
-    from tfr_convert.journal import Journal, ShardEntry, Tally
-    from tfr_convert.shards import Checkpoint
+    from tfr_convert.output.journal import Journal, ShardEntry, Tally
+    from tfr_convert.output.shards import Checkpoint
 
     root = f"memory://journal-{os.getpid()}"
     journal = Journal(root)
@@ -98,7 +98,7 @@ def test_a_remote_journal_is_written_in_order_behind_the_run_and_read_up_to_a_ga
 
 
 def test_a_lock_held_by_a_dead_process_here_is_stale_and_a_live_ones_is_not(tmp_path):
-    from tfr_convert.remote_lock import RemoteLock
+    from tfr_convert.output.remote_lock import RemoteLock
 
     lock = RemoteLock("memory://locks/lock")
     alive = dict(lock.me, run="other")
@@ -115,7 +115,7 @@ def test_a_lock_held_by_a_dead_process_here_is_stale_and_a_live_ones_is_not(tmp_
 
 def test_only_one_of_two_takes_a_memory_lock_and_release_frees_it():
     from tfr_convert.errors import OutputError
-    from tfr_convert.remote_lock import RemoteLock
+    from tfr_convert.output.remote_lock import RemoteLock
 
     first, second = RemoteLock("memory://held/lock"), RemoteLock("memory://held/lock")
     first.acquire("memory://held")

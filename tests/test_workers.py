@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tfr_convert.engine.workers import PIPE_BYTES, RemoteTraceback, Workers, in_forks
 from tfr_convert.errors import SourceError, WorkerLost
-from tfr_convert.workers import PIPE_BYTES, RemoteTraceback, Workers, in_forks
 
 FORK = multiprocessing.get_context("fork")
 _state: dict[str, int] = {}

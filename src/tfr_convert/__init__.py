@@ -6,10 +6,10 @@ __version__ = "0.1.0"
 
 
 def load(directory: str, split: str = "train", **kwargs):
-    """A `tf.data.Dataset` of a converted dataset's split (see tfr_convert.loader.load).
+    """A `tf.data.Dataset` of a converted dataset's split (see tfr_convert.dataset.loader.load).
 
     TensorFlow is imported when this is called, not when tfr_convert is imported.
     """
-    from .loader import load as _load
+    from .dataset.loader import load as _load
 
     return _load(directory, split, **kwargs)

@@ -97,14 +97,14 @@ def export(
     glob, local or remote. The schema is inferred from the records; a damaged record is
     exit 1 naming its file and offset, and nothing is left under a final name.
     """
-    from .. import fs
+    from ..engine.run_options import default_workers
+    from ..engine.workers import can_fork
     from ..errors import OptionError, OutputError
     from ..export import boxes, images, parquet
     from ..export.engine import ExportOptions
     from ..export.source import ExportSource
-    from ..run_options import default_workers
     from ..skips import Skips, skipped_fields
-    from ..workers import can_fork
+    from ..storage import fs
 
     if target != "images" and layout:
         raise OptionError("--layout is for --to images")

@@ -14,7 +14,7 @@ from .types import ByteSize, DatasetName, LocalOrRemotePath, Split, StorageOptio
 
 def configure_storage(ctx: click.Context, param: click.Parameter, value: dict[str, Any] | None) -> None:
     if value is not None:
-        from ..stores import configure
+        from ..storage.stores import configure
 
         configure(value)  # in the environment: worker processes (and Beam's) inherit it
 
@@ -140,9 +140,9 @@ def run_options(
     on_error="fail",
 ):
     """RunOptions from the common options; checked before any input is read."""
+    from ..engine.run_options import RunOptions, default_workers
     from ..errors import OptionError
-    from ..run_options import RunOptions, default_workers
-    from ..shards import ShardPolicy
+    from ..output.shards import ShardPolicy
 
     try:
         policy = ShardPolicy(num_shards, examples_per_shard, shard_size)
@@ -207,7 +207,7 @@ def source_of(src, download, variant, default_variant, mirror, cache_dir):
 
     if not download and src is None:
         raise click.UsageError("give SRC, or --download")
-    from .. import fs
+    from ..storage import fs
 
     if download and src is not None and fs.is_remote(src):
         raise click.UsageError("with --download, SRC is where the files are saved: it must be a local folder")
@@ -217,7 +217,7 @@ def source_of(src, download, variant, default_variant, mirror, cache_dir):
     def source() -> str:
         if not download:
             return fs.stage(src)
-        from ..download import default_cache_dir, fetch
+        from ..storage.download import default_cache_dir, fetch
 
         dataset = variant or default_variant
         dest = src or os.path.join(cache_dir or default_cache_dir(), dataset)

@@ -35,11 +35,11 @@ def run_conversion(
     import time
     from contextlib import nullcontext
 
-    from ..output import claimed
+    from ..output.opening import claimed
 
     options = run_options(**common)
     if engine == "beam":
-        from .. import beam_engine
+        from ..engine import beam as beam_engine
 
         if not beam_engine.available():
             raise click.UsageError(beam_engine.INSTALL_HINT)
@@ -82,7 +82,7 @@ def run_conversion(
 def _local_run(converter, options, progress, lock):
     # the engine is imported once the converter is made: a converter that loads its
     # sources on a thread (inflating, hashing) has it going meanwhile
-    from ..pipeline import run
+    from ..engine.local import run
 
     return run(converter, options, progress=progress, lock=lock)
 
@@ -99,8 +99,9 @@ def _silence_stdout() -> None:
 
 def _report(summary, quiet: bool, as_json: bool) -> None:
     """The warnings and skips on stderr, the one-line summary (or --json) on stdout."""
-    from .. import fs, order_quality
+    from ..dataset import order_quality
     from ..inspect.summary import counted, human_bytes
+    from ..storage import fs
 
     if not quiet:
         for warning in summary.warnings:
@@ -136,7 +137,7 @@ def _report(summary, quiet: bool, as_json: bool) -> None:
 
 
 def _print_plan(converter, options, quiet: bool, as_json: bool) -> None:
-    from ..engine import dry_run
+    from ..engine.core import dry_run
     from ..inspect.summary import counted, human_bytes
 
     plan = dry_run(converter, options)

@@ -31,7 +31,7 @@ class LocalOrRemotePath(click.Path):
     and checked when it is opened (through fsspec, which only then is imported)."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        from ..fs import is_remote
+        from ..storage.fs import is_remote
 
         if is_remote(str(value)):
             return str(value)
@@ -62,7 +62,7 @@ class StorageOptions(click.ParamType):
     name = "JSON"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> dict[str, Any]:
-        from ..stores import parse_options
+        from ..storage.stores import parse_options
 
         if isinstance(value, dict):
             return value
@@ -89,7 +89,7 @@ class Split(click.ParamType):
     name = "split"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
-        from ..splits import SplitSpec
+        from ..dataset.splits import SplitSpec
 
         try:
             return SplitSpec.parse(str(value))

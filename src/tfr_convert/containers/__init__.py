@@ -31,7 +31,7 @@ def get(name: str) -> Container:
 
 def of_file(path: str) -> Container:
     """The container of a file, from its first bytes; SourceError if none is."""
-    from .. import fs
+    from ..storage import fs
 
     with fs.open_input(path) as f:
         head = f.read(16)

@@ -17,9 +17,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from .. import fs
 from ..errors import MissingExtra, RecordError, TfrConvertError
-from ..streams import HashingReader
+from ..storage import fs
+from ..storage.streams import HashingReader
 from .base import MAX_RECORD_BYTES, Container, Opener, Problem, Record, ShardFileWriter
 
 WRITER_OPTIONS = {"none": "group_size:1,uncompressed", "zstd": "group_size:1,zstd:3"}

@@ -34,7 +34,7 @@ from typing import BinaryIO
 
 import numpy as np
 
-from .. import fs
+from ..storage import fs
 from .base import MAX_RECORD_BYTES, Loss, Record
 from .compression import detect_compression
 from .crc import crc32c, unmask

@@ -18,8 +18,8 @@ import zlib
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from .. import fs
 from ..errors import RecordError
+from ..storage import fs
 from .base import MAX_RECORD_BYTES, Problem, Record
 from .compression import detect_compression, open_reader
 from .crc import crc32c, masked_crc, unmask

@@ -13,8 +13,8 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .. import fs
-from ..streams import HashingReader
+from ..storage import fs
+from ..storage.streams import HashingReader
 from .base import MAX_RECORD_BYTES, Container, Opener, Problem, Record, ShardFileWriter
 from .compression import COMPRESSIONS, detect_compression, open_compressed_writer
 from .crc import masked_crc

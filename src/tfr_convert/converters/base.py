@@ -18,8 +18,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..dataset.features import FeatureSpec
 from ..errors import OptionError, SourceError
-from ..features import FeatureSpec
 from ..skips import Skips
 
 if TYPE_CHECKING:

@@ -22,20 +22,11 @@ from typing import Any, BinaryIO, TypeVar
 
 import numpy as np
 
+from ..dataset.features import FeatureSpec
 from ..errors import SourceError, shown
-from ..features import FeatureSpec
-from ..streams import HashingReader
+from ..storage.streams import HashingReader
 from .base import CATALOG_VERSIONS, Background, Columns, Converter, Group, PublishedOptions
-from .cifar_files import (
-    LAYOUTS,
-    LabelKind,
-    Layout,
-    Member,
-    detect,
-    list_folder,
-    locate,
-    read_archive,
-)
+from .cifar_files import LAYOUTS, LabelKind, Layout, Member, detect, list_folder, locate, read_archive
 from .imaging import encode_png
 from .png import encode_pngs
 from .safe_pickle import UnsafePickleError, safe_load

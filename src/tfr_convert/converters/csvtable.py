@@ -18,8 +18,8 @@ import math
 import re
 from dataclasses import dataclass
 
-from .. import fs
 from ..errors import SourceError
+from ..storage import fs
 
 _INT = re.compile(r"[+-]?\d+")
 _FLOAT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")

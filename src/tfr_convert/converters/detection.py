@@ -24,12 +24,12 @@ from typing import Any
 
 import numpy as np
 
-from .. import fs
+from ..dataset.features import FeatureSpec
+from ..dataset.naming import KEYPOINTS
+from ..dataset.splits import SplitSpec, split_by_ratio
 from ..errors import OptionError, SourceError
-from ..features import FeatureSpec
-from ..naming import KEYPOINTS
 from ..skips import Skips
-from ..splits import SplitSpec, split_by_ratio
+from ..storage import fs
 from . import box_formats
 from .base import Converter, fingerprint
 from .box_formats import Box, ImageBoxes

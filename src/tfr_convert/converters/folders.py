@@ -15,8 +15,8 @@ import re
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from .. import fs
-from ..naming import INFO, MANIFEST
+from ..dataset.naming import INFO, MANIFEST
+from ..storage import fs
 
 _JUNK_FILES = {"thumbs.db", "desktop.ini"}  # OS litter that lives in image folders
 _AFTER_SEP = chr(ord(os.sep) + 1)  # sorts right after the separator: "F0" > every "F/..."

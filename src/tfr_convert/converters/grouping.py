@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from .. import near_duplicates
+from ..dataset import near_duplicates
 
 DEDUPE_MODES = ("exact", "near", "drop")
 

@@ -25,11 +25,11 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import fs
+from ..dataset.features import FeatureSpec
+from ..dataset.splits import SplitSpec, split_by_ratio
 from ..errors import OptionError, SourceError
-from ..features import FeatureSpec
 from ..skips import Skips
-from ..splits import SplitSpec, split_by_ratio
+from ..storage import fs
 from .base import Converter
 from .folders import IMAGE_SUFFIXES, FileItems, ImageFolder, InParts, dataset_name, folder_runs, named
 from .grouping import plan_groups

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..dataset.imageformat import sniff_format
 from ..errors import SourceError
-from ..imageformat import sniff_format
 from .jpeg_check import plain_jpeg
 from .png_check import plain_png
 

@@ -9,9 +9,10 @@ import json
 
 import numpy as np
 
-from .. import coco_rle, fs
+from ..dataset import coco_rle
+from ..dataset.features import FeatureSpec
 from ..errors import SourceError
-from ..features import FeatureSpec
+from ..storage import fs
 from .box_formats import Box
 from .imaging import open_image
 

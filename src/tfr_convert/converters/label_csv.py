@@ -15,9 +15,9 @@ import os
 import re
 from collections.abc import Callable
 
-from .. import fs
+from ..dataset.splits import SPLIT_NAME
 from ..errors import OptionError, SourceError
-from ..splits import SPLIT_NAME
+from ..storage import fs
 from . import csvtable
 from .folders import IMAGE_SUFFIXES, ImageFolder, named
 

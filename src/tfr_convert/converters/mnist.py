@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from ..dataset.features import FeatureSpec
 from ..errors import SourceError
-from ..features import FeatureSpec
 from .base import CATALOG_VERSIONS, Background, Columns, Converter, Group, PublishedOptions, fingerprint
 from .idx import FILES, IMAGES_MAGIC, LABELS_MAGIC, SPLITS, ImageFiles, find_source, idx_dims, parse_idx, read_file
 from .imaging import encode_png
@@ -120,7 +120,7 @@ class MnistConverter(Converter):
 
     def _detect_variant(self) -> str:
         """A known variant when every source file matches its published checksum, else mnist."""
-        from ..download import files_of
+        from ..storage.download import files_of
 
         ours = {s["file"]: s["sha256"] for s in self._sources}
         for variant in VARIANTS:

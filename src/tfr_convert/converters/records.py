@@ -28,15 +28,16 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
-from .. import containers, fs
-from ..dataset_dir import DatasetDir
+from .. import containers
+from ..dataset.dataset_dir import DatasetDir
+from ..dataset.example import ExampleDecodeError, outline, values_of
+from ..dataset.features import FeatureSpec
+from ..dataset.naming import ShardName
+from ..dataset.record_schema import SAMPLE, NoSchema, infer_schema
+from ..dataset.splits import SPLIT_NAME, SPLIT_ORDER, SplitSpec, split_by_ratio
 from ..errors import OptionError, OutputError, RecordError, SourceError
-from ..example import ExampleDecodeError, outline, values_of
-from ..features import FeatureSpec
-from ..naming import ShardName
-from ..record_schema import SAMPLE, NoSchema, infer_schema
 from ..skips import Skips
-from ..splits import SPLIT_NAME, SPLIT_ORDER, SplitSpec, split_by_ratio
+from ..storage import fs
 from .base import Converter
 
 #: split names a plain file's name may carry (`data-train.tfrecord`, `x-val.tfrec`)

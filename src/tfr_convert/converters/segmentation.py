@@ -21,11 +21,11 @@ from typing import Any
 
 import numpy as np
 
-from .. import fs
+from ..dataset.features import FeatureSpec, labels_filename
+from ..dataset.splits import SplitSpec, split_by_ratio
 from ..errors import OptionError, SourceError
-from ..features import FeatureSpec, labels_filename
 from ..skips import Skips
-from ..splits import SplitSpec, split_by_ratio
+from ..storage import fs
 from .base import Converter, fingerprint
 from .box_formats.class_names import read_names
 from .folders import IMAGE_SUFFIXES, FileItems, dataset_name, list_files

@@ -27,11 +27,11 @@ from xml.sax.saxutils import escape
 
 import numpy as np
 
-from .. import coco_rle
+from ..dataset import coco_rle
+from ..dataset.imageformat import sniff_format
+from ..dataset.naming import checked_relative, lines_file
 from ..errors import OptionError, SourceError
-from ..imageformat import sniff_format
 from ..inspect.grid import image_feature
-from ..naming import checked_relative, lines_file
 from .box_numbers import coco_box, f32, keypoint_pixels, number, pixel_corners, yolo_box
 from .engine import Chunk, ExportOptions, Failed, Job, run
 from .images import EXTENSIONS

@@ -164,7 +164,7 @@ def _work(chunk: Chunk) -> tuple[list[Any], Any]:
 def _pool(job: Job, workers: int, fork: bool) -> Any:
     import multiprocessing
 
-    from ..workers import Workers, may_fork
+    from ..engine.workers import Workers, may_fork
 
     context = multiprocessing.get_context("fork" if fork and may_fork() else "spawn")
     return Workers(workers, _work, _init_worker, (job,), context)

@@ -25,13 +25,13 @@ from typing import Any
 
 import numpy as np
 
-from .. import fs
+from ..dataset.example import BYTES, FLOAT, INT64
+from ..dataset.imageformat import sniff_format
+from ..dataset.naming import checked_component, checked_relative, lines_file
 from ..errors import OptionError, SourceError
-from ..example import BYTES, FLOAT, INT64
-from ..imageformat import sniff_format
 from ..inspect.grid import image_feature, manifest_raw_shape, raw_shape_of
 from ..inspect.masks import is_instance_mask, is_mask
-from ..naming import checked_component, checked_relative, lines_file
+from ..storage import fs
 from .engine import Chunk, ExportOptions, Failed, Job, run
 from .source import ExportSource, parsed
 from .staging import Drop, Staging, staged

@@ -15,9 +15,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from .. import fs, optional
+from .. import optional
+from ..dataset.features import FeatureSpec
 from ..errors import SourceError
-from ..features import FeatureSpec
+from ..storage import fs
 from .engine import Chunk, ExportOptions, Failed, Job, run
 from .source import ExportSource, parsed
 from .staging import Staging, staged

@@ -11,15 +11,15 @@ from dataclasses import dataclass
 from itertools import islice
 
 from .. import containers
-from ..dataset_dir import DatasetDir
+from ..dataset.dataset_dir import DatasetDir
+from ..dataset.example import parse
+from ..dataset.features import FeatureSpec
+from ..dataset.naming import checked_component
+from ..dataset.record_schema import SAMPLE, infer_schema
+from ..dataset.splits import ordered_splits
 from ..errors import SourceError
-from ..example import parse
-from ..features import FeatureSpec
 from ..inspect.paths import resolve, split_of
-from ..naming import checked_component
-from ..record_schema import SAMPLE, infer_schema
 from ..skips import Skips
-from ..splits import ordered_splits
 
 
 def parsed(payload: bytes) -> dict:

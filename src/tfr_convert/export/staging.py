@@ -24,8 +24,8 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import IO, Any
 
-from .. import fs
 from ..errors import OutputError
+from ..storage import fs
 
 STAGING = ".tfr-export-partial"
 RECORDS = "records"  # where records' files wait for their names

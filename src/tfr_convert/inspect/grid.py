@@ -17,12 +17,12 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .. import fs
 from ..containers import MAX_RECORD_BYTES
-from ..dataset_dir import DatasetDir, class_names
+from ..dataset.dataset_dir import DatasetDir, class_names
+from ..dataset.example import BYTES
+from ..dataset.imageformat import sniff_format
 from ..errors import SourceError
-from ..example import BYTES
-from ..imageformat import sniff_format
+from ..storage import fs
 from .boxes import box_labels, box_names, boxes_of
 from .keypoints import keypoints_of
 from .masks import instance_masks_of, is_mask, mask_of, overlay, overlay_instances

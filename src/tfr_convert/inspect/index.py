@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import containers, fs
+from .. import containers
+from ..storage import fs
 from .paths import resolve
 
 

@@ -10,8 +10,8 @@ import os
 from html import escape
 from typing import Any, NamedTuple
 
-from .. import order_quality
-from ..near_duplicates import THRESHOLD
+from ..dataset import order_quality
+from ..dataset.near_duplicates import THRESHOLD
 from .charts import grouped_bars, histogram
 from .paths import split_of
 from .summary import counted, human_bytes

@@ -7,11 +7,11 @@ import os
 import stat
 from dataclasses import dataclass, field
 
-from .. import fs
-from ..dataset_dir import DatasetDir
+from ..dataset.dataset_dir import DatasetDir
+from ..dataset.naming import COMMITTING, WORK_FOLDER, ShardName
+from ..dataset.splits import SPLIT_ORDER
 from ..errors import SourceError
-from ..naming import COMMITTING, WORK_FOLDER, ShardName
-from ..splits import SPLIT_ORDER
+from ..storage import fs
 
 _METADATA_SUFFIXES = (".json", ".txt", ".png", ".md", ".index")
 

@@ -14,10 +14,11 @@ import os
 import sys
 from typing import Any
 
-from .. import __version__, fs
+from .. import __version__
 from ..containers import MAX_RECORD_BYTES
-from ..dataset_dir import DatasetDir
+from ..dataset.dataset_dir import DatasetDir
 from ..errors import SourceError
+from ..storage import fs
 from .grid import MAX_PIXELS, Picture, Pictures
 from .page import render
 from .paths import resolve

@@ -21,12 +21,12 @@ from array import array
 from collections import Counter
 from typing import Any
 
-from .. import order_quality
 from ..containers import MAX_RECORD_BYTES
-from ..dataset_dir import DatasetDir, class_names
-from ..example import BYTES, FLOAT, INT64
-from ..imageformat import sniff_format
-from ..near_duplicates import THRESHOLD, close_pairs, phash
+from ..dataset import order_quality
+from ..dataset.dataset_dir import DatasetDir, class_names
+from ..dataset.example import BYTES, FLOAT, INT64
+from ..dataset.imageformat import sniff_format
+from ..dataset.near_duplicates import THRESHOLD, close_pairs, phash
 from .boxes import BoxStats, format_boxes
 from .distribution import Distribution
 from .masks import InstanceStats, MaskStats, is_instance_mask, is_mask

@@ -13,9 +13,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import containers, fs
+from .. import containers
 from ..containers import MAX_RECORD_BYTES, Record
 from ..errors import RecordError
+from ..storage import fs
 from .paths import resolve
 
 # Records decoded per file for the schema, unless --all: enough to see every feature
@@ -94,7 +95,7 @@ def examples_of(
     (the container's salvage; what was lost is --verify's to report).
     With `keep`, examples are outlines ({name: (kind, first `keep` values, count)}), of at
     most `max_entries` features each (example.outline)."""
-    from ..example import ExampleDecodeError, outline, parse  # numpy: not needed by --count
+    from ..dataset.example import ExampleDecodeError, outline, parse  # numpy: not needed by --count
 
     container = containers.of_file(path)
     items = container.salvage(path, max_record) if sound_only else container.records(path, max_record)

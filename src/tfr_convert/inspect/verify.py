@@ -10,10 +10,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .. import containers, fs
-from ..dataset_dir import DatasetDir, compressed_note
+from .. import containers
+from ..dataset.dataset_dir import DatasetDir, compressed_note
+from ..dataset.naming import MANIFEST, ShardName
 from ..errors import SourceError
-from ..naming import MANIFEST, ShardName
+from ..storage import fs
 from .paths import resolve
 from .summary import counted
 

@@ -116,7 +116,7 @@ def command(
     usage_error_if(options.problem())
 
     def make_converter():  # remote annotations are read from local copies; images in place
-        from ... import fs
+        from ...storage import fs
 
         voc_masks = fs.join(fs.dirname(annotations.rstrip("/")), "SegmentationObject") if masks else None
         staged = dataclasses.replace(

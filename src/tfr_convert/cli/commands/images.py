@@ -124,8 +124,8 @@ def command(
     usage_error_if(options.problem())
 
     def make_converter():  # a remote IMAGE_DIR / CSV is read in place, through fsspec
-        from ...run_options import default_workers  # the engine runs the listing's parts
-        from ...workers import forked_parts
+        from ...engine.run_options import default_workers  # the engine runs the listing's parts
+        from ...engine.workers import forked_parts
 
         return ImagesConverter(
             image_dir,

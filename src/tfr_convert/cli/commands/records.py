@@ -82,7 +82,7 @@ def command(
         **({"max_record_size": max_record_size} if max_record_size else {}),
     )
     usage_error_if(options.problem())
-    from ... import fs
+    from ...storage import fs
 
     if quarantine is not None and fs.within(quarantine, common["out"]):
         raise click.UsageError(

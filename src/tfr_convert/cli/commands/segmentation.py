@@ -95,7 +95,7 @@ def command(
     usage_error_if(options.problem())
 
     def make_converter():
-        from ... import fs
+        from ...storage import fs
 
         staged = dataclasses.replace(options, classes_file=fs.stage(classes_file), palette_file=fs.stage(palette_file))
         return SegmentationConverter(image_dir, staged, out=common["out"], seed=common["seed"], on_error=on_error)

@@ -27,11 +27,11 @@ import hashlib
 import json
 from typing import IO, Any
 
-from . import fs
-from .fingerprints import InputFiles
+from ..dataset.naming import COMMITTING, INFO, WORK_FOLDER
+from ..storage import fs
+from ..storage.fingerprints import InputFiles
 from .journal import Journal, ShardEntry
-from .naming import COMMITTING, INFO, WORK_FOLDER
-from .output import Output, dataset_files
+from .opening import Output, dataset_files
 from .remote_lock import RemoteLock
 from .shards import SplitResult
 from .uploads import Uploads

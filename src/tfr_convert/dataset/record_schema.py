@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .errors import SourceError
+from ..errors import SourceError
 from .example import ExampleDecodeError, outline
 from .features import FeatureSpec
 

@@ -1,4 +1,4 @@
-"""`--engine beam`: the conversion of `pipeline.run` as an Apache Beam pipeline.
+"""`--engine beam`: the conversion of `local.run` as an Apache Beam pipeline.
 
 The launcher lists the items and assigns splits with the code the local engine
 uses (`engine.plan_splits`: ranks by a seeded hash of each item's key, cut at
@@ -34,16 +34,17 @@ from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import Any
 
-from . import containers, fs
-from .converters.base import Converter
-from .engine import Summary, encode_sealed, finish, output_name, plan_splits
-from .errors import TfrConvertError, as_text, from_text
-from .journal import hashable, jsonable
-from .naming import TEMP_PREFIX
-from .output import Output, open_output
+from .. import containers
+from ..converters.base import Converter
+from ..dataset.naming import TEMP_PREFIX
+from ..errors import TfrConvertError, as_text, from_text
+from ..output.journal import hashable, jsonable
+from ..output.opening import Output, open_output
+from ..output.shards import ShardCutter, ShardFile, ShardPolicy, SplitResult
+from ..skips import LISTED, Skips
+from ..storage import fs
+from .core import Summary, encode_sealed, finish, output_name, plan_splits
 from .run_options import RunOptions
-from .shards import ShardCutter, ShardFile, ShardPolicy, SplitResult
-from .skips import LISTED, Skips
 
 _PREFIX = f"{TEMP_PREFIX}beam-"
 _REPORTS = f"{_PREFIX}reports.json"

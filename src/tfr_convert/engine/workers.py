@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from . import fs
-from .errors import WorkerLost
+from ..errors import WorkerLost
+from ..storage import fs
 
 _HEAD = struct.Struct("<BIQ")  # ok (1) or error (0), buffer count, pickle length
 _LENGTH = struct.Struct("<Q")

@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .errors import DownloadError
+from ..errors import DownloadError
 
 _PIECE = 1 << 20
 

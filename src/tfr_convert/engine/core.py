@@ -1,4 +1,4 @@
-"""What both engines share (the local one, pipeline.py, and Beam's, beam_engine.py): the
+"""What both engines share (the local one, local.py, and Beam's, beam.py): the
 run's summary, the plan of splits, the encoding of one batch, and the
 finish (shard names, metadata, commit); a dry run's estimate.
 
@@ -15,17 +15,19 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import containers, fs, order_quality
-from . import splits as splitting
-from .converters.base import Converter
-from .dataset_dir import compressed_note
+from .. import containers
+from ..converters.base import Converter
+from ..dataset import order_quality
+from ..dataset import splits as splitting
+from ..dataset.dataset_dir import compressed_note
+from ..dataset.naming import checked_component
+from ..output.metadata import metadata_files
+from ..output.opening import Output
+from ..output.shards import ShardCutter, SplitResult
+from ..skips import Skips, from_fields, skipped_fields
+from ..storage import fs
 from .encode import Encoded, encode_items
-from .metadata import metadata_files
-from .naming import checked_component
-from .output import Output
 from .run_options import RunOptions, catalog_version
-from .shards import ShardCutter, SplitResult
-from .skips import Skips, from_fields, skipped_fields
 from .workers import joined_parts
 
 
@@ -67,7 +69,7 @@ def encode_sealed(
 
 def committed_summary(path: str, seconds: float) -> Summary:
     """The summary of a dataset already committed, from its manifest."""
-    from .dataset_dir import DatasetDir
+    from ..dataset.dataset_dir import DatasetDir
 
     manifest = DatasetDir(path).manifest
     splits = {

@@ -24,9 +24,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .converters.base import Columns, Converter
-from .errors import SourceError, TfrConvertError
-from .example import serialize, serialized_parts
+from ..converters.base import Columns, Converter
+from ..dataset.example import serialize, serialized_parts
+from ..errors import SourceError, TfrConvertError
 
 _MAX_ONE_BYTE_VARINT = 127
 

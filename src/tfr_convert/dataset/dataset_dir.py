@@ -11,8 +11,8 @@ import json
 from functools import cached_property
 from typing import Any
 
-from . import fs
-from .errors import SourceError
+from ..errors import SourceError
+from ..storage import fs
 from .features import LABELS_SUFFIX, flatten_tfds
 from .naming import FEATURES, INFO, KEYPOINTS, MANIFEST, ShardName, checked_component
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from . import fs
+from ..errors import SourceError
+from ..optional import tensorflow
+from ..storage import fs
 from .dataset_dir import DatasetDir
-from .errors import SourceError
-from .optional import tensorflow
 
 _SLICE = re.compile(r"^(?P<split>[A-Za-z][A-Za-z0-9_]*)(\[(?P<start>-?\d+%?)?:(?P<stop>-?\d+%?)?\])?$")
 
@@ -217,7 +217,7 @@ def _array_record_shard(path, skip, take):
     tf = tensorflow("tfr_convert.load()")
 
     def records(path, skip, take):
-        from . import containers
+        from .. import containers
 
         yield from containers.get("array_record").read_range(path.decode(), int(skip), int(skip + take))
 
@@ -232,7 +232,7 @@ def _streamed_shard(path, skip, take):
     tf = tensorflow("tfr_convert.load()")
 
     def records(path, skip, take):
-        from . import containers
+        from .. import containers
 
         yield from containers.get("tfrecord").read_range(path.decode(), int(skip), int(skip + take))
 

@@ -16,11 +16,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from . import __version__
-from .features import TFDS_FEATURES, FeatureSpec, labels_file_of
-from .naming import FEATURES, INFO, MANIFEST, ShardName, lines_file
+from .. import __version__
+from ..dataset.features import TFDS_FEATURES, FeatureSpec, labels_file_of
+from ..dataset.naming import FEATURES, INFO, MANIFEST, ShardName, lines_file
+from ..skips import Skips, skipped_fields
 from .shards import SplitResult
-from .skips import Skips, skipped_fields
 
 DATASET_VERSION = "1.0.0"
 

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .errors import SourceError
+from ..errors import SourceError
 
 INFO, FEATURES, MANIFEST = "dataset_info.json", "features.json", "manifest.json"
 #: the keypoints' names and skeleton (pairs of keypoints counted from 1, as COCO gives them)

@@ -11,13 +11,14 @@ import os
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from . import containers, fs
-from .errors import OptionError
-from .metadata import DATASET_VERSION
-from .shards import ShardPolicy
+from .. import containers
+from ..errors import OptionError
+from ..output.metadata import DATASET_VERSION
+from ..output.shards import ShardPolicy
+from ..storage import fs
 
 if TYPE_CHECKING:
-    from .converters.base import Converter
+    from ..converters.base import Converter
 
 
 @dataclass(frozen=True)

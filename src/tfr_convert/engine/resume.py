@@ -13,13 +13,14 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any
 
-from . import __version__, containers, fs
-from .converters.base import Converter
-from .errors import RecordError
-from .fingerprints import InputFiles
-from .journal import Progress, ShardEntry, replay
-from .naming import ShardName
-from .output import Output
+from .. import __version__, containers
+from ..converters.base import Converter
+from ..dataset.naming import ShardName
+from ..errors import RecordError
+from ..output.journal import Progress, ShardEntry, replay
+from ..output.opening import Output
+from ..storage import fs
+from ..storage.fingerprints import InputFiles
 from .run_options import RunOptions
 from .workers import joined_parts
 

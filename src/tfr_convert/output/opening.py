@@ -1,7 +1,7 @@
 """A run's output, whatever it is: what the engines and resume.py see of it.
 
-`Output` is built by `open_output`: a local directory (outdir.OutputDir: built beside
-DIR, swapped in whole) or a remote prefix (remote_out.RemoteOutput: a commit rolled
+`Output` is built by `open_output`: a local directory (local.OutputDir: built beside
+DIR, swapped in whole) or a remote prefix (remote.RemoteOutput: a commit rolled
 forward from a record). Both hold one run at a time (a lock), a journal for --resume,
 a build area for the shards (`temp_path`, `opener`), and `commit`.
 """
@@ -13,13 +13,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO, Any
 
-from . import fs
-from .dataset_dir import load_json
-from .errors import Interrupted, OutputError
-from .features import flatten_tfds
-from .fingerprints import InputFiles
+from ..dataset.dataset_dir import load_json
+from ..dataset.features import flatten_tfds
+from ..dataset.naming import FEATURES, INFO, MANIFEST, TEMP_PREFIX, ShardName
+from ..errors import Interrupted, OutputError
+from ..storage import fs
+from ..storage.fingerprints import InputFiles
 from .journal import Journal, ShardEntry
-from .naming import FEATURES, INFO, MANIFEST, TEMP_PREFIX, ShardName
 from .shards import ShardFile, SplitResult
 
 
@@ -54,7 +54,7 @@ def sha256_of(path: str) -> str | None:
 
 class Output:
     """What both kinds of output share: a local directory (OutputDir, below) and a
-    remote prefix (remote_out.RemoteOutput). Use as a context manager.
+    remote prefix (remote.RemoteOutput). Use as a context manager.
 
     `build` is where the run writes (`temp_path` names files in it); `commit`
     puts the finished dataset in place. On an exception the work is removed; on
@@ -75,7 +75,7 @@ class Output:
         stats of the items' files, to name one that changed (fingerprints.py)."""
         self.overwrite, self.resume, self.identity, self.inputs = overwrite, resume, identity or {}, inputs
         self.entries: list[tuple[dict[str, Any], int]] = []  # the journal's, when resuming
-        self.finished = False  # --resume found the run done (see pipeline.run)
+        self.finished = False  # --resume found the run done (see engine/local.run)
         self._temps: list[str] = []
 
     def _done_already(self) -> bool:
@@ -191,10 +191,10 @@ def open_output(
     """The output of one run: a local directory, or a remote prefix. `lock`: its lock,
     taken before the run read its inputs (`claimed`); else it is taken now."""
     if fs.is_remote(path):
-        from .remote_out import RemoteOutput
+        from .remote import RemoteOutput
 
         return RemoteOutput(path, overwrite, resume, identity, inputs, lock)
-    from .outdir import OutputDir
+    from .local import OutputDir
 
     return OutputDir(path, overwrite, resume, identity, inputs, lock)
 
@@ -205,7 +205,7 @@ def claimed(path: str) -> Iterator[Any]:
     it before it reads any input and hands it to `open_output`, so that a second run
     into the same output is refused at any point of the first, its reading included."""
     if fs.is_remote(path):
-        from .remote_out import RemoteOutput
+        from .remote import RemoteOutput
 
         lock = RemoteOutput.claim(path)
         try:
@@ -213,7 +213,7 @@ def claimed(path: str) -> Iterator[Any]:
         finally:
             lock.release()
         return
-    from .outdir import OutputDir, release
+    from .local import OutputDir, release
 
     lock = OutputDir.claim(path)
     try:

@@ -34,12 +34,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import fs
-from .errors import OutputError
-from .fingerprints import InputFiles
+from ..errors import OutputError
+from ..skips import Skips
+from ..storage import fs
+from ..storage.fingerprints import InputFiles
 from .pending import Pending
 from .shards import Checkpoint
-from .skips import Skips
 
 
 def jsonable(value: Any) -> Any:

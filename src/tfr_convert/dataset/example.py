@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import FeatureError, shown
+from ..errors import FeatureError, shown
 
 BYTES, FLOAT, INT64 = "bytes_list", "float_list", "int64_list"
 

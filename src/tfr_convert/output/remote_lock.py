@@ -26,8 +26,8 @@ import time
 import uuid
 from typing import Any
 
-from . import fs, stores
-from .errors import OutputError
+from ..errors import OutputError
+from ..storage import fs, stores
 
 LEASE_ENV = "TFR_CONVERT_LOCK_LEASE"
 DEFAULT_LEASE = 120.0  # seconds

@@ -21,7 +21,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import IO, Any
 
-from . import fs, stores
+from ..storage import fs, stores
 from .pending import Pending
 
 PENDING = 2  # shards uploading at once; one more may be spooled while they go

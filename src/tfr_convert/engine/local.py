@@ -26,16 +26,16 @@ from collections import Counter
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from . import containers
-from .converters.base import Converter
+from .. import containers
+from ..converters.base import Converter
+from ..errors import Interrupted, WorkerLost
+from ..output.journal import Progress, Tally
+from ..output.opening import open_output
+from ..output.shards import Checkpoint, ShardFile, SplitResult, SplitWriter
+from .core import Summary, committed_summary, encode_sealed, finish, output_name, plan_splits
 from .encode import Encoded
-from .engine import Summary, committed_summary, encode_sealed, finish, output_name, plan_splits
-from .errors import Interrupted, WorkerLost
-from .journal import Progress, Tally
-from .output import open_output
 from .resume import input_files, kept_work, run_identity
 from .run_options import RunOptions
-from .shards import Checkpoint, ShardFile, SplitResult, SplitWriter
 
 if TYPE_CHECKING:
     from .workers import Workers

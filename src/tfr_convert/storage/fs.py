@@ -63,7 +63,7 @@ def read_bytes(path: str, inside: str | None = None) -> bytes:
             opened = os.readlink(f"/proc/self/fd/{fd}")  # what was opened, every link resolved
             # both are absolute and normalized: a prefix test says what commonpath would
             if opened != inside and not opened.startswith(inside.rstrip(os.sep) + os.sep):
-                from .errors import SourceError
+                from ..errors import SourceError
 
                 raise SourceError(f"now resolves to {opened}, outside {inside} (changed after listing)").locate(path)
         # Straight from the descriptor (no file object): one read asks for a byte more
@@ -85,7 +85,7 @@ def check_regular(path: str, mode: int) -> None:
     import stat
 
     if not stat.S_ISREG(mode):
-        from .errors import SourceError
+        from ..errors import SourceError
 
         kind = (
             "a FIFO"
@@ -429,7 +429,7 @@ def stage(path: str) -> str:
     fs, key = _remote(path)
     with stores.translated(path):
         if not fs.exists(key):
-            from .errors import SourceError
+            from ..errors import SourceError
 
             raise SourceError(f"{path}: does not exist")
         local_root = tempfile.mkdtemp(prefix="tfr-convert-src-")

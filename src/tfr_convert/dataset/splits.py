@@ -15,7 +15,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-from .errors import SourceError
+from ..errors import SourceError
 
 if TYPE_CHECKING:
     import numpy as np

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import IO, Protocol
 
-from . import fs
-from .containers import Container, ShardFileWriter
-from .errors import OutputError
+from ..containers import Container, ShardFileWriter
+from ..errors import OutputError
+from ..storage import fs
 
 DEFAULT_SHARD_SIZE = 64 << 20  # bytes: TFDS's lower bound for a shard
 

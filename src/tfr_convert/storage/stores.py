@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from .errors import MissingExtra, OptionError
+from ..errors import MissingExtra, OptionError
 
 OPTIONS_ENV = "TFR_CONVERT_STORAGE_OPTIONS"
 
