@@ -16,15 +16,13 @@ benchmarks/results/photos.md.
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-from common import REPO, SCRIPTS, compile_package, machine, measure, median, settle, write_results
+from common import SCRIPTS, bench_parser, compile_package, machine, measure, median, settle, write_results
 
 CONVERT = str(SCRIPTS / "tfr-convert")
 
@@ -159,12 +157,9 @@ def inner_time(code: str, src: Path, *args: object) -> tuple[float, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(__doc__, "photos")
     parser.add_argument("--photos", type=int, default=12000)
     parser.add_argument("--large", type=int, default=2000)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "tfr-convert-bench-photos"))
-    parser.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "photos.md"))
     args = parser.parse_args()
     compile_package()
     work = Path(args.work)

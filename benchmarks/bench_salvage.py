@@ -12,17 +12,14 @@ the command is timed whole, with its peak RSS. Writes benchmarks/results/salvage
 
 from __future__ import annotations
 
-import argparse
 import datetime
-import os
 import sys
-import tempfile
 import time
 import zlib
 from pathlib import Path
 
 import numpy as np
-from common import REPO, SCRIPTS, compile_package, machine, measure, median, write_results
+from common import REPO, SCRIPTS, bench_parser, compile_package, machine, measure, median, write_results
 
 sys.path.insert(0, str(REPO / "tests"))
 
@@ -65,10 +62,7 @@ def _zeros_case(work: Path) -> Path:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "tfr-convert-bench-salvage"))
-    parser.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "salvage.md"))
+    parser = bench_parser(__doc__, "salvage")
     args = parser.parse_args()
     compile_package()
     from tfr_convert.containers.salvage import salvage_records

@@ -12,17 +12,14 @@ benchmarks/results/verify.md.
 
 from __future__ import annotations
 
-import argparse
 import datetime
-import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from bench_inspect import make_file
-from common import REPO, SCRIPTS, compile_package, machine, measure, median, write_results
+from common import SCRIPTS, bench_parser, compile_package, machine, measure, median, write_results
 
 HASH_FLOOR = """
 import hashlib, os, sys
@@ -39,11 +36,8 @@ with ThreadPoolExecutor(os.cpu_count()) as pool:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(__doc__, "verify")
     parser.add_argument("--gib", type=float, default=1.0)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "tfr-convert-bench-verify"))
-    parser.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "verify.md"))
     args = parser.parse_args()
     compile_package()
     work = Path(args.work)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import compileall
 import datetime
 import io
@@ -11,6 +12,7 @@ import statistics
 import subprocess
 import sys
 import sysconfig
+import tempfile
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -104,6 +106,17 @@ def machine() -> str:
         with open("/proc/cpuinfo") as f:
             model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "")
     return f"{os.cpu_count()} cores, {model or platform.processor()}, Python {platform.python_version()}"
+
+
+def bench_parser(doc: str, name: str) -> argparse.ArgumentParser:
+    """The options of a script that writes its own results file: --repeat, --work (a
+    folder under the temporary directory, its inputs made once and kept between runs)
+    and --out (benchmarks/results/NAME.md); the script adds its own."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--work", default=os.path.join(tempfile.gettempdir(), f"tfr-convert-bench-{name}"))
+    parser.add_argument("--out", default=str(REPO / "benchmarks" / "results" / f"{name}.md"))
+    return parser
 
 
 def write_results(out: str | Path, lines: list[str]) -> None:
