@@ -220,3 +220,39 @@ def test_the_checking_reader_reads_into_page_aligned_blocks():
     block = aligned_buffer(1 << 20)
     address = ctypes.addressof(ctypes.c_char.from_buffer(block))
     assert address % mmap.PAGESIZE == 0 and len(block) == 1 << 20
+
+
+@pytest.mark.parametrize("compression", ["none", "gzip"])
+def test_a_tally_counts_what_a_check_hands_out_record_by_record(tmp_path, compression):
+    # small records of a few lengths (the scan keeps each length's header CRC), a run
+    # across read-ahead blocks, a large one, and damage: a payload and a length field
+    sizes = [4096] * 700 + [1 << 20] + [17, 4096, 4096, 0] * 50 + [4096] * 300
+    path = tmp_path / "f.tfrecord"
+    with tf.io.TFRecordWriter(str(path), TF_COMPRESSION[compression]) as w:
+        for i, n in enumerate(sizes):
+            w.write(bytes([i % 251]) * n)
+    if compression == "none":
+        offsets = [r.offset for r in read_records(str(path))]
+        data = bytearray(path.read_bytes())
+        data[offsets[3] + 20] ^= 1  # record 3's payload
+        data[offsets[800] + 2] ^= 1  # record 800's length: the scan ends there
+        path.write_bytes(bytes(data))
+
+    def outline(items):
+        """Problems as they are, runs of sound records as their length."""
+        out: list = []
+        for item in items:
+            if isinstance(item, Problem):
+                out.append((item.index, item.offset, item.kind))
+            else:
+                n = item if isinstance(item, int) else 1
+                if out and isinstance(out[-1], int):
+                    out[-1] += n
+                else:
+                    out.append(n)
+        return out
+
+    checked = outline(scan_records(str(path), payload="check"))
+    assert outline(scan_records(str(path), payload="tally")) == checked
+    if compression == "none":
+        assert checked[:2] == [3, (3, offsets[3], "data_crc")] and checked[-1][2] == "length_crc"

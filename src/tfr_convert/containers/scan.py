@@ -29,6 +29,7 @@ from .framing import FOOTER_SIZE, HEADER_SIZE, header_struct, u32, u64
 # per-block costs vanish, small enough to stay in the CPU caches while checked
 # (1-4 MiB measure the same), and a constant few MiB of memory per scan.
 _BLOCK_SIZE = 1 << 20
+_HEADER_CACHE = 1024  # distinct record lengths whose header CRC a scan keeps
 _BLOCKS = 3
 
 
@@ -166,14 +167,15 @@ def scan_records(
     raw: BinaryIO | None = None,
     max_record: int = MAX_RECORD_BYTES,
     start: int = 0,
-) -> Iterator[Record | Problem]:
+) -> Iterator[Record | Problem | int]:
     """Every record and every problem of one file, in order, in constant memory.
 
     Always moves forward and never allocates more than what remains of the
     file. After a data-CRC mismatch the scan goes on (the length was sound, so
     the next record's start is known); any other problem ends it.
     payload="keep": records carry their data. "check": data CRCs are checked but
-    records carry no data (what --verify needs). "skip": framing and length CRCs
+    records carry no data. "tally": as "check", but runs of sound records come as
+    their count (an int), not a Record each (what --verify needs). "skip": framing and length CRCs
     only, for a fast count; plain files seek past payloads.
     `raw` replaces the opened file (e.g. a HashingReader over it).
     Memory stays constant whatever a length field declares: "check" and "skip" CRC
@@ -227,27 +229,45 @@ def _said_if_resized(problem: Problem, path: str, size: int) -> Problem:
 
 def _scan_stream(
     cursor: _Cursor, compression: str, file_size: int, payload: str, max_record: int, offset: int = 0
-) -> Iterator[Record | Problem]:
+) -> Iterator[Record | Problem | int]:
     index = 0
-    keep, check = payload == "keep", payload != "skip"
+    keep, check, tally = payload == "keep", payload != "skip", payload == "tally"
+    headers: dict[int, int] = {}  # length -> its masked CRC: records of one size share one
+    unpack_header, unpack_footer, header_crc = header_struct.unpack_from, u32.unpack_from, headers.get
     try:
         while True:
             # Fast path: the sound records lying whole in the current block, with no
-            # call per record beyond the CRCs (small records are all per-record cost).
+            # call per record beyond the payload's CRC (small records are all
+            # per-record cost); "tally" counts them instead of handing each out.
             view, pos, end = cursor.view, cursor.pos, cursor.end
+            sound = 0
             while pos + HEADER_SIZE <= end:
-                length, length_crc = header_struct.unpack_from(view, pos)
+                length, length_crc = unpack_header(view, pos)
                 body = pos + HEADER_SIZE
                 stop = body + length
-                if stop + FOOTER_SIZE > end or crc32c(view[pos : pos + 8]) != unmask(length_crc):
-                    break  # across the block's end, or broken: the careful path below
-                if check and crc32c(view[body:stop]) != unmask(u32.unpack_from(view, stop)[0]):
+                if stop + FOOTER_SIZE > end:
+                    break  # across the block's end: the careful path below
+                expected = header_crc(length)
+                if expected is None:
+                    expected = masked_crc(view[pos : pos + 8])
+                    if len(headers) < _HEADER_CACHE:
+                        headers[length] = expected
+                if expected != length_crc:
+                    break  # broken: the careful path below names it
+                if check and masked_crc(view[body:stop]) != unpack_footer(view, stop)[0]:
+                    if sound:
+                        yield sound
+                        sound = 0
                     yield Problem(index, offset, "data_crc", "data CRC mismatch (corrupt payload)")
+                elif tally:
+                    sound += 1
                 else:
                     yield Record(index, offset, bytes(view[body:stop]) if keep else b"")
                 index += 1
                 offset += stop + FOOTER_SIZE - pos
                 pos = stop + FOOTER_SIZE
+            if sound:
+                yield sound
             cursor.pos = pos
             # Careful path: one record, wherever it lies, every problem named.
             header = cursor.take(HEADER_SIZE)
@@ -280,7 +300,7 @@ def _scan_stream(
                 if check and crc != unmask(u32.unpack_from(footer)[0]):
                     yield Problem(index, offset, "data_crc", "data CRC mismatch (corrupt payload)")
                 else:
-                    yield Record(index, offset, b"")
+                    yield 1 if tally else Record(index, offset, b"")
                 index += 1
                 offset += HEADER_SIZE + length + FOOTER_SIZE
                 continue
@@ -297,7 +317,7 @@ def _scan_stream(
             if check and masked_crc(data) != u32.unpack_from(body, length)[0]:
                 yield Problem(index, offset, "data_crc", "data CRC mismatch (corrupt payload)")
             else:
-                yield Record(index, offset, bytes(data) if keep else b"")
+                yield 1 if tally else Record(index, offset, bytes(data) if keep else b"")
             index += 1
             offset += HEADER_SIZE + length + FOOTER_SIZE
     except (OSError, EOFError, zlib.error) as e:

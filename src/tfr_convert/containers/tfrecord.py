@@ -164,12 +164,12 @@ class TFRecordContainer(Container):
         records = 0
         with fs.open_input(path, buffering=8 << 10) as f:
             reader = HashingReader(f) if with_sha256 else None
-            for item in scan_records(path, compression, payload="check", raw=reader):  # type: ignore[arg-type]
+            for item in scan_records(path, compression, payload="tally", raw=reader):  # type: ignore[arg-type]
                 if isinstance(item, Problem):
                     problems.append(item)
-                    if item.kind != "data_crc":
-                        continue  # the damaged record was not a record
-                records += 1
+                    records += item.kind == "data_crc"  # any other damaged record was not a record
+                else:
+                    records += item
             if reader is not None:
                 reader.drain()
         result: dict[str, Any] = {"compression": compression, "records": records, "problems": problems}
