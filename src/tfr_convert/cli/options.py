@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from .. import containers
 from .types import ByteSize, DatasetName, LocalOrRemotePath, Split, StorageOptions
 
 
@@ -54,7 +55,7 @@ def common_options(f):
         click.option(
             "--format",
             "file_format",
-            type=click.Choice(["tfrecord", "array_record"]),
+            type=click.Choice(list(containers.FORMATS)),
             default="tfrecord",
             show_default=True,
             help="Container of the shards: TFRecord, or ArrayRecord for random access (Grain, tfds.data_source).",

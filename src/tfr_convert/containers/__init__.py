@@ -10,23 +10,27 @@ a file's first bytes say it is (TFRecord when nothing else claims it).
 
 from __future__ import annotations
 
+import importlib
+
 from ..errors import SourceError
 from .base import MAX_RECORD_BYTES, Container, Loss, Opener, Problem, Record, ShardFileWriter
 from .crc import crc32c
 
-FORMATS = ("tfrecord", "array_record")
+# --format name -> (module here, class): each container owns its writer, its checking
+# reader and its tf.data reader, so a new one is a module and a line here; imported
+# when asked for (ArrayRecord's library is an extra).
+_REGISTRY = {
+    "tfrecord": ("tfrecord", "TFRecordContainer"),
+    "array_record": ("array_record", "ArrayRecordContainer"),
+}
+FORMATS = tuple(_REGISTRY)
 
 
 def get(name: str) -> Container:
-    if name == "tfrecord":
-        from .tfrecord import TFRecordContainer
-
-        return TFRecordContainer()
-    if name == "array_record":
-        from .array_record import ArrayRecordContainer
-
-        return ArrayRecordContainer()
-    raise ValueError(f"unknown format {name!r}; expected one of {FORMATS}")
+    if name not in _REGISTRY:
+        raise ValueError(f"unknown format {name!r}; expected one of {FORMATS}")
+    module, cls = _REGISTRY[name]
+    return getattr(importlib.import_module(f"{__name__}.{module}"), cls)()
 
 
 def of_file(path: str) -> Container:

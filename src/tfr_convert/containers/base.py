@@ -142,6 +142,26 @@ class Container(ABC):
             if record.index >= start:
                 yield record.data
 
+    def tf_shards(self, compression: str, remote: bool) -> Callable[[Any, Any, Any], Any]:
+        """For tfr_convert.load(): (path, skip, take) tensors -> a tf.data.Dataset of those
+        records of one shard. This one reads them through `read_range` (tf.data has no
+        reader of most containers, nor TensorFlow a filesystem for most remote schemes);
+        a container tf.data reads natively says so by overriding it. TensorFlow is
+        imported only here, when a dataset is loaded."""
+        from ..optional import tensorflow
+
+        tf = tensorflow("tfr_convert.load()")
+
+        def records(path, skip, take):
+            yield from self.read_range(path.decode(), int(skip), int(skip + take))
+
+        def shard(path, skip, take):
+            return tf.data.Dataset.from_generator(
+                records, args=(path, skip, take), output_signature=tf.TensorSpec((), tf.string)
+            )
+
+        return shard
+
     def index_lines(self, path: str) -> bytes:
         """An index file's text (NVIDIA DALI's format), for containers that have one."""
         from ..errors import SourceError

@@ -152,6 +152,15 @@ class TFRecordContainer(Container):
     def count(self, path: str) -> int:
         return count_records(path)
 
+    def tf_shards(self, compression: str, remote: bool) -> Callable[[Any, Any, Any], Any]:
+        if remote:  # TensorFlow's own filesystems lack most schemes (s3:// among them)
+            return super().tf_shards(compression, remote)
+        from ..optional import tensorflow
+
+        tf = tensorflow("tfr_convert.load()")
+        kind = {"gzip": "GZIP", "zlib": "ZLIB"}.get(compression, "")
+        return lambda path, skip, take: tf.data.TFRecordDataset(path, compression_type=kind).skip(skip).take(take)
+
     def compression(self, path: str) -> str:
         return compression_of(path)
 

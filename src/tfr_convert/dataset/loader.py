@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .. import containers
 from ..errors import SourceError
 from ..optional import tensorflow
 from ..storage import fs
@@ -154,13 +155,8 @@ def load(
     dataset_dir = DatasetDir(directory)  # its metadata is read once, for all of the below
     slices, _ = plan_split(dataset_dir, split)
     spec, decoders, labels = _decoders(dataset_dir)
-    compression = {"gzip": "GZIP", "zlib": "ZLIB"}.get(dataset_dir.options.get("compression", "none"), "")
-    if dataset_dir.file_format == "array_record":
-        read_shard = _array_record_shard
-    elif fs.is_remote(directory):
-        read_shard = _streamed_shard  # TensorFlow's own filesystems lack most schemes (s3:// among them)
-    else:
-        read_shard = _tfrecord_shard(compression)
+    container = containers.get(dataset_dir.file_format)
+    read_shard = container.tf_shards(dataset_dir.options.get("compression", "none"), fs.is_remote(directory))
     if as_supervised:
         image_name = next(iter(decoders), None)
         label_name = label or (labels[0] if len(labels) == 1 else None)
@@ -203,39 +199,3 @@ def load(
     elif batch_size:
         dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
     return dataset.prefetch(tf.data.AUTOTUNE)
-
-
-def _tfrecord_shard(compression: str):
-    tf = tensorflow("tfr_convert.load()")
-
-    return lambda path, skip, take: tf.data.TFRecordDataset(path, compression_type=compression).skip(skip).take(take)
-
-
-def _array_record_shard(path, skip, take):
-    """The records [skip, skip + take) of one ArrayRecord shard (tf.data has no reader
-    of its own), read in ranges through the library's random-access reader."""
-    tf = tensorflow("tfr_convert.load()")
-
-    def records(path, skip, take):
-        from .. import containers
-
-        yield from containers.get("array_record").read_range(path.decode(), int(skip), int(skip + take))
-
-    return tf.data.Dataset.from_generator(
-        records, args=(path, skip, take), output_signature=tf.TensorSpec((), tf.string)
-    )
-
-
-def _streamed_shard(path, skip, take):
-    """The records [skip, skip + take) of a remote TFRecord shard, read in ranges through
-    fs (fsspec) by this package's checking reader, any compression."""
-    tf = tensorflow("tfr_convert.load()")
-
-    def records(path, skip, take):
-        from .. import containers
-
-        yield from containers.get("tfrecord").read_range(path.decode(), int(skip), int(skip + take))
-
-    return tf.data.Dataset.from_generator(
-        records, args=(path, skip, take), output_signature=tf.TensorSpec((), tf.string)
-    )
