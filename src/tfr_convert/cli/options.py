@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from .. import containers
-from .types import ByteSize, DatasetName, LocalOrRemotePath, Split, StorageOptions
+from .types import ByteSize, DatasetName, LocalOrRemotePath, Size2D, Split, StorageOptions
 
 
 def configure_storage(ctx: click.Context, param: click.Parameter, value: dict[str, Any] | None) -> None:
@@ -176,11 +176,7 @@ def published_dataset_options(variants: list[str], default_help: str):
         click.argument("src", required=False, type=LocalOrRemotePath()),
         click.option("--download", is_flag=True, help="Fetch the published files (verified by checksum) first."),
         click.option("--variant", type=click.Choice(variants), help=default_help),
-        click.option(
-            "--image-format",
-            type=click.Choice(["raw", "png"]),
-            help="raw: uint8 pixel bytes; png [default: raw, png with --layout tfds].",
-        ),
+        image_format_option(["raw", "png"], "raw: uint8 pixel bytes; png [default: raw, png with --layout tfds]."),
         click.option(
             "--layout",
             type=click.Choice(["tutorial", "tfds"]),
@@ -252,6 +248,19 @@ def split_options(stratify_help: str):
         )(checked)
 
     return decorate
+
+
+QUALITY = click.option("--quality", type=click.IntRange(1, 100), default=95, show_default=True, help="JPEG quality.")
+
+
+def image_format_option(choices: list[str], what: str):
+    """--image-format: the encodings a command stores pictures in, said in its own terms."""
+    return click.option("--image-format", type=click.Choice(choices), help=what)
+
+
+def resize_option(what: str):
+    """--resize WxH, said in the command's own terms (how boxes or masks follow)."""
+    return click.option("--resize", type=Size2D(), help=what)
 
 
 MAX_PIXELS = click.option(

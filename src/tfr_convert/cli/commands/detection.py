@@ -6,9 +6,20 @@ import dataclasses
 
 import click
 
-from ..options import CHECK, DEDUPE, MAX_PIXELS, common_options, on_error_option, split_options, usage_error_if
+from ..options import (
+    CHECK,
+    DEDUPE,
+    MAX_PIXELS,
+    QUALITY,
+    common_options,
+    image_format_option,
+    on_error_option,
+    resize_option,
+    split_options,
+    usage_error_if,
+)
 from ..running import run_conversion
-from ..types import LocalOrRemotePath, Size2D
+from ..types import LocalOrRemotePath
 
 CONVERTERS = ("tfr_convert.converters.detection:DetectionConverter",)
 
@@ -57,13 +68,11 @@ CONVERTERS = ("tfr_convert.converters.detection:DetectionConverter",)
     "--include_masks): COCO polygons and RLE, or VOC's SegmentationObject PNGs beside the annotations folder.",
 )
 @split_options("Keep the proportions of each image's main class in every split.")
-@click.option(
-    "--image-format",
-    type=click.Choice(["keep", "jpeg", "png"]),
-    help="keep: JPEG/PNG bytes as they are [default: keep, or jpeg with --resize/--grayscale].",
+@image_format_option(
+    ["keep", "jpeg", "png"], "keep: JPEG/PNG bytes as they are [default: keep, or jpeg with --resize/--grayscale]."
 )
-@click.option("--quality", type=click.IntRange(1, 100), default=95, show_default=True, help="JPEG quality.")
-@click.option("--resize", type=Size2D(), help="Resize every image to WxH (stretched: normalized boxes stay right).")
+@QUALITY
+@resize_option("Resize every image to WxH (stretched: normalized boxes stay right).")
 @click.option("--grayscale", is_flag=True, help="Store 1-channel grayscale images.")
 @MAX_PIXELS
 @CHECK

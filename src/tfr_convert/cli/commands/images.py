@@ -4,9 +4,20 @@ from __future__ import annotations
 
 import click
 
-from ..options import CHECK, DEDUPE, MAX_PIXELS, common_options, on_error_option, split_options, usage_error_if
+from ..options import (
+    CHECK,
+    DEDUPE,
+    MAX_PIXELS,
+    QUALITY,
+    common_options,
+    image_format_option,
+    on_error_option,
+    resize_option,
+    split_options,
+    usage_error_if,
+)
 from ..running import run_conversion
-from ..types import Color, Delimiter, LocalOrRemotePath, Size2D
+from ..types import Color, Delimiter, LocalOrRemotePath
 
 CONVERTERS = ("tfr_convert.converters.images:ImagesConverter",)
 
@@ -28,10 +39,9 @@ CONVERTERS = ("tfr_convert.converters.images:ImagesConverter",)
 @click.option("--split-column", help="CSV column naming each row's split.")
 @click.option("--group-column", help="CSV column whose rows must share a split (a patient, a video, a source image).")
 @DEDUPE
-@click.option(
-    "--image-format",
-    type=click.Choice(["keep", "png", "jpeg", "raw"]),
-    help="keep: original bytes; raw: uint8 pixels [default: keep, or png with --resize/--grayscale].",
+@image_format_option(
+    ["keep", "png", "jpeg", "raw"],
+    "keep: original bytes; raw: uint8 pixels [default: keep, or png with --resize/--grayscale].",
 )
 @click.option(
     "--keep-exact",
@@ -39,8 +49,8 @@ CONVERTERS = ("tfr_convert.converters.images:ImagesConverter",)
     help="keep: store every image's bytes as they are, even those TensorFlow cannot decode upright "
     "(webp, tiff, EXIF-rotated), which are otherwise re-encoded; they are listed.",
 )
-@click.option("--quality", type=click.IntRange(1, 100), default=95, show_default=True, help="JPEG quality.")
-@click.option("--resize", type=Size2D(), help="Resize every image to WxH.")
+@QUALITY
+@resize_option("Resize every image to WxH.")
 @click.option(
     "--fit",
     type=click.Choice(["stretch", "crop", "pad"]),

@@ -6,9 +6,9 @@ import dataclasses
 
 import click
 
-from ..options import MAX_PIXELS, common_options, on_error_option, usage_error_if
+from ..options import MAX_PIXELS, QUALITY, common_options, on_error_option, resize_option, usage_error_if
 from ..running import run_conversion
-from ..types import LocalOrRemotePath, Size2D, Split
+from ..types import LocalOrRemotePath, Split
 
 CONVERTERS = ("tfr_convert.converters.segmentation:SegmentationConverter",)
 
@@ -56,8 +56,8 @@ CONVERTERS = ("tfr_convert.converters.segmentation:SegmentationConverter",)
     "(tfds.builder_from_directory(OUT/NAME/1.0.0)).",
 )
 @click.option("--split", "split", type=Split(), help="e.g. train=0.8,validation=0.1,test=0.1 [default: all train].")
-@click.option("--resize", type=Size2D(), help="Resize images to WxH (JPEG) and masks with nearest neighbour.")
-@click.option("--quality", type=click.IntRange(1, 100), default=95, show_default=True, help="JPEG quality.")
+@resize_option("Resize images to WxH (JPEG) and masks with nearest neighbour.")
+@QUALITY
 @MAX_PIXELS
 @on_error_option("skip: leave out images whose mask or file is bad, and list them.")
 @common_options
