@@ -123,7 +123,7 @@ def test_no_private_name_is_imported_across_modules(path):
     assert private == []
 
 
-WRITERS = ("tfr_convert.output.shards", "tfr_convert.output.local", "tfr_convert.output.opening", "tfr_convert.output.remote", "tfr_convert.output.uploads",
+WRITERS = ("tfr_convert.output.shards", "tfr_convert.output.local", "tfr_convert.output.opening", "tfr_convert.output.base", "tfr_convert.output.remote", "tfr_convert.output.uploads",
            "tfr_convert.output.remote_lock", "tfr_convert.output.journal", "tfr_convert.output.metadata", "tfr_convert.engine.encode",
            "tfr_convert.engine.local", "tfr_convert.engine.beam")  # fmt: skip
 
@@ -209,3 +209,52 @@ def test_every_module_the_map_names_exists():
     names = set(re.findall(r"\b([a-z_0-9]+\.py)\b", _the_map()))
     existing = {p.name for p in PACKAGE.rglob("*.py")}
     assert sorted(names - existing) == []
+
+
+def test_no_module_imports_itself_through_others():
+    """The whole package's import graph, lazy imports included, has no cycle (a strongly
+    connected component of more than one module)."""
+    modules = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for module, path in modules.items():
+        for imported, names in imports(path):
+            target = next((c for c in [*(f"{imported}.{n}" for n in names), imported] if c in modules), None)
+            if target is not None and target != module:
+                graph[module].add(target)
+    # Tarjan's strongly connected components, without recursion
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is None:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        cycles.append(sorted(component))
+            elif child not in index:
+                index[child] = low[child] = len(index)
+                stack.append(child)
+                work.append((child, iter(sorted(graph[child]))))
+            elif child in stack:
+                low[node] = min(low[node], index[child])
+    assert cycles == []

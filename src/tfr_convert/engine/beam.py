@@ -38,8 +38,9 @@ from .. import containers
 from ..converters.base import Converter
 from ..dataset.naming import TEMP_PREFIX
 from ..errors import TfrConvertError, as_text, from_text
+from ..output.base import Output
 from ..output.journal import hashable, jsonable
-from ..output.opening import Output, open_output
+from ..output.opening import open_output
 from ..output.shards import ShardCutter, ShardFile, ShardPolicy, SplitResult
 from ..skips import LISTED, Skips
 from ..storage import fs

@@ -21,8 +21,8 @@ from ..dataset import order_quality
 from ..dataset import splits as splitting
 from ..dataset.dataset_dir import compressed_note
 from ..dataset.naming import checked_component
+from ..output.base import Output
 from ..output.metadata import metadata_files
-from ..output.opening import Output
 from ..output.shards import ShardCutter, SplitResult
 from ..skips import Skips, from_fields, skipped_fields
 from ..storage import fs

@@ -17,8 +17,8 @@ from .. import __version__, containers
 from ..converters.base import Converter
 from ..dataset.naming import ShardName
 from ..errors import RecordError
+from ..output.base import Output
 from ..output.journal import Progress, ShardEntry, replay
-from ..output.opening import Output
 from ..storage import fs
 from ..storage.fingerprints import InputFiles
 from .run_options import RunOptions

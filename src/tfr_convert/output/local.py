@@ -24,7 +24,7 @@ then moves files into DIR one by one (`dataset_info.json` of the old dataset
 removed first, the new one written last), which is not atomic.
 
 A remote DIR (an object store: no folders to swap, no rename) is another kind of
-output with the same interface, opening.Output: remote.py.
+output with the same interface, base.Output: remote.py.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ from ..dataset.naming import COMMITTING, INFO, TEMP_PREFIX, WORK_FOLDER
 from ..errors import OutputError
 from ..storage import fs
 from ..storage.fingerprints import InputFiles
+from .base import Output, dataset_files, sha256_of
 from .journal import Journal, ShardEntry
-from .opening import Output, dataset_files, sha256_of
 from .shards import SplitResult
 
 

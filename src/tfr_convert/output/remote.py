@@ -30,8 +30,8 @@ from typing import IO, Any
 from ..dataset.naming import COMMITTING, INFO, WORK_FOLDER
 from ..storage import fs
 from ..storage.fingerprints import InputFiles
+from .base import Output, dataset_files
 from .journal import Journal, ShardEntry
-from .opening import Output, dataset_files
 from .remote_lock import RemoteLock
 from .shards import SplitResult
 from .uploads import Uploads
