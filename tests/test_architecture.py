@@ -74,6 +74,7 @@ LAYERS = [
     "inspect",  # reads any dataset without knowing a converter
     "export",  # the way back out
     "cli",  # the commands
+    "sources",  # what a plugin imports: the public face of the layers above
 ]  # fmt: skip
 
 

@@ -1,0 +1,51 @@
+"""What a source of one's own needs, in one stable place: a plugin imports only this.
+
+A plugin is a package whose click command is registered under the entry-point group
+`tfr_convert.converters` (ENTRY_POINTS), in its pyproject.toml:
+
+    [project.entry-points."tfr_convert.converters"]
+    NAME = "package.module:command"
+
+Once it is installed, `tfr-convert NAME` runs that command (a built-in command of the
+same name wins). The command declares its own options, takes the options every source
+shares (`common_options`: --out, splits' seed, shards, workers, ...) and calls
+`run_conversion(make_converter, **common)` with a function that builds its
+`Converter`: the engines, containers, output and metadata are tfr-convert's, so the
+plugin's records are written, verified and resumed as the built-in sources' are.
+"""
+
+from __future__ import annotations
+
+from .cli.convert import ENTRY_POINTS
+from .cli.options import (
+    CHECK,
+    MAX_PIXELS,
+    QUALITY,
+    common_options,
+    image_format_option,
+    on_error_option,
+    resize_option,
+    split_options,
+    usage_error_if,
+)
+from .cli.running import run_conversion
+from .converters.base import Converter
+from .dataset.features import FeatureSpec
+from .errors import SourceError
+
+__all__ = [
+    "CHECK",
+    "ENTRY_POINTS",
+    "MAX_PIXELS",
+    "QUALITY",
+    "Converter",
+    "FeatureSpec",
+    "SourceError",
+    "common_options",
+    "image_format_option",
+    "on_error_option",
+    "resize_option",
+    "run_conversion",
+    "split_options",
+    "usage_error_if",
+]
