@@ -274,3 +274,33 @@ def test_an_error_crosses_as_itself_when_another_library_pickles_exceptions_its_
     finally:
         del copyreg.dispatch_table[SourceError]
     assert type(back) is SourceError and str(back) == "rows.csv line 3: no path"
+
+
+def test_a_converter_that_makes_no_skips_of_its_own_still_keeps_its_own():
+    from tfr_convert.converters.base import Converter
+
+    class Minimal(Converter):
+        on_error = "skip"
+
+        def __init__(self) -> None:
+            self.features = {}
+
+        def source_splits(self):
+            return {"train": []}
+
+        def key(self, item):
+            return str(item)
+
+        def describe(self, item):
+            return str(item)
+
+        def encode(self, item):
+            return {}
+
+        def sources(self):
+            return []
+
+    first, second = Minimal(), Minimal()
+    first.reject("row 3", "no label")
+    assert first.skipped.total == 1
+    assert second.skipped.total == 0 and Minimal().skipped.total == 0

@@ -117,8 +117,21 @@ class Converter(ABC):
     #: a hint for the engines: items per batch, large enough to amortize a batch's
     #: overhead, small enough that the batches in flight stay small
     chunk_size: int = 256
-    #: items dropped while listing sources (under on_error="skip"), {"item", "reason"}
-    skipped: Skips = Skips()  # never added to: converters that skip items make their own
+
+    @property
+    def skipped(self) -> Skips:
+        """Items dropped while listing sources (under on_error="skip"). Each converter's
+        own, made when first asked for: a class-level default would be one list shared
+        by every instance of every converter that did not make its own."""
+        found = self.__dict__.get("_skipped")
+        if found is None:
+            found = self.__dict__["_skipped"] = Skips()
+        return found
+
+    @skipped.setter
+    def skipped(self, value: Skips) -> None:
+        self.__dict__["_skipped"] = value
+
     #: what listing the sources found worth saying (the engines report them first)
     warnings: tuple[str, ...] | list[str] = ()
     #: the '/'s of feature names separate levels of nested TFDS FeaturesDicts (the
