@@ -334,3 +334,36 @@ def test_grouped_and_stratified_splits_stay_within_a_group_of_the_target_when_gr
         for name, fraction in (("train", 0.7), ("validation", 0.1), ("test", 0.2)):
             got = Counter(it[2] for it in splits[name])[label]
             assert abs(got - fraction * total) <= 6, (seed, label, name, got, fraction * total)
+
+
+def test_two_items_with_one_key_are_refused_naming_both(tmp_path):
+    from tfr_convert.converters.base import Converter
+    from tfr_convert.engine.core import plan_splits
+    from tfr_convert.engine.run_options import RunOptions
+    from tfr_convert.errors import SourceError
+
+    class Rows(Converter):
+        command = "rows"
+
+        def __init__(self, keys):
+            self.features, self.labels, self.keys = {}, {}, keys
+
+        def source_splits(self):
+            return {"train": list(range(len(self.keys)))}
+
+        def key(self, item):
+            return self.keys[item]
+
+        def describe(self, item):
+            return f"rows.csv line {item + 2}"
+
+        def encode(self, item):
+            return {}
+
+        def sources(self):
+            return []
+
+    options = RunOptions(out=str(tmp_path / "out"), workers=1)
+    with pytest.raises(SourceError, match=r"^rows.csv line \d and rows.csv line \d have one key, 'b'"):
+        plan_splits(Rows(["a", "b", "c", "b", "d"]), options)
+    assert sum(map(len, plan_splits(Rows(["a", "b", "c", "d"]), options).values())) == 4

@@ -66,6 +66,18 @@ def rank_bytes(items: Sequence[T], key: Callable[[T], str], seed: int, purpose: 
     return b"".join(digests)
 
 
+class SharedKey(SourceError):
+    """Two items of one split with one key: a key names one example (it seeds where the
+    example goes), so the source is wrong; the engine names both items."""
+
+    def __init__(self, key: str, first: object, second: object) -> None:
+        super().__init__(f"two items have the key {key!r}")
+        self.key, self.first, self.second = key, first, second
+
+    def __reduce__(self):
+        return type(self), (self.key, self.first, self.second)
+
+
 def _ranked_indices(
     items: Sequence[T], key: Callable[[T], str], seed: int, purpose: str, ranker: Ranker = rank_bytes
 ) -> list[int]:
@@ -75,7 +87,14 @@ def _ranked_indices(
     one numpy array instead of a million bytes objects and a sort key list."""
     import numpy as np
 
-    return rank_order(np.frombuffer(ranker(items, key, seed, purpose), ">u8").astype(np.uint64)).tolist()
+    ranks = np.frombuffer(ranker(items, key, seed, purpose), ">u8").astype(np.uint64)
+    order = rank_order(ranks)
+    ordered = ranks[order]
+    for at in np.flatnonzero(ordered[1:] == ordered[:-1]).tolist():  # equal keys rank alike
+        first, second = items[order[at]], items[order[at + 1]]
+        if key(first) == key(second):
+            raise SharedKey(key(first), first, second)
+    return order.tolist()
 
 
 def rank_order(ranks: np.ndarray) -> np.ndarray:

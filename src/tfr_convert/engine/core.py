@@ -21,6 +21,7 @@ from ..dataset import order_quality
 from ..dataset import splits as splitting
 from ..dataset.dataset_dir import compressed_note
 from ..dataset.naming import checked_component
+from ..errors import SourceError
 from ..output.base import Output
 from ..output.metadata import metadata_files
 from ..output.shards import ShardCutter, SplitResult
@@ -162,14 +163,20 @@ def plan_splits(converter: Converter, options: RunOptions) -> dict[str, list[Has
     """Every split's items in order. Split names become part of the shards' file names
     and may come from the data (a dataset's metadata, a CSV column): they pass the one
     path check here."""
-    plan = splitting.assign(
-        converter.source_splits(),
-        converter.key,
-        seed=options.seed,
-        shuffle=options.shuffle,
-        validation_size=options.validation_size,
-        ranker=_ranks_in_parts(converter, options.workers),
-    )
+    try:
+        plan = splitting.assign(
+            converter.source_splits(),
+            converter.key,
+            seed=options.seed,
+            shuffle=options.shuffle,
+            validation_size=options.validation_size,
+            ranker=_ranks_in_parts(converter, options.workers),
+        )
+    except splitting.SharedKey as e:
+        raise SourceError(
+            f"{converter.describe(e.first)} and {converter.describe(e.second)} have one key, {e.key!r}: "
+            "a key names one example"
+        ) from None
     for split in plan:
         checked_component(split, "split name")
     if options.limit is not None:  # after splitting and shuffling: a sample of every split, not its source order
