@@ -14,9 +14,12 @@ compressed outputs when the description came to say TFDS cannot read them.
 Grouped and stratified splits (--group-column with --stratify), a CSV split column,
 --dedupe exact and a detection dataset were pinned later, with what tfr-export writes of
 them (every file's sha256; Parquet by its rows, since its bytes name the writing
-library's version), all checked equal to the code before that change. `records` is not
-pinned here: its items are keyed by their source file's path, which a test's temporary
-folder changes from run to run.
+library's version), all checked equal to the code before that change. Later still:
+`records` unshuffled (its items are keyed by their source file's path, a temporary
+folder here, which would move any shuffle or split) and `segmentation` (its masks are
+PNGs Pillow encodes, so its shards are pinned by their records' content, each PNG as
+its pixels); and every pinned conversion is run again with the other worker count (the
+same bytes) and as ArrayRecord (the same records), and every command must have one.
 """
 
 from __future__ import annotations
@@ -95,6 +98,28 @@ GOLDEN = {
         "mnist-train.tfrecord-00002-of-00004": "8899861b55a65c7a1b71ceb4d0bf08f24f8d1e7ab5661ffb713af4423ee66077",
         "mnist-train.tfrecord-00003-of-00004": "e689ca9a9361ba70a7511784d46741bb2141efbf3694baf814b8ad21da228dc5",
         "mnist-validation.tfrecord-00000-of-00001": "d9ab86e0fc3a0afbe5464e6f7f355fbc4cedf535448796c5470e0295f6b6d398",
+    },
+    "records_copy": {
+        "dataset_info.json": "7dd3339ca418b21bc13c63f377b76230660e5f7718b93223c13c0e0f4000d68c",
+        "features.json": "14fd4e86aa85469d7a6749754c3d7ca5f5c1175d4c5bae3f109c6e40319b7725",
+        "label.labels.txt": "7427877c40fb0361401248f9c96abe6117396bc6ab16811b5b1706274c02443e",
+        "manifest.json": "cddab2639ab5888c9d1d5f342cc75f21b6fb331232f71cb824a2e37a3daf7531",
+        "mnist-test.tfrecord-00000-of-00003": "d1b1c47e2ac3a5527b74521c13203862b8c3d692a993272aa78767600ad87f79",
+        "mnist-test.tfrecord-00001-of-00003": "8eaf14d3cad0cce8e517f7cf1e096e46b4587d15ce7e49785dd54df8b9c51dba",
+        "mnist-test.tfrecord-00002-of-00003": "5ef0b83231c38557c0c0341378416951cfb78b679210bcb41ccc30c222d3d52d",
+        "mnist-train.tfrecord-00000-of-00003": "b6a443fb055f53606862c4d90834d4130c5eebbee222a53b2ee14653bed9355d",
+        "mnist-train.tfrecord-00001-of-00003": "2b4b3a1a41a9dc88d4067b405fd75f3aa0930dd2e5e548c474df38861a3c5de1",
+        "mnist-train.tfrecord-00002-of-00003": "c6bbe64b52dbfd72aab17bfbf6d88f0a4bcb095c8e96bd80f40b5094f601f8cb",
+        "mnist-validation.tfrecord-00000-of-00003": "79ba2cc04dfcddd22c3b61e2d8c6a20ed6139930f629a3001530099e9035299e",
+        "mnist-validation.tfrecord-00001-of-00003": "82ff9b8a63b5572e3a801a336556755171caeb69377daca5ae123c0f1df77663",
+        "mnist-validation.tfrecord-00002-of-00003": "4ce2969b1bad1ee1174e0bec18540a89724bdd817794a95c0c0c7b4a2c204ed2",
+    },
+    "segmentation": {  # the shards by their records' content (BY_CONTENT)
+        "dataset_info.json": "2adc79aa716e66ac6d177b871d055e5fe8504c6a0ccf44b406904257d432e64d",
+        "features.json": "cd56e9071887bf55b8f6a29f45745e25276ede9bed18a10aae75cf5059d3fc80",
+        "manifest.json": "eeb9653579f9d4168b2b768bb9c153c8f349b5fc79ade31d88cdcd8471484e35",
+        "seg-test.tfrecord-00000-of-00001": "c53fff791811f6b197ebfc3b9963bff993fc8464029ad3298ef5bd9af516945b",
+        "seg-train.tfrecord-00000-of-00001": "9704e9650115f742351637a033474972d2a1b16773731338b3a58fe28de30060",
     },
     "detection_csv": {
         "boxes-test.tfrecord-00000-of-00001": "211f5e98df295f6b3131b4e88d9c09418a74b32c3b8aaac2bb9569a699c1be3c",
@@ -305,6 +330,7 @@ def conversions(tmp: Path) -> dict[str, list[str]]:
     csv_dir, csv = write_image_csv(tmp / "csvimgs")
     grouped_dir, grouped = write_grouped_csv(tmp / "grouped")
     boxes_dir, boxes = write_boxes(tmp / "boxes")
+    seg_images, seg_masks = write_segmentation(tmp / "seg")
     return {
         "mnist_raw": ["mnist", mnist, "--validation-size", "5", "--examples-per-shard", "10"],
         "mnist_gzip": ["mnist", mnist, "--num-shards", "2", "--compression", "gzip", "--seed", "3"],
@@ -324,7 +350,25 @@ def conversions(tmp: Path) -> dict[str, list[str]]:
                           "--split", "train=0.5,test=0.5", "--seed", "4"],
         "detection_csv": ["detection", boxes_dir, "--annotations", boxes, "--split", "train=0.5,test=0.5",
                           "--workers", "2"],
+        "segmentation": ["segmentation", seg_images, "--masks", seg_masks, "--split", "train=0.5,test=0.5",
+                         "--workers", "2"],
+        # records: unshuffled, since a record's key (which seeds any shuffle or split) holds
+        # its file's path, a temporary folder here; made from mnist_raw, converted above
+        "records_copy": ["records", tmp / "out" / "mnist_raw", "--no-shuffle", "--num-shards", "3"],
     }  # fmt: skip
+
+
+def write_segmentation(root: Path) -> tuple[Path, Path]:
+    """6 pictures and their masks of 3 classes (grayscale PNGs of the class indices)."""
+    rng = np.random.default_rng(11)
+    images, masks = root / "images", root / "masks"
+    images.mkdir(parents=True)
+    masks.mkdir()
+    for i in range(6):
+        height, width = 6 + i, 5 + i
+        (images / f"s{i}.png").write_bytes(png_bytes(rng.integers(0, 256, (height, width, 3), dtype=np.uint8)))
+        (masks / f"s{i}.png").write_bytes(png_bytes(rng.integers(0, 3, (height, width), dtype=np.uint8)))
+    return images, masks
 
 
 def write_boxes(root: Path) -> tuple[Path, Path]:
@@ -342,12 +386,47 @@ def write_boxes(root: Path) -> tuple[Path, Path]:
     return root, csv
 
 
-def digests(out: Path) -> dict[str, str]:
-    """sha256 of every file but manifest.json, and of the manifest's shard entries."""
+def digests(out: Path, by_content: bool = False) -> dict[str, str]:
+    """sha256 of every file but manifest.json, and of the manifest's shard entries.
+
+    `by_content`: for outputs whose records hold PNGs that Pillow encoded (zlib's bytes
+    are its version's): each shard by its records, read back, with every PNG as its
+    decoded pixels; the manifest's entries without the shards' sha256."""
     found = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(out.iterdir())}
     manifest = json.loads((out / "manifest.json").read_bytes())
+    if by_content:
+        for p in sorted(out.glob("*.tfrecord-*")):
+            found[p.name] = _content_sha256(p)
+        for split in manifest["splits"].values():
+            for shard in split["shards"]:
+                shard.pop("sha256")
     found["manifest.json"] = hashlib.sha256(json.dumps(manifest["splits"], sort_keys=True).encode()).hexdigest()
     return found
+
+
+def _content_sha256(shard: Path) -> str:
+    import io
+
+    from PIL import Image
+
+    from tfr_convert.containers.scan import read_records
+    from tfr_convert.dataset.example import parse
+
+    def pinned(value):
+        if isinstance(value, bytes) and value.startswith(b"\x89PNG"):
+            pixels = np.asarray(Image.open(io.BytesIO(value)))
+            return f"png {pixels.shape} {hashlib.sha256(pixels.tobytes()).hexdigest()}"
+        return value.hex() if isinstance(value, bytes) else value
+
+    records = [
+        {name: [kind, [pinned(v) for v in values]] for name, (kind, values) in sorted(parse(r.data).items())}
+        for r in read_records(str(shard))
+    ]
+    return hashlib.sha256(json.dumps(records, sort_keys=True).encode()).hexdigest()
+
+
+# conversions whose records hold PNGs Pillow encoded: pinned by what the records hold
+BY_CONTENT = {"segmentation"}
 
 
 @pytest.fixture(scope="module")
@@ -357,13 +436,65 @@ def outputs(tmp_path_factory) -> dict[str, dict[str, str]]:
     tmp = tmp_path_factory.mktemp("golden")
     runner = CliRunner()
     results = {}
-    for name, args in conversions(tmp).items():
+    made = conversions(tmp)
+    for name, args in made.items():
         out = tmp / "out" / name
         result = runner.invoke(convert, [*map(str, args), "--out", str(out), "--quiet"], catch_exceptions=False)
         assert result.exit_code == 0, result.output
-        results[name] = digests(out)
+        results[name] = digests(out, name in BY_CONTENT)
     results["_dir"] = tmp / "out"  # type: ignore[assignment]
+    results["_args"] = made  # type: ignore[assignment]
     return results
+
+
+def test_every_command_has_a_golden_conversion(outputs):
+    from tfr_convert.cli import commands
+
+    assert set(commands.modules()) <= {args[0] for args in outputs["_args"].values()}
+
+
+def _other_workers(args: list) -> list:
+    """The same conversion with the other worker count (2 where it gave 1 or none)."""
+    args = [str(a) for a in args]
+    if "--workers" in args:
+        at = args.index("--workers")
+        workers = "1" if args[at + 1] == "2" else "2"
+        return [*args[:at], *args[at + 2 :], "--workers", workers]
+    return [*args, "--workers", "2"]
+
+
+def _records_by_split(out: Path) -> dict[str, list[bytes]]:
+    from tfr_convert import containers
+
+    found: dict[str, list[bytes]] = {}
+    for shard in sorted(p for p in out.iterdir() if "-of-" in p.name):
+        split = shard.name.split(".")[0].rsplit("-", 1)[1]
+        found.setdefault(split, []).extend(r.data for r in containers.of_file(str(shard)).records(str(shard)))
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN))
+def test_the_other_worker_count_and_array_record_give_the_golden_output(outputs, name, tmp_path):
+    """Every golden conversion again with the other worker count: the same bytes; and as
+    ArrayRecord: the same records in the same order (ArrayRecord's own bytes are its
+    library version's, so they are not pinned)."""
+    from click.testing import CliRunner
+
+    runner = CliRunner()
+    args = outputs["_args"][name]
+    out = tmp_path / "workers"
+    result = runner.invoke(convert, [*_other_workers(args), "--out", str(out), "--quiet"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert digests(out, name in BY_CONTENT) == GOLDEN[name]
+    if "--compression" in args:
+        return  # ArrayRecord takes no --compression of TFRecord's
+    out = tmp_path / "array_record"
+    result = runner.invoke(
+        convert, [*map(str, args), "--format", "array_record", "--out", str(out), "--quiet"], catch_exceptions=False
+    )
+    assert result.exit_code == 0, result.output
+    records = _records_by_split(out)
+    assert records and records == _records_by_split(outputs["_dir"] / name)
 
 
 # tfr-export of golden conversions: every file it writes (relative path -> sha256);
@@ -422,5 +553,5 @@ def test_conversion_bytes_equal_the_golden_sha256s(outputs, name):
 
 
 def test_every_golden_conversion_is_pinned(outputs):
-    found = {name: value for name, value in outputs.items() if name != "_dir"}
+    found = {name: value for name, value in outputs.items() if not name.startswith("_")}
     assert sorted(found) == sorted(GOLDEN), json.dumps(found, indent=1, sort_keys=True)
