@@ -19,7 +19,8 @@ library's version), all checked equal to the code before that change. Later stil
 folder here, which would move any shuffle or split) and `segmentation` (its masks are
 PNGs Pillow encodes, so its shards are pinned by their records' content, each PNG as
 its pixels); and every pinned conversion is run again with the other worker count (the
-same bytes) and as ArrayRecord (the same records), and every command must have one.
+same bytes), as ArrayRecord (the same records) and through --engine beam (the same
+bytes), and every command must have one.
 """
 
 from __future__ import annotations
@@ -495,6 +496,32 @@ def test_the_other_worker_count_and_array_record_give_the_golden_output(outputs,
     assert result.exit_code == 0, result.output
     records = _records_by_split(out)
     assert records and records == _records_by_split(outputs["_dir"] / name)
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN))
+def test_the_beam_engine_gives_the_golden_output(outputs, name, tmp_path, monkeypatch):
+    """Every golden conversion through --engine beam (the DirectRunner): the same bytes
+    as the local engine's, metadata included."""
+    pytest.importorskip("apache_beam")
+    from click.testing import CliRunner
+
+    from tfr_convert.engine import beam
+
+    ran = []
+    beam_run = beam.run
+    monkeypatch.setattr(beam, "run", lambda *a, **k: ran.append(1) or beam_run(*a, **k))
+
+    args = [str(a) for a in outputs["_args"][name]]
+    if "--workers" in args:  # Beam's runner decides its own parallelism
+        at = args.index("--workers")
+        args = args[:at] + args[at + 2 :]
+    out = tmp_path / "beam"
+    result = CliRunner().invoke(
+        convert, [*args, "--engine", "beam", "--out", str(out), "--quiet"], catch_exceptions=False
+    )
+    assert result.exit_code == 0, result.output
+    assert ran  # the pipeline was Beam's
+    assert digests(out, name in BY_CONTENT) == GOLDEN[name]
 
 
 # tfr-export of golden conversions: every file it writes (relative path -> sha256);
