@@ -259,3 +259,31 @@ def test_no_module_imports_itself_through_others():
             elif child in stack:
                 low[node] = min(low[node], index[child])
     assert cycles == []
+
+
+def _built_in_converters() -> list[type]:
+    from tfr_convert.cli import commands
+
+    return [cls for module in commands.modules().values() for cls in commands.converter_classes(module)]
+
+
+@pytest.mark.parametrize("cls", _built_in_converters(), ids=lambda cls: cls.__name__)
+def test_every_built_in_converter_is_made_from_a_source_its_options_and_a_context(cls):
+    import inspect
+
+    params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    assert [p.name for p in params[1:]] == ["options", "context"], cls
+    assert params[2].default is None and all(p.kind is p.POSITIONAL_OR_KEYWORD for p in params)
+
+
+def test_the_context_a_converter_keeps_travels_to_workers_without_its_listing_helper(tmp_path):
+    import pickle
+
+    from tfr_convert.converters.base import SourceContext
+    from tfr_convert.converters.images import ImagesConverter
+
+    (tmp_path / "cat").mkdir()
+    (tmp_path / "cat" / "a.png").write_bytes(b"")
+    made = ImagesConverter(str(tmp_path), None, SourceContext(seed=7, on_error="skip", in_parts=lambda fill, n: None))
+    copied = pickle.loads(pickle.dumps(made))  # what a spawned worker or Beam receives
+    assert copied.context == SourceContext(seed=7, on_error="skip")

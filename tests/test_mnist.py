@@ -307,7 +307,7 @@ def test_images_set_inflating_before_the_converter_give_the_same_shards(mnist_sr
         out = tmp_path / f"out-{early}"
         images = start_images(str(src)) if early else None
         assert (images is not None) == early
-        run(MnistConverter(str(src), images=images), RunOptions(out=str(out), policy=ShardPolicy(None, 16, None)))
+        run(MnistConverter(images or str(src)), RunOptions(out=str(out), policy=ShardPolicy(None, 16, None)))
         shards.append({p.name: p.read_bytes() for p in out.iterdir() if ".tfrecord-" in p.name})
     assert len(shards[0]) == 4 and shards[0] == shards[1]
 

@@ -277,10 +277,10 @@ def test_an_error_crosses_as_itself_when_another_library_pickles_exceptions_its_
 
 
 def test_a_converter_that_makes_no_skips_of_its_own_still_keeps_its_own():
-    from tfr_convert.converters.base import Converter
+    from tfr_convert.converters.base import Converter, SourceContext
 
     class Minimal(Converter):
-        on_error = "skip"
+        context = SourceContext(on_error="skip")
 
         def __init__(self) -> None:
             self.features = {}

@@ -10,7 +10,8 @@ Once it is installed, `tfr-convert NAME` runs that command (a built-in command o
 same name wins). The command declares its own options, takes the options every source
 shares (`common_options`: --out, splits' seed, shards, workers, ...) and calls
 `run_conversion(make_converter, **common)` with a function that builds its
-`Converter`: the engines, containers, output and metadata are tfr-convert's, so the
+`Converter` (the built-in ones take `(source, options, source_context(common))`): the
+engines, containers, output and metadata are tfr-convert's, so the
 plugin's records are written, verified and resumed as the built-in sources' are.
 """
 
@@ -28,7 +29,7 @@ from .cli.options import (
     split_options,
     usage_error_if,
 )
-from .cli.running import run_conversion
+from .cli.running import run_conversion, source_context
 from .converters.base import Converter
 from .dataset.features import FeatureSpec
 from .errors import SourceError
@@ -46,6 +47,7 @@ __all__ = [
     "on_error_option",
     "resize_option",
     "run_conversion",
+    "source_context",
     "split_options",
     "usage_error_if",
 ]

@@ -75,6 +75,29 @@ class PublishedOptions:
         return self.image_format or ("png" if self.layout == "tfds" else "raw")
 
 
+#: runs fill(lo, hi) -> bytes over 0..n-1 in parts elsewhere (an engine's forked
+#: processes), giving each part's bytes in order, or None: then the caller does it
+InParts = Callable[[Callable[[int, int], bytes], int], "list[bytes] | None"]
+
+
+@dataclass(frozen=True)
+class SourceContext:
+    """What a run tells every converter besides its source and its options. Every
+    built-in converter is made the same way, `XConverter(source, options, context)`:
+    the source (a folder, a file, a list of files), the frozen options of its command,
+    and this."""
+
+    out: str | None = None  # this run's output: never listed as an input
+    seed: int = 0  # seeds the splits a converter draws by ratio
+    on_error: str = "fail"  # "skip": an item that cannot be used is listed in `skipped`, left out
+    in_parts: InParts | None = None  # where independent listing work may run (folders.list_files)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # listing is done where the converter is made: in_parts (a closure over that
+        # process) does not travel with the converter to workers or Beam
+        return SourceContext, (self.out, self.seed, self.on_error, None)
+
+
 @dataclass(frozen=True)
 class Group:
     """Examples equal to `prototype` but for the `varying` values (one row each).
@@ -114,6 +137,8 @@ class Converter(ABC):
     features: dict[str, FeatureSpec]
     #: feature name -> class names, written to {feature}.labels.txt
     labels: dict[str, list[str]]
+    #: what the run told the converter (its constructor sets its own)
+    context: SourceContext = SourceContext()
     #: a hint for the engines: items per batch, large enough to amortize a batch's
     #: overhead, small enough that the batches in flight stay small
     chunk_size: int = 256
@@ -202,7 +227,7 @@ class Converter(ABC):
     def reject(self, where: str, reason: str) -> None:
         """An item or source row that cannot be used: SourceError, or, where the converter
         was made with on_error="skip", listed in its `skipped` and left out."""
-        if getattr(self, "on_error", "fail") != "skip":
+        if self.context.on_error != "skip":
             error = SourceError(f"{where}: {reason}")
             error.skippable = True
             raise error

@@ -25,7 +25,7 @@ import numpy as np
 from ..dataset.features import FeatureSpec
 from ..errors import SourceError, shown
 from ..storage.streams import HashingReader
-from .base import CATALOG_VERSIONS, Background, Columns, Converter, Group, PublishedOptions
+from .base import CATALOG_VERSIONS, Background, Columns, Converter, Group, PublishedOptions, SourceContext
 from .cifar_files import LAYOUTS, LabelKind, Layout, Member, detect, list_folder, locate, read_archive
 from .imaging import encode_png
 from .png import encode_pngs
@@ -155,9 +155,10 @@ class CifarConverter(Converter):
     command = "cifar"
     chunk_size = 4096  # the raw layout is encoded a whole batch at a time (encode_batch)
 
-    def __init__(self, src: str, options: PublishedOptions | None = None) -> None:
+    def __init__(self, src: str, options: PublishedOptions | None = None, context: SourceContext | None = None) -> None:
         """layout "tfds": exactly TFDS's catalog features (id, image PNG, label, coarse_label)."""
         options = (options or PublishedOptions()).checked()
+        self.context = context or SourceContext()
         variant = options.variant
         self.layout = options.layout
         self.image_format = options.pixels

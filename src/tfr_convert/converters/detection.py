@@ -31,7 +31,7 @@ from ..errors import OptionError, SourceError
 from ..skips import Skips
 from ..storage import fs
 from . import box_formats
-from .base import Converter, fingerprint
+from .base import Converter, SourceContext, fingerprint
 from .box_formats import Box, ImageBoxes
 from .box_formats.class_names import read_names
 from .folders import IMAGE_SUFFIXES, FileItems, dataset_name, list_files
@@ -157,11 +157,9 @@ class DetectionConverter(FileItems, Converter):
         self,
         image_dir: str,
         options: DetectionOptions,
-        *,
-        out: str | None = None,
-        seed: int = 0,
-        on_error: str = "fail",
+        context: SourceContext | None = None,
     ) -> None:
+        self.context = context = context or SourceContext()
         problem = options.problem()
         if problem is not None:
             raise OptionError(problem)
@@ -177,7 +175,6 @@ class DetectionConverter(FileItems, Converter):
         self._real_root = None if fs.is_remote(image_dir) else os.path.realpath(image_dir)
         self.image_format, self.quality = image_format, quality
         self.policy = policy or DecodePolicy()
-        self.on_error = on_error
         self.skipped = Skips()
         self.warnings: list[str] = []
         self.dataset_name = dataset_name(image_dir)
@@ -211,7 +208,7 @@ class DetectionConverter(FileItems, Converter):
         }
         self._dedupe = dedupe
         classes = read_names(classes_file) if classes_file else None
-        images = [f.replace(os.sep, "/") for f in list_files(image_dir, exclude=out)]
+        images = [f.replace(os.sep, "/") for f in list_files(image_dir, exclude=context.out)]
         images = [f for f in images if f.lower().endswith(IMAGE_SUFFIXES)]
         found = box_formats.read(annotations, fmt, images, classes, options.voc_origin, masks=options.masks)
         self._annotation_files = found.files
@@ -228,7 +225,7 @@ class DetectionConverter(FileItems, Converter):
             items = [item for item in items if item[-1]]
         if not items:
             raise SourceError(f"{image_dir}: no images to convert")
-        self._splits = self._split(items, split, stratify, seed)
+        self._splits = self._split(items, split, stratify, context.seed)
         negatives = sum(not item[-1] for split_items in self._splits.values() for item in split_items)
         if negatives and not skip_empty:
             self.warnings.insert(
@@ -269,7 +266,7 @@ class DetectionConverter(FileItems, Converter):
                         )
                     )
             if problems:
-                if self.on_error != "skip":
+                if self.context.on_error != "skip":
                     raise SourceError(f"{problems[0][0]}: {problems[0][1]}")
                 for where, why in problems:
                     self.skipped.add(where, why)

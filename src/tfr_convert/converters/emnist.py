@@ -23,7 +23,7 @@ import zlib
 import numpy as np
 
 from ..errors import OptionError, SourceError
-from .base import PublishedOptions
+from .base import PublishedOptions, SourceContext
 from .idx import FILES
 from .mnist import MnistConverter
 
@@ -165,8 +165,9 @@ class EmnistConverter(MnistConverter):
 
     description = "EMNIST handwritten characters (28x28 grayscale) with class labels."
 
-    def __init__(self, src: str, options: PublishedOptions | None = None) -> None:
+    def __init__(self, src: str, options: PublishedOptions | None = None, context: SourceContext | None = None) -> None:
         options = (options or PublishedOptions()).checked()
+        self.context = context or SourceContext()
         variant, layout = options.variant, options.layout
         self._files = EmnistFiles(src)
         found = self._files.variants()
@@ -184,7 +185,7 @@ class EmnistConverter(MnistConverter):
         self.num_classes = TFDS_CLASSES[self.config] if self._names is None else len(self._names)
         self.upright = layout == "tutorial"
         self.tfds_layout = layout == "tfds"
-        super().__init__(src, dataclasses.replace(options, variant=variant))
+        super().__init__(src, dataclasses.replace(options, variant=variant), self.context)
         self.dataset_name = f"emnist_{self.config}"
 
     def _stems(self) -> dict[tuple[str, str], str]:

@@ -12,11 +12,12 @@ import bisect
 import os
 import pickle
 import re
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 from typing import Any
 
 from ..dataset.naming import INFO, MANIFEST
 from ..storage import fs
+from .base import InParts
 
 _JUNK_FILES = {"thumbs.db", "desktop.ini"}  # OS litter that lives in image folders
 _AFTER_SEP = chr(ord(os.sep) + 1)  # sorts right after the separator: "F0" > every "F/..."
@@ -28,11 +29,6 @@ _DATASET_MARKERS = (INFO, MANIFEST)  # a folder holding both is a tfr-convert ou
 
 def visible(name: str) -> bool:
     return not name.startswith(".") and name.lower() not in _JUNK_FILES
-
-
-#: runs fill(lo, hi) -> bytes over 0..n-1 in parts elsewhere (an engine's forked
-#: processes), giving each part's bytes in order, or None: then the caller does it
-InParts = Callable[[Callable[[int, int], bytes], int], "list[bytes] | None"]
 
 
 def list_files(

@@ -177,8 +177,10 @@ def read_file(path: str) -> bytes:
 
 class ImageFiles(NamedTuple):
     """A folder's images files, read (split -> (path, bytes)), and each parsed into its
-    (N, H, W) pixels on a helper thread (`arrays`, by split), in the order of SPLITS."""
+    (N, H, W) pixels on a helper thread (`arrays`, by split), in the order of SPLITS: an
+    MNIST folder whose reading has begun (MnistConverter takes it as its source)."""
 
+    folder: str
     files: dict[str, tuple[str, bytes]]
     arrays: Background
 
@@ -197,4 +199,4 @@ def start_images(src_dir: str) -> ImageFiles | None:
     for split, path in paths.items():
         files[split] = path, read_file(path)
         arrays.submit(split, parse_idx, path, files[split][1], IMAGES_MAGIC, 3)  # train starts before test is read
-    return ImageFiles(files, arrays)
+    return ImageFiles(src_dir, files, arrays)

@@ -30,8 +30,8 @@ from ..dataset.splits import SplitSpec, split_by_ratio
 from ..errors import OptionError, SourceError
 from ..skips import Skips
 from ..storage import fs
-from .base import Converter
-from .folders import IMAGE_SUFFIXES, FileItems, ImageFolder, InParts, dataset_name, folder_runs, named
+from .base import Converter, SourceContext
+from .folders import IMAGE_SUFFIXES, FileItems, ImageFolder, dataset_name, folder_runs, named
 from .grouping import plan_groups
 from .imaging import Decoded, DecodePolicy, decode, encode, probe, reencode
 from .label_csv import LabelCsv
@@ -116,16 +116,12 @@ class ImagesConverter(FileItems, Converter):
         self,
         image_dir: str,
         options: ImagesOptions | None = None,
-        *,
-        out: str | None = None,
-        seed: int = 0,
-        on_error: str = "fail",
-        in_parts: InParts | None = None,
+        context: SourceContext | None = None,
     ) -> None:
-        """out: this run's output (never listed as input); in_parts: how an engine runs
-        independent work elsewhere (see list_files): the folders of a large tree are then
-        listed in parts, in other processes."""
+        """context.in_parts: the folders of a large tree are listed in parts, in other
+        processes (see list_files)."""
         options = options or ImagesOptions()
+        self.context = context = context or SourceContext()
         problem = options.problem()
         if problem is not None:
             raise OptionError(problem)
@@ -138,13 +134,12 @@ class ImagesConverter(FileItems, Converter):
             options.policy,
         )
         self.root = image_dir
-        self._folder = ImageFolder(image_dir, out, in_parts)
+        self._folder = ImageFolder(image_dir, context.out, context.in_parts)
         self._remote, self._real_root = self._folder.remote, self._folder.real_root
         self.image_format, self.quality = image_format, quality
         self.keep_exact = keep_exact  # keep mode: even bytes TensorFlow cannot decode upright
         self._flag: tuple[str, str] | None = None  # (why, file) of the item just encoded, for observe
         self.policy = policy or DecodePolicy()
-        self.on_error = on_error
         self.skipped = Skips()
         self.columns: list[tuple[str, str]] = []  # extra features: (name, dtype)
         self.labels: dict[str, list[str]] = {}
@@ -181,7 +176,7 @@ class ImagesConverter(FileItems, Converter):
             self.warnings += table.warnings
         if not items:
             raise SourceError(f"{image_dir}: no images to convert")
-        self._splits = self._split(items, split, stratify, split_of, seed)
+        self._splits = self._split(items, split, stratify, split_of, context.seed)
         if image_format == "keep" and not self._remote:
             self.chunk_size = _keep_chunk_size(self.root, [item[0] for item in items[:CHUNK_SAMPLE]])
         self._folder.listed()

@@ -13,7 +13,16 @@ import numpy as np
 
 from ..dataset.features import FeatureSpec
 from ..errors import SourceError
-from .base import CATALOG_VERSIONS, Background, Columns, Converter, Group, PublishedOptions, fingerprint
+from .base import (
+    CATALOG_VERSIONS,
+    Background,
+    Columns,
+    Converter,
+    Group,
+    PublishedOptions,
+    SourceContext,
+    fingerprint,
+)
 from .idx import FILES, IMAGES_MAGIC, LABELS_MAGIC, SPLITS, ImageFiles, find_source, idx_dims, parse_idx, read_file
 from .imaging import encode_png
 from .png import encode_pngs
@@ -46,11 +55,19 @@ class MnistConverter(Converter):
     #: labels lie in 0..num_classes-1 (set before the files are read: EMNIST's depend on the variant)
     num_classes = NUM_CLASSES
 
-    def __init__(self, src_dir: str, options: PublishedOptions | None = None, images: ImageFiles | None = None) -> None:
-        """`images`: the folder's images files, set inflating already by idx.start_images
-        (by a caller that starts them before it imports this module, and numpy)."""
+    def __init__(
+        self,
+        source: str | ImageFiles,
+        options: PublishedOptions | None = None,
+        context: SourceContext | None = None,
+    ) -> None:
+        """`source`: the folder, or its images files set inflating already by
+        idx.start_images (by a caller that starts them before it imports this module, and
+        numpy)."""
         options = (options or PublishedOptions()).checked()
-        self.src_dir = src_dir
+        self.context = context or SourceContext()
+        images = source if isinstance(source, ImageFiles) else None
+        self.src_dir = src_dir = images.folder if images else str(source)
         self.layout = layout = options.layout
         self.image_format = image_format = options.pixels
         self._labels: dict[str, np.ndarray] = {}

@@ -38,7 +38,7 @@ from ..dataset.splits import SPLIT_NAME, SPLIT_ORDER, SplitSpec, split_by_ratio
 from ..errors import OptionError, OutputError, RecordError, SourceError
 from ..skips import Skips
 from ..storage import fs
-from .base import Converter
+from .base import Converter, SourceContext
 
 #: split names a plain file's name may carry (`data-train.tfrecord`, `x-val.tfrec`)
 FILE_SPLITS = {
@@ -62,12 +62,13 @@ class RecordsOptions:
     split_feature: str | None = None  # the feature whose value names each record's split
     stratify_feature: str | None = None  # --split keeps the proportions of this feature's values
     group_feature: str | None = None  # --split keeps records sharing this feature's value together
-    on_error: str = "fail"  # "skip": salvage damaged files (read past bad records, report each loss)
     quarantine: str | None = None  # a folder for the raw bytes of every loss
     max_record_size: int = containers.MAX_RECORD_BYTES  # the largest record copied (each is held whole once)
 
-    def problem(self) -> str | None:
-        if self.quarantine is not None and self.on_error != "skip":
+    def problem(self, on_error: str = "fail") -> str | None:
+        """What makes these options impossible, with the run's --on-error (skip: salvage
+        damaged files, reading past bad records, and report each loss), or None."""
+        if self.quarantine is not None and on_error != "skip":
             return "--quarantine keeps what --on-error skip leaves out: add --on-error skip"
         if self.split_feature is not None and (self.split, self.stratify_feature, self.group_feature) != (None,) * 3:
             return "--split-feature names each record's split: drop --split, --stratify-feature and --group-feature"
@@ -143,12 +144,15 @@ class RecordsConverter(Converter):
     chunk_size = 256
     serialized = True
 
-    def __init__(self, paths: list[str], options: RecordsOptions | None = None, *, seed: int = 0) -> None:
+    def __init__(
+        self, paths: list[str], options: RecordsOptions | None = None, context: SourceContext | None = None
+    ) -> None:
         options = options or RecordsOptions()
-        problem = options.problem()
+        self.context = context = context or SourceContext()
+        problem = options.problem(context.on_error)
         if problem is not None:
             raise OptionError(problem)
-        self._options, self._seed = options, seed
+        self._options = options
         files, datasets = _files_of(paths)
         if len({dataset.name for dataset in datasets}) > 1:
             raise SourceError(f"datasets {sorted({d.name for d in datasets})} differ: give one dataset's directories")
@@ -201,7 +205,7 @@ class RecordsConverter(Converter):
         crc = 0
         items = self._items.setdefault(split, [])
         written = count = lost_bytes = lost_records = 0
-        salvaging = self._options.on_error == "skip"
+        salvaging = self.context.on_error == "skip"
         read_for = self._options.features_read()
         try:
             limit = self._options.max_record_size
@@ -275,7 +279,7 @@ class RecordsConverter(Converter):
 
         groups = [values[item[:2]][group] for item in everything] if group else None  # type: ignore[index]
         splits, said = split_by_ratio(
-            everything, self.key, self._options.split, self._seed, stratum if stratify else None, groups
+            everything, self.key, self._options.split, self.context.seed, stratum if stratify else None, groups
         )
         self._values = {}
         self.warnings += [said] if said else []
@@ -319,7 +323,7 @@ class RecordsConverter(Converter):
         found = []
         for s in self._sources:
             source = {"file": s.path, "split": s.split, "records": s.records, "records_crc32c": f"{s.crc32c:08x}"}
-            if self._options.on_error == "skip":
+            if self.context.on_error == "skip":
                 source["lost_bytes"], source["lost_records_known"] = s.lost
             found.append(source)
         return found

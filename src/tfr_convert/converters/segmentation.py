@@ -26,7 +26,7 @@ from ..dataset.splits import SplitSpec, split_by_ratio
 from ..errors import OptionError, SourceError
 from ..skips import Skips
 from ..storage import fs
-from .base import Converter, fingerprint
+from .base import Converter, SourceContext, fingerprint
 from .box_formats.class_names import read_names
 from .folders import IMAGE_SUFFIXES, FileItems, dataset_name, list_files
 from .imaging import DecodePolicy, open_image, probe, reencode
@@ -102,18 +102,15 @@ class SegmentationConverter(FileItems, Converter):
         self,
         image_dir: str,
         options: SegmentationOptions,
-        *,
-        out: str | None = None,
-        seed: int = 0,
-        on_error: str = "fail",
+        context: SourceContext | None = None,
     ) -> None:
+        self.context = context = context or SourceContext()
         problem = options.problem()
         if problem is not None:
             raise OptionError(problem)
         self.root, self.mask_root, self.options_ = image_dir, options.masks, options
         self.policy = options.policy
         self.tfds_layout = options.layout == "tfds"
-        self.on_error = on_error
         self.skipped = Skips()
         self.warnings: list[str] = []
         self.dataset_name = dataset_name(image_dir)
@@ -132,8 +129,8 @@ class SegmentationConverter(FileItems, Converter):
                     f"--classes {options.classes_file} names"
                 )
         self.classes = names
-        images = [f for f in list_files(image_dir, exclude=out) if f.lower().endswith(IMAGE_SUFFIXES)]
-        masks = [f for f in list_files(options.masks, exclude=out) if f.lower().endswith(IMAGE_SUFFIXES)]
+        images = [f for f in list_files(image_dir, exclude=context.out) if f.lower().endswith(IMAGE_SUFFIXES)]
+        masks = [f for f in list_files(options.masks, exclude=context.out) if f.lower().endswith(IMAGE_SUFFIXES)]
         by_stem: dict[str, str] = {}
         for mask in masks:
             stem = posixpath.splitext(mask.replace(os.sep, "/"))[0]
@@ -164,7 +161,7 @@ class SegmentationConverter(FileItems, Converter):
         if options.split is None:
             self._splits = {"train": items}
         else:
-            self._splits, said = split_by_ratio(items, self.key, options.split, seed)
+            self._splits, said = split_by_ratio(items, self.key, options.split, context.seed)
             self.warnings += [said] if said else []
         self.labels: dict[str, list[str]] = {}
         self.features = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..options import published_dataset_options, source_of, usage_error_if
-from ..running import run_conversion
+from ..running import run_conversion, source_context
 
 CONVERTERS = ("tfr_convert.converters.cifar:CifarConverter",)
 
@@ -39,4 +39,4 @@ def command(src, download, variant, binary, image_format, layout, mirror, cache_
     # the binary archives are listed as datasets of their own, cached beside the pickles
     suffix = "-binary" if binary else ""
     source = source_of(src, download, variant and variant + suffix, "cifar10" + suffix, mirror, cache_dir)
-    run_conversion(lambda: CifarConverter(source(), options), nested=layout == "tfds", **common)
+    run_conversion(lambda: CifarConverter(source(), options, source_context(common)), nested=layout == "tfds", **common)

@@ -18,7 +18,7 @@ from ..options import (
     split_options,
     usage_error_if,
 )
-from ..running import run_conversion
+from ..running import run_conversion, source_context
 from ..types import LocalOrRemotePath
 
 CONVERTERS = ("tfr_convert.converters.detection:DetectionConverter",)
@@ -131,6 +131,6 @@ def command(
         staged = dataclasses.replace(
             options, annotations=fs.stage(annotations), classes_file=fs.stage(classes_file), voc_masks=voc_masks
         )
-        return DetectionConverter(image_dir, staged, out=common["out"], seed=common["seed"], on_error=on_error)
+        return DetectionConverter(image_dir, staged, source_context(common, on_error))
 
     run_conversion(make_converter, on_error=on_error, **common)

@@ -16,7 +16,7 @@ from ..options import (
     split_options,
     usage_error_if,
 )
-from ..running import run_conversion
+from ..running import run_conversion, source_context
 from ..types import Color, Delimiter, LocalOrRemotePath
 
 CONVERTERS = ("tfr_convert.converters.images:ImagesConverter",)
@@ -137,13 +137,7 @@ def command(
         from ...engine.run_options import default_workers  # the engine runs the listing's parts
         from ...engine.workers import forked_parts
 
-        return ImagesConverter(
-            image_dir,
-            options,
-            out=common["out"],
-            seed=common["seed"],
-            on_error=on_error,
-            in_parts=forked_parts(common["workers"] or default_workers()),
-        )
+        parts = forked_parts(common["workers"] or default_workers())
+        return ImagesConverter(image_dir, options, source_context(common, on_error, parts))
 
     run_conversion(make_converter, on_error=on_error, **common)

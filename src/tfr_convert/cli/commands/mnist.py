@@ -7,7 +7,7 @@ import os
 import click
 
 from ..options import published_dataset_options, source_of, usage_error_if
-from ..running import run_conversion
+from ..running import run_conversion, source_context
 
 CONVERTERS = ("tfr_convert.converters.mnist:MnistConverter", "tfr_convert.converters.emnist:EmnistConverter")
 
@@ -59,7 +59,7 @@ def command(src, download, variant, image_format, layout, mirror, cache_dir, **c
         if emnist or (variant is None and looks_like_emnist(path)):
             if images:
                 images.arrays.settle()
-            return EmnistConverter(path, options)
-        return MnistConverter(path, options, images)
+            return EmnistConverter(path, options, source_context(common))
+        return MnistConverter(images or path, options, source_context(common))
 
     run_conversion(converter, nested=layout == "tfds", **common)

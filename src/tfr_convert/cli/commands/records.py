@@ -8,7 +8,7 @@ import dataclasses
 import click
 
 from ..options import common_options, max_record_option, on_error_option, split_options, usage_error_if
-from ..running import run_conversion
+from ..running import run_conversion, source_context
 
 CONVERTERS = ("tfr_convert.converters.records:RecordsConverter",)
 
@@ -77,11 +77,10 @@ def command(
         split_feature=split_feature,
         stratify_feature=stratify_feature,
         group_feature=group_feature,
-        on_error=on_error,
         quarantine=quarantine,
         **({"max_record_size": max_record_size} if max_record_size else {}),
     )
-    usage_error_if(options.problem())
+    usage_error_if(options.problem(on_error))
     from ...storage import fs
 
     if quarantine is not None and fs.within(quarantine, common["out"]):
@@ -94,6 +93,6 @@ def command(
     def make_converter():
         from ...converters.records import RecordsConverter
 
-        return RecordsConverter(list(src), options, seed=common["seed"])
+        return RecordsConverter(list(src), options, source_context(common, on_error))
 
     run_conversion(make_converter, on_error=on_error, **common)

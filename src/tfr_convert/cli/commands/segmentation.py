@@ -7,7 +7,7 @@ import dataclasses
 import click
 
 from ..options import MAX_PIXELS, QUALITY, common_options, on_error_option, resize_option, usage_error_if
-from ..running import run_conversion
+from ..running import run_conversion, source_context
 from ..types import LocalOrRemotePath, Split
 
 CONVERTERS = ("tfr_convert.converters.segmentation:SegmentationConverter",)
@@ -98,6 +98,6 @@ def command(
         from ...storage import fs
 
         staged = dataclasses.replace(options, classes_file=fs.stage(classes_file), palette_file=fs.stage(palette_file))
-        return SegmentationConverter(image_dir, staged, out=common["out"], seed=common["seed"], on_error=on_error)
+        return SegmentationConverter(image_dir, staged, source_context(common, on_error))
 
     run_conversion(make_converter, on_error=on_error, nested=layout == "tfds", **common)
