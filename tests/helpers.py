@@ -89,13 +89,13 @@ class FailingMnist(MnistConverter):
         super().__init__(src)
         self.error = error
 
-    def encode_batch(self, items):
+    def columns_of(self, items):
         return None
 
-    def encode(self, item):
+    def features_of(self, item):
         if item == ("train", 1):
             raise self.error
-        return super().encode(item)
+        return super().features_of(item)
 
 
 def png_header_only(width: int, height: int) -> bytes:

@@ -133,7 +133,7 @@ def test_readers_never_import_the_writers():
     """What reads a dataset (the inspector, the loader, the metadata reader) shares only
     dataset/ and containers/ with what writes one."""
     readers = modules_imported("inspect")
-    for module in ("dataset/dataset_dir.py", "dataset/loader.py"):
+    for module in ("dataset/existing.py", "dataset/loader.py"):
         found = imports(PACKAGE / module)
         readers |= {m for m, _ in found} | {f"{m}.{name}" for m, names in found for name in names}
     assert not {m for m in readers if m.startswith(WRITERS)}

@@ -225,7 +225,7 @@ def test_a_repair_run_killed_at_its_commit_then_resumed_leaves_the_whole_dataset
 def test_recovery_tells_an_unswapped_commit_by_the_trees_inode_not_by_the_manifest(cli, mnist, tmp_path):
     """Killed after the commit's marker was written and before the swap, with the damaged old
     dataset's manifest equal to the new one: the new build is kept (for --resume), DIR untouched."""
-    from tfr_convert.output.local import OutputDir
+    from tfr_convert.output.local import LocalOutput
 
     args = ["mnist", mnist, "--examples-per-shard", "5"]
     out = tmp_path / "out"
@@ -239,7 +239,7 @@ def test_recovery_tells_an_unswapped_commit_by_the_trees_inode_not_by_the_manife
     (work / "new" / missing).write_bytes(whole[missing])  # the build: the whole dataset again
     built = os.stat(work / "new")
     (work / "committing").write_text(f"{built.st_dev}:{built.st_ino}")  # as the commit writes it
-    with OutputDir(str(out), overwrite=True, resume=True):
+    with LocalOutput(str(out), overwrite=True, resume=True):
         assert files(out) == damaged  # not taken for swapped
         assert files(work / "new") == whole  # kept
         assert not (work / "committing").exists()

@@ -22,7 +22,7 @@ from tfr_convert.errors import FeatureError, RecordError, SourceError
 
 
 def per_item(converter, items) -> bytes:
-    return b"".join(frame(serialize(converter.encode(item))) for item in items)
+    return b"".join(frame(serialize(converter.features_of(item))) for item in items)
 
 
 def test_uniform_rows_equal_serialize_with_the_margins_left_free():
@@ -64,10 +64,10 @@ def test_mnist_batches_equal_the_per_item_path(tmp_path):
     write_mnist(tmp_path, n_train=300, n_test=20)
     converter = MnistConverter(str(tmp_path))
     items = converter.source_splits()["train"][::-1]  # any order, as after shuffling
-    assert converter.encode_batch(items) is not None  # the columnar path is the one tested
+    assert converter.columns_of(items) is not None  # the columnar path is the one tested
     encoded = encode_sealed(converter, items, "fail", container("tfrecord"))
     assert bytes(encoded.blob) == per_item(converter, items) and sum(encoded.sizes) == len(encoded.blob)
-    assert MnistConverter(str(tmp_path), PublishedOptions(image_format="png")).encode_batch(items) is None
+    assert MnistConverter(str(tmp_path), PublishedOptions(image_format="png")).columns_of(items) is None
 
 
 def test_cifar_batches_equal_the_per_item_path(tmp_path):
@@ -75,7 +75,7 @@ def test_cifar_batches_equal_the_per_item_path(tmp_path):
         src = write_cifar(tmp_path / variant, variant, per_batch=30)
         converter = CifarConverter(str(src["path"]))
         items = converter.source_splits()["train"][::-1]
-        assert converter.encode_batch(items) is not None
+        assert converter.columns_of(items) is not None
         encoded = encode_sealed(converter, items, "fail", container("tfrecord"))
         assert bytes(encoded.blob) == per_item(converter, items)
 
@@ -87,14 +87,14 @@ def test_png_batches_compressed_together_equal_the_per_item_path(tmp_path, layou
     for converter in (MnistConverter(str(tmp_path / "mnist"), PublishedOptions(image_format="png", layout=layout)),
                       CifarConverter(str(src["path"]), PublishedOptions(image_format="png", layout=layout))):  # fmt: skip
         items = converter.source_splits()["train"][::-1]
-        assert converter.encode_each(items) == [converter.encode(item) for item in items]
+        assert converter.features_of_each(items) == [converter.features_of(item) for item in items]
         encoded = encode_sealed(converter, items, "fail", container("tfrecord"))
         assert bytes(encoded.blob) == per_item(converter, items)
 
 
 def test_a_batch_that_fails_together_is_encoded_item_by_item_and_the_error_names_the_item(tmp_path):
     class Failing(FailingMnist):
-        def encode_each(self, items):
+        def features_of_each(self, items):
             raise SourceError("one image of the batch is bad")
 
     write_mnist(tmp_path, n_train=4, n_test=2)
@@ -139,7 +139,7 @@ def test_array_record_records_are_the_bare_serialized_examples(tmp_path):
     converter = MnistConverter(str(tmp_path))
     items = converter.source_splits()["test"]
     encoded = encode_sealed(converter, items, "fail", container("array_record"))
-    assert bytes(encoded.blob) == b"".join(serialize(converter.encode(i)) for i in items)
+    assert bytes(encoded.blob) == b"".join(serialize(converter.features_of(i)) for i in items)
 
 
 @pytest.mark.parametrize(
@@ -178,17 +178,17 @@ def test_features_other_than_declared_are_an_error_naming_the_item(tmp_path):
 class _Noisy(MnistConverter):
     """Warns about its data, and drops an open file (as a Ctrl-C mid-read leaves one)."""
 
-    def encode_batch(self, items):
+    def columns_of(self, items):
         return None
 
-    def encode(self, item):
+    def features_of(self, item):
         import gc
         import warnings
 
         warnings.warn(f"{self.key(item)}: odd image", stacklevel=2)
         open(__file__, "rb")  # left open on purpose: collected as garbage below
         gc.collect()
-        return super().encode(item)
+        return super().features_of(item)
 
 
 def test_converter_warnings_are_kept_and_resource_warnings_are_not(tmp_path):

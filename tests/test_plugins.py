@@ -69,3 +69,17 @@ def test_a_plugin_that_cannot_load_is_one_line_and_exit_1(plugin_path):
 def test_without_the_plugin_its_name_is_a_usage_error():
     run = subprocess.run([str(SCRIPTS / "tfr-convert"), "counting"], capture_output=True, text=True)
     assert run.returncode == 2 and "No such command 'counting'" in run.stderr
+
+
+def test_the_built_in_commands_are_registered_as_plugins_are():
+    """pyproject.toml registers every module of cli/commands under the entry-point group,
+    each entry loading the very command tfr-convert runs under that name."""
+    from importlib.metadata import distribution
+
+    from tfr_convert.cli import commands
+    from tfr_convert.cli.convert import ENTRY_POINTS, convert
+
+    ours = {e.name: e for e in distribution("tfr-convert").entry_points if e.group == ENTRY_POINTS}
+    assert sorted(ours) == sorted(commands.modules())
+    for name, entry in ours.items():
+        assert entry.load() is convert.get_command(None, name), name

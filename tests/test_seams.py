@@ -1,6 +1,6 @@
 """Unit tests at the seams the end-to-end tests reach only whole: the journal's lines
 and replay, the ratio and group splits, the skips' proportions, the metadata files and
-their one reader (dataset_dir)."""
+their one reader (dataset.existing)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from tfr_convert.dataset.dataset_dir import DatasetDir
+from tfr_convert.dataset.existing import ExistingDataset
 from tfr_convert.dataset.features import FeatureSpec
 from tfr_convert.dataset.naming import INFO, MANIFEST
 from tfr_convert.dataset.splits import SplitSpec, assign_by_ratio, assign_groups_by_ratio, split_by_ratio
@@ -158,7 +158,7 @@ def test_metadata_files_are_read_back_by_the_one_reader(tmp_path):
     assert list(files)[-1] == INFO  # written last: TFDS's marker of a complete dataset
     for name, data in files.items():
         (tmp_path / name).write_bytes(data)
-    dataset = DatasetDir(str(tmp_path))
+    dataset = ExistingDataset(str(tmp_path))
     assert dataset.name == "d" and dataset.splits() == {"train": [3, 2], "test": [1]}
     assert dataset.shard_names("train") == ["d-train.tfrecord-00000-of-00002", "d-train.tfrecord-00001-of-00002"]
     assert dataset.recorded_shards()["d-test.tfrecord-00000-of-00001"]["sha256"] == "c" * 64
@@ -179,14 +179,14 @@ def test_supervised_keys_need_one_image_and_one_label():
 def test_the_reader_refuses_metadata_of_the_wrong_shape_with_the_file_named(tmp_path, content):
     (tmp_path / INFO).write_text(content)
     with pytest.raises(SourceError, match=INFO):
-        DatasetDir(str(tmp_path)).info  # noqa: B018
+        ExistingDataset(str(tmp_path)).info  # noqa: B018
 
 
 def test_a_missing_or_odd_manifest_reads_as_empty(tmp_path):
     (tmp_path / INFO).write_text('{"name": "d", "splits": []}')
-    assert DatasetDir(str(tmp_path)).recorded_shards() == {}
+    assert ExistingDataset(str(tmp_path)).recorded_shards() == {}
     (tmp_path / MANIFEST).write_text('{"splits": {"train": {"shards": [7, {"file": 3}]}}}')
-    assert DatasetDir(str(tmp_path)).recorded_shards() == {} and DatasetDir(str(tmp_path)).options == {}
+    assert ExistingDataset(str(tmp_path)).recorded_shards() == {} and ExistingDataset(str(tmp_path)).options == {}
 
 
 # ---------------------------------------------------------------- converters' options
@@ -294,7 +294,7 @@ def test_a_converter_that_makes_no_skips_of_its_own_still_keeps_its_own():
         def describe(self, item):
             return str(item)
 
-        def encode(self, item):
+        def features_of(self, item):
             return {}
 
         def sources(self):

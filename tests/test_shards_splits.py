@@ -16,7 +16,7 @@ from tfr_convert.containers.framing import frame
 from tfr_convert.dataset.naming import ShardName
 from tfr_convert.dataset.splits import assign, carve, rank_order, seeded_order
 from tfr_convert.errors import OutputError, SourceError
-from tfr_convert.output.local import OutputDir
+from tfr_convert.output.local import LocalOutput
 from tfr_convert.output.shards import ShardPolicy, SplitWriter
 
 
@@ -103,9 +103,9 @@ def test_output_dir_refuses_non_empty_and_cleans_up_on_failure(tmp_path):
     out.mkdir()
     (out / "keep.txt").write_text("x")
     with pytest.raises(OutputError, match=r"not empty \(use --overwrite"):
-        OutputDir(str(out))
+        LocalOutput(str(out))
     fresh = tmp_path / "fresh"
-    with pytest.raises(RuntimeError), OutputDir(str(fresh)) as od:
+    with pytest.raises(RuntimeError), LocalOutput(str(fresh)) as od:
         writer = SplitWriter(od, "train", 3, ShardPolicy(examples_per_shard=1), container("tfrecord"), "none")
         writer.write_chunk(frame(b"a"), [len(frame(b"a"))])
         writer.write_chunk(frame(b"b"), [len(frame(b"b"))])
@@ -115,7 +115,7 @@ def test_output_dir_refuses_non_empty_and_cleans_up_on_failure(tmp_path):
 
 
 def test_split_writer_counts_must_match(tmp_path):
-    with OutputDir(str(tmp_path / "o")) as od:
+    with LocalOutput(str(tmp_path / "o")) as od:
         writer = SplitWriter(od, "train", 2, ShardPolicy(), container("tfrecord"), "none")
         writer.write_chunk(frame(b"a"), [len(frame(b"a"))])
         with pytest.raises(OutputError, match="wrote 1 examples, expected 2"):
@@ -142,7 +142,7 @@ def test_default_policy_is_one_shard_for_small_data_else_at_least_64_mib():
 )
 def test_split_writer_cuts_exactly_where_the_policy_says(tmp_path_factory, policy, sizes, chunk, skips):
     out = tmp_path_factory.mktemp("w")
-    with OutputDir(str(out / "o")) as od:
+    with LocalOutput(str(out / "o")) as od:
         writer = SplitWriter(od, "train", len(sizes) + skips, policy, container("tfrecord"), "none")
         records = [frame(bytes(s - 16)) for s in sizes]
         for i in range(0, len(records), chunk):
@@ -160,7 +160,7 @@ def test_a_failed_split_leaves_no_writer_thread_or_file(tmp_path):
     import threading
 
     before = threading.active_count()
-    with pytest.raises(RuntimeError), OutputDir(str(tmp_path / "o")) as od:
+    with pytest.raises(RuntimeError), LocalOutput(str(tmp_path / "o")) as od:
         with SplitWriter(od, "train", 5, ShardPolicy(), container("tfrecord"), "none") as writer:
             writer.write_chunk(frame(b"x"), [len(frame(b"x"))])
             assert threading.active_count() == before + 2  # the shard's helpers: one hashes, one writes
@@ -186,7 +186,7 @@ class Bare(Converter):
     def describe(self, item):
         return str(item)
 
-    def encode(self, item):
+    def features_of(self, item):
         return {}
 
     def sources(self):
@@ -357,7 +357,7 @@ def test_two_items_with_one_key_are_refused_naming_both(tmp_path):
         def describe(self, item):
             return f"rows.csv line {item + 2}"
 
-        def encode(self, item):
+        def features_of(self, item):
             return {}
 
         def sources(self):

@@ -27,7 +27,7 @@ class Counting(Converter):
     def describe(self, item):
         return f"number {item}"
 
-    def encode(self, item):
+    def features_of(self, item):
         return {"number": item, "label": item % 2}
 
     def sources(self):

@@ -213,7 +213,7 @@ def source_of(src, download, variant, default_variant, mirror, cache_dir):
 
     def source() -> str:
         if not download:
-            return fs.stage(src)
+            return fs.local_copy(src)
         from ..storage.download import default_cache_dir, fetch
 
         dataset = variant or default_variant

@@ -56,7 +56,7 @@ def run_conversion(
     try:
         with nullcontext() if dry_run or nested else claimed(options.out) as lock:
             converter = make_converter()
-            options = options.placed(converter)
+            options = options.at_dataset_folder(converter)
             if dry_run:
                 close_bar()
                 _print_plan(converter, options, quiet, as_json)
@@ -114,7 +114,7 @@ def _report(summary, quiet: bool, as_json: bool) -> None:
 
     if not quiet:
         for warning in summary.warnings:
-            click.echo(f"warning: {fs.named_back(warning)}", err=True)
+            click.echo(f"warning: {fs.with_remote_names(warning)}", err=True)
         for skipped in summary.skipped.listed:
             click.echo(f"skipped: {skipped['item']}: {skipped['reason']}", err=True)
         more = summary.skipped.total - len(summary.skipped.listed)

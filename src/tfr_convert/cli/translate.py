@@ -25,9 +25,9 @@ class Translating:
             message = f"{e.filename}: {e.strerror}" if e.filename else str(e)
         except KeyboardInterrupt:
             message = "interrupted"
-        from ..storage.fs import named_back  # a remote source's local copy is named as the source
+        from ..storage.fs import with_remote_names  # a remote source's local copy is named as the source
 
-        click.echo(f"error: {named_back(message)}", err=True)
+        click.echo(f"error: {with_remote_names(message)}", err=True)
         ctx.exit(code)
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import MissingExtra, RecordError, TfrConvertError
 from ..storage import fs
-from ..storage.streams import HashingReader
+from ..storage.reading import HashingReader
 from .base import MAX_RECORD_BYTES, Container, Opener, Problem, Record, ShardFileWriter
 
 WRITER_OPTIONS = {"none": "group_size:1,uncompressed", "zstd": "group_size:1,zstd:3"}
@@ -92,7 +92,7 @@ def _hashed(path: str) -> HashingReader:
 
 
 def _reader(path: str):
-    local = fs.stage(path)  # the library reads local files only: a remote one is copied first, once
+    local = fs.local_copy(path)  # the library reads local files only: a remote one is copied first, once
     try:
         return _module().ArrayRecordReader(local, "readahead_buffer_size:16M,max_parallelism:0")
     except (RuntimeError, ValueError) as e:

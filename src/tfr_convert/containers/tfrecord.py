@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..storage import fs
-from ..storage.streams import HashingReader
+from ..storage.reading import HashingReader
 from .base import MAX_RECORD_BYTES, Container, Opener, Problem, Record, ShardFileWriter
 from .compression import COMPRESSIONS, detect_compression, open_compressed_writer
 from .crc import masked_crc

@@ -2,8 +2,8 @@
 
 A converter finds and validates its sources up front (before anything is
 written), lists its items per source split, and turns one item into a
-features dict with `encode` (or a whole batch into `Columns`). Items are small
-(an index, a path, a row) and `encode` is a pure function of the item, so an
+features dict with `features_of` (or a whole batch into `Columns`). Items are small
+(an index, a path, a row) and `features_of` is a pure function of the item, so an
 engine may call it in any process and still write byte-identical output.
 """
 
@@ -165,7 +165,7 @@ class Converter(ABC):
     #: dataset_info.json's supervisedKeys as another dataset had them ({}: none); None:
     #: found from the features (one image and one class label)
     supervised_keys: dict[str, Any] | None = None
-    #: `encode` returns the record's bytes as they are to be written (records copied
+    #: `features_of` returns the record's bytes as they are to be written (records copied
     #: from existing files, byte for byte), not a features dict
     serialized: bool = False
     #: written in TFDS's own layout (`--layout tfds`): under OUT/NAME/VERSION, as
@@ -192,7 +192,7 @@ class Converter(ABC):
         """Where the item comes from, for error messages (file and position)."""
 
     @abstractmethod
-    def encode(self, item: Hashable) -> dict[str, Any]:
+    def features_of(self, item: Hashable) -> dict[str, Any]:
         """The item's features dict (serialized by example.serialize)."""
 
     @abstractmethod
@@ -208,20 +208,20 @@ class Converter(ABC):
         labels (order_quality); None: no label known, no figure."""
         return None
 
-    def encode_batch(self, items: list[Hashable]) -> Columns | None:
+    def columns_of(self, items: list[Hashable]) -> Columns | None:
         """A whole batch column-wise (the encoder's numpy fast path), or None to
-        encode item by item. Must describe exactly the features of `encode`."""
+        encode item by item. Must describe exactly the features of `features_of`."""
         return None
 
-    def encode_each(self, items: list[Hashable]) -> list[dict[str, Any]] | None:
+    def features_of_each(self, items: list[Hashable]) -> list[dict[str, Any]] | None:
         """The features of every item, computed together where that is cheaper than one
-        at a time (images compressed in one numpy pass), or None to call `encode` per item.
-        Must equal `[self.encode(item) for item in items]`; on an error the encoder
-        falls back to `encode`, which names the item."""
+        at a time (images compressed in one numpy pass), or None to call `features_of` per item.
+        Must equal `[self.features_of(item) for item in items]`; on an error the encoder
+        falls back to `features_of`, which names the item."""
         return None
 
-    def roots(self) -> list[str]:
-        """The files or folders `encode` reads (engines spawn, not fork, for remote ones)."""
+    def input_roots(self) -> list[str]:
+        """The files or folders `features_of` reads (engines spawn, not fork, for remote ones)."""
         return []
 
     def reject(self, where: str, reason: str) -> None:
@@ -234,19 +234,19 @@ class Converter(ABC):
         self.skipped.add(where, reason)
 
     def item_file(self, item: Hashable) -> str | None:
-        """The file `encode` reads for the item, relative to roots()[0], where items are
+        """The file `features_of` reads for the item, relative to input_roots()[0], where items are
         files: the engine records their stats so that --resume notices one that changed.
         None where `sources` fingerprints every input."""
         return None
 
-    def settle(self) -> None:
+    def finish_loading(self) -> None:
         """Finish any loading running in the background (threads), so that the
         converter can be copied into worker processes. Engines call it first."""
         return None
 
     def observe(self, features: dict[str, Any]) -> Hashable | None:
         """A small fact about one encoded example, counted across the run for `finish`.
-        Called right after `encode` of the same item, in the same process."""
+        Called right after `features_of` of the same item, in the same process."""
         return None
 
     def extra_files(self) -> dict[str, bytes]:
@@ -266,7 +266,7 @@ def fingerprint(path: str, data: bytes) -> dict[str, Any]:
 
 class Background:
     """Values computed on one helper thread while the caller goes on (arrays inflated
-    or transposed while the splits are planned): `get` waits for one, `settle` for all
+    or transposed while the splits are planned): `get` waits for one, `finish_loading` for all
     and ends the thread."""
 
     def __init__(self) -> None:
@@ -290,7 +290,7 @@ class Background:
             value = self._values[key] = value.result()
         return value
 
-    def settle(self) -> None:
+    def finish_loading(self) -> None:
         for key in self._values:
             self.get(key)
         if self._pool is not None:
@@ -298,5 +298,5 @@ class Background:
             self._pool = None
 
     def __getstate__(self) -> dict[str, Any]:
-        self.settle()
+        self.finish_loading()
         return {"_pool": None, "_values": self._values}

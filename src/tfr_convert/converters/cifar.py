@@ -24,7 +24,7 @@ import numpy as np
 
 from ..dataset.features import FeatureSpec
 from ..errors import SourceError, shown
-from ..storage.streams import HashingReader
+from ..storage.reading import HashingReader
 from .base import CATALOG_VERSIONS, Background, Columns, Converter, Group, PublishedOptions, SourceContext
 from .cifar_files import LAYOUTS, LabelKind, Layout, Member, detect, list_folder, locate, read_archive
 from .imaging import encode_png
@@ -153,7 +153,7 @@ def channel_last(rows: np.ndarray) -> np.ndarray:
 
 class CifarConverter(Converter):
     command = "cifar"
-    chunk_size = 4096  # the raw layout is encoded a whole batch at a time (encode_batch)
+    chunk_size = 4096  # the raw layout is encoded a whole batch at a time (columns_of)
 
     def __init__(self, src: str, options: PublishedOptions | None = None, context: SourceContext | None = None) -> None:
         """layout "tfds": exactly TFDS's catalog features (id, image PNG, label, coarse_label)."""
@@ -269,13 +269,13 @@ class CifarConverter(Converter):
         start, where = max((s for s in self._rows[split] if s[0] <= i), key=lambda s: s[0])
         return f"{where}: row {i - start}"
 
-    def encode(self, item: Hashable) -> dict[str, Any]:
+    def features_of(self, item: Hashable) -> dict[str, Any]:
         split, i = item  # type: ignore[misc]
         pixels = self._planar_rows(split, np.array([i]))[0].reshape(3, 32, 32).transpose(1, 2, 0)
         image = np.ascontiguousarray(pixels).tobytes() if self.image_format == "raw" else encode_png(pixels)
         return self._features(split, i, image)
 
-    def encode_each(self, items: list[Hashable]) -> list[dict[str, Any]] | None:
+    def features_of_each(self, items: list[Hashable]) -> list[dict[str, Any]] | None:
         """PNG images: the batch's images compressed together."""
         splits = set(map(itemgetter(0), items))
         if self.image_format == "raw" or len(splits) != 1:
@@ -299,7 +299,7 @@ class CifarConverter(Converter):
             features[f"{kind.feature_prefix}label_name"] = names[index]
         return features
 
-    def encode_batch(self, items: list[Hashable]) -> Columns | None:
+    def columns_of(self, items: list[Hashable]) -> Columns | None:
         """Raw layout: records of one class share every byte but the pixels, so the
         batch is one group per class present."""
         splits = set(map(itemgetter(0), items))
@@ -337,8 +337,8 @@ class CifarConverter(Converter):
             out[take] = planes[b][index[take] - firsts[b]]
         return out
 
-    def settle(self) -> None:
-        self._hashes.settle()
+    def finish_loading(self) -> None:
+        self._hashes.finish_loading()
 
     def sources(self) -> list[dict[str, Any]]:
         return self._sources or [self._hashes.get(m) for m in self._fingerprinted]

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ..errors import SourceError
-from ..storage.streams import HashingReader
+from ..storage.reading import HashingReader
 
 # No real CIFAR file comes near these (a batch is 31 MB, CIFAR-100's train 155 MB, a
 # whole variant under 190 MB); they bound what a hostile archive or folder makes us hold.

@@ -3,7 +3,7 @@
 The annotations (CSV, Pascal VOC, COCO or YOLO: `box_formats/`) are read and
 checked up front, into one item per image holding all its boxes, so a split never
 separates boxes of one image. Every image file under IMAGE_DIR is an example: one
-no annotation names is a negative (no boxes). `encode` reads the image, checks the
+no annotation names is a negative (no boxes). `features_of` reads the image, checks the
 annotation against its size as displayed (EXIF orientation applied: annotations
 describe what the labelling tool showed) and writes the boxes normalized to
 [0, 1], which keeps them right when the image is resized.
@@ -333,7 +333,7 @@ class DetectionConverter(FileItems, Converter):
 
     # ------------------------------------------------------------ converter interface
 
-    def encode(self, item: Hashable) -> dict[str, Any]:
+    def features_of(self, item: Hashable) -> dict[str, Any]:
         annotation, mask_file = _annotation(item)  # type: ignore[arg-type]
         rel = annotation.filename
         try:
@@ -414,7 +414,7 @@ class DetectionConverter(FileItems, Converter):
             "image/object/area": table[:, 4].astype(np.float32),
         }, clipped
 
-    def roots(self) -> list[str]:
+    def input_roots(self) -> list[str]:
         return [self.root]
 
     def observe(self, features: dict[str, Any]) -> Hashable:

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..errors import SourceError
-from ..storage.streams import read_up_to
+from ..storage.reading import read_up_to
 from .base import Background
 
 if TYPE_CHECKING:

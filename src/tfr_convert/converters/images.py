@@ -11,7 +11,7 @@ Layouts:
       after the CSV file (age.csv -> age).
 
 Items are (relative path, CSV line, label, extra column values): small, so a
-folder of a million images lists cheaply; pixels are read only in `encode`,
+folder of a million images lists cheaply; pixels are read only in `features_of`,
 in whichever process (or Beam worker) runs it. IMAGE_DIR and the CSV may be
 remote (s3://, gs://...): they are then listed and read through fsspec (`fs`),
 with the file list fetched once instead of one existence check per CSV row.
@@ -303,7 +303,7 @@ class ImagesConverter(FileItems, Converter):
         path = fs.join(self.root, rel)
         return f"{path} ({self._csv} line {line})" if line is not None else path
 
-    def encode(self, item: Hashable) -> dict[str, Any]:
+    def features_of(self, item: Hashable) -> dict[str, Any]:
         rel, _, label, extras = item  # type: ignore[misc]
         try:
             data = fs.read_bytes(fs.join(self.root, rel), inside=None if self._remote else self._real_root)
@@ -345,7 +345,7 @@ class ImagesConverter(FileItems, Converter):
             features[name] = value
         return features
 
-    def roots(self) -> list[str]:
+    def input_roots(self) -> list[str]:
         return [self.root]
 
     def observe(self, features: dict[str, Any]) -> Hashable:

@@ -268,7 +268,7 @@ def encode(pixels: np.ndarray, fmt: str, quality: int = 95) -> bytes:
     from PIL import Image
 
     # One image at a time, Pillow is faster than png.py (whose numpy filters pay off
-    # only across a stack of small images: encode_each)
+    # only across a stack of small images: features_of_each)
     return _save(Image.fromarray(pixels[..., 0] if pixels.ndim == 3 and pixels.shape[2] == 1 else pixels), fmt, quality)
 
 

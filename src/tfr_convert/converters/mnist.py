@@ -49,7 +49,7 @@ CLASS_NAMES = {
 
 class MnistConverter(Converter):
     command = "mnist"
-    chunk_size = 4096  # the raw layout is encoded a whole batch at a time (encode_batch)
+    chunk_size = 4096  # the raw layout is encoded a whole batch at a time (columns_of)
     description = "MNIST-format idx images (28x28 grayscale) with class labels."
 
     #: labels lie in 0..num_classes-1 (set before the files are read: EMNIST's depend on the variant)
@@ -157,7 +157,7 @@ class MnistConverter(Converter):
         split, i = item  # type: ignore[misc]
         return f"{self._paths[split, 'images']}: image {i}"
 
-    def encode(self, item: Hashable) -> dict[str, Any]:
+    def features_of(self, item: Hashable) -> dict[str, Any]:
         split, i = item  # type: ignore[misc]
         images, labels = self._split_arrays(split)
         pixels = images[i]
@@ -165,7 +165,7 @@ class MnistConverter(Converter):
             return self._features({"image_raw": pixels.tobytes()}, labels[i])
         return self._features({"image": encode_png(pixels)}, labels[i])
 
-    def encode_each(self, items: list[Hashable]) -> list[dict[str, Any]] | None:
+    def features_of_each(self, items: list[Hashable]) -> list[dict[str, Any]] | None:
         """PNG images: the batch's images compressed together."""
         splits = set(map(itemgetter(0), items))
         if self.image_format == "raw" or len(splits) != 1:
@@ -180,7 +180,7 @@ class MnistConverter(Converter):
             return {**image, "label": int(label)}
         return {**image, "label": int(label), "height": self.height, "width": self.width, "depth": 1}
 
-    def encode_batch(self, items: list[Hashable]) -> Columns | None:
+    def columns_of(self, items: list[Hashable]) -> Columns | None:
         """Raw layout: every record is the same bytes but for the pixels and the label."""
         splits = set(map(itemgetter(0), items))
         if self.image_format != "raw" or len(splits) != 1:
@@ -195,8 +195,8 @@ class MnistConverter(Converter):
         """(images, labels) of a split; waits for the images' inflation (its errors surface here)."""
         return self._images.get(split), self._labels[split]
 
-    def settle(self) -> None:
-        self._images.settle()
+    def finish_loading(self) -> None:
+        self._images.finish_loading()
 
     def sources(self) -> list[dict[str, Any]]:
         return self._sources

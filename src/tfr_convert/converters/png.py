@@ -3,7 +3,7 @@
 For a small image Pillow spends most of its time around zlib, not in it: an Image
 object, the format plugin, an encoder fed one row at a time. Here the rows' filters
 are computed and chosen for a whole stack of images in a few numpy operations, and
-zlib compresses each image in one call (MNIST's and CIFAR's `encode_each`). One image
+zlib compresses each image in one call (MNIST's and CIFAR's `features_of_each`). One image
 alone gains nothing, and a large one loses: numpy's filter arrays cost more than
 Pillow's C loop. The output must stay Pillow's (tests/test_png.py holds
 the two side by side), so this follows what Pillow's encoder does:

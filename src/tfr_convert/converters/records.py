@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import containers
-from ..dataset.dataset_dir import DatasetDir
 from ..dataset.example import ExampleDecodeError, outline, values_of
+from ..dataset.existing import ExistingDataset
 from ..dataset.features import FeatureSpec
 from ..dataset.naming import ShardName
 from ..dataset.record_schema import SAMPLE, NoSchema, infer_schema
@@ -94,15 +94,15 @@ class _Source:
     lost: tuple[int, int] = (0, 0)  # under --on-error skip: bytes and records (known) left out
 
 
-def _files_of(paths: list[str]) -> tuple[list[tuple[str, str | None]], list[DatasetDir]]:
+def _files_of(paths: list[str]) -> tuple[list[tuple[str, str | None]], list[ExistingDataset]]:
     """(file, its split if a dataset directory names it) for every SRC, and the dataset
     directories among them."""
     files: list[tuple[str, str | None]] = []
     datasets = []
     for p in paths:
         if fs.isdir(p):
-            if DatasetDir.holds_dataset(p):
-                dataset = DatasetDir(p)
+            if ExistingDataset.holds_dataset(p):
+                dataset = ExistingDataset(p)
                 datasets.append(dataset)
                 for split in dataset.splits():
                     files += [(fs.join(p, name), split) for name in dataset.shard_names(split)]
@@ -293,7 +293,7 @@ class RecordsConverter(Converter):
         number, index, _, _ = item  # type: ignore[misc]
         return f"{self._sources[number].path}: record {index}"
 
-    def encode(self, item: Hashable) -> bytes:  # type: ignore[override]
+    def features_of(self, item: Hashable) -> bytes:  # type: ignore[override]
         number, index, at, length = item  # type: ignore[misc]
         data = os.pread(self._fd(number), length, at)
         if len(data) != length:
@@ -314,7 +314,7 @@ class RecordsConverter(Converter):
         if self._label is None:
             return None
         try:
-            _, values = values_of(self.encode(item), (self._label,)).get(self._label, (None, []))
+            _, values = values_of(self.features_of(item), (self._label,)).get(self._label, (None, []))
         except ExampleDecodeError:
             return None
         return tuple(values) if len(values) != 1 else values[0]

@@ -172,7 +172,7 @@ class SegmentationConverter(FileItems, Converter):
 
     # ------------------------------------------------------------ converter interface
 
-    def encode(self, item: Hashable) -> dict[str, Any]:
+    def features_of(self, item: Hashable) -> dict[str, Any]:
         image_rel, mask_rel = item  # type: ignore[misc]
         image_path, mask_path = fs.join(self.root, image_rel), fs.join(self.mask_root, mask_rel)
         try:
@@ -253,7 +253,7 @@ class SegmentationConverter(FileItems, Converter):
                 f"{len(self.classes) - 1}) nor --ignore-index {ignore}"
             )
 
-    def roots(self) -> list[str]:
+    def input_roots(self) -> list[str]:
         return [self.root, self.mask_root]
 
     def extra_files(self) -> dict[str, bytes]:

@@ -18,7 +18,7 @@ from .. import containers
 from ..errors import SourceError
 from ..optional import tensorflow
 from ..storage import fs
-from .dataset_dir import DatasetDir
+from .existing import ExistingDataset
 
 _SLICE = re.compile(r"^(?P<split>[A-Za-z][A-Za-z0-9_]*)(\[(?P<start>-?\d+%?)?:(?P<stop>-?\d+%?)?\])?$")
 
@@ -39,12 +39,12 @@ def _bound(text: str | None, total: int, default: int) -> int:
     return min(max(value, 0), total)
 
 
-def plan_split(directory: str | DatasetDir, split: str) -> tuple[list[ShardSlice], int]:
+def plan_split(directory: str | ExistingDataset, split: str) -> tuple[list[ShardSlice], int]:
     """Shard slices (and the example count) of `split`, e.g. "train", "train[:10%]", "test[100:200]".
 
     Shards must be present with the sizes the manifest records.
     """
-    dataset = directory if isinstance(directory, DatasetDir) else DatasetDir(directory)
+    dataset = directory if isinstance(directory, ExistingDataset) else ExistingDataset(directory)
     directory = dataset.path
     splits = dataset.splits()
     m = _SLICE.match(split.replace(" ", ""))
@@ -71,7 +71,7 @@ def plan_split(directory: str | DatasetDir, split: str) -> tuple[list[ShardSlice
     return slices, max(stop - start, 0)
 
 
-def _decoders(dataset: DatasetDir):
+def _decoders(dataset: ExistingDataset):
     """(parse spec, {feature: decode fn}) from features.json and the manifest."""
     tf = tensorflow("tfr_convert.load()")
 
@@ -152,7 +152,7 @@ def load(
     """
     tf = tensorflow("tfr_convert.load()")
 
-    dataset_dir = DatasetDir(directory)  # its metadata is read once, for all of the below
+    dataset_dir = ExistingDataset(directory)  # its metadata is read once, for all of the below
     slices, _ = plan_split(dataset_dir, split)
     spec, decoders, labels = _decoders(dataset_dir)
     container = containers.get(dataset_dir.file_format)

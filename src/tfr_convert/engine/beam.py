@@ -44,7 +44,7 @@ from ..output.opening import open_output
 from ..output.shards import ShardCutter, ShardFile, ShardPolicy, SplitResult
 from ..skips import LISTED, Skips
 from ..storage import fs
-from .core import Summary, encode_sealed, finish, output_name, plan_splits
+from .core import Summary, commit_with_metadata, encode_sealed, output_name, plan_splits
 from .run_options import RunOptions
 
 _PREFIX = f"{TEMP_PREFIX}beam-"
@@ -88,7 +88,7 @@ def run(
     container = options.container()
     plan = plan_splits(converter, options)
     output_name(converter, options)  # checked before anything is written
-    converter.settle()  # no threads or futures in what is shipped to workers
+    converter.finish_loading()  # no threads or futures in what is shipped to workers
     totals = {split: len(items) for split, items in plan.items()}
     if progress:
         progress(0, sum(totals.values()))
@@ -158,7 +158,9 @@ def run(
         in_order.merge(converter.skipped)  # found while listing sources: first, as in the local engine
         in_order.merge(skipped)
         found_warnings = [*converter.warnings, *found_warnings]  # listing's first, as in the local engine
-        return finish(converter, options, out, results, observations, in_order, found_warnings, started, plan)
+        return commit_with_metadata(
+            converter, options, out, results, observations, in_order, found_warnings, started, plan
+        )
 
 
 @contextlib.contextmanager

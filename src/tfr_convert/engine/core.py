@@ -4,7 +4,7 @@ finish (shard names, metadata, commit); a dry run's estimate.
 
 An engine lists nothing and decides no split of its own: it takes `plan_splits`,
 encodes batches with `encode_sealed` wherever it runs them, cuts shards with
-shards.py's cutter and ends with `finish`, so that both write the same bytes.
+shards.py's cutter and ends with `commit_with_metadata`, so that both write the same bytes.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from .. import containers
 from ..converters.base import Converter
 from ..dataset import order_quality
 from ..dataset import splits as splitting
-from ..dataset.dataset_dir import compressed_note
+from ..dataset.existing import compressed_note
 from ..dataset.naming import checked_component
 from ..errors import SourceError
 from ..output.base import Output
@@ -70,9 +70,9 @@ def encode_sealed(
 
 def committed_summary(path: str, seconds: float) -> Summary:
     """The summary of a dataset already committed, from its manifest."""
-    from ..dataset.dataset_dir import DatasetDir
+    from ..dataset.existing import ExistingDataset
 
-    manifest = DatasetDir(path).manifest
+    manifest = ExistingDataset(path).manifest
     splits = {
         split: {"examples": s["examples"], "shards": len(s["shards"]), "bytes": s["bytes"]}
         for split, s in manifest["splits"].items()
@@ -88,7 +88,7 @@ def committed_summary(path: str, seconds: float) -> Summary:
     )
 
 
-def finish(
+def commit_with_metadata(
     converter: Converter,
     options: RunOptions,
     out: Output,
@@ -154,7 +154,7 @@ def _ranks_in_parts(converter: Converter, workers: int) -> splitting.Ranker:
         def part(lo: int, hi: int) -> bytes:
             return splitting.rank_bytes(items[lo:hi], key, seed, purpose)
 
-        return joined_parts(converter.roots(), part, len(items), min(workers, len(items) // RANKS_PER_PROCESS))
+        return joined_parts(converter.input_roots(), part, len(items), min(workers, len(items) // RANKS_PER_PROCESS))
 
     return ranks
 

@@ -45,13 +45,13 @@ def encode_items(
     converter: Converter, items: Sequence[Hashable], on_error: str = "fail", head: int = 0, tail: int = 0
 ) -> Encoded:
     """Records of items, in order, each with head/tail bytes of room around its payload."""
-    columns = converter.encode_batch(list(items))
+    columns = converter.columns_of(list(items))
     if columns is not None:
         found = encode_columns(columns, head, tail)
         if found is not None:
             return found
     try:
-        together = None if converter.serialized else converter.encode_each(list(items))
+        together = None if converter.serialized else converter.features_of_each(list(items))
     except TfrConvertError:  # encode() item by item then names the item that fails
         together = None
     expected = converter.features.keys()
@@ -69,10 +69,10 @@ def encode_items(
         for k, item in enumerate(items):
             try:
                 if converter.serialized:  # a record copied as it is
-                    payload = converter.encode(item)
+                    payload = converter.features_of(item)
                     features, pieces, length = None, [payload], len(payload)
                 else:
-                    features = converter.encode(item) if together is None else together[k]
+                    features = converter.features_of(item) if together is None else together[k]
                     if features.keys() != expected:
                         raise SourceError(f"features {sorted(features)} differ from the declared {sorted(expected)}")
                     pieces, length = serialized_parts(features)

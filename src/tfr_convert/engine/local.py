@@ -1,7 +1,7 @@
 """The local engine: items -> encode (inline or on N processes) -> ordered write -> metadata.
 
 The engine makes every execution choice, so that converters only describe data:
-- inline or a pool: a converter whose batches come column-wise (`encode_batch`)
+- inline or a pool: a converter whose batches come column-wise (`columns_of`)
   is encoded in this process, since the encoding is one numpy pass and worker
   processes would only add the copying of every record; others use `--workers`
   processes.
@@ -32,7 +32,7 @@ from ..errors import Interrupted, WorkerLost
 from ..output.journal import Progress, Tally
 from ..output.opening import open_output
 from ..output.shards import Checkpoint, ShardFile, SplitResult, SplitWriter
-from .core import Summary, committed_summary, encode_sealed, finish, output_name, plan_splits
+from .core import Summary, commit_with_metadata, committed_summary, encode_sealed, output_name, plan_splits
 from .encode import Encoded
 from .resume import input_files, kept_work, run_identity
 from .run_options import RunOptions
@@ -121,7 +121,7 @@ def _runs_inline(converter: Converter, plan: dict[str, list[Hashable]], workers:
     if workers <= 1:
         return True
     sample = next((items[:1] for items in plan.values() if items), None)
-    return sample is None or converter.encode_batch(sample) is not None
+    return sample is None or converter.columns_of(sample) is not None
 
 
 def _pool(
@@ -135,8 +135,8 @@ def _pool(
 
     from .workers import Workers
 
-    converter.settle()
-    forkable = can_fork(converter.roots())
+    converter.finish_loading()
+    forkable = can_fork(converter.input_roots())
     pool = Workers(
         options.workers - 1,  # and this process, which encodes whenever it would wait for them
         _encode_in_worker,
@@ -240,7 +240,7 @@ def run(
             journal.close()
             if pool is not None:
                 pool.close()
-        summary = finish(
+        summary = commit_with_metadata(
             converter, options, out, results, tally.observations, tally.skipped, tally.warnings, started, plan
         )
         if kept is not None:

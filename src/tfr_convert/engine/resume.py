@@ -50,13 +50,13 @@ STATS_PER_PROCESS = 200_000
 def input_files(converter: Converter, plan: dict[str, list[Hashable]], workers: int) -> InputFiles | None:
     """The stats of the files the plan's items are read from, in plan order (None where
     items are not files)."""
-    roots = converter.roots()
+    roots = converter.input_roots()
     items = [item for split in sorted(plan) for item in plan[split]]
     if not roots or not items or converter.item_file(items[0]) is None:
         return None
     names = [converter.item_file(item) or "" for item in items]
     parts = min(workers, len(names) // STATS_PER_PROCESS)
-    return InputFiles.of(roots[0], names, lambda fill, n: joined_parts(converter.roots(), fill, n, parts))
+    return InputFiles.of(roots[0], names, lambda fill, n: joined_parts(converter.input_roots(), fill, n, parts))
 
 
 PLAN_BLOCK = 4096  # items per block of the plan's digest
@@ -92,7 +92,7 @@ def _plan_digest(converter: Converter, plan: dict[str, list[Hashable]], workers:
         return b"".join(digests)
 
     parts = min(workers, sum(map(len, plan.values())) // DIGEST_ITEMS_PER_PROCESS)
-    block_digests = memoryview(joined_parts(converter.roots(), fill, len(blocks), parts))
+    block_digests = memoryview(joined_parts(converter.input_roots(), fill, len(blocks), parts))
     digest, at = hashlib.sha256(), 0
     for split, items in splits:
         size = 32 * -(-len(items) // PLAN_BLOCK)  # a sha256 per block, the last one short

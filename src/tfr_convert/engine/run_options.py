@@ -67,7 +67,7 @@ class RunOptions:
     def container(self) -> containers.Container:
         return containers.get(self.file_format)
 
-    def placed(self, converter: Converter) -> RunOptions:
+    def at_dataset_folder(self, converter: Converter) -> RunOptions:
         """These options with `out` where the converter's output belongs: OUT/NAME/VERSION
         for TFDS's layout, where `tfds.load(NAME, data_dir=OUT)` looks (VERSION: the
         catalog's for a catalog dataset under its own name, else 1.0.0); else OUT itself."""

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from itertools import islice
 
 from .. import containers
-from ..dataset.dataset_dir import DatasetDir
 from ..dataset.example import parse
+from ..dataset.existing import ExistingDataset
 from ..dataset.features import FeatureSpec
 from ..dataset.naming import checked_component
 from ..dataset.record_schema import SAMPLE, infer_schema
@@ -33,7 +33,7 @@ def parsed(payload: bytes) -> dict:
 @dataclass
 class ExportSource:
     splits: dict[str, list[str]]  # split -> its files, in order
-    dataset: DatasetDir | None  # the metadata, when SRC is one dataset directory
+    dataset: ExistingDataset | None  # the metadata, when SRC is one dataset directory
     salvage: bool = False  # read past damage (--on-error skip) instead of stopping at it
     max_record: int = containers.MAX_RECORD_BYTES  # the largest record read (each is held whole once)
 
@@ -47,7 +47,7 @@ class ExportSource:
             split = split_of(path) or "train"
             checked_component(split, f"{path}: split name")  # a folder or file name of the export
             splits.setdefault(split, []).append(path)
-        dataset = DatasetDir(inputs.datasets[0]) if len(inputs.datasets) == 1 else None
+        dataset = ExistingDataset(inputs.datasets[0]) if len(inputs.datasets) == 1 else None
         return cls(dict(ordered_splits(splits)), dataset, salvage, max_record)
 
     def records(self, split: str, skips: Skips | None = None) -> Iterator[tuple[str, bytes]]:

@@ -18,8 +18,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..containers import MAX_RECORD_BYTES
-from ..dataset.dataset_dir import DatasetDir, class_names
 from ..dataset.example import BYTES
+from ..dataset.existing import ExistingDataset, class_names
 from ..dataset.imageformat import sniff_format
 from ..errors import SourceError
 from ..storage import fs
@@ -108,7 +108,7 @@ def caption(example: dict, names: dict[str, list[str]]) -> str:
     return values[0].decode("utf-8", "replace") if values else ""
 
 
-def manifest_raw_shape(dataset: DatasetDir) -> tuple[int, ...] | None:
+def manifest_raw_shape(dataset: ExistingDataset) -> tuple[int, ...] | None:
     """The shape of raw pixels that a dataset's manifest states (`raw_image`), if any."""
     raw = dataset.options.get("raw_image")
     shape = raw.get("shape") if isinstance(raw, dict) else None
@@ -131,8 +131,8 @@ class Pictures:
         self.skeleton: list[tuple[int, int]] = []
         for d in inputs.datasets:
             self.names.update(class_names(d))
-            self.raw_shape = manifest_raw_shape(DatasetDir(d)) or self.raw_shape
-            self.skeleton = DatasetDir(d).skeleton or self.skeleton
+            self.raw_shape = manifest_raw_shape(ExistingDataset(d)) or self.raw_shape
+            self.skeleton = ExistingDataset(d).skeleton or self.skeleton
 
     def _background(self, mask: str) -> int | None:
         """The mask's class left untinted: 0 where the dataset names it the background."""

@@ -7,7 +7,7 @@ import os
 import stat
 from dataclasses import dataclass, field
 
-from ..dataset.dataset_dir import DatasetDir
+from ..dataset.existing import ExistingDataset
 from ..dataset.naming import COMMITTING, WORK_FOLDER, ShardName
 from ..dataset.splits import SPLIT_ORDER
 from ..errors import SourceError
@@ -55,7 +55,7 @@ def _directory(p: str, inputs: Inputs) -> None:
     if not chosen:
         raise SourceError(f"{p}: directory holds no TFRecord files")
     inputs.files += [_regular(c) for c in chosen]
-    if DatasetDir.holds_dataset(p):
+    if ExistingDataset.holds_dataset(p):
         inputs.datasets.append(p)
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from .. import __version__
 from ..containers import MAX_RECORD_BYTES
-from ..dataset.dataset_dir import DatasetDir
+from ..dataset.existing import ExistingDataset
 from ..errors import SourceError
 from ..storage import fs
 from .grid import MAX_PIXELS, Picture, Pictures
@@ -120,7 +120,7 @@ def pictures_at(pictures: Pictures, wanted: list[dict[str, Any]], max_record: in
 def _provenance(datasets: list[str]) -> list[dict[str, Any]]:
     out = []
     for d in datasets:
-        manifest = DatasetDir(d).manifest
+        manifest = ExistingDataset(d).manifest
         if manifest:
             out.append(
                 {
@@ -140,7 +140,7 @@ def _title(paths: list[str], datasets: list[str]) -> str:
     names = []
     for d in datasets:
         try:
-            names.append(DatasetDir(d).name)
+            names.append(ExistingDataset(d).name)
         except SourceError:
             names.append(fs.basename(fs.normpath(d)))
     return ", ".join(dict.fromkeys(names)) or ", ".join(fs.basename(fs.normpath(p)) for p in paths)

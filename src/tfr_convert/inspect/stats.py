@@ -23,8 +23,8 @@ from typing import Any
 
 from ..containers import MAX_RECORD_BYTES
 from ..dataset import order_quality
-from ..dataset.dataset_dir import DatasetDir, class_names
 from ..dataset.example import BYTES, FLOAT, INT64
+from ..dataset.existing import ExistingDataset, class_names
 from ..dataset.imageformat import sniff_format
 from ..dataset.near_duplicates import THRESHOLD, close_pairs, phash
 from .boxes import BoxStats, format_boxes
@@ -168,7 +168,9 @@ def stats(paths: list[str], max_record: int = MAX_RECORD_BYTES, sound_only: bool
     for d in inputs.datasets:
         names.update(class_names(d))
         label_features |= set(class_names(d))
-        label_features |= {n for n, f in DatasetDir(d).features.items() if isinstance(f, dict) and "classLabel" in f}
+        label_features |= {
+            n for n, f in ExistingDataset(d).features.items() if isinstance(f, dict) and "classLabel" in f
+        }
     numbers: dict[str, NumberStats] = {}
     strings: dict[str, BytesStats] = {}
     masks: dict[str, MaskStats] = {}

@@ -11,7 +11,7 @@ import os
 from typing import Any
 
 from .. import containers
-from ..dataset.dataset_dir import DatasetDir, compressed_note
+from ..dataset.existing import ExistingDataset, compressed_note
 from ..dataset.naming import MANIFEST, ShardName
 from ..errors import SourceError
 from ..storage import fs
@@ -45,7 +45,7 @@ def _problem(kind: str, file: str, message: str) -> dict[str, str]:
 
 def verify_dataset(directory: str, checked: dict[str, dict[str, Any]]) -> list[dict[str, str]]:
     """Shards of a dataset directory against dataset_info.json and manifest.json."""
-    dataset = DatasetDir(directory)
+    dataset = ExistingDataset(directory)
     try:
         names = {
             split: list(zip(dataset.shard_names(split), lengths, strict=True))
@@ -180,7 +180,7 @@ def _notes(directory: str, files: list[dict[str, Any]]) -> list[str]:
     kinds = {f["compression"] for f in mine} - {"none"}
     notes = [compressed_note(kind) for kind in sorted(kinds)]
     try:
-        name = DatasetDir(directory).name
+        name = ExistingDataset(directory).name
     except (SourceError, KeyError, TypeError, ValueError, AttributeError):
         return notes  # unreadable metadata: a problem verify_dataset reports
     others: dict[str, list[str]] = {}

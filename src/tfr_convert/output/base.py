@@ -1,6 +1,6 @@
 """A run's output, whatever it is: what the engines and resume.py see of it.
 
-`Output` is what both kinds share: a local directory (local.OutputDir: built beside
+`Output` is what both kinds share: a local directory (local.LocalOutput: built beside
 DIR, swapped in whole) or a remote prefix (remote.RemoteOutput: a commit rolled
 forward from a record). Both hold one run at a time (a lock), a journal for --resume,
 a build area for the shards (`temp_path`, `opener`), and `commit`; opening.py says
@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from typing import IO, Any
 
-from ..dataset.dataset_dir import load_json
+from ..dataset.existing import load_json
 from ..dataset.features import flatten_tfds
 from ..dataset.naming import FEATURES, INFO, MANIFEST, TEMP_PREFIX, ShardName
 from ..errors import Interrupted, OutputError
@@ -52,7 +52,7 @@ def sha256_of(path: str) -> str | None:
 
 
 class Output:
-    """What both kinds of output share: a local directory (OutputDir, below) and a
+    """What both kinds of output share: a local directory (LocalOutput, below) and a
     remote prefix (remote.RemoteOutput). Use as a context manager.
 
     `build` is where the run writes (`temp_path` names files in it); `commit`

@@ -38,8 +38,8 @@ from ..errors import OutputError
 from ..skips import Skips
 from ..storage import fs
 from ..storage.fingerprints import InputFiles
-from .pending import Pending
 from .shards import Checkpoint
+from .watched_futures import WatchedFutures
 
 
 def jsonable(value: Any) -> Any:
@@ -136,7 +136,7 @@ class Journal:
         self._file: Any = None
         self._next = 0  # remote: the number of the next line's object
         self._writer: ThreadPoolExecutor | None = None  # remote: puts the lines, one at a time, in order
-        self._written = Pending()
+        self._written = WatchedFutures()
 
     def _line(self, number: int) -> str:
         assert self.path is not None

@@ -144,7 +144,7 @@ def _acquire(lock: Lock, path: str, work: str) -> None:
         raise OutputError(f"{where}: cannot create the work directory: {e.strerror}") from None
 
 
-class OutputDir(Output):
+class LocalOutput(Output):
     """A local output directory: built beside DIR and swapped in whole (see above)."""
 
     def __init__(

@@ -26,9 +26,9 @@ def open_output(
         from .remote import RemoteOutput
 
         return RemoteOutput(path, overwrite, resume, identity, inputs, lock)
-    from .local import OutputDir
+    from .local import LocalOutput
 
-    return OutputDir(path, overwrite, resume, identity, inputs, lock)
+    return LocalOutput(path, overwrite, resume, identity, inputs, lock)
 
 
 @contextmanager
@@ -45,9 +45,9 @@ def claimed(path: str) -> Iterator[Any]:
         finally:
             lock.release()
         return
-    from .local import OutputDir, release
+    from .local import LocalOutput, release
 
-    lock = OutputDir.claim(path)
+    lock = LocalOutput.claim(path)
     try:
         yield lock
     finally:

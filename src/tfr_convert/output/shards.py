@@ -34,7 +34,7 @@ class Checkpoint:
     cutter: tuple[int, int, int] = (0, 0, 0)  # records written, skipped, bytes of the split so far
 
 
-class ShardFiles(Protocol):
+class ShardDestination(Protocol):
     """Where a split's shard files go (an output.Output): a temporary path for each, and
     how to open one for writing."""
 
@@ -224,7 +224,7 @@ class SplitWriter:
 
     def __init__(
         self,
-        out: ShardFiles,
+        out: ShardDestination,
         split: str,
         total: int,
         policy: ShardPolicy,

@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import IO, Any
 
 from ..storage import fs, stores
-from .pending import Pending
+from .watched_futures import WatchedFutures
 
 PENDING = 2  # shards uploading at once; one more may be spooled while they go
 
@@ -31,7 +31,7 @@ class Uploads:
     def __init__(self, pending: int = PENDING) -> None:
         self._pool = ThreadPoolExecutor(pending, thread_name_prefix="tfr-convert-upload")
         self._slots = threading.BoundedSemaphore(pending + 1)
-        self._pending = Pending()
+        self._pending = WatchedFutures()
         self._spool = tempfile.mkdtemp(prefix="tfr-convert-spool-")
         self._count = 0
 

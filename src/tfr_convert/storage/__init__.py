@@ -1,2 +1,2 @@
 """Files wherever they are: one façade over the local disk and fsspec's stores (fs.py,
-stores.py), streams over them, downloads, and fingerprints of what a run read."""
+stores.py), bounded and hashing reads (reading.py), downloads, and fingerprints of what a run read."""

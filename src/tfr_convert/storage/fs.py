@@ -410,17 +410,17 @@ def rmtree(path: str) -> None:
             fs.rm(key, recursive=True)
 
 
-# {local copy: the remote path it was staged from}, to name remote sources in messages
-_STAGED: dict[str, str] = {}
+# {local copy: the remote path it was copied from}, to name remote sources in messages
+_LOCAL_COPIES: dict[str, str] = {}
 
 
-def stage(path: str) -> str:
+def local_copy(path: str) -> str:
     """A local path for a source: a remote file or folder is downloaded into a temporary
     folder (removed when the process exits); a local path is returned as it is. For
     sources that are read whole anyway (MNIST, CIFAR, annotation files)."""
     if path is None or not is_remote(path):
         return path
-    staged = next((copy for copy, remote in _STAGED.items() if remote == path.rstrip("/")), None)
+    staged = next((copy for copy, remote in _LOCAL_COPIES.items() if remote == path.rstrip("/")), None)
     if staged is not None and os.path.exists(staged):
         return staged
     import atexit
@@ -435,7 +435,7 @@ def stage(path: str) -> str:
         local_root = tempfile.mkdtemp(prefix="tfr-convert-src-")
         atexit.register(shutil.rmtree, local_root, True)
         target = os.path.join(local_root, basename(path) or "src")
-        _STAGED[target] = path.rstrip("/")
+        _LOCAL_COPIES[target] = path.rstrip("/")
         if not fs.isdir(key):
             fs.get_file(key, target)
             return target
@@ -448,8 +448,8 @@ def stage(path: str) -> str:
     return target
 
 
-def named_back(text: str) -> str:
+def with_remote_names(text: str) -> str:
     """A message with each staged copy's local path put back as the remote path it stands for."""
-    for copy, remote in _STAGED.items():
+    for copy, remote in _LOCAL_COPIES.items():
         text = text.replace(copy, remote)
     return text

@@ -129,7 +129,10 @@ def command(
 
         voc_masks = fs.join(fs.dirname(annotations.rstrip("/")), "SegmentationObject") if masks else None
         staged = dataclasses.replace(
-            options, annotations=fs.stage(annotations), classes_file=fs.stage(classes_file), voc_masks=voc_masks
+            options,
+            annotations=fs.local_copy(annotations),
+            classes_file=fs.local_copy(classes_file),
+            voc_masks=voc_masks,
         )
         return DetectionConverter(image_dir, staged, source_context(common, on_error))
 

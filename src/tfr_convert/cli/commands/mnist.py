@@ -58,7 +58,7 @@ def command(src, download, variant, image_format, layout, mirror, cache_dir, **c
 
         if emnist or (variant is None and looks_like_emnist(path)):
             if images:
-                images.arrays.settle()
+                images.arrays.finish_loading()
             return EmnistConverter(path, options, source_context(common))
         return MnistConverter(images or path, options, source_context(common))
 

@@ -97,7 +97,9 @@ def command(
     def make_converter():
         from ...storage import fs
 
-        staged = dataclasses.replace(options, classes_file=fs.stage(classes_file), palette_file=fs.stage(palette_file))
+        staged = dataclasses.replace(
+            options, classes_file=fs.local_copy(classes_file), palette_file=fs.local_copy(palette_file)
+        )
         return SegmentationConverter(image_dir, staged, source_context(common, on_error))
 
     run_conversion(make_converter, on_error=on_error, nested=layout == "tfds", **common)

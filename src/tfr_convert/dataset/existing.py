@@ -30,7 +30,7 @@ def load_json(directory: str, name: str) -> Any:
 
 def class_names(directory: str) -> dict[str, list[str]]:
     """{feature: names} from the {feature}.labels.txt files of a dataset directory."""
-    feature_of = {labels_file: name for name, (_, _, labels_file) in DatasetDir(directory).flat_features.items()}
+    feature_of = {labels_file: name for name, (_, _, labels_file) in ExistingDataset(directory).flat_features.items()}
     names = {}
     for entry in sorted(fs.listdir(directory)):
         if entry.endswith(LABELS_SUFFIX):
@@ -42,7 +42,7 @@ def class_names(directory: str) -> dict[str, list[str]]:
     return names
 
 
-class DatasetDir:
+class ExistingDataset:
     """A dataset directory; each file is read when first asked for."""
 
     def __init__(self, path: str) -> None:

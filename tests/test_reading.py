@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tfr_convert.converters.safe_pickle import safe_load
-from tfr_convert.storage.streams import HashingReader
+from tfr_convert.storage.reading import HashingReader
 
 
 @pytest.mark.parametrize("on_a_thread", [False, True])

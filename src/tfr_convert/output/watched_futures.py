@@ -6,7 +6,7 @@ from __future__ import annotations
 from concurrent.futures import Future
 
 
-class Pending:
+class WatchedFutures:
     """The futures of work submitted in order, not yet waited for."""
 
     def __init__(self) -> None:
