@@ -16,6 +16,8 @@ from collections.abc import Hashable
 from typing import Any
 
 from ..dataset.naming import INFO, MANIFEST
+from ..dataset.splits import SPLIT_FOLDERS
+from ..errors import OptionError
 from ..storage import fs
 from .base import InParts
 
@@ -181,6 +183,32 @@ def dataset_name(image_dir: str) -> str:
 
 
 _NAMED = 5  # files named in a message, before "..."
+
+
+def split_folders(root: str, folders: list[str] | set[str]) -> dict[str, str] | None:
+    """{folder: the TFDS name of its split} where every one of root's folders names a
+    split (train, val, validation, test... in any case: SPLIT_FOLDERS), None where none
+    does. Some of each, or two folders naming one split, is an OptionError naming them."""
+    splits = {folder: SPLIT_FOLDERS.get(folder.lower()) for folder in sorted(folders)}
+    named_splits = [folder for folder, split in splits.items() if split]
+    if not named_splits:
+        return None
+    others = [folder for folder, split in splits.items() if not split]
+    if others:
+        raise OptionError(
+            f"{root}: holds split folders ({', '.join(named_splits)}) and other folders "
+            f"({', '.join(others[:_NAMED])}{', ...' if len(others) > _NAMED else ''}): put the class folders "
+            "inside the split folders (ROOT/SPLIT/CLASS/...), or keep no split folder at all"
+        )
+    by_split: dict[str, list[str]] = {}
+    for folder in named_splits:
+        by_split.setdefault(splits[folder], []).append(folder)  # type: ignore[arg-type]
+    for split, folders_of_split in by_split.items():
+        if len(folders_of_split) > 1:
+            raise OptionError(
+                f"{root}: folders {' and '.join(folders_of_split)} both name the {split} split: merge them or rename one"
+            )
+    return splits  # type: ignore[return-value]
 
 
 def named(files: list[str], what: str = "file") -> str:

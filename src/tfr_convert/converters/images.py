@@ -31,7 +31,7 @@ from ..errors import OptionError, SourceError
 from ..skips import Skips
 from ..storage import fs
 from .base import Converter, SourceContext
-from .folders import IMAGE_SUFFIXES, FileItems, ImageFolder, dataset_name, folder_runs, named
+from .folders import IMAGE_SUFFIXES, FileItems, ImageFolder, dataset_name, folder_runs, named, split_folders
 from .grouping import plan_groups
 from .imaging import Decoded, DecodePolicy, decode, encode, probe, reencode
 from .label_csv import LabelCsv
@@ -164,7 +164,7 @@ class ImagesConverter(FileItems, Converter):
         self.dataset_name = dataset_name(image_dir)
 
         if labels_csv is None:
-            items, split_of = self._class_folders(), {}
+            items, split_of = self._class_folders()
         else:
             table = LabelCsv(self._folder, labels_csv, options.delimiter, RESERVED, self.reject, self._inside)
             if options.headerless_labels:
@@ -174,8 +174,20 @@ class ImagesConverter(FileItems, Converter):
             self.columns, self.labels, self.label_feature = table.columns, table.labels, table.label_feature
             self._group_of = table.group_of
             self.warnings += table.warnings
+            if split_column is None:  # ROOT/SPLIT/*: the CSV's paths lead through split folders
+                split_of = self._split_folders_of(items)
         if not items:
             raise SourceError(f"{image_dir}: no images to convert")
+        if split_of:  # recorded: which folder gave which split
+            self._settings["split_folders"] = dict(
+                sorted({rel.split(os.sep, 1)[0]: s for rel, s in split_of.items()}.items())
+            )
+        if split_of and split is not None:
+            self.warnings.append(
+                f"{image_dir}: --split re-splits the images of its split folders "
+                f"({', '.join(sorted({rel.split(os.sep, 1)[0] for rel in split_of}))}) by its fractions"
+            )
+            split_of = {}
         self._splits = self._split(items, split, stratify, split_of, context.seed)
         if image_format == "keep" and not self._remote:
             self.chunk_size = _keep_chunk_size(self.root, [item[0] for item in items[:CHUNK_SAMPLE]])
@@ -184,7 +196,9 @@ class ImagesConverter(FileItems, Converter):
 
     # ------------------------------------------------------------ listing
 
-    def _class_folders(self) -> list[tuple]:
+    def _class_folders(self) -> tuple[list[tuple], dict[str, str]]:
+        """(items, {file: split}): the classes are IMAGE_DIR's folders, or the folders
+        inside its split folders (ROOT/SPLIT/CLASS/*), where its folders all name splits."""
         left_out: dict[str, list[str]] = {}
         files = self._folder.files(left_out)
         # A link to a folder inside IMAGE_DIR adds nothing (its files are listed where they
@@ -196,34 +210,59 @@ class ImagesConverter(FileItems, Converter):
                 f"{self.root}: left out {named(left_out['dataset'], 'folder')}, holding tfr-convert output, not images"
             )
         runs = folder_runs(files)
-        classes = sorted(top for top, _, _ in runs if top is not None)
-        loose = [f for top, start, stop in runs if top is None for f in files[start:stop]]
-        if not classes:
-            return [(f, None, None, ()) for f in files]  # unlabelled: just images
-        others = [f for f in loose if not f.lower().endswith(IMAGE_SUFFIXES)]
-        if others:  # a README or a labels file beside the class folders: not data
-            self.warnings.append(f"{self.root}: left out {named(others)}, beside the class folders (not images)")
-        for f in loose:
-            if f not in others:
-                self.reject(os.path.join(self.root, f), "image outside the class folders (no label)")
+        splits = split_folders(self.root, [top for top, _, _ in runs if top is not None])
+        if splits is None:
+            parts = [("", files)]
+        else:
+            self._loose([f for top, start, stop in runs if top is None for f in files[start:stop]], "split")
+            parts = [(top + os.sep, files[start:stop]) for top, start, stop in runs if top is not None]
+        # (prefix, its files' runs): the class folders of IMAGE_DIR or of each split folder
+        inner = [(prefix, [f[len(prefix) :] for f in found]) for prefix, found in parts]
+        inner_runs = [(prefix, found, folder_runs(found)) for prefix, found in inner]
+        classes = sorted({top for _, _, found in inner_runs for top, _, _ in found if top is not None})
+        named_files: list[tuple[str, int | None]] = []
         index = {name: i for i, name in enumerate(classes)}
-        self.label_feature = "label"
-        self.labels = {"label": classes}
+        for prefix, found, found_runs in inner_runs:
+            loose = [prefix + f for top, start, stop in found_runs if top is None for f in found[start:stop]]
+            if not classes:
+                named_files += [(f, None) for f in loose]  # unlabelled: just images
+                continue
+            self._loose(loose, "class")
+            for top, start, stop in found_runs:
+                if top is not None:
+                    named_files += [(prefix + f, index[top]) for f in found[start:stop]]
+        if classes:
+            self.label_feature = "label"
+            self.labels = {"label": classes}
         # Only a link can lead outside IMAGE_DIR (links to folders are not entered): the
         # other files skip the realpath check, which was most of the listing's cost.
         links = set(left_out.get("file_link", ()))
-        items = []
-        for top, start, stop in runs:
-            if top is not None:
-                label = index[top]
-                items += [(f, None, label, ()) for f in files[start:stop]]
-        if links:
-            items = [
-                item
-                for item in items
-                if item[0] not in links or self._inside(item[0], os.path.join(self.root, item[0]))
-            ]
-        return items
+        items = [
+            (f, None, label, ())
+            for f, label in named_files
+            if f not in links or self._inside(f, os.path.join(self.root, f))
+        ]
+        if splits is None:
+            return items, {}
+        return items, {item[0]: splits[item[0].split(os.sep, 1)[0]] for item in items}
+
+    def _split_folders_of(self, items: list[tuple]) -> dict[str, str]:
+        """{file: split} where every file a labels CSV names lies in a split folder."""
+        if not items or any(os.sep not in item[0] for item in items):
+            return {}
+        splits = split_folders(self.root, {item[0].split(os.sep, 1)[0] for item in items})
+        return {} if splits is None else {item[0]: splits[item[0].split(os.sep, 1)[0]] for item in items}
+
+    def _loose(self, files: list[str], kind: str) -> None:
+        """Files beside the class (or split) folders: an image there has no label (or no
+        split) and is refused; anything else (a README, a labels file) is not data."""
+        others = [f for f in files if not f.lower().endswith(IMAGE_SUFFIXES)]
+        if others:
+            self.warnings.append(f"{self.root}: left out {named(others)}, beside the {kind} folders (not images)")
+        why = "image outside the class folders (no label)" if kind == "class" else "image outside the split folders"
+        for f in files:
+            if f not in others:
+                self.reject(os.path.join(self.root, f), why)
 
     def _inside(self, rel: str, where: str) -> bool:
         """Whether a file really lives under IMAGE_DIR (symlinks resolved); rejected if not."""

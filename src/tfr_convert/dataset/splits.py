@@ -24,6 +24,19 @@ T = TypeVar("T")
 
 # Output order of the well-known splits; any other split follows, sorted.
 SPLIT_ORDER = ("train", "validation", "test")
+#: folder names that say which split the files below belong to (ImageNet's, Keras'
+#: image_dataset_from_directory's, TFDS ImageFolder's ROOT/SPLIT/...), lowercased, and
+#: the name TFDS gives that split
+SPLIT_FOLDERS = {
+    "train": "train",
+    "training": "train",
+    "val": "validation",
+    "valid": "validation",
+    "validation": "validation",
+    "dev": "validation",
+    "test": "test",
+    "testing": "test",
+}
 #: what a split may be called (a file name carries it: `NAME-SPLIT.tfrecord-...`)
 SPLIT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 
