@@ -13,11 +13,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from helpers import write_cifar, write_mnist
+from helpers import REPO, hint, write_cifar, write_mnist
 from PIL import Image
 
 SCRIPTS = Path(sys.executable).parent
-EXTRA_HINT = "needs TensorFlow: pip install 'tfr-convert[tf]'"
+EXTRA_HINT = f"needs TensorFlow: {hint('tf')}"
 
 
 def run(env: dict[str, str], command: str, *args) -> subprocess.CompletedProcess:
@@ -92,3 +92,24 @@ def test_s3_without_tensorflow_gives_the_local_bytes_and_verify_names_a_damaged_
     verify = run(env, "tfr-inspect", f"{s3.url}/out/mnist", "--verify")
     assert verify.returncode == 1 and f"FAIL  s3://{shard}: record " in verify.stdout, verify.stdout
     assert run(env, "python", "-c", "import tensorflow").returncode != 0
+
+
+def test_a_missing_extra_names_the_checkout_this_package_was_installed_from(tmp_path):
+    """Installed from a folder (not an index), the hint installs the extra from that same
+    folder: `pip install 'tfr-convert[s3]'` would find nothing for someone holding a checkout."""
+    import shutil
+
+    checkout, target = tmp_path / "checkout", tmp_path / "site"  # a copy: pip builds inside the folder
+    shutil.copytree(REPO / "src", checkout / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, checkout / name)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--no-index",
+         "--target", str(target), str(checkout)],
+        check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+    said = subprocess.run(
+        [sys.executable, "-c", "from tfr_convert.optional import extra_hint; print(extra_hint('s3'))"],
+        capture_output=True, text=True, env={"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin"}, timeout=60,
+    )  # fmt: skip
+    assert said.stdout.strip() == f"pip install '{checkout}[s3]'", said.stderr

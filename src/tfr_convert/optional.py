@@ -6,9 +6,37 @@ Conversion and inspection need none of them. TensorFlow is the `tf` extra, which
 
 from __future__ import annotations
 
+import functools
+import json
 from types import ModuleType
 
 from .errors import MissingExtra
+
+
+def extra_hint(extra: str) -> str:
+    """The command that adds `extra` to this very install: from the checkout or the wheel
+    it was installed from (pip records where, PEP 610's direct_url.json), else by name
+    from a package index."""
+    source, editable = _installed_from()
+    return f"pip install {'-e ' if editable else ''}'{source or 'tfr-convert'}[{extra}]'"
+
+
+@functools.cache
+def _installed_from() -> tuple[str | None, bool]:
+    """(the local folder or wheel this package was installed from, or None; editable?)"""
+    try:
+        from importlib.metadata import distribution
+
+        text = distribution("tfr-convert").read_text("direct_url.json")
+        found = json.loads(text) if text else {}
+    except Exception:  # no metadata at all (run from a source tree): the name is the best hint
+        return None, False
+    url = found.get("url", "") if isinstance(found, dict) else ""
+    if not url.startswith("file://"):
+        return None, False
+    from urllib.parse import unquote, urlparse
+
+    return unquote(urlparse(url).path), bool((found.get("dir_info") or {}).get("editable"))
 
 
 def tensorflow(what: str) -> ModuleType:
@@ -16,7 +44,7 @@ def tensorflow(what: str) -> ModuleType:
     try:
         import tensorflow as tf
     except ImportError:
-        raise MissingExtra(f"{what} needs TensorFlow: pip install 'tfr-convert[tf]'") from None
+        raise MissingExtra(f"{what} needs TensorFlow: {extra_hint('tf')}") from None
     return tf
 
 
@@ -26,5 +54,5 @@ def pyarrow(what: str) -> ModuleType:
         import pyarrow
         import pyarrow.parquet  # a submodule: loaded here, so that its absence is told here too
     except ImportError:
-        raise MissingExtra(f"{what} needs pyarrow: pip install 'tfr-convert[parquet]'") from None
+        raise MissingExtra(f"{what} needs pyarrow: {extra_hint('parquet')}") from None
     return pyarrow

@@ -79,7 +79,7 @@ def common_options(f):
             type=click.Choice(["local", "beam"]),
             default="local",
             show_default=True,
-            help="beam: run as an Apache Beam pipeline (pip install 'tfr-convert[beam]').",
+            help="beam: run as an Apache Beam pipeline (the beam extra: pip install 'tfr-convert[beam]').",
         ),
         click.option(
             "--beam-options",

@@ -42,7 +42,7 @@ def run_conversion(
         from ..engine import beam as beam_engine
 
         if not beam_engine.available():
-            raise click.UsageError(beam_engine.INSTALL_HINT)
+            raise click.UsageError(beam_engine.install_hint())
         if options.resume:
             raise click.UsageError("--resume is for --engine local (Beam's runners retry failed work themselves)")
         run = functools.partial(beam_engine.run, beam_options=beam_options, quiet=quiet)

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..errors import MissingExtra, RecordError, TfrConvertError
+from ..optional import extra_hint
 from ..storage import fs
 from ..storage.reading import HashingReader
 from .base import MAX_RECORD_BYTES, Container, Opener, Problem, Record, ShardFileWriter
@@ -33,9 +34,7 @@ def _module():
     try:
         from array_record.python import array_record_module
     except ImportError:
-        raise MissingExtra(
-            "ArrayRecord files need the array-record package: pip install 'tfr-convert[array_record]'"
-        ) from None
+        raise MissingExtra(f"ArrayRecord files need the array-record package: {extra_hint('array_record')}") from None
     return array_record_module
 
 

@@ -38,6 +38,7 @@ from .. import containers
 from ..converters.base import Converter
 from ..dataset.naming import TEMP_PREFIX
 from ..errors import TfrConvertError, as_text, from_text
+from ..optional import extra_hint
 from ..output.base import Output
 from ..output.journal import hashable, jsonable
 from ..output.opening import open_output
@@ -51,7 +52,9 @@ _PREFIX = f"{TEMP_PREFIX}beam-"
 _REPORTS = f"{_PREFIX}reports.json"
 _BATCHES_PER_PLAN_FILE = 256
 
-INSTALL_HINT = "--engine beam needs Apache Beam: pip install 'tfr-convert[beam]'"
+
+def install_hint() -> str:
+    return f"--engine beam needs Apache Beam: {extra_hint('beam')}"
 
 
 def available() -> bool:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import containers
 from ..errors import OptionError
+from ..optional import extra_hint
 from ..output.metadata import DATASET_VERSION
 from ..output.shards import ShardPolicy
 from ..storage import fs
@@ -55,7 +56,7 @@ class RunOptions:
                 f"(choose {', '.join(container.compressions)})"
             )
         if not container.available():
-            return f"--format {self.file_format} needs its library: pip install 'tfr-convert[{container.extra}]'"
+            return f"--format {self.file_format} needs its library: {extra_hint(container.extra)}"
         if self.index and self.file_format != "tfrecord":
             return "--index is for TFRecord shards (ArrayRecord files carry their own index)"
         if self.index and self.compression != "none":

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..errors import MissingExtra, OptionError
+from ..optional import extra_hint
 
 OPTIONS_ENV = "TFR_CONVERT_STORAGE_OPTIONS"
 
@@ -68,7 +69,7 @@ def install_hint(path: str) -> str:
     """What to install for a path's scheme."""
     name = scheme(path) or ""
     if name in EXTRAS:
-        return f"pip install 'tfr-convert[{EXTRAS[name]}]'"
+        return extra_hint(EXTRAS[name])
     if name == "hdfs":
         return "pip install fsspec pyarrow"
     return f"pip install fsspec and the fsspec backend for {name}://"
