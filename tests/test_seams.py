@@ -304,3 +304,18 @@ def test_a_converter_that_makes_no_skips_of_its_own_still_keeps_its_own():
     first.reject("row 3", "no label")
     assert first.skipped.total == 1
     assert second.skipped.total == 0 and Minimal().skipped.total == 0
+
+
+@pytest.mark.parametrize(("raised", "code"), [("KeyboardInterrupt", 130), ("Terminated", 143)])
+def test_an_interrupt_anywhere_exits_128_plus_its_signal_with_one_line(raised, code):
+    from click.testing import CliRunner
+
+    from tfr_convert import errors
+    from tfr_convert.cli.translate import Command
+
+    def interrupted() -> None:
+        raise getattr(errors, raised, KeyboardInterrupt)()
+
+    result = CliRunner().invoke(Command("x", callback=interrupted), [])
+    assert result.exit_code == code
+    assert result.output == "error: interrupted\n"

@@ -42,6 +42,11 @@ class TfrConvertError(Exception):
         return (type(self), self.args, self.__dict__)
 
 
+def signal_number(interrupt: BaseException) -> int:
+    """The signal a KeyboardInterrupt stands for: SIGTERM's (Terminated), else SIGINT's."""
+    return getattr(interrupt, "signum", 2)
+
+
 class SourceError(TfrConvertError):
     """An input file is missing, malformed or inconsistent."""
 
@@ -62,7 +67,21 @@ class RecordError(TfrConvertError):
 
 
 class Interrupted(TfrConvertError):
-    """The run was interrupted (SIGINT, SIGTERM); what it finished is kept for --resume."""
+    """The run was interrupted (SIGINT, SIGTERM), or lost a worker; what it finished is
+    kept for --resume. Made with the signal, it exits as a shell reports a process that
+    signal ended: 128 + its number (130 for Ctrl-C, 143 for SIGTERM)."""
+
+    def __init__(self, message: str, signum: int | None = None) -> None:
+        super().__init__(message)
+        if signum is not None:
+            self.exit_code = 128 + signum
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C would be (the CLI turns it into one), so that a run
+    ends as an interrupted one does; `signum` tells the two apart."""
+
+    signum = 15
 
 
 class WorkerLost(TfrConvertError):

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from ..errors import TfrConvertError
+from ..errors import Terminated, TfrConvertError
 from .options import run_options
 from .progress import progress_bar
 
@@ -172,6 +172,6 @@ def _terminate_as_interrupt() -> None:
     import signal
 
     def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
+        raise Terminated
 
     signal.signal(signal.SIGTERM, interrupt)

@@ -1,6 +1,6 @@
 """The one place where what went wrong becomes a line on stderr and an exit code: the
 library's errors carry theirs (1; 2 for a usage error found in the data, or a missing
-extra), an OSError is 1, an interrupt is 1."""
+extra), an OSError is 1, an interrupt 128 + its signal's number (130: Ctrl-C, 143: SIGTERM)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from ..errors import TfrConvertError
+from ..errors import TfrConvertError, signal_number
 
 
 class Translating:
@@ -23,8 +23,8 @@ class Translating:
             message, code = str(e) + (f" ({e.hint})" if e.hint else ""), e.exit_code
         except OSError as e:
             message = f"{e.filename}: {e.strerror}" if e.filename else str(e)
-        except KeyboardInterrupt:
-            message = "interrupted"
+        except KeyboardInterrupt as e:
+            message, code = "interrupted", 128 + signal_number(e)
         from ..storage.fs import with_remote_names  # a remote source's local copy is named as the source
 
         click.echo(f"error: {with_remote_names(message)}", err=True)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .. import containers
 from ..converters.base import Converter
-from ..errors import Interrupted, WorkerLost
+from ..errors import Interrupted, WorkerLost, signal_number
 from ..output.journal import Progress, Tally
 from ..output.opening import open_output
 from ..output.shards import Checkpoint, ShardFile, SplitResult, SplitWriter
@@ -234,7 +234,8 @@ def run(
                 f"{why}; the finished shards are kept in {out.work}: run the same command "
                 "with --resume to finish it, or with --overwrite to start over"
                 if out.work
-                else why
+                else why,
+                None if isinstance(e, WorkerLost) else signal_number(e),
             ) from None
         finally:
             journal.close()
