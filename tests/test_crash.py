@@ -7,6 +7,7 @@ rename, link, remove...), for every N the run makes.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -603,3 +604,14 @@ def test_a_resumed_run_says_how_many_shards_it_kept_and_a_finished_one_that_it_w
     assert json.loads(again.stdout)["resumed"] == {"already_complete": True}
     assert "(already complete: nothing written)" in cli.convert(*args, "--resume").stdout
     assert "resumed" not in json.loads(cli.convert(*args, "--overwrite", "--json").stdout)
+
+
+def test_resume_with_nothing_to_resume_says_so_and_converts_from_the_start(cli, mnist, tmp_path):
+    out, reference = tmp_path / "out", tmp_path / "reference"
+    result = cli.convert("mnist", mnist, "--out", out, "--resume")
+    assert result.exit_code == 0, result.output
+    assert f"note: --resume found no interrupted run to finish in {out}: converted from the start" in result.stderr
+    assert cli.convert("mnist", mnist, "--out", reference).exit_code == 0
+    assert files(out) == files(reference)
+    as_json = cli.convert("mnist", mnist, "--out", tmp_path / "json", "--resume", "--json")
+    assert json.loads(as_json.stdout)["resumed"] == {"nothing_to_resume": True}

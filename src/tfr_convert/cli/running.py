@@ -124,6 +124,11 @@ def _report(summary, quiet: bool, as_json: bool) -> None:
         for split, figure in summary.order.items():
             if figure["ratio"] is not None and figure["ratio"] > 2:
                 click.echo(f"note: {split}: {order_quality.verdict(figure)}", err=True)
+        if summary.resumed and summary.resumed.get("nothing_to_resume"):
+            click.echo(
+                f"note: --resume found no interrupted run to finish in {summary.out}: converted from the start",
+                err=True,
+            )
     if as_json:
         click.echo(json.dumps(summary.to_dict(), indent=2))
         return
@@ -131,7 +136,7 @@ def _report(summary, quiet: bool, as_json: bool) -> None:
     shards = sum(s["shards"] for s in summary.splits.values())
     size = human_bytes(sum(s["bytes"] for s in summary.splits.values()))
     skipped = f" ({summary.skipped.total} skipped, listed in manifest.json)" if summary.skipped.total else ""
-    if summary.resumed is not None:
+    if summary.resumed is not None and not summary.resumed.get("nothing_to_resume"):
         kept = summary.resumed.get("kept_shards")
         skipped += (
             " (already complete: nothing written)"

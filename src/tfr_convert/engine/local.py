@@ -246,4 +246,6 @@ def run(
         )
         if kept is not None:
             summary.resumed = {"kept_shards": sum(len(shards) for shards in done.shards.values())}
+        elif options.resume:  # said, not silent: a mistyped --out would otherwise pass unnoticed
+            summary.resumed = {"nothing_to_resume": True}
         return summary
