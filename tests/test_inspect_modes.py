@@ -385,3 +385,31 @@ def test_a_sequence_example_shows_its_context_and_its_feature_lists(cli, tmp_pat
     text = cli.inspect(path).stdout
     assert "  frames  feature_list[bytes_list]  2..4 (mean 3) step(s)" in text
     assert "  frames: [['f0'], ['f1']]" in text
+
+
+@pytest.mark.parametrize(("name", "kind"), [("sheet.jpg", "JPEG"), ("sheet.JPEG", "JPEG"), ("sheet.png", "PNG")])
+def test_grid_writes_the_format_its_extension_names(cli, mnist_src, tmp_path, name, kind):
+    src, _ = mnist_src
+    assert cli.convert("mnist", src, "--out", tmp_path / "out").exit_code == 0
+    result = cli.inspect(tmp_path / "out", "--grid", tmp_path / name, "--grid-count", 4)
+    assert result.exit_code == 0, result.stderr
+    with Image.open(tmp_path / name) as im:
+        assert im.format == kind
+
+
+def test_grid_refuses_an_extension_it_cannot_write_before_reading(cli, mnist_src, tmp_path):
+    src, _ = mnist_src
+    assert cli.convert("mnist", src, "--out", tmp_path / "out").exit_code == 0
+    result = cli.inspect(tmp_path / "out", "--grid", tmp_path / "sheet.gif")
+    assert result.exit_code == 2 and "sheet.gif" in result.stderr and ".png" in result.stderr
+    assert not (tmp_path / "sheet.gif").exists() and "Traceback" not in result.output
+
+
+def test_grid_captions_keep_the_end_of_a_long_file_name():
+    from tfr_convert.inspect.grid import fitted
+
+    assert fitted("train/000000000009.jpg", tail=True) == "000000000009.jpg"  # coco8's, whole
+    assert fitted("train/a_very_long_file_name_0042.jpg", tail=True) == "...name_0042.jpg"
+    assert fitted("american_pit_bull_terrier") == "american_pit_..."  # a class name keeps its start
+    assert fitted("short.png", tail=True) == "short.png"
+    assert all(len(fitted("x" * n, tail=t)) <= 16 for n in (15, 16, 17, 40) for t in (True, False))

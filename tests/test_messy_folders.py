@@ -275,10 +275,11 @@ def test_stats_and_grid_speak_in_class_names_file_names_and_splits(cli, tmp_path
     assert "train: 6 records; kind cat: 3, dog: 3" in text and "test: 3 records; kind cat: 2, dog: 1" in text
     assert "image in test, train: copy.png; 0.png" in text or "image in test, train: 0.png; copy.png" in text
 
-    assert (
-        caption({"kind": ("int64_list", [1]), "filename": ("bytes_list", [b"3.png"])}, {"kind": ["cat", "dog"]})
-        == "dog"
+    assert caption({"kind": ("int64_list", [1]), "filename": ("bytes_list", [b"3.png"])}, {"kind": ["cat", "dog"]}) == (
+        "dog",
+        False,
     )
+    assert caption({"filename": ("bytes_list", [b"train/3.png"])}, {}) == ("train/3.png", True)
 
 
 @pytest.mark.skipif(shutil.which("script") is None, reason="needs util-linux's script for a pseudo-terminal")

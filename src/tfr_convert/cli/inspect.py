@@ -20,7 +20,11 @@ from .types import LocalOrRemotePath
 @click.option("--verify", is_flag=True, help="Check every record's CRCs (and a dataset against its metadata).")
 @click.option("--stats", is_flag=True, help="Per-feature statistics; split leakage on a dataset directory.")
 @click.option(
-    "--grid", "grid_out", type=LocalOrRemotePath(dir_okay=False), metavar="OUT.png", help="Draw the first images."
+    "--grid",
+    "grid_out",
+    type=LocalOrRemotePath(dir_okay=False),
+    metavar="OUT.png|.jpg",
+    help="Draw the first images (PNG or JPEG, by OUT's extension).",
 )
 @click.option("--grid-count", type=click.IntRange(1, 1024), default=64, show_default=True, help="Images in --grid.")
 @click.option(

@@ -21,7 +21,7 @@ from ..containers import MAX_RECORD_BYTES
 from ..dataset.example import BYTES
 from ..dataset.existing import ExistingDataset, class_names
 from ..dataset.imageformat import sniff_format
-from ..errors import SourceError
+from ..errors import OptionError, SourceError
 from ..storage import fs
 from .boxes import box_labels, box_names, boxes_of
 from .keypoints import keypoints_of
@@ -91,21 +91,43 @@ def _pixels(value: bytes, example: dict, raw_shape: tuple[int, ...] | None, max_
     return np.repeat(array, 3, axis=2) if shape[2] == 1 else array[..., :3]
 
 
-def caption(example: dict, names: dict[str, list[str]]) -> str:
-    """The class name: of a ClassLabel feature with names (whatever it is called), else
-    of the usual label features, else the file name."""
+#: what --grid writes, by OUT's extension
+GRID_FORMATS = {".png": "PNG", ".jpg": "JPEG", ".jpeg": "JPEG"}
+CAPTION_CHARACTERS = 16  # of the default font, under a CELL-wide tile
+
+
+def grid_format(out: str) -> str | None:
+    """The image format --grid writes to OUT, by its extension; None for one it does not know."""
+    return GRID_FORMATS.get(os.path.splitext(out)[1].lower())
+
+
+def fitted(text: str, width: int = CAPTION_CHARACTERS, tail: bool = False) -> str:
+    """`text` in `width` characters. A file name (`tail`) keeps its end, where names
+    differ (`train/000000000009.jpg` -> `000000000009.jpg`, else `...0000009.jpg`); a
+    class name keeps its start."""
+    if len(text) <= width:
+        return text
+    if not tail:
+        return text[: width - 3] + "..."
+    base = text.rsplit("/", 1)[-1]
+    return base if len(base) <= width else "..." + text[-(width - 3) :]
+
+
+def caption(example: dict, names: dict[str, list[str]]) -> tuple[str, bool]:
+    """(the class name: of a ClassLabel feature with names, whatever it is called, else
+    of the usual label features; else the file name, True: it names a file)."""
     for feature in (*sorted(names), "label_name", "label", "label_index"):
         kind, values = example.get(feature, (None, []))
         if not values or is_mask(feature):  # a mask's names are its pixels', not the picture's
             continue
         if kind == "bytes_list":
-            return values[0].decode("utf-8", "replace")
+            return values[0].decode("utf-8", "replace"), False
         if kind == "int64_list":
             index = int(values[0])
             known = names.get(feature, [])
-            return known[index] if 0 <= index < len(known) else str(index)
+            return (known[index] if 0 <= index < len(known) else str(index)), False
     values = example.get("filename", example.get("file_name", (None, [])))[1]
-    return values[0].decode("utf-8", "replace") if values else ""
+    return (values[0].decode("utf-8", "replace") if values else ""), True
 
 
 def manifest_raw_shape(dataset: ExistingDataset) -> tuple[int, ...] | None:
@@ -157,8 +179,8 @@ class Pictures:
             pixels = overlay(pixels, mask[1], background=self._background(mask[0]))
         boxes = boxes_of(example)
         if boxes is None:
-            label = caption(example, self.names)
-            return Picture(pixels, label, [], [label])
+            label, names_file = caption(example, self.names)
+            return Picture(pixels, label, [], [label], tail=names_file)
         # a detection record: its masks tinted, its boxes drawn and labelled with their
         # classes, its keypoints joined by the skeleton; captioned by file
         instances = instance_masks_of(example)
@@ -175,6 +197,7 @@ class Pictures:
             sorted({n for _, n in labelled}),
             tuple(points),
             tuple(self.skeleton),
+            tail=True,
         )
 
 
@@ -185,6 +208,7 @@ class Picture(NamedTuple):
     classes: list[str]  # what it shows: its label, or its boxes' classes
     points: tuple[np.ndarray, ...] = ()  # each object's keypoints: (K, 3) x, y (fractions), visibility
     skeleton: tuple[tuple[int, int], ...] = ()  # the keypoints joined by a limb
+    tail: bool = False  # the caption names a file: shortened, it keeps its end
 
     def tile(self, side: int = CELL):
         """The picture scaled to fit a square of `side` pixels, its boxes drawn."""
@@ -216,6 +240,9 @@ def grid(
 ) -> dict[str, Any]:
     from PIL import Image, ImageDraw
 
+    written = grid_format(out)
+    if written is None:  # before anything is read
+        raise OptionError(f"--grid {out}: name a .png, .jpg or .jpeg file (its extension says the format)")
     pictures = Pictures(paths, max_pixels)
     tiles: list[Picture] = []
     for path in pictures.files:
@@ -236,9 +263,9 @@ def grid(
         tile = picture.tile(CELL - 4)
         x, y = (i % columns) * CELL, (i // columns) * (CELL + CAPTION)
         sheet.paste(tile, (x + (CELL - tile.width) // 2, y + (CELL - tile.height) // 2))
-        draw.text((x + 2, y + CELL), picture.caption[:16], fill=(0, 0, 0))
+        draw.text((x + 2, y + CELL), fitted(picture.caption, tail=picture.tail), fill=(0, 0, 0))
     picture = io.BytesIO()
-    sheet.save(picture, format="PNG")
+    sheet.save(picture, format=written, **({"quality": 90} if written == "JPEG" else {}))
     if not fs.is_remote(out):
         os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     fs.put_bytes(out, picture.getvalue())
