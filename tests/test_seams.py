@@ -319,3 +319,9 @@ def test_an_interrupt_anywhere_exits_128_plus_its_signal_with_one_line(raised, c
     result = CliRunner().invoke(Command("x", callback=interrupted), [])
     assert result.exit_code == code
     assert result.output == "error: interrupted\n"
+
+
+def test_a_skip_kind_keeps_names_and_paths_whole_taking_out_only_numbers_standing_alone():
+    assert kind_of("imagenet10/train/0042.jpg: 3 bands, not 1 or 3") == "imagenet10/train/0042.jpg: N bands, not N or N"
+    assert kind_of("record 12 at byte offset 345: (size 1024x768)") == "record N at byte offset N: (size 1024x768)"
+    assert kind_of("resolves to /data/set10/a.png, outside") == "resolves to PATH, outside"

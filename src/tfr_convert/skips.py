@@ -18,12 +18,15 @@ from typing import Any
 
 LISTED = 100
 
-_VARYING = re.compile(r"'[^']*'|\"[^\"]*\"|(?<![\w.])/[^\s,]+|\d+")
+# a number is a word of its own ("line 7", "(3 bands)", "=12:"): digits inside a name or
+# a path (imagenet10/train/0042.jpg, 1024x768) are left as they are
+_VARYING = re.compile(r"'[^']*'|\"[^\"]*\"|(?<![\w.])/[^\s,]+|(?<![^\s(\[{=:,])-?\d+(?:\.\d+)?(?![^\s)\]},:;])")
 
 
 def kind_of(reason: str) -> str:
-    """A reason with what varies from item to item replaced: quoted values, absolute paths, numbers."""
-    return _VARYING.sub(lambda m: "N" if m[0][0].isdigit() else ("PATH" if m[0][0] == "/" else "'…'"), reason)
+    """A reason with what varies from item to item replaced: quoted values, absolute
+    paths, numbers standing alone."""
+    return _VARYING.sub(lambda m: "PATH" if m[0][0] == "/" else "'…'" if m[0][0] in "'\"" else "N", reason)
 
 
 class Skips:
