@@ -668,3 +668,18 @@ def test_a_path_of_generic_folders_alone_keeps_the_nearest_name():
     from tfr_convert.converters.folders import dataset_name
 
     assert dataset_name("s3://images") == "images" and dataset_name("gs://data/train") == "train"
+
+
+def test_layout_tfds_puts_the_dataset_where_tfds_finds_it_by_name(cli, tmp_path):
+    for cls in ("cat", "dog"):
+        for i in range(3):
+            save(tmp_path / "pets" / cls / f"{i}.png", rgb())
+    out = tmp_path / "data_dir"
+    result = cli.convert("images", tmp_path / "pets", "--out", out, "--layout", "tfds", "--split", "train=0.5,test=0.5")
+    assert result.exit_code == 0, result.output
+    placed = out / "pets" / "1.0.0"
+    assert sorted(p.name.split(".")[0] for p in placed.glob("*.tfrecord-*")) == ["pets-test", "pets-train"]
+    builder = tfds.builder("pets", data_dir=str(out))  # by name, as tfds.load(NAME, data_dir=OUT) finds it
+    assert str(builder.info.version) == "1.0.0" and builder.info.features["label"].names == ["cat", "dog"]
+    labels = [int(x["label"]) for split in ("train", "test") for x in tfds.as_numpy(builder.as_dataset(split=split))]
+    assert sorted(labels) == [0, 0, 0, 1, 1, 1]

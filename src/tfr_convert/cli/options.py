@@ -250,6 +250,16 @@ def split_options(stratify_help: str):
     return decorate
 
 
+#: where a source's dataset goes: OUT itself, or OUT/NAME/1.0.0 where TFDS finds it by name
+LAYOUT = click.option(
+    "--layout",
+    type=click.Choice(["flat", "tfds"]),
+    default="flat",
+    show_default=True,
+    help="flat: the dataset in OUT; tfds: in OUT/NAME/1.0.0, TFDS's data_dir layout "
+    "(tfds.builder(NAME, data_dir=OUT), tfds.builder_from_directory(OUT/NAME/1.0.0)).",
+)
+
 QUALITY = click.option("--quality", type=click.IntRange(1, 100), default=95, show_default=True, help="JPEG quality.")
 
 

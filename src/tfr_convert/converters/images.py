@@ -37,6 +37,7 @@ from .imaging import Decoded, DecodePolicy, decode, encode, probe, reencode
 from .label_csv import LabelCsv
 
 IMAGE_FORMATS = ("keep", "png", "jpeg", "raw")
+LAYOUTS = ("flat", "tfds")
 # the features this converter writes: no CSV column may take one of the names
 RESERVED = {"image", "filename", "format", "height", "width", "channels"}
 
@@ -73,9 +74,12 @@ class ImagesOptions:
     keep_exact: bool = False  # keep mode: even bytes TensorFlow cannot decode upright
     quality: int = 95
     policy: DecodePolicy = field(default_factory=DecodePolicy)
+    layout: str = "flat"  # "tfds": under OUT/NAME/1.0.0, TFDS's data_dir layout
 
     def problem(self) -> str | None:
         """What makes these options impossible together, in the command line's words, or None."""
+        if self.layout not in LAYOUTS:
+            return f"--layout {self.layout}: choose {', '.join(LAYOUTS)}"
         if self.image_format not in IMAGE_FORMATS:
             return f"--image-format {self.image_format}: choose {', '.join(IMAGE_FORMATS)}"
         csv_only = (
@@ -137,6 +141,7 @@ class ImagesConverter(FileItems, Converter):
         self._folder = ImageFolder(image_dir, context.out, context.in_parts)
         self._remote, self._real_root = self._folder.remote, self._folder.real_root
         self.image_format, self.quality = image_format, quality
+        self.tfds_layout = options.layout == "tfds"
         self.keep_exact = keep_exact  # keep mode: even bytes TensorFlow cannot decode upright
         self._flag: tuple[str, str] | None = None  # (why, file) of the item just encoded, for observe
         self.policy = policy or DecodePolicy()
@@ -158,6 +163,7 @@ class ImagesConverter(FileItems, Converter):
             "delimiter": options.delimiter,
             "group_column": group_column,
             "dedupe": dedupe,
+            "layout": options.layout,
         }
         self._group_column, self._dedupe = group_column, dedupe
         self._group_of: dict[str, str] = {}  # image -> its --group-column value

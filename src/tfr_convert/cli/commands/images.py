@@ -7,6 +7,7 @@ import click
 from ..options import (
     CHECK,
     DEDUPE,
+    LAYOUT,
     MAX_PIXELS,
     QUALITY,
     common_options,
@@ -68,6 +69,7 @@ CONVERTERS = ("tfr_convert.converters.images:ImagesConverter",)
 @click.option("--background", type=Color(), default="white", show_default=True, help="Colour behind transparency.")
 @MAX_PIXELS
 @CHECK
+@LAYOUT
 @on_error_option("skip: leave out bad images and rows, and list them.")
 @common_options
 def command(
@@ -93,6 +95,7 @@ def command(
     background,
     max_pixels,
     check,
+    layout,
     on_error,
     **common,
 ) -> None:
@@ -130,6 +133,7 @@ def command(
         keep_exact=keep_exact,
         quality=quality,
         policy=policy,
+        layout=layout,
     )
     usage_error_if(options.problem())
 
@@ -140,4 +144,4 @@ def command(
         parts = forked_parts(common["workers"] or default_workers())
         return ImagesConverter(image_dir, options, source_context(common, on_error, parts))
 
-    run_conversion(make_converter, on_error=on_error, **common)
+    run_conversion(make_converter, on_error=on_error, nested=layout == "tfds", **common)

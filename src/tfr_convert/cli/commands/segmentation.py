@@ -6,7 +6,7 @@ import dataclasses
 
 import click
 
-from ..options import MAX_PIXELS, QUALITY, common_options, on_error_option, resize_option, usage_error_if
+from ..options import LAYOUT, MAX_PIXELS, QUALITY, common_options, on_error_option, resize_option, usage_error_if
 from ..running import run_conversion, source_context
 from ..types import LocalOrRemotePath, Split
 
@@ -47,14 +47,7 @@ CONVERTERS = ("tfr_convert.converters.segmentation:SegmentationConverter",)
     show_default=True,
     help="An image without a mask: an error, or left out and listed.",
 )
-@click.option(
-    "--layout",
-    type=click.Choice(["flat", "tfds"]),
-    default="flat",
-    show_default=True,
-    help="flat: the dataset in OUT; tfds: in OUT/NAME/1.0.0, TFDS's data_dir layout "
-    "(tfds.builder_from_directory(OUT/NAME/1.0.0)).",
-)
+@LAYOUT
 @click.option("--split", "split", type=Split(), help="e.g. train=0.8,validation=0.1,test=0.1 [default: all train].")
 @resize_option("Resize images to WxH (JPEG) and masks with nearest neighbour.")
 @QUALITY
