@@ -351,7 +351,7 @@ def _edit(path, old: str, new: str) -> None:
         (
             "yolo",
             lambda r: (r / "labels" / "classes.txt").unlink(),
-            "no classes.txt, obj.names, data.yaml, data.yml, dataset.yaml here or up to two folders above: give --classes FILE",
+            "no classes.txt, obj.names, data.yaml, data.yml, dataset.yaml, nor another *.yaml with names:, here or up to two folders above: give --classes FILE",
         ),
         ("yolo", lambda r: (r / "labels" / "zzz.txt").write_text(""), "zzz.txt: no image named zzz.* in IMAGE_DIR"),
         ("yolo", lambda r: (r / "labels" / "a.txt").write_text("0 0.5 0.5 0.2 0_2\n"), "a.txt line 1: h '0_2' is"),
@@ -545,10 +545,11 @@ def class_texts(out) -> dict[str, list[bytes]]:
 EXPECTED_TEXTS = {"a.jpg": [b"bird", b"dog"], "b.jpg": [b"cat"]}
 
 
-@pytest.mark.parametrize("layout", ["roboflow", "ultralytics", "darknet_cvat"])
+@pytest.mark.parametrize("layout", ["roboflow", "ultralytics", "ultralytics_named", "darknet_cvat"])
 def test_yolo_class_names_are_found_where_each_exporter_keeps_them(cli, tmp_path, layout):
     """Roboflow: data.yaml at the root, train/images and train/labels. Ultralytics:
-    data.yaml at the root, images/train and labels/train. Darknet / CVAT: obj.names
+    data.yaml (or a YAML named after the dataset, coco8.yaml) at the root, images/train and
+    labels/train, beside other YAML that names no classes. Darknet / CVAT: obj.names
     beside obj_train_data/, which holds the images and their labels (as Datumaro's
     yolo fixtures lay them out)."""
     root = tmp_path / "export"
@@ -556,10 +557,12 @@ def test_yolo_class_names_are_found_where_each_exporter_keeps_them(cli, tmp_path
         images, labels = root / "train" / "images", root / "train" / "labels"
         yolo_export(images, labels)
         (root / "data.yaml").write_text(DATA_YAML)
-    elif layout == "ultralytics":
+    elif layout.startswith("ultralytics"):
         images, labels = root / "images" / "train", root / "labels" / "train"
         yolo_export(images, labels)
-        (root / "data.yaml").write_text("path: .\ntrain: images/train\nnames:\n  0: bird\n  1: cat\n  2: dog\n")
+        named = "coco8.yaml" if layout == "ultralytics_named" else "data.yaml"
+        (root / named).write_text("path: .\ntrain: images/train\nnames:\n  0: bird\n  1: cat\n  2: dog\n")
+        (root / "augment.yml").write_text("mosaic: 1.0\nflipud: 0.0\n")  # YAML naming no classes: not it
     else:
         images = labels = root / "obj_train_data"
         yolo_export(images, labels)
@@ -738,3 +741,12 @@ def test_voc_origin_one_subtracts_the_devkits_pixel(cli, tmp_path):
     assert list(results["0"]) == list(np.float32([6 / 40, 2 / 40, 11 / 40]))
     result = cli.convert("detection", images, "--annotations", voc, "--out", tmp_path / "x", "--voc-origin", "2")
     assert result.exit_code == 2 and "--voc-origin" in result.stderr
+
+
+def test_two_yaml_files_naming_classes_beside_yolo_labels_ask_for_classes(cli, tmp_path):
+    images, labels = tmp_path / "images", tmp_path / "labels"
+    yolo_export(images, labels)
+    (labels / "one.yaml").write_text("names: [bird, cat, dog]\n")
+    (labels / "two.yaml").write_text("names: [dog, cat, bird]\n")
+    result = cli.convert("detection", images, "--annotations", labels, "--out", tmp_path / "out")
+    assert result.exit_code == 2 and "one.yaml and two.yaml" in result.stderr and "--classes" in result.stderr

@@ -6,7 +6,8 @@ line), and an Object Detection API label map (`.pbtxt`, names in id order).
 naming the kinds); `find_names(labels)` looks for one beside YOLO labels and up to two
 folders above, where the layouts people export keep it:
     Darknet / CVAT     obj.names beside obj_train_data/
-    Ultralytics        data.yaml (or dataset.yaml) at the root, labels in labels/train/
+    Ultralytics        data.yaml (or dataset.yaml, or NAME.yaml: coco8.yaml) at the root,
+                       labels in labels/train/
     Roboflow           data.yaml at the root, labels in train/labels/
 """
 
@@ -133,15 +134,42 @@ def read_names(path: str) -> list[str]:
 
 
 def find_names(labels: str) -> tuple[str, list[str]] | None:
-    """(file, class names) found beside YOLO labels or up to UP folders above, or None."""
+    """(file, class names) found beside YOLO labels or up to UP folders above, or None:
+    in each folder one of NAME_FILES, else the one other YAML file with a `names:` key
+    (Ultralytics names its dataset files after the dataset: coco8.yaml)."""
     where = os.path.abspath(labels)
     for _ in range(UP + 1):
         for name in NAME_FILES:
             path = os.path.join(where, name)
             if os.path.isfile(path):
                 return path, read_names(path)
+        yamls = _yaml_names_files(where)
+        if len(yamls) > 1:
+            raise OptionError(
+                f"{where}: {' and '.join(os.path.basename(p) for p in yamls[:3])} both name classes: "
+                "choose one with --classes"
+            )
+        if yamls:
+            return yamls[0], read_names(yamls[0])
         parent = os.path.dirname(where)
         if parent == where:
             break
         where = parent
     return None
+
+
+def _yaml_names_files(folder: str) -> list[str]:
+    """The YAML files of a folder (other than NAME_FILES) that have a `names:` key."""
+    try:
+        entries = sorted(os.listdir(folder))
+    except OSError:
+        return []
+    found = []
+    for entry in entries:
+        path = os.path.join(folder, entry)
+        if entry in NAME_FILES or not entry.lower().endswith((".yaml", ".yml")) or not os.path.isfile(path):
+            continue
+        with open(path, encoding="utf-8", errors="replace") as f:
+            if re.search(r"^names\s*:", f.read(MAX_NAMES_BYTES), re.MULTILINE):
+                found.append(path)
+    return found

@@ -22,7 +22,8 @@ def read(folder: str, image_files: list[str], names: list[str] | None = None) ->
     if names is None:
         if found_names is None:
             raise SourceError(
-                f"{folder}: no {', '.join(NAME_FILES)} here or up to two folders above: give --classes FILE"
+                f"{folder}: no {', '.join(NAME_FILES)}, nor another *.yaml with names:, here or up to two folders "
+                "above: give --classes FILE"
             )
         files.append(found_names[0])
         names = found_names[1]
