@@ -239,3 +239,103 @@ def test_a_detection_dataset_comes_back_as_the_same_shards_through_its_own_forma
     assert len(first) == 2 and _shards(tmp_path / "again") == first
     splits = {r["filename"]: r["split"] for r in csv.DictReader(open(out / "splits.csv"))}
     assert set(splits) == set(DATASET) and set(splits.values()) == {"train", "test"}
+
+
+# 80 class names, 3 of them used, not in sorted order (coco8's: 80 names, a few in use)
+MANY = [f"thing{i:02d}" for i in range(80)]
+MANY[3], MANY[16], MANY[41] = "cat", "dog", "bird"
+
+
+def _source_with_unused_classes(root, fmt):
+    """IMAGE_DIR and annotations in `fmt` naming all of MANY: YOLO's classes.txt, COCO's
+    categories (ids 1..80), VOC's labelmap.txt (as Datumaro exports VOC)."""
+    from test_detection import DATASET, write_images, write_voc
+
+    images = write_images(root / "images")
+    if fmt == "voc":
+        (root / "labelmap.txt").write_text("# label:color_rgb:parts:actions\nbackground:0,0,0::\n"
+                                           + "".join(f"{n}:{i},0,0::\n" for i, n in enumerate(MANY)))  # fmt: skip
+        return images, write_voc(root / "Annotations", origin=1)
+    if fmt == "coco":
+        pictures, boxes = [], []
+        for i, (name, (w, h, found)) in enumerate(DATASET.items(), 100):
+            pictures.append({"id": i, "file_name": name, "width": w, "height": h})
+            for c, x0, y0, x1, y1 in found:
+                boxes.append({"id": len(boxes) + 1, "image_id": i, "category_id": MANY.index(c) + 1,
+                              "bbox": [x0, y0, x1 - x0, y1 - y0], "area": 12.5, "iscrowd": 0})  # fmt: skip
+        categories = [{"id": i, "name": n} for i, n in enumerate(MANY, 1)]
+        path = root / "instances.json"
+        path.write_text(json.dumps({"images": pictures, "annotations": boxes, "categories": categories}))
+        return images, path
+    labels = root / "labels"
+    labels.mkdir()
+    (labels / "classes.txt").write_text("\n".join(MANY) + "\n")
+    for name, (w, h, found) in DATASET.items():
+        lines = [
+            f"{MANY.index(c)} {(x0 + x1) / 2 / w:.6f} {(y0 + y1) / 2 / h:.6f} {(x1 - x0) / w:.6f} {(y1 - y0) / h:.6f}\n"
+            for c, x0, y0, x1, y1 in found
+        ]
+        (labels / name.rsplit(".", 1)[0]).parent.mkdir(parents=True, exist_ok=True)
+        (labels / (name.rsplit(".", 1)[0] + ".txt")).write_text("".join(lines))
+    return images, labels
+
+
+def _dataset_files(out):
+    """The shards and the class files: what a round trip must give back byte for byte."""
+    kept = ("label_map.pbtxt", ".labels.txt", ".tfrecord-")
+    return {p.name: p.read_bytes() for p in sorted(out.iterdir()) if any(k in p.name for k in kept)}
+
+
+@pytest.mark.parametrize("classes", [False, True], ids=["found", "given"])
+@pytest.mark.parametrize("fmt", ["yolo", "coco", "voc"])
+def test_a_dataset_with_unused_classes_comes_back_the_same_through_its_format(cli, tmp_path, fmt, classes):
+    """80 classes, 3 with boxes: every format's export keeps every class under its
+    number, and converting the export gives the same shards and class files."""
+    images, annotations = _source_with_unused_classes(tmp_path / "src", fmt)
+    names = tmp_path / "names.yaml"
+    names.write_text("names:\n" + "".join(f"  {i}: {n}\n" for i, n in enumerate(MANY)))
+    given = ["--classes", names] if classes else []
+    options = ["--split", "train=0.5,test=0.5", "--name", "pets", *given]
+    options += ["--voc-origin", "1"] if fmt == "voc" else []
+    _ok(cli.convert("detection", images, "--annotations", annotations, *options, "--out", tmp_path / "first"))
+    out = tmp_path / "x"
+    _ok(cli.export(tmp_path / "first", "--to", fmt, "--out", out))
+    if fmt == "yolo":  # every name in label order: a box's index is its label - 1
+        assert (out / "labels" / "classes.txt").read_text().splitlines() == MANY
+        assert (out / "labels" / "a.txt").read_text().split()[0] == str(MANY.index("cat"))
+    elif fmt == "coco":  # every category, with boxes or none, under its id
+        categories = json.loads((out / "annotations.json").read_text())["categories"]
+        assert categories == [{"id": i, "name": n} for i, n in enumerate(MANY, 1)]
+    else:  # named after the picture's stem; every class in labelmap.txt
+        assert sorted(p.name for p in (out / "Annotations").iterdir()) == ["a.xml", "b.xml", "sub_c.xml"]
+        assert [line.split(":")[0] for line in (out / "labelmap.txt").read_text().splitlines()[1:]] == MANY
+    again = {"voc": out / "Annotations", "coco": out / "annotations.json", "yolo": out / "labels"}[fmt]
+    _ok(cli.convert("detection", out / "images", "--annotations", again, *options, "--out", tmp_path / "again"))
+    first = _dataset_files(tmp_path / "first")
+    assert len(first) == 4 and _dataset_files(tmp_path / "again") == first
+    assert first["image-object-class-label.labels.txt"].decode().split("\n")[1:81] == MANY
+
+
+@pytest.mark.parametrize("fmt", ["yolo", "coco", "voc"])
+def test_every_export_of_a_yolo_dataset_keeps_its_80_classes_numbered_as_they_were(cli, tmp_path, fmt):
+    """The mislabelling this prevents: an export that renumbered the classes in use
+    (dog 16 -> 1), converted again with the original names, read every box as another class."""
+    images, labels = _source_with_unused_classes(tmp_path / "src", "yolo")
+    _ok(cli.convert("detection", images, "--annotations", labels, "--out", tmp_path / "first"))
+    out = tmp_path / "x"
+    _ok(cli.export(tmp_path / "first", "--to", fmt, "--out", out))
+    names = tmp_path / "src" / "labels" / "classes.txt"
+    again = {"voc": out / "Annotations", "coco": out / "annotations.json", "yolo": out / "labels"}[fmt]
+    origin = ["--voc-origin", "1"] if fmt == "voc" else []
+    _ok(cli.convert("detection", out / "images", "--annotations", again, "--classes", names, *origin,
+                    "--out", tmp_path / "again"))  # fmt: skip
+    texts = {}
+    for shard in sorted((tmp_path / "again").glob("*.tfrecord-*")):
+        for raw in tf.data.TFRecordDataset(str(shard)):
+            feature = tf.train.Example.FromString(raw.numpy()).features.feature
+            texts[feature["image/filename"].bytes_list.value[0].decode()] = [
+                (MANY[label - 1], text.decode())
+                for label, text in zip(feature["image/object/class/label"].int64_list.value,
+                                       feature["image/object/class/text"].bytes_list.value, strict=True)
+            ]  # fmt: skip
+    assert texts["a.jpg"] == [("cat", "cat"), ("dog", "dog")] and texts["b.jpg"] == [("bird", "bird")]

@@ -20,7 +20,9 @@ folder here, which would move any shuffle or split) and `segmentation` (its mask
 PNGs Pillow encodes, so its shards are pinned by their records' content, each PNG as
 its pixels); and every pinned conversion is run again with the other worker count (the
 same bytes), as ArrayRecord (the same records) and through --engine beam (the same
-bytes), and every command must have one.
+bytes), and every command must have one. The VOC export was re-pinned once, its
+annotation files' bytes unchanged, when they came to be named after the picture's stem
+(b0.xml, not b0.png.xml) and labelmap.txt joined them.
 """
 
 from __future__ import annotations
@@ -234,18 +236,19 @@ GOLDEN_EXPORTS: dict[str, dict[str, str]] = {
         "validation.parquet rows": "00afdae4653eed7014a3cdb9537e30f3b49c8723c25a3326c1e36082b53fc6f9",
     },
     "voc": {
-        "Annotations/b0.png.xml": "1c1f1fedbcecc3ded3f739d6b30fe8e0b845a160b094027331c8add7b14b1432",
-        "Annotations/b1.png.xml": "4e474455c00cc698e997234f763bdd17d8a9303cb294bc696606a60e7ee59e3b",
-        "Annotations/b2.png.xml": "62fbad0161f6a62cea0234388edcae959b7cad97db7113c67f2b9bc5d290c69e",
-        "Annotations/b3.png.xml": "6eca00f7f34356c54f62e585897f0e1298211b7a4884c671ebc0fadbbf7156ce",
-        "Annotations/b4.png.xml": "e83f78e50a5ed512381af5764f7ef0700f645653eb3c203f2ade54b233210a36",
-        "Annotations/b5.png.xml": "07814de7e9031f8d10baed6b13fc9213d433fb5b1a14c67b787f10345b8a5bcb",
+        "Annotations/b0.xml": "1c1f1fedbcecc3ded3f739d6b30fe8e0b845a160b094027331c8add7b14b1432",
+        "Annotations/b1.xml": "4e474455c00cc698e997234f763bdd17d8a9303cb294bc696606a60e7ee59e3b",
+        "Annotations/b2.xml": "62fbad0161f6a62cea0234388edcae959b7cad97db7113c67f2b9bc5d290c69e",
+        "Annotations/b3.xml": "6eca00f7f34356c54f62e585897f0e1298211b7a4884c671ebc0fadbbf7156ce",
+        "Annotations/b4.xml": "e83f78e50a5ed512381af5764f7ef0700f645653eb3c203f2ade54b233210a36",
+        "Annotations/b5.xml": "07814de7e9031f8d10baed6b13fc9213d433fb5b1a14c67b787f10345b8a5bcb",
         "images/b0.png": "6dd68fb77e2c34fca4303b336d79043e7763070864b46b9b0f35aab19a94a8ed",
         "images/b1.png": "22c1a9469e68b6550b0619c43c8b7759da210c1aade422ca34734b2fb94c70ac",
         "images/b2.png": "beb4ca10495bc6f38363b4876e8cdc3a1874803ccebde0f5040b3fc7b744946a",
         "images/b3.png": "c7aa1405b7c46dcbcb665745021d34071d6535d3db3c6d379bde805c6784fae6",
         "images/b4.png": "a2c1281b9b2c9c4c16cc5a359d305321db91c0883c33d7207f23757af96efbe8",
         "images/b5.png": "b86c2e9dab75f7fdc14c20d099a20aedd28975ebb054157881c86c89255ac232",
+        "labelmap.txt": "23f4d0532b6f04e73485555d7771277fef23d5c430e2fca49f4cc8c985165f50",
         "splits.csv": "49c45fba4b3c1852263fdac3547792908ab6c7fcbdcc8831b4b882bd04c7d8c3",
     },
     "yolo": {

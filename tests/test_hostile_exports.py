@@ -158,7 +158,8 @@ def test_a_skipped_bad_name_is_listed_and_the_rest_exported(cli, tmp_path):
     ("target", "names", "clash"),
     [
         ("yolo", ["a.png", "b.png", "a.jpg"], "labels/a.txt"),
-        ("voc", ["a/b.png", "c.png", "a_b.png"], "Annotations/a_b.png.xml"),
+        ("voc", ["a/b.png", "c.png", "a_b.png"], "Annotations/a_b.xml"),
+        ("voc", ["a.png", "b.png", "a.jpg"], "Annotations/a.xml"),  # named after the stem, as VOC names them
         ("yolo", ["x.png", "classes.png"], "labels/classes.txt"),
     ],
 )

@@ -41,6 +41,7 @@ from .staging import Drop, Spool, Staging, staged
 FORMATS = ("coco", "yolo", "voc", "csv")
 IMAGES = "images"
 YOLO_CLASSES = "labels/classes.txt"
+VOC_LABELMAP = "labelmap.txt"  # Datumaro's and CVAT's list of a VOC dataset's classes
 # what XML 1.0 cannot hold, escaped or not
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 PREFIX = "image/object/"
@@ -63,6 +64,7 @@ class BoxKeys:
     label: str | None
     text: str | None
     names: tuple[str, ...]  # the label's class names, when it counts from 0 (TFDS's ClassLabel)
+    known: tuple[tuple[int, str], ...]  # (label as boxes carry it, name) of every class the dataset names
     flags: tuple[tuple[str, str], ...]  # (difficult | truncated | is_crowd | area, its feature)
     filename: str | None
     source_id: str | None
@@ -85,7 +87,7 @@ def box_keys(
     if box_feature is not None:
         prefix = box_feature.rstrip("/") + "/" if box_feature.strip("/") else ""
         if present(prefix + "bbox/xmin", dtype="float32"):
-            return _listed(schema, prefix, image, label, present)
+            return _listed(source, schema, prefix, image, label, present)
         if present(box_feature, dtype="float32"):
             return _packed(source, box_feature, image, label, present)
         raise OptionError(
@@ -93,7 +95,7 @@ def box_keys(
             f"{prefix}bbox/xmin (a list per corner) in the records"
         )
     if present(PREFIX + "bbox/xmin", dtype="float32"):
-        return _listed(schema, PREFIX, image, label, present)
+        return _listed(source, schema, PREFIX, image, label, present)
     described = source.dataset.flat_features if source.dataset is not None else {}
     packed = [n for n, (d, _, _) in described.items() if str(d.get("pythonClassName", "")).endswith("BBoxFeature")]
     packed += [n for n in sorted(schema) if n.rsplit("/", 1)[-1] == "bbox" and schema[n].dtype == "float32"]
@@ -102,7 +104,7 @@ def box_keys(
     return _packed(source, packed[0], image, label, present)
 
 
-def _listed(schema, prefix: str, image: str | None, label: str | None, present) -> BoxKeys:
+def _listed(source: ExportSource, schema, prefix: str, image: str | None, label: str | None, present) -> BoxKeys:
     return BoxKeys(
         image=image or "image/encoded",
         corners=tuple(f"{prefix}bbox/{c}" for c in CORNERS),
@@ -110,6 +112,7 @@ def _listed(schema, prefix: str, image: str | None, label: str | None, present) 
         label=label or present(prefix + "class/label", dtype="int64"),
         text=present(prefix + "class/text", dtype="string"),
         names=(),
+        known=_named_labels(source, label or present(prefix + "class/label", dtype="int64")),
         flags=tuple((k, n) for k, names in FLAGS.items() if (n := present(*(prefix + a for a in names)))),
         filename=present("image/filename", dtype="string"),
         source_id=present("image/source_id", dtype="string"),
@@ -119,6 +122,14 @@ def _listed(schema, prefix: str, image: str | None, label: str | None, present) 
         if present(prefix + "keypoint/x", dtype="float32") and present(prefix + "keypoint/y", dtype="float32")
         else None,
     )
+
+
+def _named_labels(source: ExportSource, label: str | None) -> tuple[tuple[int, str], ...]:
+    """(label, name) of every class an Object Detection API dataset names: its ClassLabel's
+    names by label, less the background (0) and the labels no class has ('(unused N)',
+    between kept COCO ids); classes with no box are among them."""
+    names = source.class_names().get(label, []) if label else []
+    return tuple((i, name) for i, name in enumerate(names) if i and name != f"(unused {i})")
 
 
 def _packed(source: ExportSource, feature: str, image: str | None, label: str | None, present) -> BoxKeys:
@@ -134,6 +145,7 @@ def _packed(source: ExportSource, feature: str, image: str | None, label: str | 
         label=label,
         text=None,
         names=tuple(source.class_names().get(label, ())) if label else (),
+        known=tuple((i + 1, name) for i, name in enumerate(source.class_names().get(label, ()) if label else ())),
         flags=tuple((k, n) for k, names in FLAGS.items() if (n := present(*(parent + a for a in names)))),
         filename=present("image/filename", "filename", dtype="string"),
         source_id=present("image/id", "image/source_id", "id"),
@@ -279,11 +291,14 @@ class BoxesJob(Job):
         self.numbers = {split: n for n, split in enumerate(splits)}
         self._staging: Staging | None = staging  # parent side only
         self.found: Spool | None = staging.spool("pictures")
-        # label -> class name: every name a ClassLabel knows, and those the boxes show
-        self.classes: dict[int, str] = {i + 1: name for i, name in enumerate(keys.names)}
+        # label -> class name: every class the dataset names (with boxes or without), and
+        # those the boxes show
+        self.classes: dict[int, str] = dict(keys.known)
         self.ids: set[int] | None = set()  # the pictures' source ids while all are distinct numbers
         if target == "yolo":
             staging.claim(YOLO_CLASSES, f"the export's own {YOLO_CLASSES}")
+        if target == "voc":
+            staging.claim(VOC_LABELMAP, f"the export's own {VOC_LABELMAP}")
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_staging": None, "found": None, "classes": {}, "ids": None}
@@ -322,7 +337,7 @@ class BoxesJob(Job):
         if self.target == "yolo":
             return f"labels/{posixpath.splitext(picture.filename)[0]}.txt"
         if self.target == "voc" and picture.boxes:  # a negative has none
-            return f"Annotations/{picture.filename.replace('/', '_')}.xml"
+            return f"Annotations/{posixpath.splitext(picture.filename)[0].replace('/', '_')}.xml"
         return None
 
     def values(self, box: dict[str, Any], w: int, h: int) -> tuple[float, ...]:
@@ -372,7 +387,7 @@ def write(
 ) -> dict:
     """Pictures to OUT/images and the annotations in `target`'s format; {split: {records}}."""
     if target == "yolo":
-        lines_file(keys.names, "the class names")  # all of them go to classes.txt
+        lines_file((name for _, name in keys.known), "the class names")  # all of them go to classes.txt
     with staged(out, options.dry_run) as staging:
         skeleton = source.dataset.skeleton if source.dataset is not None else []
         job = BoxesJob(target, keys, staging, list(source.splits), voc_origin, skeleton)
@@ -421,8 +436,16 @@ def _coco(job: BoxesJob, staging: Staging) -> None:
 
 
 def _yolo(job: BoxesJob, staging: Staging) -> None:
-    order = sorted(job.classes)  # YOLO counts classes from 0 in label order
-    staging.put(YOLO_CLASSES, lines_file((job.classes[c] for c in order), "the class names"))
+    """classes.txt holds every class in label order, one line a label from 1 (a label
+    no class has keeps its line, '(unused N)'), so a box's YOLO index is its label - 1:
+    the dataset's own numbering, whatever classes the boxes use."""
+    labels = sorted(job.classes)
+    if labels and labels[0] >= 1:
+        order = list(range(1, labels[-1] + 1))
+    else:  # labels from 0 or below (no ClassLabel): numbered in order
+        order = labels
+    names = [job.classes.get(label, f"(unused {label})") for label in order]
+    staging.put(YOLO_CLASSES, lines_file(names, "the class names"))
     index = {label: i for i, label in enumerate(order)}
     assert job.found is not None
     for picture in job.found:
@@ -433,7 +456,14 @@ def _yolo(job: BoxesJob, staging: Staging) -> None:
 
 
 def _voc(job: BoxesJob, staging: Staging) -> None:
+    """One annotation file a picture with boxes, named after the picture's stem, and
+    labelmap.txt (as Datumaro and CVAT export VOC): every class in label order, those with
+    no box too, which `tfr-convert detection` reads back as the classes (left out where a
+    class name holds a ':' or a line break, which a line of it cannot)."""
     assert job.found is not None
+    names = [job.classes[label] for label in sorted(job.classes)]
+    if not any(":" in name or len(name.splitlines()) != 1 for name in names):  # else a line could not hold it
+        staging.put(VOC_LABELMAP, ("# label:color_rgb:parts:actions\n" + "".join(f"{n}:::\n" for n in names)).encode())
     for picture in job.found:
         if not picture.boxes:
             continue  # a negative: no annotation file names it

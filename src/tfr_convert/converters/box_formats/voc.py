@@ -18,6 +18,7 @@ from ...errors import SourceError
 from .common import Annotations, Box, ImageCollector, box_problem, number, relative, size
 
 MAX_XML_BYTES = 16 << 20  # real files are a few KB
+MAX_LABELMAP_BYTES = 16 << 20
 
 
 def _flag(obj: ET.Element, tag: str) -> int:
@@ -76,4 +77,34 @@ def read(folder: str, origin: int = 0) -> Annotations:
     images = ImageCollector()
     for name in names:
         read_file(os.path.join(folder, name), images, os.path.splitext(name)[0] + ".jpg", origin)
-    return Annotations(images.images(), [os.path.join(folder, n) for n in names])
+    files = [os.path.join(folder, n) for n in names]
+    labelmap = _labelmap(folder)
+    if labelmap is None:
+        return Annotations(images.images(), files)
+    return Annotations(images.images(), [labelmap[0], *files], classes=labelmap[1])
+
+
+LABELMAP = "labelmap.txt"  # Datumaro's and CVAT's VOC exports: the classes, in order
+
+
+def _labelmap(folder: str) -> tuple[str, list[str]] | None:
+    """(path, class names) of a labelmap.txt in the annotations folder or the one above it
+    (`name:color:parts:actions` a line, `#` comments; the background is no class), or None."""
+    for where in (folder, os.path.dirname(os.path.abspath(folder))):
+        path = os.path.join(where, LABELMAP)
+        if not os.path.isfile(path):
+            continue
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = f.read(MAX_LABELMAP_BYTES).splitlines()
+        names: list[str] = []
+        for at, line in enumerate(lines, 1):
+            name = line.split(":", 1)[0].strip()
+            if not name or line.lstrip().startswith("#") or name.lower() in ("background", "__background__"):
+                continue
+            if name in names:
+                raise SourceError(f"{path}: line {at}: class {name!r} is listed twice")
+            names.append(name)
+        if not names:
+            raise SourceError(f"{path}: no class names in it")
+        return path, names
+    return None
