@@ -38,6 +38,24 @@ class LocalOrRemotePath(click.Path):
         return super().convert(value, param, ctx)
 
 
+class SplitOrPath(LocalOrRemotePath):
+    """PATH, or SPLIT=PATH (`val=ann/val.json`): (the split as TFDS names it, or None;
+    the path, checked as LocalOrRemotePath checks it). A value that is a path as it
+    stands is a path, even with an '=' in it."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, tuple):
+            return value
+        from ..dataset.splits import SPLIT_FOLDERS, SPLIT_NAME
+        from ..storage.fs import exists
+
+        text = str(value)
+        split, sep, path = text.partition("=")
+        if not sep or exists(text) or not SPLIT_NAME.fullmatch(split):
+            return None, super().convert(text, param, ctx)
+        return SPLIT_FOLDERS.get(split.lower(), split), super().convert(path, param, ctx)
+
+
 class ByteSize(click.ParamType):
     """`128MB` (SI), `64MiB` / `64M` (binary) or plain bytes."""
 

@@ -32,9 +32,10 @@ from ..skips import Skips
 from ..storage import fs
 from . import box_formats
 from .base import Converter, SourceContext, fingerprint
-from .box_formats import Box, ImageBoxes
-from .box_formats.class_names import read_names
-from .folders import IMAGE_SUFFIXES, FileItems, dataset_name, list_files
+from .box_formats import Annotations, Box, ImageBoxes
+from .box_formats.class_names import find_names, read_names
+from .box_formats.splits import coco_split_files, in_split_folder, merged, voc_image_sets, yolo_yaml_splits
+from .folders import IMAGE_SUFFIXES, FileItems, dataset_name, list_files, named
 from .grouping import plan_groups
 from .imaging import DecodePolicy, probe, reencode
 from .instances import instance_masks, instance_png, keypoint_features, keypoints
@@ -133,6 +134,8 @@ class DetectionOptions:
     coco_ids: str = "keep"
     masks: bool = False  # instance masks: COCO segmentations, VOC SegmentationObject PNGs
     voc_masks: str | None = None  # VOC's SegmentationObject folder; None: beside the annotations folder
+    # (split, annotations) of each split, where the dataset's splits come in files of their own
+    split_annotations: tuple[tuple[str, str], ...] = ()
 
     def problem(self) -> str | None:
         """What makes these options impossible together, in the command line's words, or None."""
@@ -180,6 +183,12 @@ class DetectionConverter(FileItems, Converter):
         self.dataset_name = dataset_name(image_dir)
         self._flag: tuple[Any, ...] = ()
         fmt = box_formats.detect(annotations) if annotation_format == "auto" else annotation_format
+        if options.split_annotations and annotation_format == "auto":
+            formats = {box_formats.detect(path) for _, path in options.split_annotations}
+            if len(formats) > 1:
+                raise OptionError(
+                    f"--annotations: the splits' files are of several formats ({', '.join(sorted(formats))})"
+                )
         self.annotation_format = fmt
         if options.masks and fmt not in MASK_FORMATS:
             raise OptionError(
@@ -210,7 +219,7 @@ class DetectionConverter(FileItems, Converter):
         classes = read_names(classes_file) if classes_file else None
         images = [f.replace(os.sep, "/") for f in list_files(image_dir, exclude=context.out)]
         images = [f for f in images if f.lower().endswith(IMAGE_SUFFIXES)]
-        found = box_formats.read(annotations, fmt, images, classes, options.voc_origin, masks=options.masks)
+        found, split_of, split_source = self._read(options, fmt, images, classes)
         self._annotation_files = found.files
         self.keypoint_names, self.skeleton = found.keypoint_names or [], found.skeleton or []
         if self.keypoint_names:
@@ -221,11 +230,22 @@ class DetectionConverter(FileItems, Converter):
         kept_ids = found.class_ids if classes is None and options.coco_ids == "keep" else None
         self._label = class_labels(self.classes, kept_ids, annotations)
         items = self._items(found.images, images, classes_file or (found.files[0] if found.classes else None))
+        if split_of:
+            self._settings["splits_from"] = split_source
+            left = [item[0] for item in items if item[0] not in split_of]
+            items = [item for item in items if item[0] in split_of]
+            if left:
+                self.warnings.append(
+                    f"{image_dir}: {named(left, 'image')} in none of the splits of {split_source}, left out"
+                )
+            if split is not None:
+                self.warnings.append(f"{image_dir}: --split re-splits the images of the splits of {split_source}")
+                split_of = {}
         if skip_empty:
             items = [item for item in items if item[-1]]
         if not items:
             raise SourceError(f"{image_dir}: no images to convert")
-        self._splits = self._split(items, split, stratify, context.seed)
+        self._splits = self._split(items, split, stratify, context.seed, split_of)
         negatives = sum(not item[-1] for split_items in self._splits.values() for item in split_items)
         if negatives and not skip_empty:
             self.warnings.insert(
@@ -279,7 +299,43 @@ class DetectionConverter(FileItems, Converter):
             if name in on_disk
         ]
 
-    def _split(self, items: list[tuple], spec: SplitSpec | None, stratify: bool, seed: int) -> dict[str, list[tuple]]:
+    def _read(
+        self, options: DetectionOptions, fmt: str, images: list[str], classes: list[str] | None
+    ) -> tuple[Annotations, dict[str, str], str]:
+        """The annotations, and {image: split} with where it came from, where the dataset
+        has splits of its own (files a split, VOC's ImageSets, a YOLO YAML's keys)."""
+
+        def read(path: str) -> Annotations:
+            return box_formats.read(path, fmt, images, classes, options.voc_origin, masks=options.masks)
+
+        per_split = list(options.split_annotations)
+        if not per_split and fmt == "coco" and os.path.isdir(options.annotations):
+            per_split = [(split, path) for split, path, _ in coco_split_files(options.annotations)]
+        if per_split:
+            parts = [(split, in_split_folder(read(path), images, path, split)) for split, path in per_split]
+            found = merged(parts)
+            split_of = {image.filename: split for split, part in parts for image in part.images}
+            return found, split_of, ", ".join(f"{split}={path}" for split, path in per_split)
+        found = read(options.annotations)
+        if fmt == "voc":
+            sets = voc_image_sets(options.annotations)
+            if sets is not None:
+                ids = sets[1]
+                stems = {rel: posixpath.splitext(posixpath.basename(rel))[0] for rel in images}
+                return found, {rel: ids[stem] for rel, stem in stems.items() if stem in ids}, sets[0]
+        if fmt == "yolo":
+            names = find_names(options.annotations)
+            if names is not None and names[0].lower().endswith((".yaml", ".yml")):
+                split_of = yolo_yaml_splits(names[0], self.root, images)
+                if isinstance(split_of, str):
+                    self.warnings.append(f"{split_of}: its splits are not used")
+                elif split_of is not None:
+                    return found, split_of, names[0]
+        return found, {}, ""
+
+    def _split(
+        self, items: list[tuple], spec: SplitSpec | None, stratify: bool, seed: int, split_of: dict[str, str]
+    ) -> dict[str, list[tuple]]:
         def dominant(item: tuple) -> str:  # the image's most frequent class (ties: first in label order)
             counts = Counter(box.name for box in _annotation(item)[0].boxes)
             return min(counts, key=lambda n: (-counts[n], self._label[n])) if counts else ""
@@ -297,6 +353,11 @@ class DetectionConverter(FileItems, Converter):
             self._settings["dedupe_found"] = found
             if message:
                 self.warnings.append(message)
+        if spec is None and split_of:
+            found: dict[str, list[tuple]] = {}
+            for item in items:
+                found.setdefault(split_of[item[0]], []).append(item)
+            return found
         if spec is None:
             return {"train": items}
         whole = groups if groups is not None and self._dedupe != "drop" else None

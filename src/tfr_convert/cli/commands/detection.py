@@ -19,7 +19,7 @@ from ..options import (
     usage_error_if,
 )
 from ..running import run_conversion, source_context
-from ..types import LocalOrRemotePath
+from ..types import LocalOrRemotePath, SplitOrPath
 
 CONVERTERS = ("tfr_convert.converters.detection:DetectionConverter",)
 
@@ -29,8 +29,11 @@ CONVERTERS = ("tfr_convert.converters.detection:DetectionConverter",)
 @click.option(
     "--annotations",
     required=True,
-    type=LocalOrRemotePath(exists=True),
-    help="The boxes: a CSV, a COCO .json, or a folder of VOC .xml or YOLO .txt files.",
+    multiple=True,
+    type=SplitOrPath(exists=True),
+    metavar="[SPLIT=]PATH",
+    help="The boxes: a CSV, a COCO .json (or a folder of one a split), or a folder of VOC .xml or YOLO "
+    ".txt files; SPLIT=PATH, repeated, gives each split its own (train=..., val=...).",
 )
 @click.option(
     "--annotation-format",
@@ -107,6 +110,11 @@ def command(
     from ...converters.imaging import DecodePolicy
 
     policy = DecodePolicy(max_pixels, grayscale=grayscale, resize=resize, structural=check == "structure")
+    splits = [split for split, _ in annotations]
+    if (len(annotations) > 1 and None in splits) or len(set(splits)) != len(splits):
+        raise click.UsageError("--annotations: give one PATH, or SPLIT=PATH once for each split (train=..., val=...)")
+    per_split = tuple(annotations) if splits[0] is not None else ()
+    annotations = annotations[0][1]
     options = DetectionOptions(
         annotations=annotations,
         annotation_format=annotation_format,
@@ -121,6 +129,7 @@ def command(
         voc_origin=voc_origin,
         coco_ids=coco_ids,
         masks=masks,
+        split_annotations=per_split,
     )
     usage_error_if(options.problem())
 
@@ -131,6 +140,7 @@ def command(
         staged = dataclasses.replace(
             options,
             annotations=fs.local_copy(annotations),
+            split_annotations=tuple((split, fs.local_copy(path)) for split, path in per_split),
             classes_file=fs.local_copy(classes_file),
             voc_masks=voc_masks,
         )

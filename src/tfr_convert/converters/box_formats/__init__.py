@@ -28,6 +28,8 @@ def detect(path: str) -> str:
     subfolders = any(os.path.isdir(os.path.join(path, n)) for n in names)
     if xml and not txt:
         return "voc"
+    if not xml and not txt and any(n.lower().endswith(".json") for n in names):
+        return "coco"  # a folder of instances files, one a split (splits.coco_split_files)
     if not xml and (txt or subfolders):
         return "yolo"
     raise SourceError(
