@@ -62,3 +62,14 @@ def textured(seed: int, size=(256, 192)) -> Image.Image:
         field = rng.integers(0, 256, (max(h // scale, 2), max(w // scale, 2), 3), dtype=np.uint8)
         total += np.asarray(Image.fromarray(field).resize(size, Image.Resampling.BICUBIC), np.float64) / scale**0.5
     return Image.fromarray((255 * (total - total.min()) / np.ptp(total)).astype(np.uint8))
+
+
+def lookalike(data: bytes, seed: int) -> bytes:
+    """The picture with its brightness layout kept and other colours: its luma, under a
+    smooth random colour field (what fooled a luminance-only hash)."""
+    rng = np.random.default_rng(seed)
+    with Image.open(io.BytesIO(data)) as im:
+        luma = im.convert("YCbCr").getchannel(0)
+    chroma = [Image.fromarray(rng.integers(0, 256, (3, 3), dtype=np.uint8)).resize(luma.size, Image.Resampling.BICUBIC)
+              for _ in range(2)]  # fmt: skip
+    return jpeg(Image.merge("YCbCr", (luma, *chroma)).convert("RGB"))

@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 from PIL import Image, ImageEnhance
 
-from near_copies import jpeg, picture, planted_set
+from near_copies import jpeg, lookalike, picture, planted_set
 from tfr_convert.converters.grouping import duplicate_pairs, group_keys
 from tfr_convert.dataset.near_duplicates import (
     MAX_THRESHOLD,
@@ -18,6 +18,8 @@ from tfr_convert.dataset.near_duplicates import (
     chunk_radii,
     close_pairs,
     clusters,
+    fingerprint,
+    near_pairs,
     phash,
     popcount,
 )
@@ -143,6 +145,24 @@ def test_near_copies_are_found_with_high_recall_and_precision():
     assert true / len(found) >= 0.95  # precision
 
 
+def test_pictures_alike_in_brightness_but_not_in_colour_are_told_apart():
+    """Copies resized, re-compressed and brightened are still found (recall >= 0.97), and
+    pictures whose brightness layout matches a picture's but whose colours differ are not
+    (precision >= 0.95 with both kinds planted): the hash finds candidates, the colours
+    confirm them."""
+    originals, copies = planted_set(200, seed=5)
+    alike = [lookalike(data, i) for i, data in enumerate(originals)]
+    n = len(originals)
+    prints = [fingerprint(data) for data in originals + copies + alike]
+    found = {(i, j) for i, j, _ in near_pairs(prints)}
+    copied = {(i, n + i) for i in range(n)}
+    true = len(found & copied)
+    assert true / n >= 0.97  # recall
+    assert true / len(found) >= 0.95  # precision
+    by_hash = {(i, j) for i, j, _ in close_pairs(p[0] for p in prints)}
+    assert len(by_hash & {(i, 2 * n + i) for i in range(n)}) > n // 2  # the look-alikes the hash alone takes
+
+
 # ---------------------------------------------------------------- the report
 
 
@@ -190,6 +210,31 @@ def test_dedupe_near_keeps_every_planted_pair_in_one_split_whatever_the_workers(
     assert runs["1"] == runs["2"]
     report = json.loads(cli.inspect(tmp_path / "out1", "--stats", "--json").stdout)["leakage"]
     assert report["near_duplicate_pairs"] == 0
+
+
+def test_look_alikes_in_other_colours_are_neither_grouped_nor_reported(cli, tmp_path):
+    """Pictures whose brightness layout matches a planted picture's, in other colours:
+    --dedupe near groups only the planted copies, and --stats reports none of them."""
+    pairs = planted(tmp_path / "images")
+    alike = []
+    for i in range(15):
+        name = f"l{i:03d}_colours.jpg"
+        (tmp_path / "images" / name).write_bytes(lookalike((tmp_path / "images" / f"p{i:03d}.jpg").read_bytes(), i))
+        alike.append({f"p{i:03d}.jpg", name})
+    result = cli.convert("images", tmp_path / "images", "--out", tmp_path / "out", "--split", "train=0.5,test=0.5",
+                         "--dedupe", "near", "--json")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["options"]["dedupe_found"] == {"clusters": 15, "images": 30, "dropped": 0}  # the copies alone
+    where = split_of_files(tmp_path / "out")
+    assert all(len({where[f] for f in p}) == 1 for p in pairs)
+    assert sum(len({where[f] for f in p}) == 2 for p in alike) >= 3  # look-alikes are split as strangers are
+    plain = tmp_path / "plain"
+    assert cli.convert("images", tmp_path / "images", "--out", plain, "--split", "train=0.5,test=0.5").exit_code == 0
+    report = json.loads(cli.inspect(plain, "--stats", "--json").stdout)["leakage"]
+    reported = [{r["filename"] for r in pair["records"]} for pair in report["near_duplicates"]]
+    assert not [p for p in reported if p in alike]
+    assert all(p in pairs for p in reported)
 
 
 def test_dedupe_drop_keeps_the_first_of_each_cluster(cli, tmp_path):
@@ -307,17 +352,19 @@ def test_the_near_duplicate_report_counts_and_lists_what_comparing_every_pair_do
 
     rng = np.random.default_rng(3)
     base = rng.integers(0, 2**63, 12, dtype=np.uint64)
+    colours = [bytes(32), bytes([3] * 32), bytes([100] * 32)]  # the first two a copy's, the third not
     found = []
     for k in range(400):
         h = int(base[k % 12]) ^ (1 << int(rng.integers(0, 64))) * int(rng.random() < 0.3)
-        found.append((h, ["train", "test", "validation"][int(rng.integers(0, 3))], "f", k, None,
-                      bytes([int(rng.integers(0, 4))])))  # fmt: skip
+        found.append(((h, colours[int(rng.integers(0, 3))]), ["train", "test", "validation"][int(rng.integers(0, 3))],
+                      "f", k, None, bytes([int(rng.integers(0, 4))])))  # fmt: skip
     every = []
     for i in range(len(found)):
         for j in range(i + 1, len(found)):
             a, b = found[i], found[j]
-            d = bin(a[0] ^ b[0]).count("1")
-            if d <= THRESHOLD and a[1] != b[1] and a[5] != b[5]:
+            d = bin(a[0][0] ^ b[0][0]).count("1")
+            alike = (a[0][1] == colours[2]) == (b[0][1] == colours[2])
+            if d <= THRESHOLD and alike and a[1] != b[1] and a[5] != b[5]:
                 every.append((d, i, j))
     every.sort()
     count, listed = near_duplicate_pairs(found)
@@ -325,7 +372,7 @@ def test_the_near_duplicate_report_counts_and_lists_what_comparing_every_pair_do
     assert [(p["distance"], p["records"][0]["record"], p["records"][1]["record"]) for p in listed] == every[
         :LISTED_NEAR
     ]
-    copies = [(7, "train" if k % 2 else "test", "f", k, None, bytes([k % 3])) for k in range(20_000)]
+    copies = [((7, bytes(32)), "train" if k % 2 else "test", "f", k, None, bytes([k % 3])) for k in range(20_000)]
     count, listed = near_duplicate_pairs(copies)  # quadratic before: 2 * 10**8 comparisons
     cells = Counter((split, digest) for _, split, _, _, _, digest in copies)
     expected = sum(n * m for (s1, d1), n in cells.items() for (s2, d2), m in cells.items() if s1 < s2 and d1 != d2)

@@ -87,7 +87,8 @@ def test_annotations_split_equals_path_gives_each_split_its_file_in_any_format(c
     assert "train=" in manifest["options"]["splits_from"]
 
 
-def test_a_yolo_yaml_naming_train_and_val_folders_keeps_the_splits(cli, tmp_path):
+@pytest.mark.parametrize("yaml_name", ["data.yaml", "coco8.yaml"])
+def test_a_yolo_yaml_naming_train_and_val_folders_keeps_the_splits(cli, tmp_path, yaml_name):
     root = tmp_path / "coco8"
     names = ["bird", "cat", "dog"]
     for split, members in (("train", TRAIN), ("val", VAL)):
@@ -98,7 +99,7 @@ def test_a_yolo_yaml_naming_train_and_val_folders_keeps_the_splits(cli, tmp_path
             label.parent.mkdir(parents=True, exist_ok=True)
             label.write_text("".join(f"{names.index(c)} {(x0 + x1) / 2 / w} {(y0 + y1) / 2 / h} {(x1 - x0) / w} "
                                      f"{(y1 - y0) / h}\n" for c, x0, y0, x1, y1 in boxes))  # fmt: skip
-    (root / "coco8.yaml").write_text("path: .\ntrain: images/train\nval: images/val\nnames:\n  0: bird\n  1: cat\n"
+    (root / yaml_name).write_text("path: .\ntrain: images/train\nval: images/val\nnames:\n  0: bird\n  1: cat\n"
                                      "  2: dog\n")  # fmt: skip
     result = cli.convert("detection", root / "images", "--annotations", root / "labels", "--out", tmp_path / "out")
     assert result.exit_code == 0, result.output

@@ -20,21 +20,22 @@ def duplicate_pairs(
     read: Callable[[int], bytes], n: int, mode: str, workers: int | None = None
 ) -> list[tuple[int, int]]:
     """Pairs (i, j), i < j, linking duplicates among n images read by index: identical
-    bytes for "exact"; hashes within near_duplicates.THRESHOLD bits for "near" and "drop".
+    bytes for "exact"; for "near" and "drop", hashes within near_duplicates.THRESHOLD bits
+    whose colours agree (near_duplicates.near_pairs).
     Enough pairs to join each cluster, not every pair in it: an image whose fingerprint
     an earlier one has is linked to that one alone, and only distinct hashes are looked
     up in the index (N copies of one picture make N - 1 pairs, not N * (N - 1) / 2)."""
 
-    def fingerprint(i: int) -> bytes | int | None:
+    def fingerprint(i: int) -> bytes | tuple[int, bytes] | None:
         try:
             data = read(i)
         except OSError:
             return None  # unreadable: the run names it when it gets there
-        return hashlib.sha256(data).digest() if mode == "exact" else near_duplicates.phash(data)
+        return hashlib.sha256(data).digest() if mode == "exact" else near_duplicates.fingerprint(data)
 
     with ThreadPoolExecutor(workers or os.cpu_count() or 1) as pool:
         prints = list(pool.map(fingerprint, range(n), chunksize=64))
-    first: dict[bytes | int, int] = {}
+    first: dict[bytes | tuple[int, bytes], int] = {}
     pairs = []
     for i, p in enumerate(prints):
         if p is not None:
@@ -44,7 +45,7 @@ def duplicate_pairs(
                 first[p] = i
     if mode != "exact":
         distinct = list(first.values())  # in index order
-        close = near_duplicates.close_pairs(prints[i] for i in distinct)  # type: ignore[misc]
+        close = near_duplicates.near_pairs([prints[i] for i in distinct])  # type: ignore[misc]
         pairs += [(distinct[a], distinct[b]) for a, b, _ in close]
     return sorted(pairs)
 

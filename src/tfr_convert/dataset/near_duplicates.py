@@ -10,6 +10,14 @@ thumbnail pixels compared) was tried first and dropped: in flat areas its compar
 are decided by noise, and lossless copies of one picture differed by up to 12 bits.
 It does not see mirrored, rotated or cropped copies.
 
+Luminance alone takes pictures whose brightness layouts match but whose colours differ
+for copies (smooth pictures especially), so each candidate pair the hash finds is
+confirmed by colour: the picture's chroma (Cb, Cr) box-averaged over 4x4 cells, from the
+same decode (a JPEG decoded to YCbCr at reduced scale: its Y is what the hash used to
+decode alone), must differ by at most COLOUR_THRESHOLD on average. Copies came within 4.9
+(brightening by 10 % scales the chroma too), pictures of the same brightness layout in
+other colours 21.9 or more apart. A grayscale copy of a colour picture is told apart.
+
 Two images are near-duplicates when their hashes differ in at most THRESHOLD bits.
 Distances are even: a hash has as many ones as zeros, so a bit that crosses the
 median takes another one across with it. Copies resized by 0.5 to 1.5, brightened by
@@ -32,6 +40,8 @@ from itertools import combinations
 import numpy as np
 
 THRESHOLD = 10  # bits of 64; the index finds every pair up to this distance
+COLOUR_THRESHOLD = 10  # mean |difference| of the 4x4 Cb and Cr cells, 0-255, of two copies
+COLOUR_CELLS = 4
 MAX_THRESHOLD = 11  # the most the chunk radii are planned for (their masks grow as 16 choose r)
 CHUNKS = 4
 _CHUNK_BITS = 64 // CHUNKS
@@ -48,21 +58,55 @@ def _dct_matrix(n: int) -> np.ndarray:
 _DCT = _dct_matrix(32)
 
 
-def phash(data: bytes, max_pixels: int = 89_478_485) -> int | None:
-    """The 64-bit perceptual hash of an encoded image, or None if it cannot be decoded."""
+def fingerprint(data: bytes, max_pixels: int = 89_478_485) -> tuple[int, bytes] | None:
+    """(the 64-bit perceptual hash, the colour: 4x4 Cb then Cr cells as bytes) of an
+    encoded image, or None if it cannot be decoded."""
     from PIL import Image
 
     try:
         with Image.open(io.BytesIO(data)) as im:
             if im.width * im.height > max_pixels:
                 return None
-            im.draft("L", (64, 64))  # JPEG: decoded at the smallest scale still >= 64 px a side
-            thumbnail = np.asarray(im.convert("L").resize((32, 32), Image.Resampling.BOX), np.float64)
+            im.draft("YCbCr", (64, 64))  # JPEG: decoded at the smallest scale still >= 64 px a side
+            if im.mode == "YCbCr":  # one box-average of the three bands: Y for the hash, Cb Cr for colour
+                small = im.resize((32, 32), Image.Resampling.BOX)
+                thumbnail = np.asarray(small, np.float64)[..., 0]
+            else:  # the hash's luma as it always was (convert("L")), the colour beside it
+                thumbnail = np.asarray(im.convert("L").resize((32, 32), Image.Resampling.BOX), np.float64)
+                small = im.convert("YCbCr").resize((32, 32), Image.Resampling.BOX)
+            cells = small.resize((COLOUR_CELLS, COLOUR_CELLS), Image.Resampling.BOX).tobytes()
     except (OSError, ValueError, SyntaxError, Image.DecompressionBombError):
         return None
+    return thumbnail_hash(thumbnail), cells[1::3] + cells[2::3]  # the Cb cells, then the Cr cells
+
+
+def thumbnail_hash(thumbnail: np.ndarray) -> int:
+    """The pHash of a 32x32 grayscale thumbnail: one bit per coefficient of the 8x8 lowest
+    frequencies of its DCT, above or below their median."""
     low = (_DCT @ thumbnail @ _DCT.T)[:8, :8].ravel()
     bits = low > np.median(low[1:])  # the median of the 63 frequencies besides the mean (DC)
     return int(np.packbits(bits).view(">u8")[0])
+
+
+def phash(data: bytes, max_pixels: int = 89_478_485) -> int | None:
+    """The 64-bit perceptual hash of an encoded image, or None if it cannot be decoded."""
+    found = fingerprint(data, max_pixels)
+    return None if found is None else found[0]
+
+
+def same_colours(a: bytes, b: bytes) -> bool:
+    """Whether two fingerprints' colours are a copy's: cells within COLOUR_THRESHOLD on average."""
+    difference = np.abs(np.frombuffer(a, np.uint8).astype(np.int16) - np.frombuffer(b, np.uint8).astype(np.int16))
+    return float(difference.mean()) <= COLOUR_THRESHOLD
+
+
+def near_pairs(prints: list[tuple[int, bytes]], threshold: int = THRESHOLD) -> list[tuple[int, int, int]]:
+    """close_pairs of the fingerprints' hashes whose colours are a copy's too."""
+    return [
+        (i, j, d)
+        for i, j, d in close_pairs((p[0] for p in prints), threshold)
+        if same_colours(prints[i][1], prints[j][1])
+    ]
 
 
 def popcount(x: np.ndarray) -> np.ndarray:

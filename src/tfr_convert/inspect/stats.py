@@ -26,7 +26,7 @@ from ..dataset import order_quality
 from ..dataset.example import BYTES, FLOAT, INT64
 from ..dataset.existing import ExistingDataset, class_names
 from ..dataset.imageformat import sniff_format
-from ..dataset.near_duplicates import THRESHOLD, close_pairs, phash
+from ..dataset.near_duplicates import THRESHOLD, fingerprint, near_pairs
 from .boxes import BoxStats, format_boxes
 from .distribution import Distribution
 from .masks import InstanceStats, MaskStats, is_instance_mask, is_mask
@@ -225,7 +225,7 @@ def stats(paths: list[str], max_record: int = MAX_RECORD_BYTES, sound_only: bool
                             refs = seen_in.setdefault((name, digest), {})
                             refs.setdefault(split, (path, record.index, filename))
                             if several_splits and sniff_format(v):
-                                h = phash(v)
+                                h = fingerprint(v)
                                 if h is not None:
                                     perceptual.append((h, split, path, record.index, filename, digest))
     features: dict[str, Any] = {}
@@ -296,18 +296,21 @@ def stats(paths: list[str], max_record: int = MAX_RECORD_BYTES, sound_only: bool
     return report
 
 
-def near_duplicate_pairs(found: list[tuple[int, str, str, int, str | None, bytes]]) -> tuple[int, list[dict[str, Any]]]:
+def near_duplicate_pairs(
+    found: list[tuple[tuple[int, bytes], str, str, int, str | None, bytes]],
+) -> tuple[int, list[dict[str, Any]]]:
     """(how many, the first LISTED_NEAR) pairs of images in different splits whose hashes
-    are close but whose bytes differ (identical ones are the exact leaks), closest first,
-    then in record order. Images sharing one hash are looked up in the index once and
+    are close and whose colours agree but whose bytes differ (identical ones are the exact
+    leaks), closest first, then in record order. Images sharing one fingerprint are looked
+    up in the index once and
     their pairs counted from how many lie in each split and have each digest, so a
     thousand copies of a picture do not make a million comparisons."""
-    groups: dict[int, list[int]] = {}
+    groups: dict[tuple[int, bytes], list[int]] = {}
     for position, entry in enumerate(found):
         groups.setdefault(entry[0], []).append(position)
-    hashes = list(groups)
-    linked = [(h, h, 0) for h in hashes if len(groups[h]) > 1]
-    linked += [(hashes[a], hashes[b], d) for a, b, d in close_pairs(hashes)]
+    prints = list(groups)
+    linked = [(p, p, 0) for p in prints if len(groups[p]) > 1]
+    linked += [(prints[a], prints[b], d) for a, b, d in near_pairs(prints)]
     total, listed = 0, []
     for first, second, distance in linked:
         one, other = groups[first], groups[second]
