@@ -26,7 +26,8 @@ UP = 2  # folders above the labels' that find_names looks in
 _YAML_KEYS = re.compile(r"^\s*(names|nc|train|val|test|path|download)\s*:", re.MULTILINE)
 
 
-def _scalar(text: str) -> str:
+def yaml_scalar(text: str) -> str:
+    """A YAML scalar as the YOLO tools write one: unquoted, or without its trailing comment."""
     text = text.strip()
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
         return text[1:-1]
@@ -45,7 +46,7 @@ def yaml_names(path: str, text: str) -> list[str]:
         if rest.startswith("["):
             if not rest.endswith("]"):
                 raise SourceError(f"{path}: line {i + 1}: names: [...] must close on its line")
-            return [_scalar(v) for v in rest[1:-1].split(",") if v.strip()]
+            return [yaml_scalar(v) for v in rest[1:-1].split(",") if v.strip()]
         if rest:
             raise SourceError(f"{path}: line {i + 1}: names: is neither a list nor followed by one")
         names: dict[int, str] = {}
@@ -57,12 +58,12 @@ def yaml_names(path: str, text: str) -> list[str]:
             if not item[:1].isspace() and not item.startswith("-"):
                 break
             if item.strip().startswith("- "):
-                listed.append(_scalar(item.strip()[2:]))
+                listed.append(yaml_scalar(item.strip()[2:]))
                 continue
             m2 = re.match(r"\s+(\d+)\s*:\s*(.+)$", item)
             if not m2:
                 raise SourceError(f"{path}: line {j + 1}: expected '- name' or 'N: name' under names:")
-            names[int(m2[1])] = _scalar(m2[2])
+            names[int(m2[1])] = yaml_scalar(m2[2])
         if names:
             if sorted(names) != list(range(len(names))):
                 raise SourceError(f"{path}: names: numbers must run 0..{len(names) - 1}")

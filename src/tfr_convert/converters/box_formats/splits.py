@@ -18,6 +18,7 @@ import re
 
 from ...dataset.splits import SPLIT_FOLDERS
 from ...errors import OptionError, SourceError
+from .class_names import yaml_scalar
 from .common import Annotations
 
 MAX_LIST_BYTES = 64 << 20
@@ -138,22 +139,17 @@ def _top_level(text: str) -> dict[str, list[str]]:
             continue
         value = m[2].split(" #", 1)[0].strip()
         if value.startswith("["):
-            keys[m[1]] = [_unquoted(v) for v in value.strip("[]").split(",") if v.strip()]
+            keys[m[1]] = [yaml_scalar(v) for v in value.strip("[]").split(",") if v.strip()]
         elif value:
-            keys[m[1]] = [_unquoted(value)]
+            keys[m[1]] = [yaml_scalar(value)]
         else:
             block = []
             for item in lines[i + 1 :]:
                 if not item.strip().startswith("- "):
                     break
-                block.append(_unquoted(item.strip()[2:]))
+                block.append(yaml_scalar(item.strip()[2:]))
             keys[m[1]] = block
     return keys
-
-
-def _unquoted(text: str) -> str:
-    text = text.strip()
-    return text[1:-1] if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"" else text
 
 
 def in_split_folder(found: Annotations, images: list[str], path: str, split: str) -> Annotations:
