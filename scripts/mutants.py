@@ -9,7 +9,9 @@ against the tests that cover that module only, not the whole suite. Mutants insi
 annotations are skipped (`from __future__ import annotations`: never evaluated). A
 mutant the tests let through is listed in benchmarks/results/mutants.md with its line,
 unless EQUIVALENT explains it (a mutant that cannot change behaviour); the goal is
-zero unexplained survivors. CONTRIBUTING says when to run it.
+zero unexplained survivors. Each module's last run is kept in mutants.json beside it
+(with its date and command), so a run of some modules updates their rows and leaves
+the others' as they were measured. CONTRIBUTING says when to run it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import ast
 import datetime
+import json
 import os
 import platform
 import subprocess
@@ -136,27 +139,33 @@ def main() -> None:
     args = parser.parse_args()
     names = args.modules or list(TARGETS)
     work = Path(tempfile.mkdtemp(prefix="tfr-mutants-"))
-    results = {}
+    kept = Path(args.out).with_suffix(".json")
+    results = json.loads(kept.read_text()) if kept.exists() else {}
+    results = {name: r for name, r in results.items() if name in TARGETS}  # modules no longer targeted go
+    command = "python scripts/mutants.py" + ("" if not args.modules else " " + " ".join(args.modules))
     for name in names:
         started = datetime.datetime.now()
         results[name] = _run(name, work, args.timeout)
         results[name]["seconds"] = (datetime.datetime.now() - started).total_seconds()
+        results[name]["run"] = f"{datetime.date.today()}, {os.cpu_count()} cores, Python {platform.python_version()}"
         r = results[name]
         print(f"{name}: {r['killed']}/{r['mutants']} killed, {len(r['survivors'])} unexplained survivors, "
               f"{r['seconds']:.0f} s", flush=True)  # fmt: skip
-    command = "python scripts/mutants.py" + ("" if not args.modules else " " + " ".join(args.modules))
+    results = {name: results[name] for name in TARGETS if name in results}
+    kept.write_text(json.dumps(results, indent=1) + "\n")
     out = [
-        f"# Mutation testing ({datetime.date.today()}, {os.cpu_count()} cores, Python {platform.python_version()})",
+        "# Mutation testing",
         "",
-        f"`{command}` (cosmic-ray, core operators; each module against the tests listed)",
+        f"`python scripts/mutants.py [MODULE...]` (cosmic-ray, core operators; each module against the tests "
+        f"listed); the last run: `{command}`. Modules not yet run: {', '.join(n for n in TARGETS if n not in results) or 'none'}.",
         "",
-        "| module | tests | mutants | killed | explained | unexplained survivors | time |",
-        "|---|---|---|---|---|---|---|",
+        "| module | tests | mutants | killed | explained | unexplained survivors | time | run |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in results.values():
         out.append(
             f"| `{r['module']}` | {', '.join(f'`{t}`' for t in r['tests'])} | {r['mutants']} | {r['killed']} "
-            f"| {len(r['explained'])} | {len(r['survivors'])} | {r['seconds']:.0f} s |"
+            f"| {len(r['explained'])} | {len(r['survivors'])} | {r['seconds']:.0f} s | {r.get('run', '')} |"
         )
     for name, r in results.items():
         if r["survivors"] or r["explained"]:
