@@ -32,6 +32,35 @@ def test_masked_crc_known_value():
     assert masked_crc(b"123456789") == (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
 
 
+def test_unmask_inverts_the_mask_and_the_array_mask_equals_the_single_one():
+    import numpy as np
+
+    from tfr_convert.containers.crc import crc32c, mask_array, unmask
+
+    rng = np.random.default_rng(0)
+    payloads = [rng.bytes(int(n)) for n in rng.integers(0, 300, 200)] + [b"", b"\x00" * 9, b"\xff" * 31]
+    masked = [masked_crc(p) for p in payloads]
+    assert [unmask(m) for m in masked] == [crc32c(p) for p in payloads]
+    plain = np.array([crc32c(p) for p in payloads] + [0, 0xFFFFFFFF, 1 << 31, 1 << 15], np.uint32)
+    assert mask_array(plain).tolist() == [masked_crc(p) for p in payloads] + [
+        (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF for c in (0, 0xFFFFFFFF, 1 << 31, 1 << 15)
+    ]
+
+
+def test_the_crc_is_the_extension_loaded_without_the_packages_metadata_lookup():
+    """The crc32c package's __init__ looks its version up through importlib.metadata (tens of
+    milliseconds at every start): the extension module is loaded by itself instead."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, tfr_convert.containers.crc as c; "
+        "print('importlib.metadata' in sys.modules, c.crc32c.__module__, c.crc32c(b'123456789'))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False", "crc32c._crc32c", str(0xE3069283)]
+
+
 @pytest.mark.parametrize("compression", ["none", "gzip", "zlib"])
 def test_tensorflow_writer_files_read_back(tmp_path, compression):
     path = tmp_path / "tf.tfrecord"
