@@ -22,6 +22,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -64,6 +65,21 @@ EQUIVALENT[
         "ReplaceTrueWithFalse",
     )
 ] = "zip(strict=False): both lists come from arrays of one length, so they never differ"
+
+
+# A rotation joins two shifts whose bits never overlap: | + ^ give one value
+for _line in (
+    "return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF",
+    "return ((crcs >> 15) | (crcs << 17)) + np.uint32(_MASK_DELTA)",
+    "return ((rotated << 15) | (rotated >> 17)) & 0xFFFFFFFF",
+):
+    for _operator in ("ReplaceBinaryOperator_BitOr_Add", "ReplaceBinaryOperator_BitOr_BitXor"):
+        EQUIVALENT["crc", _line, _operator] = (
+            "the two shifted halves of a 32-bit rotation have no bit in common, so OR, ADD and XOR agree"
+        )
+EQUIVALENT["crc", "crcs = crcs.astype(np.uint32, copy=False)", "ReplaceFalseWithTrue"] = (
+    "astype(copy=True) copies the same values; the copy is never written to"
+)
 
 
 def _annotation_spans(source: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
@@ -124,11 +140,28 @@ def _run(name: str, work: Path, timeout: float) -> dict:
                 continue
             mutation = item.mutations[0]
             line = lines[mutation.start_pos[0] - 1].strip()
-            entry = f"line {mutation.start_pos[0]}: `{line}` ({mutation.operator_name.split('/')[-1]})"
-            why = EQUIVALENT.get((name, line, mutation.operator_name.split("/")[-1]))
-            (found["explained"] if why else found["survivors"]).append(f"{entry}: {why}" if why else entry)
+            found["survivors"].append(
+                f"line {mutation.start_pos[0]}: `{line}` ({mutation.operator_name.split('/')[-1]})"
+            )
+    _explain(name, found)
     subprocess.run(["git", "checkout", "--", module], cwd=REPO, check=True)  # whatever a killed run left
     return found
+
+
+_SURVIVOR = re.compile(r"line \d+: `(.*)` \(([A-Za-z_]+)\)$")
+
+
+def _explain(name: str, found: dict) -> None:
+    """Move the survivors EQUIVALENT explains to `explained`, with the reason."""
+    still = []
+    for entry in found["survivors"]:
+        m = _SURVIVOR.match(entry)
+        why = EQUIVALENT.get((name, m[1], m[2])) if m else None
+        if why:
+            found["explained"].append(f"{entry}: {why}")
+        else:
+            still.append(entry)
+    found["survivors"] = still
 
 
 def main() -> None:
@@ -136,13 +169,22 @@ def main() -> None:
     parser.add_argument("modules", nargs="*", choices=[[], *TARGETS], default=[], metavar="MODULE")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds a mutant's tests may take")
     parser.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "mutants.md"))
+    parser.add_argument(
+        "--explain-only",
+        action="store_true",
+        help="run nothing: apply EQUIVALENT to the survivors kept in mutants.json and write the results again",
+    )
     args = parser.parse_args()
-    names = args.modules or list(TARGETS)
+    names = [] if args.explain_only else args.modules or list(TARGETS)
     work = Path(tempfile.mkdtemp(prefix="tfr-mutants-"))
     kept = Path(args.out).with_suffix(".json")
     results = json.loads(kept.read_text()) if kept.exists() else {}
     results = {name: r for name, r in results.items() if name in TARGETS}  # modules no longer targeted go
     command = "python scripts/mutants.py" + ("" if not args.modules else " " + " ".join(args.modules))
+    if args.explain_only:
+        for name, r in results.items():
+            _explain(name, r)
+        command = kept.with_suffix(".md").read_text().split("the last run: `", 1)[-1].split("`", 1)[0]
     for name in names:
         started = datetime.datetime.now()
         results[name] = _run(name, work, args.timeout)
