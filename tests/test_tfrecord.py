@@ -59,6 +59,26 @@ def test_the_crc_is_the_extension_loaded_without_the_packages_metadata_lookup():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["False", "crc32c._crc32c", str(0xE3069283)]
+    numpy = "import sys, tfr_convert.containers.crc; print('numpy' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", numpy], capture_output=True, text=True).stdout.split() == ["False"]
+
+
+def test_an_extension_that_cannot_load_falls_back_to_the_packages_own_import(tmp_path):
+    """A crc32c package whose extension file is broken: its own import is used instead."""
+    import importlib.machinery
+    import subprocess
+    import sys
+
+    fake = tmp_path / "crc32c"
+    fake.mkdir()
+    (fake / f"_crc32c{importlib.machinery.EXTENSION_SUFFIXES[0]}").write_bytes(b"not a shared object")
+    (fake / "__init__.py").write_text("def crc32c(data, value=0):\n    return 7\n")
+    code = "import tfr_convert.containers.crc as c; print(c.crc32c.__module__, c.crc32c(b'x'))"
+    import os
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert done.stdout.split() == ["crc32c", "7"], done.stderr
 
 
 @pytest.mark.parametrize("compression", ["none", "gzip", "zlib"])
