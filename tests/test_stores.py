@@ -61,6 +61,69 @@ def test_a_memory_tree_is_walked_from_one_listing_with_implied_folders():
     assert not fs.exists(f"{root}/top.csv")
 
 
+def test_the_local_and_the_remote_implementation_offer_the_same_methods():
+    import inspect
+
+    from tfr_convert.storage.local import LocalFiles
+    from tfr_convert.storage.remote import RemoteFiles
+
+    def methods(cls):
+        return {n: inspect.signature(f) for n, f in vars(cls).items() if callable(f) and not n.startswith("_")}
+
+    assert methods(LocalFiles) == methods(RemoteFiles)
+    assert isinstance(fs.files_for("/tmp/x"), LocalFiles) and isinstance(fs.files_for("gs://b/x"), RemoteFiles)
+
+
+def test_a_local_and_a_memory_tree_answer_every_call_alike(tmp_path):
+    """The same calls on the same tree, once on disk and once in memory://, give the same
+    answers (names relative to each root)."""
+    memory = f"memory://alike-{os.getpid()}"
+
+    def run(root):
+        answers = []
+        for name in ("a/1.png", "a/b/2.png", "top.csv"):
+            fs.makedirs(fs.dirname(fs.join(root, name)))
+            fs.put_bytes(fs.join(root, name), name.encode())
+        fs.put_new(fs.join(root, "new.bin"), b"n")
+        with pytest.raises(FileExistsError):
+            fs.put_new(fs.join(root, "new.bin"), b"m")
+        fs.put_many({fs.join(root, "m1"): b"1", fs.join(root, "m2"): b"22"})
+        with fs.open_file(fs.join(root, "w.bin")) as f:
+            f.write(b"written")
+        with fs.open_input(fs.join(root, "w.bin")) as f:
+            answers.append(f.read())
+        fs.copy_many([(fs.join(root, "m2"), fs.join(root, "m3"))])
+        fs.rename(fs.join(root, "m1"), fs.join(root, "m4"))
+        fs.remove(fs.join(root, "m4"))
+        fs.remove_many([fs.join(root, "m3"), fs.join(root, "absent")])
+        answers += [
+            fs.read_bytes(fs.join(root, "a/b/2.png")),
+            fs.read_range(fs.join(root, "top.csv"), 1, 2),
+            fs.read_range(fs.join(root, "top.csv"), 1, 0),
+            fs.getsize(fs.join(root, "m2")),
+            fs.info(fs.join(root, "m2"))["size"],
+            fs.info(fs.join(root, "a"))["type"],
+            [fs.exists(fs.join(root, n)) for n in ("a", "m2", "m1", "nope")],
+            [fs.isdir(fs.join(root, n)) for n in ("a", "m2", "nope")],
+            [fs.isfile(fs.join(root, n)) for n in ("a", "m2", "nope")],
+            sorted(fs.listdir(root)),
+            sorted(fs.files_in(root)),
+            sorted(fs.basename(p) for p in fs.glob(fs.join(root, "*"), files_only=True)),
+            [(d[len(root) :], sorted(ds), sorted(fl)) for d, ds, fl in fs.walk(root)],
+            fs.within(fs.join(root, "a/b"), fs.join(root, "a")),
+            fs.within(fs.join(root, "ab"), fs.join(root, "a")),
+            fs.basename(fs.join(root, "a/b")),
+        ]
+        fs.rmtree(fs.join(root, "a"))
+        answers.append(fs.exists(fs.join(root, "a")))
+        return answers
+
+    local, remote = run(str(tmp_path)), run(memory)
+    fs.rmtree(memory)
+    assert local == remote
+    assert local[0] == b"written" and local[2] == b"op" and local[-1] is False
+
+
 def test_background_uploads_land_whole_and_a_failed_one_is_raised():
     from tfr_convert.output.uploads import Uploads
 
