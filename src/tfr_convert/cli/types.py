@@ -152,3 +152,31 @@ class Delimiter(click.ParamType):
         if len(text) != 1 or text in '"\r\n' or text.isalnum():
             self.fail(f"{value!r} is not a separator like , ; tab or |", param, ctx)
         return text
+
+
+class ColumnNames(click.ParamType):
+    """`a,b,c`: column names (a repeated option adds to them)."""
+
+    name = "NAMES"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> tuple[str, ...]:
+        if isinstance(value, tuple):
+            return value
+        names = tuple(n.strip() for n in str(value).split(","))
+        if not all(names):
+            self.fail(f"{value!r}: an empty column name (write a,b,c)", param, ctx)
+        return names
+
+
+class Rename(click.ParamType):
+    """`OLD=NEW`: a column and the feature name it is written under."""
+
+    name = "OLD=NEW"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> tuple[str, str]:
+        if isinstance(value, tuple):
+            return value
+        old, sep, new = str(value).partition("=")
+        if not sep or not old.strip() or not new.strip():
+            self.fail(f"{value!r} is not OLD=NEW (a column and its feature's name)", param, ctx)
+        return old.strip(), new.strip()

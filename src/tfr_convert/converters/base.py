@@ -159,6 +159,9 @@ class Converter(ABC):
 
     #: what listing the sources found worth saying (the engines report them first)
     warnings: tuple[str, ...] | list[str] = ()
+    #: features an Example may lack (a table's nulls left out); their schema reads a missing
+    #: one as an empty list
+    optional_features: frozenset[str] = frozenset()
     #: the '/'s of feature names separate levels of nested TFDS FeaturesDicts (the
     #: Object Detection API's `image/object/...` keys); per-object features form a Sequence
     nested_features: bool = False

@@ -55,6 +55,7 @@ def encode_items(
     except TfrConvertError:  # encode() item by item then names the item that fails
         together = None
     expected = converter.features.keys()
+    optional = converter.optional_features
     before, after = bytes(head), bytes(tail)
     parts: list[bytes] = []
     sizes, observations, skipped = [], [], []
@@ -73,7 +74,7 @@ def encode_items(
                     features, pieces, length = None, [payload], len(payload)
                 else:
                     features = converter.features_of(item) if together is None else together[k]
-                    if features.keys() != expected:
+                    if features.keys() != expected and not _optional_only(features.keys(), expected, optional):
                         raise SourceError(f"features {sorted(features)} differ from the declared {sorted(expected)}")
                     pieces, length = serialized_parts(features)
             except TfrConvertError as e:
@@ -92,6 +93,11 @@ def encode_items(
             # equal observations as one object: pickled once per batch to the parent, then referenced
             observations.append(seen.setdefault(observed, observed))
     return Encoded(bytearray().join(parts), sizes, observations, skipped, [str(w.message) for w in caught])
+
+
+def _optional_only(found: Any, expected: Any, optional: frozenset[str]) -> bool:
+    """Whether `found` lacks only features the converter may leave out."""
+    return found <= expected and expected - found <= optional
 
 
 # ---------------------------------------------------------------- the columnar path

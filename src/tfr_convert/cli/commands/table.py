@@ -1,0 +1,95 @@
+"""`tfr-convert table`: rows of CSV / TSV, Parquet, JSON Lines, Arrow / Feather files or
+Hugging Face `save_to_disk` folders, one Example each."""
+
+from __future__ import annotations
+
+import click
+
+from ..options import common_options, on_error_option, split_options, usage_error_if
+from ..running import run_conversion, source_context
+from ..types import ColumnNames, Delimiter, LocalOrRemotePath, Rename
+
+CONVERTERS = ("tfr_convert.converters.table:TableConverter",)
+
+
+@click.command()
+@click.argument("src", nargs=-1, required=True)
+@click.option("--delimiter", type=Delimiter(), help="A CSV's separator: , ; tab | [default: detected].")
+@click.option("--columns", type=ColumnNames(), multiple=True, help="Only these columns become features (a,b,c).")
+@click.option("--drop", type=ColumnNames(), multiple=True, help="These columns do not become features (a,b,c).")
+@click.option("--rename", type=Rename(), multiple=True, help="OLD=NEW: write column OLD as feature NEW (repeatable).")
+@click.option(
+    "--nulls",
+    type=click.Choice(["error", "omit", "fill"]),
+    default="error",
+    show_default=True,
+    help="A null (an empty CSV cell): error names it; omit leaves the feature out of that "
+    "Example (its schema then reads it as a list of 0 or 1 values); fill writes 0, 0.0, an "
+    "empty string or list.",
+)
+@click.option("--label-column", help="This column becomes a ClassLabel: texts get sorted names, integers keep theirs.")
+@click.option(
+    "--label-names",
+    type=LocalOrRemotePath(exists=True, dir_okay=False),
+    help="A file of class names, one per line, for an integer --label-column (line N names class N-1... from 0).",
+)
+@split_options("Keep --label-column's proportions in every split.")
+@click.option("--split-column", help="The column naming each row's split (it is not written as a feature).")
+@click.option("--group-column", help="With --split: rows sharing this column's value go to one split.")
+@click.option("--key-column", help="Each row's unique key (seeds splits and shuffle) [default: its position].")
+@on_error_option("skip: leave out rows that cannot be written (a null, a bad label) and list them.")
+@common_options
+def command(
+    src,
+    delimiter,
+    columns,
+    drop,
+    rename,
+    nulls,
+    label_column,
+    label_names,
+    split,
+    stratify,
+    split_column,
+    group_column,
+    key_column,
+    on_error,
+    **common,
+):
+    """Tables: CSV / TSV, Parquet files or folders, JSON Lines, Arrow IPC / Feather, and
+    Hugging Face `save_to_disk` folders (a DatasetDict's splits are kept), local or
+    remote; one Example per row, one feature per column, typed by the table's own types.
+
+    Splits: a DatasetDict's, else a split word as a file's name (train.csv, data-test.parquet),
+    else all train; --split-column reads them from a column, --split draws them by ratio.
+    """
+    from ...converters.table import TableOptions
+
+    names = None
+    if label_names is not None:
+        from ...storage import fs
+
+        names = tuple(line.strip() for line in fs.read_bytes(label_names).decode("utf-8-sig").splitlines())
+        names = tuple(n for n in names if n)
+    options = TableOptions(
+        delimiter=delimiter,
+        columns=tuple(n for group in columns for n in group),
+        drop=tuple(n for group in drop for n in group),
+        rename=tuple(rename),
+        nulls=nulls,
+        label_column=label_column,
+        label_names=names,
+        split=split,
+        stratify=stratify,
+        group_column=group_column,
+        split_column=split_column,
+        key_column=key_column,
+    )
+    usage_error_if(options.problem())
+
+    def make_converter():
+        from ...converters.table import TableConverter
+
+        return TableConverter(list(src), options, source_context(common, on_error))
+
+    run_conversion(make_converter, on_error=on_error, **common)

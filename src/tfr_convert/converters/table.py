@@ -1,0 +1,420 @@
+"""Tables in (`tfr-convert table`): one Example per row of CSV / TSV, Parquet, JSON
+Lines, Arrow / Feather files or Hugging Face `save_to_disk` folders.
+
+Every SRC is read whole while listing (table_files.py), the parts joined into one
+Arrow table; each column becomes a feature by its Arrow type (arrow_features.py).
+Whatever can be known before writing is checked then, so a bad table writes nothing:
+a null where --nulls error forbids one, a label, split or key that is missing, a key
+seen twice, a label outside its names. Items are row numbers; a batch of rows is
+taken from the table at once and turned into features column by column.
+
+Options name columns as the table names them (`a/b` for a struct's field); --rename
+changes the feature's name only.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import re
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..dataset.features import FeatureSpec
+from ..dataset.splits import SPLIT_NAME, SplitSpec, split_by_ratio
+from ..errors import OptionError, SourceError
+from ..optional import pyarrow
+from ..storage import fs
+from . import arrow_features, table_files
+from .arrow_features import Column, NullInside
+from .base import Converter, SourceContext
+from .folders import dataset_name
+
+NULLS = ("error", "omit", "fill")
+# Integer labels from this value up must be dense enough (a quarter of 0..max present)
+# to be class indices, as for an images CSV's labels.
+MAX_SPARSE_LABEL = 1000
+
+
+@dataclass(frozen=True)
+class TableOptions:
+    """What `tfr-convert table` takes besides its sources and the shared options."""
+
+    delimiter: str | None = None  # a CSV's separator (None: detected)
+    columns: tuple[str, ...] = ()  # only these columns become features (() all)
+    drop: tuple[str, ...] = ()  # these do not
+    rename: tuple[tuple[str, str], ...] = ()  # (column, feature name)
+    nulls: str = "error"  # error, omit (the feature absent in that Example), fill (a typed default)
+    label_column: str | None = None  # becomes a ClassLabel
+    label_names: tuple[str, ...] | None = None  # the names of an integer label column's classes
+    split: SplitSpec | None = None
+    stratify: bool = False  # --split keeps the label column's proportions
+    group_column: str | None = None  # --split keeps rows sharing this column's value together
+    split_column: str | None = None  # each row's split (the column is not written)
+    key_column: str | None = None  # each row's unique key (default: its position)
+
+    def problem(self) -> str | None:
+        if self.nulls not in NULLS:
+            return f"--nulls {self.nulls}: choose {', '.join(NULLS)}"
+        if self.stratify and self.label_column is None:
+            return "--stratify keeps the label column's proportions: give --label-column"
+        if self.split is not None and self.split_column is not None:
+            return "--split and --split-column both say where rows go: give one"
+        if self.group_column is not None and self.split is None:
+            return "--group-column keeps groups whole in --split's fractions: give --split"
+        if self.label_names is not None and self.label_column is None:
+            return "--label-names names the classes of --label-column: give it"
+        if self.columns and self.drop:
+            return "--columns and --drop both choose columns: give one"
+        return None
+
+
+class TableConverter(Converter):
+    command = "table"
+    description = "Rows of a table, one Example each."
+    chunk_size = 1024
+
+    def __init__(self, paths: list[str], options: TableOptions | None = None, context: SourceContext | None = None):
+        pa = pyarrow("tfr-convert table")
+        self._o = options = options or TableOptions()
+        self.context = context = context or SourceContext()
+        problem = options.problem()
+        if problem is not None:
+            raise OptionError(problem)
+        self.warnings: list[str] = []
+        opened = table_files.open_all(list(paths), options.delimiter)
+        self._parts = opened.parts
+        self._starts = np.cumsum([0] + [p.table.num_rows for p in self._parts]).tolist()
+        for part in self._parts:
+            for line, why in part.problems:
+                self.reject(f"{part.path}: line {line}", why)
+        table = _joined(self._parts)
+        self.dataset_name = _name_of(paths[0])
+        flat = arrow_features.flatten(table)
+        self._check_named(flat)
+        self.nested_features = any("/" in name for name in self._chosen(flat))
+        renamed = dict(options.rename)
+        self._columns = [
+            arrow_features.column_of(renamed.get(source, source), source, flat[source].type)
+            for source in self._chosen(flat)
+            if source not in (options.split_column, options.label_column)
+        ]
+        self.labels: dict[str, list[str]] = {}
+        self._class_labels = {}  # feature -> names, for ClassLabel features
+        self._label_values: np.ndarray | None = None  # the label column's class index per row
+        n = table.num_rows
+        ok = np.ones(n, bool)  # rows kept (under --on-error skip a bad one is not)
+        self._hf_labels(opened.hf_features)
+        if options.label_column is not None:
+            ok &= self._label(flat[options.label_column], options.label_column, opened.hf_features)
+        absent_allowed = set()
+        for column in self._columns:
+            array = flat[column.source]
+            if array.null_count and options.nulls == "omit":
+                absent_allowed.add(column.name)
+            elif array.null_count and options.nulls == "error":
+                ok &= self._no_nulls(array, column.source, "--nulls omit or fill keeps the row")
+            if column.shape:
+                ok &= self._no_null_inside(column, array)
+            lost = arrow_features.float32_losses(array)
+            if lost:
+                self.warnings.append(
+                    f"column {column.source!r}: {lost} float64 value{'s' if lost > 1 else ''} changed when stored "
+                    "as float32 (a TFRecord float list is 32-bit)"
+                )
+        self._absent_allowed = frozenset(absent_allowed)
+        self.optional_features = self._absent_allowed
+        self.features: dict[str, FeatureSpec] = {}
+        for column in self._columns:
+            if column.name in self._class_labels:
+                self.features[column.name] = FeatureSpec.class_label(len(self._class_labels[column.name]))
+            else:
+                self.features[column.name] = column.spec(column.name in self._absent_allowed)
+        if options.label_column is not None:
+            name = renamed.get(options.label_column, options.label_column)
+            self.features[name] = FeatureSpec.class_label(len(self._class_labels[name]))
+            self._label_name = name
+        self.labels = dict(self._class_labels)
+        self._keys = self._key_values(flat, ok)
+        self._table = pa.table({c.source: flat[c.source] for c in self._columns})
+        self._splits = self._split(flat, ok)
+
+    # ------------------------------------------------------------ listing
+
+    def _chosen(self, flat: dict[str, Any]) -> list[str]:
+        o = self._o
+        if o.columns:
+            wanted = set(o.columns) | {c for c in (o.label_column,) if c}
+            return [name for name in flat if name in wanted or name.split("/")[0] in wanted]
+        return [name for name in flat if name not in o.drop and name.split("/")[0] not in o.drop]
+
+    def _check_named(self, flat: dict[str, Any]) -> None:
+        o = self._o
+        tops = {name.split("/")[0] for name in flat}
+        named = [*o.columns, *o.drop, *(old for old, _ in o.rename)]
+        named += [c for c in (o.label_column, o.split_column, o.group_column, o.key_column) if c]
+        for name in named:
+            if name not in flat and name not in tops:
+                raise OptionError(f"no column {name!r} in {self._parts[0].path} (its columns: {', '.join(flat)})")
+        features = [dict(o.rename).get(s, s) for s in self._chosen(flat) if s != o.split_column]
+        twice = sorted({f for f in features if features.count(f) > 1})
+        if twice:
+            raise OptionError(f"--rename gives two columns the feature name {twice[0]!r}")
+
+    def _hf_labels(self, hf_features: dict[str, Any]) -> None:
+        """A Hugging Face ClassLabel keeps its names."""
+        renamed = dict(self._o.rename)
+        for column in self._columns:
+            described = hf_features.get(column.source)
+            if isinstance(described, dict) and described.get("_type") == "ClassLabel" and column.kind == "int":
+                names = [str(n) for n in described.get("names") or []]
+                if names and not column.shape:
+                    self._class_labels[renamed.get(column.source, column.source)] = names
+
+    def _label(self, array: Any, source: str, hf_features: dict[str, Any]) -> np.ndarray:
+        """The label column's class indices (kept in _label_values); the rows it leaves usable."""
+        pa = pyarrow("tfr-convert table")
+        import pyarrow.compute as pc
+
+        name = dict(self._o.rename).get(source, source)
+        t = array.type.value_type if pa.types.is_dictionary(array.type) else array.type
+        if pa.types.is_dictionary(array.type):
+            array = pc.cast(array, t)
+        ok = self._no_nulls(array, source, "a label names a class: give every row one")
+        described = hf_features.get(source)
+        hf_names = described.get("names") if isinstance(described, dict) else None
+        if pa.types.is_integer(t):
+            values = pc.cast(array.fill_null(-1), pa.int64()).to_numpy()
+            if hf_names and self._o.label_names is None:
+                names = [str(n) for n in hf_names]
+                ok &= self._no_nulls(pa.chunked_array([pa.array(np.where(values < 0, None, values))]), source, "")
+            elif self._o.label_names is not None:
+                names = list(self._o.label_names)
+            else:
+                top = int(values[ok].max()) if ok.any() else 0
+                distinct = len(np.unique(values[ok]))
+                if top >= MAX_SPARSE_LABEL and distinct * 4 < top + 1:
+                    raise SourceError(
+                        f"--label-column {source}: integers up to {top} but only {distinct} distinct values; as "
+                        f"class indices that is {top + 1} class names: give --label-names, or leave out --label-column"
+                    )
+                names = [str(i) for i in range(top + 1)]
+            bad = ok & ((values < 0) | (values >= len(names)))
+            for row in np.flatnonzero(bad).tolist():
+                self.reject(self.describe(row), f"label {values[row]} is not a class index 0..{len(names) - 1}")
+            ok &= ~bad
+            self._label_values = np.where(ok, values, 0)
+        elif pa.types.is_boolean(t):
+            if self._o.label_names is not None:
+                raise OptionError(f"--label-names names integer labels; --label-column {source} holds booleans")
+            names = ["false", "true"]
+            self._label_values = pc.cast(array.fill_null(False), pa.int64()).to_numpy()
+        elif arrow_features.scalar_kind(t) == "bytes" and not pa.types.is_decimal(t):
+            if self._o.label_names is not None:
+                raise OptionError(f"--label-names names integer labels; --label-column {source} holds text")
+            texts = pc.cast(array, pa.string()) if not pa.types.is_string(t) else array
+            names = sorted(v for v in pc.unique(texts).to_pylist() if v is not None)
+            self._label_values = pc.index_in(texts, value_set=pa.array(names, pa.string())).fill_null(0).to_numpy()
+        else:
+            raise OptionError(f"--label-column {source} is of type {t}: a label is an integer, a boolean or a text")
+        self._class_labels[name] = names
+        return ok
+
+    def _no_nulls(self, array: Any, source: str, hint: str) -> np.ndarray:
+        """The rows where a column has a value; each null row rejected (naming the column)."""
+        valid = array.is_valid().to_numpy(zero_copy_only=False) if array.null_count else np.ones(len(array), bool)
+        for row in np.flatnonzero(~valid).tolist():
+            self.reject(self.describe(row), f"column {source!r} is null{': ' + hint if hint else ''}")
+        return valid
+
+    def _no_null_inside(self, column: Column, array: Any) -> np.ndarray:
+        import pyarrow.compute as pc
+
+        flat = pc.list_flatten(array)
+        if column.shape and len(column.shape) == 2:
+            flat = pc.list_flatten(flat)
+        if not flat.null_count:
+            return np.ones(len(array), bool)
+        ok = np.ones(len(array), bool)
+        for row, value in enumerate(arrow_features.values(column, array)):
+            if isinstance(value, NullInside):
+                self.reject(self.describe(row), f"column {column.source!r} holds a list with a null in it")
+                ok[row] = False
+        return ok
+
+    def _key_values(self, flat: dict[str, Any], ok: np.ndarray) -> list[str] | None:
+        """Each row's --key-column value as text, after checking they are unique (None: keys are positions)."""
+        source = self._o.key_column
+        if source is None:
+            return None
+        ok &= self._no_nulls(flat[source], source, "a key names one row")
+        keys = [_text(v) for v in flat[source].to_pylist()]
+        first: dict[str, int] = {}
+        for row, key in enumerate(keys):
+            if not ok[row]:
+                continue
+            seen = first.setdefault(key, row)
+            if seen != row:
+                raise SourceError(
+                    f"{self.describe(seen)} and {self.describe(row)} have one --key-column {source} value, {key!r}: "
+                    "a key names one row"
+                )
+        return keys
+
+    def _split(self, flat: dict[str, Any], ok: np.ndarray) -> dict[str, list[Hashable]]:
+        o = self._o
+        if o.split_column is not None:
+            ok &= self._no_nulls(flat[o.split_column], o.split_column, "each row needs a split")
+            named: dict[str, list[Hashable]] = {}
+            for row, value in enumerate(flat[o.split_column].to_pylist()):
+                if not ok[row]:
+                    continue
+                text = _text(value)
+                if not SPLIT_NAME.fullmatch(text):
+                    raise SourceError(
+                        f"{self.describe(row)}: --split-column {o.split_column} is {text!r}, "
+                        "not a split name like train, validation or test"
+                    )
+                named.setdefault(text, []).append(row)
+            return named
+        splits: dict[str, list[Hashable]] = {}
+        for number, part in enumerate(self._parts):
+            start, stop = self._starts[number], self._starts[number + 1]
+            rows = np.flatnonzero(ok[start:stop]) + start
+            splits.setdefault(part.split or "train", []).extend(rows.tolist())
+        if o.split is None:
+            return splits
+        rows = [row for found in splits.values() for row in found]
+        if len(splits) > 1:
+            self.warnings.append(f"--split re-splits the rows of the source's splits ({', '.join(splits)})")
+        labels = self._label_values
+        groups = None
+        if o.group_column is not None:
+            ok_groups = self._no_nulls(flat[o.group_column], o.group_column, "each row needs a group")
+            texts = [_text(v) for v in flat[o.group_column].to_pylist()]
+            rows = [row for row in rows if ok_groups[row]]
+            groups = [texts[row] for row in rows]
+        stratum = (lambda row: int(labels[row])) if o.stratify and labels is not None else None
+        found, said = split_by_ratio(rows, self.key, o.split, self.context.seed, stratum, groups)
+        self.warnings += [said] if said else []
+        return found
+
+    # ------------------------------------------------------------ the Converter interface
+
+    def source_splits(self) -> dict[str, list[Hashable]]:
+        return self._splits
+
+    def key(self, item: Hashable) -> str:
+        return self._keys[item] if self._keys is not None else str(item)  # type: ignore[index]
+
+    def describe(self, item: Hashable) -> str:
+        row = int(item)  # type: ignore[call-overload]
+        number = bisect.bisect_right(self._starts, row) - 1
+        part = self._parts[number]
+        within = row - self._starts[number]
+        if part.lines is not None:
+            return f"{part.path}: line {part.lines[within]}"
+        return f"{part.path}: row {within}"
+
+    def features_of(self, item: Hashable) -> dict[str, Any]:
+        return self.features_of_each([item])[0]
+
+    def features_of_each(self, items: list[Hashable]) -> list[dict[str, Any]]:
+        pa = pyarrow("tfr-convert table")
+        taken = self._table.take(pa.array(items, pa.int64()))
+        rows: list[dict[str, Any]] = [{} for _ in items]
+        fill = self._o.nulls == "fill"
+        for column in self._columns:
+            name = column.name
+            found = arrow_features.values(column, taken.column(column.source))
+            if name in self._class_labels:  # a Hugging Face ClassLabel: its -1 is no label
+                found = [None if v is None or v < 0 else v for v in found]
+            default = column.empty() if fill else None
+            for row, value in zip(rows, found, strict=True):
+                if value is None:
+                    if default is not None:
+                        row[name] = default
+                    elif name not in self._absent_allowed:
+                        raise SourceError(f"column {column.source!r} is null (changed since it was listed?)")
+                elif isinstance(value, NullInside):
+                    raise SourceError(f"column {column.source!r} holds a list with a null in it")
+                else:
+                    row[name] = value
+        if self._label_values is not None:
+            for row, item in zip(rows, items, strict=True):
+                row[self._label_name] = int(self._label_values[item])  # type: ignore[index]
+        return rows
+
+    def label_of(self, item: Hashable) -> Hashable | None:
+        return None if self._label_values is None else int(self._label_values[item])  # type: ignore[index]
+
+    def input_roots(self) -> list[str]:
+        return [part.path for part in self._parts]
+
+    def sources(self) -> list[dict[str, Any]]:
+        found = []
+        for part in self._parts:
+            data = fs.read_bytes(part.path)
+            found.append(
+                {
+                    "file": part.path,
+                    "kind": part.kind,
+                    "split": part.split,
+                    "rows": part.table.num_rows,
+                    "bytes": len(data),
+                    "sha256": hashlib.sha256(data).hexdigest(),
+                }
+            )
+        return found
+
+    def options(self) -> dict[str, Any]:
+        o = self._o
+        return {
+            "delimiter": o.delimiter,
+            "columns": list(o.columns),
+            "drop": list(o.drop),
+            "rename": dict(o.rename),
+            "nulls": o.nulls,
+            "label_column": o.label_column,
+            "split": o.split.describe() if o.split else None,
+            "stratify": o.stratify,
+            "group_column": o.group_column,
+            "split_column": o.split_column,
+            "key_column": o.key_column,
+        }
+
+
+def _joined(parts: list[table_files.Part]) -> Any:
+    """One table of every part's rows; parts whose columns differ are an error naming both."""
+    pa = pyarrow("tfr-convert table")
+    first = parts[0]
+    for part in parts[1:]:
+        if part.table.column_names != first.table.column_names:
+            raise SourceError(
+                f"{part.path} has columns {', '.join(part.table.column_names)}; {first.path} has "
+                f"{', '.join(first.table.column_names)}: give tables of one schema"
+            )
+    try:
+        return pa.concat_tables([p.table for p in parts], promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+        raise SourceError(f"{first.path} and the other tables have columns of different types ({e})") from None
+
+
+def _name_of(path: str) -> str:
+    """The default dataset name: a file's name without its suffix, or its folder's when the
+    name is a split's (train.csv); a folder's name."""
+    base = fs.basename(path.rstrip("/"))
+    stem = base.split(".")[0]
+    if fs.isdir(path) or table_files.split_in_name(path) is not None:
+        return dataset_name(path if fs.isdir(path) else fs.dirname(path) or ".")
+    name = re.sub(r"\W+", "_", stem).strip("_").lower()
+    return name if re.match(r"[a-z]", name) else f"table_{name}" if name else "table"
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "backslashreplace")
+    return str(value)

@@ -1,0 +1,213 @@
+"""Tables in: each SRC of `tfr-convert table` opened as Arrow tables, one per part.
+
+CSV / TSV (read defensively by csvtable: the separator detected, every problem naming
+its line; columns typed by their values, an empty cell a null), Parquet files and
+dataset folders, JSON Lines, Arrow IPC / Feather files, and Hugging Face `datasets`
+folders written by `save_to_disk` (a Dataset, or a DatasetDict whose splits become
+the output's), local or remote. pyarrow alone reads them all.
+
+A part's split: a DatasetDict's own, else a split word as a file's name or its last
+`-word.` (`train.csv`, `data-test.parquet`), else none (the converter says train).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..dataset.splits import SPLIT_FOLDERS
+from ..errors import SourceError
+from ..optional import pyarrow
+from ..storage import fs
+from . import csvtable
+
+CSV_SUFFIXES = (".csv", ".tsv", ".txt")
+PARQUET_SUFFIXES = (".parquet", ".pq")
+JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json")
+ARROW_SUFFIXES = (".arrow", ".feather", ".ipc")
+SUFFIXES = CSV_SUFFIXES + PARQUET_SUFFIXES + JSONL_SUFFIXES + ARROW_SUFFIXES
+_SPLIT_WORD = re.compile(r"(?:^|[-_.])([A-Za-z]+)$")
+
+
+@dataclass
+class Part:
+    """One input's rows: where they come from, the split they say, the Arrow table."""
+
+    path: str
+    split: str | None
+    table: Any  # pyarrow.Table
+    kind: str  # csv, parquet, jsonl, arrow, huggingface
+    lines: list[int] | None = None  # a CSV's line of each row, for messages
+    problems: list[tuple[int, str]] = field(default_factory=list)  # CSV rows left unread: (line, why)
+
+
+@dataclass
+class Opened:
+    parts: list[Part]
+    hf_features: dict[str, Any]  # a Hugging Face dataset's features (dataset_info.json), else {}
+
+
+def open_all(paths: list[str], delimiter: str | None = None) -> Opened:
+    parts: list[Part] = []
+    hf_features: dict[str, Any] = {}
+    for path in paths:
+        if fs.isdir(path):
+            if fs.exists(fs.join(path, "dataset_dict.json")) or fs.exists(fs.join(path, "state.json")):
+                found, features = _huggingface(path)
+                parts += found
+                hf_features = hf_features or features
+            else:
+                parts += _parquet_folder(path)
+        elif fs.isfile(path):
+            parts.append(open_file(path, delimiter))
+        else:
+            matches = sorted(m for m in fs.glob(path) if not fs.isdir(m))
+            if not matches:
+                raise SourceError(f"{path}: no such file, folder or glob match")
+            parts += [open_file(m, delimiter) for m in matches]
+    return Opened(parts, hf_features)
+
+
+def split_in_name(path: str) -> str | None:
+    """`train.csv`, `data-val.parquet` -> train, validation; None when the name says none."""
+    stem = fs.basename(path).split(".")[0]
+    found = _SPLIT_WORD.search(stem)
+    return SPLIT_FOLDERS.get(found[1].lower()) if found else None
+
+
+def open_file(path: str, delimiter: str | None = None) -> Part:
+    name = fs.basename(path).lower()
+    if name.endswith(CSV_SUFFIXES):
+        return _csv(path, "\t" if name.endswith(".tsv") and delimiter is None else delimiter)
+    pa = pyarrow("tfr-convert table")
+    split = split_in_name(path)
+    try:
+        if name.endswith(PARQUET_SUFFIXES):
+            with fs.open_input(path) as f:
+                return Part(path, split, pa.parquet.read_table(f), "parquet")
+        if name.endswith(JSONL_SUFFIXES):
+            from pyarrow import json as arrow_json
+
+            return Part(path, split, arrow_json.read_json(_local(path)), "jsonl")
+        if name.endswith(ARROW_SUFFIXES):
+            return Part(path, split, _arrow_file(path), "arrow")
+    except pa.ArrowInvalid as e:
+        raise SourceError(f"{path}: {_arrow_message(e)}") from None
+    raise SourceError(
+        f"{path}: not a table this command reads (by its name: {', '.join(SUFFIXES)}, "
+        "a Parquet folder or a Hugging Face save_to_disk folder)"
+    )
+
+
+def _local(path: str) -> str:
+    return fs.local_copy(path)
+
+
+def _arrow_message(e: Exception) -> str:
+    text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    return text
+
+
+def _arrow_file(path: str) -> Any:
+    """An Arrow IPC file (Feather v2) or stream, memory-mapped where local."""
+    pa = pyarrow("tfr-convert table")
+    from pyarrow import ipc
+
+    local = _local(path)
+    try:
+        return ipc.open_file(pa.memory_map(local)).read_all()
+    except pa.ArrowInvalid:  # not the file format: the stream format (a Hugging Face dataset's)
+        return ipc.open_stream(pa.memory_map(local)).read_all()
+
+
+def _parquet_folder(path: str) -> list[Part]:
+    """A Parquet dataset folder (files at any depth, hive partitions not read as columns)."""
+    pa = pyarrow("tfr-convert table")
+    files = sorted(
+        fs.join(d, name)
+        for d, dirs, names in fs.walk(path)
+        for name in names
+        if name.lower().endswith(PARQUET_SUFFIXES) and not name.startswith((".", "_"))
+    )
+    if not files:
+        raise SourceError(f"{path}: a folder with no Parquet files (nor a Hugging Face dataset's state.json)")
+    parts = []
+    for f in files:
+        try:
+            with fs.open_input(f) as stream:
+                parts.append(Part(f, split_in_name(f), pa.parquet.read_table(stream), "parquet"))
+        except pa.ArrowInvalid as e:
+            raise SourceError(f"{f}: {_arrow_message(e)}") from None
+    return parts
+
+
+def _json(path: str) -> Any:
+    try:
+        return json.loads(fs.read_bytes(path))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise SourceError(f"{path}: not JSON ({e})") from None
+
+
+def _huggingface(path: str) -> tuple[list[Part], dict[str, Any]]:
+    """A `save_to_disk` folder: a Dataset (state.json: its Arrow stream files) or a
+    DatasetDict (dataset_dict.json: {"splits": [...]}, one Dataset folder each)."""
+    if fs.exists(fs.join(path, "dataset_dict.json")):
+        splits = _json(fs.join(path, "dataset_dict.json")).get("splits")
+        if not isinstance(splits, list) or not all(isinstance(s, str) for s in splits):
+            raise SourceError(f"{fs.join(path, 'dataset_dict.json')}: no list of splits")
+        parts, features = [], {}
+        for split in splits:
+            found, features = _hf_dataset(fs.join(path, split), split)
+            parts += found
+        return parts, features
+    return _hf_dataset(path, None)
+
+
+def _hf_dataset(path: str, split: str | None) -> tuple[list[Part], dict[str, Any]]:
+    pa = pyarrow("tfr-convert table")
+    state = _json(fs.join(path, "state.json"))
+    files = [f.get("filename") for f in state.get("_data_files") or [] if isinstance(f, dict)]
+    if not files or not all(isinstance(f, str) and "/" not in f and f not in ("", ".", "..") for f in files):
+        raise SourceError(f"{fs.join(path, 'state.json')}: no list of data files")
+    info_path = fs.join(path, "dataset_info.json")
+    info = _json(info_path) if fs.exists(info_path) else {}
+    features = info.get("features") if isinstance(info.get("features"), dict) else {}
+    parts = []
+    for name in files:
+        file = fs.join(path, name)
+        try:
+            parts.append(Part(file, split or state.get("_split"), _arrow_file(file), "huggingface"))
+        except pa.ArrowInvalid as e:
+            raise SourceError(f"{file}: {_arrow_message(e)}") from None
+    return parts, features
+
+
+def _csv(path: str, delimiter: str | None) -> Part:
+    """A CSV as an Arrow table: each column int64, float64 or string by its values
+    (csvtable's rules); an empty cell is a null in a column of numbers and an empty
+    string in a column of text (as pyarrow and pandas' string columns read them)."""
+    pa = pyarrow("tfr-convert table")
+    table = csvtable.read(path, delimiter=delimiter)
+    decimal_comma = table.delimiter != ","
+    columns = {}
+    for i, name in enumerate(table.header):
+        values = [row.values[i] for row in table.rows]
+        present = [v for v in values if v != ""]
+        dtype = csvtable.column_type(present, decimal_comma) if present else "string"
+        arrow_type = {"int64": pa.int64(), "float32": pa.float64()}.get(dtype, pa.string())
+        if dtype == "string":
+            columns[name] = pa.array(values, arrow_type)
+        else:
+            columns[name] = pa.array(
+                [csvtable.typed(v, dtype, decimal_comma) if v else None for v in values], arrow_type
+            )
+    return Part(
+        path,
+        split_in_name(path),
+        pa.table(columns),
+        "csv",
+        [row.line for row in table.rows],
+        list(table.problems),
+    )

@@ -1,0 +1,309 @@
+"""`tfr-convert table`: every input kind read back with TensorFlow and TFDS value for
+value; nulls in each mode; structs and nested lists; labels; splits and keys; the same
+bytes from 2 workers and from Beam."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+pa = pytest.importorskip("pyarrow")
+import pyarrow.feather  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+
+from tfr_convert.containers import get as container  # noqa: E402
+from tfr_convert.dataset.example import parse  # noqa: E402
+from tfr_convert.dataset.naming import ShardName  # noqa: E402
+
+
+def records(out, split="train"):
+    """Every Example of a split, parsed, in order."""
+    found = []
+    for path in sorted(out.iterdir()):
+        shard = ShardName.parse(path.name)
+        if shard is not None and shard.split == split:
+            found += [parse(r.data) for r in container("tfrecord").records(str(path))]
+    return found
+
+
+def values(example, name):
+    return example[name][1] if name in example else None
+
+
+def tfds_rows(out, split="train"):
+    tfds = pytest.importorskip("tensorflow_datasets")
+    builder = tfds.builder_from_directory(str(out))
+    return list(tfds.as_numpy(builder.as_dataset(split=split, shuffle_files=False)))
+
+
+TABLE = {
+    "id": [1, 2, 3, 4],
+    "price": [1.5, 2.25, -3.0, 1e10],
+    "name": ["a", "bé", "c", ""],
+    "flag": [True, False, True, False],
+}
+
+
+def write_csv(path, rows, delimiter=","):
+    names = list(rows)
+    lines = [delimiter.join(names)]
+    for i in range(len(rows[names[0]])):
+        lines.append(delimiter.join("" if rows[n][i] is None else str(rows[n][i]) for n in names))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def convert(cli, *args):
+    result = cli.convert("table", *args, "--no-shuffle", "--quiet")
+    return result
+
+
+def test_a_csv_becomes_one_example_per_row_typed_by_its_values(cli, tmp_path):
+    src = write_csv(tmp_path / "shop.csv", {k: v for k, v in TABLE.items() if k != "flag"})
+    result = convert(cli, src, "--out", tmp_path / "out")
+    assert result.exit_code == 0, result.stderr
+    got = records(tmp_path / "out")
+    assert [values(e, "id") for e in got] == [[1], [2], [3], [4]]
+    assert [values(e, "price") for e in got] == [[1.5], [2.25], [-3.0], [1e10]]
+    assert [values(e, "name") for e in got] == [[b"a"], ["bé".encode()], [b"c"], [b""]]
+    rows = tfds_rows(tmp_path / "out")
+    assert [int(r["id"]) for r in rows] == [1, 2, 3, 4]
+    assert [r["name"] for r in rows] == [b"a", "bé".encode(), b"c", b""]
+    info = json.loads((tmp_path / "out" / "dataset_info.json").read_text())
+    assert info["name"] == "shop"
+
+
+def test_a_tsv_and_a_semicolon_csv_are_read_with_their_separators(cli, tmp_path):
+    tsv = write_csv(tmp_path / "a.tsv", {"x": [1, 2], "y": ["p q", "r"]}, "\t")
+    semi = write_csv(tmp_path / "b.csv", {"x": [1, 2], "y": ["1,5", "2,25"]}, ";")
+    assert convert(cli, tsv, "--out", tmp_path / "o1").exit_code == 0
+    assert [values(e, "y") for e in records(tmp_path / "o1")] == [[b"p q"], [b"r"]]
+    assert convert(cli, semi, "--out", tmp_path / "o2").exit_code == 0
+    assert [values(e, "y") for e in records(tmp_path / "o2")] == [[1.5], [2.25]]  # decimal commas
+
+
+def arrow_table():
+    return pa.table(
+        {
+            **TABLE,
+            "small": pa.array([1, 2, 3, 4], pa.int8()),
+            "point": pa.array([{"x": 1.0, "y": 2.0}, {"x": 3.0, "y": 4.0}, {"x": 5.0, "y": 6.0}, {"x": 7.0, "y": 8.0}]),
+            "tags": pa.array([["a"], [], ["b", "c"], ["d"]], pa.list_(pa.string())),
+            "vec": pa.array([[1, 2, 3]] * 4, pa.list_(pa.int64(), 3)),
+            "boxes": pa.array(
+                [[[0.1, 0.2]], [], [[0.3, 0.4], [0.5, 0.6]], [[0.7, 0.8]]], pa.list_(pa.list_(pa.float32(), 2))
+            ),
+            "day": pa.array([0, 1, 2, 3], pa.date32()),
+            "blob": pa.array([b"\x00\xff", b"", b"x", b"y"], pa.binary()),
+        }
+    )
+
+
+def check_arrow_table(out):
+    got = records(out)
+    assert [values(e, "small") for e in got] == [[1], [2], [3], [4]]
+    assert [values(e, "flag") for e in got] == [[1], [0], [1], [0]]
+    assert [values(e, "point/x") for e in got] == [[1.0], [3.0], [5.0], [7.0]]
+    assert [values(e, "tags") for e in got] == [[b"a"], [], [b"b", b"c"], [b"d"]]
+    assert [values(e, "vec") for e in got] == [[1, 2, 3]] * 4
+    assert [len(values(e, "boxes")) for e in got] == [2, 0, 4, 2]
+    assert [values(e, "day") for e in got] == [[0], [1], [2], [3]]
+    assert [values(e, "blob") for e in got] == [[b"\x00\xff"], [b""], [b"x"], [b"y"]]
+    rows = tfds_rows(out)
+    assert [r["point"]["y"].item() for r in rows] == [2.0, 4.0, 6.0, 8.0]
+    assert [r["vec"].tolist() for r in rows] == [[1, 2, 3]] * 4
+    assert [r["boxes"].shape for r in rows] == [(1, 2), (0, 2), (2, 2), (1, 2)]
+    assert np.allclose(rows[2]["boxes"], [[0.3, 0.4], [0.5, 0.6]])
+    assert [list(r["tags"]) for r in rows] == [[b"a"], [], [b"b", b"c"], [b"d"]]
+
+
+def test_parquet_arrow_and_jsonl_give_features_by_their_arrow_types(cli, tmp_path):
+    table = arrow_table()
+    pq.write_table(table, tmp_path / "t.parquet", row_group_size=2)
+    pyarrow.feather.write_feather(table, tmp_path / "t.feather")
+    for name in ("t.parquet", "t.feather"):
+        out = tmp_path / f"out-{name}"
+        result = convert(cli, tmp_path / name, "--out", out)
+        assert result.exit_code == 0, result.stderr
+        check_arrow_table(out)
+    with open(tmp_path / "t.jsonl", "w") as f:
+        for row in table.drop_columns(["day", "blob", "boxes", "vec"]).to_pylist():
+            f.write(json.dumps(row) + "\n")
+    result = convert(cli, tmp_path / "t.jsonl", "--out", tmp_path / "out-jsonl")
+    assert result.exit_code == 0, result.stderr
+    got = records(tmp_path / "out-jsonl")
+    assert [values(e, "point/y") for e in got] == [[2.0], [4.0], [6.0], [8.0]]
+    assert [values(e, "tags") for e in got] == [[b"a"], [], [b"b", b"c"], [b"d"]]
+
+
+def test_a_parquet_folder_and_split_named_files_give_their_splits(cli, tmp_path):
+    folder = tmp_path / "data"
+    folder.mkdir()
+    pq.write_table(pa.table({"x": [1, 2, 3]}), folder / "train.parquet")
+    pq.write_table(pa.table({"x": [4, 5]}), folder / "part-test.parquet")
+    result = convert(cli, folder, "--out", tmp_path / "out")
+    assert result.exit_code == 0, result.stderr
+    assert [values(e, "x")[0] for e in records(tmp_path / "out", "train")] == [1, 2, 3]
+    assert [values(e, "x")[0] for e in records(tmp_path / "out", "test")] == [4, 5]
+
+
+def test_nulls_are_an_error_naming_the_row_or_omitted_or_filled(cli, tmp_path):
+    src = tmp_path / "n.parquet"
+    pq.write_table(pa.table({"a": [1, None, 3], "s": ["x", "y", None], "l": [[1], None, [2, 3]]}), src)
+    result = convert(cli, src, "--out", tmp_path / "err")
+    assert result.exit_code == 1
+    assert "n.parquet: row 1: column 'a' is null: --nulls omit or fill keeps the row" in result.stderr
+    assert not (tmp_path / "err").exists()
+
+    assert convert(cli, src, "--out", tmp_path / "omit", "--nulls", "omit").exit_code == 0
+    got = records(tmp_path / "omit")
+    assert ["a" in e for e in got] == [True, False, True] and ["s" in e for e in got] == [True, True, False]
+    rows = tfds_rows(tmp_path / "omit")
+    assert [r["a"].tolist() for r in rows] == [[1], [], [3]]
+    assert [r["s"].tolist() for r in rows] == [[b"x"], [b"y"], []]
+    assert [r["l"].tolist() for r in rows] == [[1], [], [2, 3]]
+
+    assert convert(cli, src, "--out", tmp_path / "fill", "--nulls", "fill").exit_code == 0
+    rows = tfds_rows(tmp_path / "fill")
+    assert [int(r["a"]) for r in rows] == [1, 0, 3] and [r["s"] for r in rows] == [b"x", b"y", b""]
+
+    result = convert(cli, src, "--out", tmp_path / "skip", "--on-error", "skip")
+    assert result.exit_code == 0
+    assert [values(e, "a") for e in records(tmp_path / "skip")] == [[1]]
+
+
+def test_a_text_label_column_becomes_a_class_label_with_sorted_names(cli, tmp_path):
+    src = write_csv(tmp_path / "l.csv", {"x": [1, 2, 3, 4], "kind": ["dog", "cat", "dog", "emu"]})
+    result = convert(cli, src, "--out", tmp_path / "out", "--label-column", "kind", "--rename", "kind=label")
+    assert result.exit_code == 0, result.stderr
+    assert (tmp_path / "out" / "label.labels.txt").read_text().split() == ["cat", "dog", "emu"]
+    assert [values(e, "label") for e in records(tmp_path / "out")] == [[1], [0], [1], [2]]
+    tfds = pytest.importorskip("tensorflow_datasets")
+    builder = tfds.builder_from_directory(str(tmp_path / "out"))
+    assert builder.info.features["label"].names == ["cat", "dog", "emu"]
+
+
+def test_integer_labels_keep_their_numbers_and_label_names_names_them(cli, tmp_path):
+    src = write_csv(tmp_path / "l.csv", {"x": [1, 2, 3], "y": [2, 0, 1]})
+    names = tmp_path / "names.txt"
+    names.write_text("zero\none\ntwo\n")
+    result = convert(cli, src, "--out", tmp_path / "out", "--label-column", "y", "--label-names", names)
+    assert result.exit_code == 0, result.stderr
+    assert (tmp_path / "out" / "y.labels.txt").read_text().split() == ["zero", "one", "two"]
+    assert [values(e, "y") for e in records(tmp_path / "out")] == [[2], [0], [1]]
+    names.write_text("zero\none\n")
+    result = convert(cli, src, "--out", tmp_path / "bad", "--label-column", "y", "--label-names", names)
+    assert result.exit_code == 1 and "l.csv: line 2: label 2 is not a class index 0..1" in result.stderr
+
+
+def test_a_split_column_names_each_rows_split_and_is_not_written(cli, tmp_path):
+    src = write_csv(tmp_path / "s.csv", {"x": [1, 2, 3, 4], "fold": ["train", "test", "train", "validation"]})
+    result = convert(cli, src, "--out", tmp_path / "out", "--split-column", "fold")
+    assert result.exit_code == 0, result.stderr
+    assert [values(e, "x") for e in records(tmp_path / "out", "train")] == [[1], [3]]
+    assert [values(e, "x") for e in records(tmp_path / "out", "test")] == [[2]]
+    assert all("fold" not in e for e in records(tmp_path / "out", "train"))
+
+
+def test_ratio_splits_keep_label_proportions_and_groups_whole(cli, tmp_path):
+    n = 400
+    src = tmp_path / "r.parquet"
+    pq.write_table(
+        pa.table({"x": list(range(n)), "y": [i % 4 == 0 for i in range(n)], "g": [i // 4 for i in range(n)]}), src
+    )
+    result = convert(cli, src, "--out", tmp_path / "strat", "--split", "train=0.75,test=0.25", "--label-column", "y",
+                     "--stratify")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert (tmp_path / "strat" / "y.labels.txt").read_text().split() == ["false", "true"]
+    for split, size in (("train", 300), ("test", 100)):
+        got = [values(e, "y")[0] for e in records(tmp_path / "strat", split)]
+        assert len(got) == size and sum(got) == size // 4  # a quarter true in each, exactly
+    result = cli.convert("table", src, "--out", tmp_path / "out", "--split", "train=0.75,test=0.25", "--quiet",
+                         "--group-column", "g")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    train = {values(e, "g")[0] for e in records(tmp_path / "out", "train")}
+    test = {values(e, "g")[0] for e in records(tmp_path / "out", "test")}
+    assert not train & test and len(train) == 75 and len(test) == 25
+
+
+def test_a_key_column_must_be_unique_naming_both_rows(cli, tmp_path):
+    src = write_csv(tmp_path / "k.csv", {"id": ["a", "b", "a"], "x": [1, 2, 3]})
+    result = convert(cli, src, "--out", tmp_path / "out", "--key-column", "id")
+    assert result.exit_code == 1
+    assert "k.csv: line 2 and k.csv: line 4 have one --key-column id value, 'a'" in result.stderr.replace(
+        str(tmp_path) + "/", ""
+    )
+
+
+def test_an_unsupported_column_is_exit_2_naming_it_and_drop_leaves_it_out(cli, tmp_path):
+    src = tmp_path / "m.parquet"
+    pq.write_table(pa.table({"x": [1], "m": pa.array([[("a", 1)]], pa.map_(pa.string(), pa.int64()))}), src)
+    result = convert(cli, src, "--out", tmp_path / "out")
+    assert result.exit_code == 2 and "column 'm' is a map" in result.stderr and "--drop it" in result.stderr
+    assert convert(cli, src, "--out", tmp_path / "out", "--drop", "m").exit_code == 0
+    result = convert(cli, src, "--out", tmp_path / "o2", "--columns", "nope")
+    assert result.exit_code == 2 and "no column 'nope'" in result.stderr
+
+
+def test_float64_values_that_float32_changes_are_counted(cli, tmp_path):
+    src = tmp_path / "f.parquet"
+    pq.write_table(pa.table({"f": [0.5, 0.1, 1 / 3, math.nan]}), src)
+    result = cli.convert("table", src, "--out", tmp_path / "out", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert "column 'f': 2 float64 values changed when stored as float32" in result.output + result.stderr
+
+
+def test_two_workers_and_beam_write_the_bytes_of_one(cli, tmp_path):
+    table = arrow_table()
+    big = pa.concat_tables([table] * 300)
+    pq.write_table(big, tmp_path / "t.parquet")
+    outs = {}
+    for name, extra in (("one", ["--workers", "1"]), ("two", ["--workers", "2"]), ("beam", ["--engine", "beam"])):
+        if name == "beam":
+            pytest.importorskip("apache_beam")
+        result = cli.convert("table", tmp_path / "t.parquet", "--out", tmp_path / name, "--quiet", *extra,
+                             "--split", "train=0.9,test=0.1", "--shard-size", "20KB")  # fmt: skip
+        assert result.exit_code == 0, result.stderr
+        outs[name] = {p.name: p.read_bytes() for p in (tmp_path / name).iterdir() if "tfrecord" in p.name}
+    assert len(outs["one"]) > 2 and outs["one"] == outs["two"] == outs["beam"]
+
+
+def test_a_hugging_face_dataset_dict_keeps_its_splits_and_class_names(cli, tmp_path):
+    datasets = pytest.importorskip("datasets")
+    features = datasets.Features(
+        {
+            "text": datasets.Value("string"),
+            "label": datasets.ClassLabel(names=["neg", "pos", "mixed"]),
+            "score": datasets.Value("float32"),
+            "tokens": datasets.Sequence(datasets.Value("int32")),
+        }
+    )
+    parts = {
+        "train": {
+            "text": ["good", "bad", "meh"],
+            "label": [1, 0, 2],
+            "score": [0.5, -1.0, 0.0],
+            "tokens": [[1, 2], [], [3]],
+        },
+        "test": {"text": ["fine"], "label": [1], "score": [0.25], "tokens": [[4, 5, 6]]},
+    }
+    dataset = datasets.DatasetDict({s: datasets.Dataset.from_dict(d, features=features) for s, d in parts.items()})
+    dataset.save_to_disk(str(tmp_path / "hf"))
+    result = convert(cli, tmp_path / "hf", "--out", tmp_path / "out")
+    assert result.exit_code == 0, result.stderr
+    assert (tmp_path / "out" / "label.labels.txt").read_text().split() == ["neg", "pos", "mixed"]
+    for split, expected in parts.items():
+        rows = tfds_rows(tmp_path / "out", split)
+        assert [r["text"].decode() for r in rows] == expected["text"]
+        assert [int(r["label"]) for r in rows] == expected["label"]
+        assert [float(r["score"]) for r in rows] == expected["score"]
+        assert [r["tokens"].tolist() for r in rows] == expected["tokens"]
+    tfds = pytest.importorskip("tensorflow_datasets")
+    assert tfds.builder_from_directory(str(tmp_path / "out")).info.features["label"].names == ["neg", "pos", "mixed"]
+    # one Dataset (no dict): one train split
+    dataset["test"].save_to_disk(str(tmp_path / "one"))
+    assert convert(cli, tmp_path / "one", "--out", tmp_path / "out1").exit_code == 0
+    assert [values(e, "text") for e in records(tmp_path / "out1")] == [[b"fine"]]
