@@ -75,6 +75,7 @@ LAYERS = [
     "export",  # the way back out
     "cli",  # the commands
     "sources",  # what a plugin imports: the public face of the layers above
+    "writing",  # tfr_convert.write(): a run of the table command from Python
 ]  # fmt: skip
 
 

@@ -171,6 +171,14 @@ GOLDEN = {
         "mnist-train.tfrecord-00004-of-00006": "93c1399086a0f59a63f75d3074c8964d602facaf859a59e957b33077641bc02c",
         "mnist-train.tfrecord-00005-of-00006": "1cdc56f2a6c45698dd0d5108871838afd50133e4d677e6e0f2ace39c786f61bc",
     },
+    "table_csv": {
+        "dataset_info.json": "a6e036682b903b4e6254f54fe28a2391496f6629262834eb860d634706d686ac",
+        "features.json": "bc5db9b205e02be97474d1f695cf931edbf098376fed899e62178a4ac9e2bf34",
+        "label.labels.txt": "53233f765ce712b4e5f247910e5e2a7fc447404f43d41c14bd911776a3af699b",
+        "manifest.json": "b3fbe815dfd7552c3a3ac5e31492672ae92fd1ae917a83b4a4af00d7e562d549",
+        "pets-test.tfrecord-00000-of-00001": "46cd969c0106e13789a46e1ad4a9a527f8c1418f3b704e401bd94efed512ea93",
+        "pets-train.tfrecord-00000-of-00001": "b169e81cf337aa073cbd2f8e97a031aa5aaf3fcd23db70052d04e0fb025ac074",
+    },
 }
 
 
@@ -335,6 +343,7 @@ def conversions(tmp: Path) -> dict[str, list[str]]:
     grouped_dir, grouped = write_grouped_csv(tmp / "grouped")
     boxes_dir, boxes = write_boxes(tmp / "boxes")
     seg_images, seg_masks = write_segmentation(tmp / "seg")
+    table = write_table_csv(tmp / "table")
     return {
         "mnist_raw": ["mnist", mnist, "--validation-size", "5", "--examples-per-shard", "10"],
         "mnist_gzip": ["mnist", mnist, "--num-shards", "2", "--compression", "gzip", "--seed", "3"],
@@ -359,7 +368,21 @@ def conversions(tmp: Path) -> dict[str, list[str]]:
         # records: unshuffled, since a record's key (which seeds any shuffle or split) holds
         # its file's path, a temporary folder here; made from mnist_raw, converted above
         "records_copy": ["records", tmp / "out" / "mnist_raw", "--no-shuffle", "--num-shards", "3"],
+        "table_csv": ["table", table, "--label-column", "kind", "--split", "train=0.75,test=0.25", "--stratify",
+                      "--key-column", "id", "--nulls", "omit", "--rename", "kind=label", "--workers", "2"],
     }  # fmt: skip
+
+
+def write_table_csv(root: Path) -> Path:
+    """40 rows: an id, an integer, a float with some empty cells, a text, a class."""
+    root.mkdir(parents=True)
+    lines = ["id,count,score,note,kind"]
+    for i in range(40):
+        score = "" if i % 7 == 3 else f"{(i * 37 % 101) / 8:.3f}"
+        lines.append(f"r{i:03d},{i * i - 50},{score},note {i % 5},{['cat', 'dog', 'emu'][i % 3]}")
+    path = root / "pets.csv"
+    path.write_text("\n".join(lines) + "\n")
+    return path
 
 
 def write_segmentation(root: Path) -> tuple[Path, Path]:

@@ -307,3 +307,173 @@ def test_a_hugging_face_dataset_dict_keeps_its_splits_and_class_names(cli, tmp_p
     dataset["test"].save_to_disk(str(tmp_path / "one"))
     assert convert(cli, tmp_path / "one", "--out", tmp_path / "out1").exit_code == 0
     assert [values(e, "text") for e in records(tmp_path / "out1")] == [[b"fine"]]
+
+
+def png(pixels) -> bytes:
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, "PNG")
+    return buffer.getvalue()
+
+
+def pictures(n, size=(6, 5)):
+    rng = np.random.default_rng(1)
+    return [rng.integers(0, 256, (*size, 3), dtype=np.uint8) for _ in range(n)]
+
+
+def test_picture_columns_of_bytes_and_of_paths_are_stored_and_decode_to_their_pixels(cli, tmp_path):
+    pixels = pictures(3)
+    root = tmp_path / "imgs"
+    root.mkdir()
+    for i, p in enumerate(pixels):
+        (root / f"{i}.png").write_bytes(png(p))
+    src = tmp_path / "p.parquet"
+    pq.write_table(
+        pa.table({"photo": [png(p) for p in pixels], "file": [f"{i}.png" for i in range(3)], "y": [0, 1, 0]}), src
+    )
+    result = convert(cli, src, "--out", tmp_path / "out", "--image-column", "photo", "--image-column", "file",
+                     "--image-root", root, "--label-column", "y")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    got = records(tmp_path / "out")
+    assert [values(e, "photo")[0] for e in got] == [png(p) for p in pixels]  # keep mode: the bytes as they are
+    rows = tfds_rows(tmp_path / "out")
+    for row, p in zip(rows, pixels, strict=True):
+        assert np.array_equal(row["photo"], p) and np.array_equal(row["file"], p)
+    tfds = pytest.importorskip("tensorflow_datasets")
+    builder = tfds.builder_from_directory(str(tmp_path / "out"))
+    assert builder.info.features["photo"].shape == (6, 5, 3)
+    assert builder.info.supervised_keys is None or "y" in str(builder.info.supervised_keys)
+    # --resize re-encodes every picture as PNG of that size
+    result = convert(cli, src, "--out", tmp_path / "small", "--image-column", "photo", "--drop", "file",
+                     "--resize", "3x2")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert [r["photo"].shape for r in tfds_rows(tmp_path / "small")] == [(2, 3, 3)] * 3
+
+
+def test_a_damaged_picture_is_exit_1_naming_its_row_or_skipped(cli, tmp_path):
+    good = [png(p) for p in pictures(3)]
+    src = tmp_path / "d.parquet"
+    pq.write_table(pa.table({"photo": [good[0], good[1][:40], good[2]], "i": [0, 1, 2]}), src)
+    result = convert(cli, src, "--out", tmp_path / "out", "--image-column", "photo")
+    assert result.exit_code == 1 and "d.parquet: row 1:" in result.stderr
+    assert not (tmp_path / "out").exists()
+    result = convert(cli, src, "--out", tmp_path / "out", "--image-column", "photo", "--on-error", "skip")
+    assert result.exit_code == 0, result.stderr
+    assert [values(e, "i") for e in records(tmp_path / "out")] == [[0], [2]]
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert "d.parquet: row 1" in json.dumps(manifest)
+
+
+def test_a_picture_path_leading_outside_the_image_root_is_refused(cli, tmp_path):
+    root = tmp_path / "imgs"
+    root.mkdir()
+    (tmp_path / "secret.png").write_bytes(png(pictures(1)[0]))
+    (root / "link.png").symlink_to(tmp_path / "secret.png")
+    for name in ("../secret.png", "link.png", "/etc/passwd"):
+        src = write_csv(tmp_path / "p.csv", {"file": [name]})
+        result = convert(cli, src, "--out", tmp_path / "out", "--image-column", "file", "--image-root", root)
+        assert result.exit_code == 1, (name, result.stderr)
+        assert "outside" in result.stderr and not (tmp_path / "out").exists()
+
+
+def test_a_hugging_face_image_feature_is_a_picture_without_being_named(cli, tmp_path):
+    datasets = pytest.importorskip("datasets")
+    from PIL import Image
+
+    pixels = pictures(2, (4, 7))
+    features = datasets.Features({"img": datasets.Image(), "label": datasets.ClassLabel(names=["a", "b"])})
+    data = {"img": [Image.fromarray(p) for p in pixels], "label": [1, 0]}
+    datasets.DatasetDict({"train": datasets.Dataset.from_dict(data, features=features)}).save_to_disk(
+        str(tmp_path / "hf")
+    )
+    result = convert(cli, tmp_path / "hf", "--out", tmp_path / "out")
+    assert result.exit_code == 0, result.stderr
+    rows = tfds_rows(tmp_path / "out")
+    assert [int(r["label"]) for r in rows] == [1, 0]
+    for row, p in zip(rows, pixels, strict=True):
+        assert np.array_equal(row["img"], p)
+    tfds = pytest.importorskip("tensorflow_datasets")
+    builder = tfds.builder_from_directory(str(tmp_path / "out"))
+    assert builder.info.supervised_keys is not None  # one image, one class label: as_supervised works
+
+
+def test_a_null_picture_is_left_out_under_omit_and_read_as_no_picture(cli, tmp_path):
+    pixels = pictures(2)
+    src = tmp_path / "n.parquet"
+    pq.write_table(pa.table({"photo": pa.array([png(pixels[0]), None, png(pixels[1])], pa.binary())}), src)
+    result = convert(cli, src, "--out", tmp_path / "err", "--image-column", "photo")
+    assert result.exit_code == 1 and "n.parquet: row 1: column 'photo' is null" in result.stderr
+    assert convert(cli, src, "--out", tmp_path / "out", "--image-column", "photo", "--nulls", "omit").exit_code == 0
+    rows = tfds_rows(tmp_path / "out")
+    assert [len(r["photo"]) for r in rows] == [1, 0, 1]
+    assert np.array_equal(rows[2]["photo"][0], pixels[1])
+
+
+# ---------------------------------------------------------------- tfr_convert.write()
+
+
+def shard_bytes(out):
+    return {p.name: p.read_bytes() for p in sorted(out.iterdir()) if ".tfrecord-" in p.name}
+
+
+def test_write_of_a_dataframe_gives_the_bytes_of_the_command_on_its_parquet(cli, tmp_path):
+    pd = pytest.importorskip("pandas")
+    import tfr_convert
+
+    df = pd.DataFrame({"x": range(50), "y": [f"c{i % 3}" for i in range(50)], "f": [i / 7 for i in range(50)]})
+    df.to_parquet(tmp_path / "df.parquet")
+    summary = tfr_convert.write(df, tmp_path / "py", name="df", split={"train": 0.8, "test": 0.2},
+                                label_column="y", stratify=True, shard_size="1KB")  # fmt: skip
+    assert sum(s["examples"] for s in summary["splits"].values()) == 50 and summary["name"] == "df"
+    result = cli.convert("table", tmp_path / "df.parquet", "--out", tmp_path / "cli", "--split", "train=0.8,test=0.2",
+                         "--label-column", "y", "--stratify", "--shard-size", "1KB", "--quiet")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert len(shard_bytes(tmp_path / "py")) > 2 and shard_bytes(tmp_path / "py") == shard_bytes(tmp_path / "cli")
+
+
+def test_write_takes_arrow_tables_readers_rows_and_hugging_face_datasets(tmp_path):
+    import tfr_convert
+
+    table = pa.table({"x": [1, 2, 3], "s": ["a", "b", "c"]})
+    expected = [[1], [2], [3]]
+    for i, data in enumerate([table, pa.RecordBatchReader.from_batches(table.schema, table.to_batches()),
+                              table.to_pylist(), iter(table.to_pylist())]):  # fmt: skip
+        tfr_convert.write(data, tmp_path / f"o{i}", shuffle=False, name="t")
+        assert [values(e, "x") for e in records(tmp_path / f"o{i}")] == expected
+    assert shard_bytes(tmp_path / "o0") == shard_bytes(tmp_path / "o2")
+    rows = [{"x": 1, "v": None}, {"x": 2, "v": 2.5}]
+    tfr_convert.write(rows, tmp_path / "typed", features={"x": pa.int32(), "v": pa.float64()}, nulls="omit")
+    assert sorted(records(tmp_path / "typed"), key=lambda e: values(e, "x"))[0].keys() == {"x"}
+    datasets = pytest.importorskip("datasets")
+    features = datasets.Features({"x": datasets.Value("int64"), "label": datasets.ClassLabel(names=["no", "yes"])})
+    hf = datasets.DatasetDict(
+        {
+            "train": datasets.Dataset.from_dict({"x": [1, 2, 3], "label": [0, 1, 1]}, features=features),
+            "test": datasets.Dataset.from_dict({"x": [4], "label": [0]}, features=features),
+        }
+    )
+    summary = tfr_convert.write(hf, tmp_path / "hf", shuffle=False)
+    assert {s: v["examples"] for s, v in summary["splits"].items()} == {"train": 3, "test": 1}
+    assert (tmp_path / "hf" / "label.labels.txt").read_text().split() == ["no", "yes"]
+    shown = hf["train"].select([2, 0])  # a view: the rows it shows, in its order
+    tfr_convert.write(shown, tmp_path / "view", shuffle=False)
+    assert [values(e, "x") for e in records(tmp_path / "view")] == [[3], [1]]
+
+
+def test_write_raises_the_errors_the_command_line_reports(tmp_path):
+    import tfr_convert
+    from tfr_convert.errors import OptionError, SourceError
+
+    table = pa.table({"x": [1, None]})
+    with pytest.raises(OptionError, match="no option 'colour'"):
+        tfr_convert.write(table, tmp_path / "a", colour="red")
+    with pytest.raises(OptionError, match="--split"):
+        tfr_convert.write(table, tmp_path / "b", split="train=2")
+    with pytest.raises(SourceError, match="row 1: column 'x' is null"):
+        tfr_convert.write(table, tmp_path / "c")
+    with pytest.raises(OptionError, match="DataFrame"):
+        tfr_convert.write(42, tmp_path / "d")
+    assert not any((tmp_path / n).exists() for n in "abcd")

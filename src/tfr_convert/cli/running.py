@@ -26,13 +26,51 @@ def run_conversion(
     nested: bool = False,
     **common,
 ) -> None:
-    """Validate options, build the converter (reads and checks sources), convert, report.
+    """Validate options, build the converter (reads and checks sources), convert, report."""
+    import time
+
+    started = time.perf_counter()
+    _terminate_as_interrupt()
+    progress, close_bar = progress_bar(quiet, "converting", "ex", "checking sources")
+    try:
+        done = converted(
+            make_converter, engine=engine, beam_options=beam_options, dry_run=dry_run, nested=nested,
+            quiet=quiet, progress=progress, **common,
+        )  # fmt: skip
+    finally:
+        close_bar()
+    if dry_run:
+        _print_plan(done, quiet, as_json)
+        return
+    done.seconds = time.perf_counter() - started  # reading and checking the sources included
+    try:
+        _report(done, quiet, as_json)
+    except OSError as e:  # stdout full or gone: the dataset is committed all the same
+        _silence_stdout()
+        click.echo(
+            f"warning: {done.out} is complete; its summary could not be written to stdout: {e.strerror or e}",
+            err=True,
+        )
+
+
+def converted(
+    make_converter,
+    *,
+    engine: str = "local",
+    beam_options: str = "",
+    dry_run: bool = False,
+    nested: bool = False,
+    quiet: bool = True,
+    progress: Any = None,
+    **common,
+) -> Any:
+    """The run itself, for the command line and for tfr_convert.write(): the Summary, or
+    with `dry_run` the plan (nothing written). Reports nothing.
 
     The output's lock is taken before the converter reads anything and held until the
     commit, so a second run into the same output is refused at any point of this one;
     `nested`: the output goes to OUT/NAME/VERSION (TFDS's layout), a path known once the
     converter has read its sources, so its lock is taken then."""
-    import time
     from contextlib import nullcontext
 
     from ..output.opening import claimed
@@ -50,33 +88,19 @@ def run_conversion(
         if beam_options:
             raise click.UsageError("--beam-options needs --engine beam")
         run = _local_run
-    started = time.perf_counter()
-    _terminate_as_interrupt()
-    progress, close_bar = progress_bar(quiet, "converting", "ex", "checking sources")
     try:
         with nullcontext() if dry_run or nested else claimed(options.out) as lock:
             converter = make_converter()
             options = options.at_dataset_folder(converter)
             if dry_run:
-                close_bar()
-                _print_plan(converter, options, quiet, as_json)
-                return
-            summary = run(converter, options, progress=progress, lock=lock)
+                from ..engine.core import dry_run as plan
+
+                return plan(converter, options)
+            return run(converter, options, progress=progress, lock=lock)
     except TfrConvertError as e:
         if e.skippable and "on_error" in common and options.on_error == "fail":
             e.hint = "--on-error skip leaves such items out and lists them"
         raise
-    finally:
-        close_bar()
-    summary.seconds = time.perf_counter() - started  # reading and checking the sources included
-    try:
-        _report(summary, quiet, as_json)
-    except OSError as e:  # stdout full or gone: the dataset is committed all the same
-        _silence_stdout()
-        click.echo(
-            f"warning: {summary.out} is complete; its summary could not be written to stdout: {e.strerror or e}",
-            err=True,
-        )
 
 
 def source_context(common: dict[str, Any], on_error: str = "fail", in_parts: Any = None) -> Any:
@@ -150,11 +174,9 @@ def _report(summary, quiet: bool, as_json: bool) -> None:
     )
 
 
-def _print_plan(converter, options, quiet: bool, as_json: bool) -> None:
-    from ..engine.core import dry_run
+def _print_plan(plan: dict[str, Any], quiet: bool, as_json: bool) -> None:
     from ..inspect.summary import counted, human_bytes
 
-    plan = dry_run(converter, options)
     if as_json:
         click.echo(json.dumps({"mode": "dry_run", **plan}, indent=2))
         return

@@ -56,9 +56,9 @@ class Column:
         return np.zeros((size,), KINDS[self.kind][1]) if self.kind != "bytes" else [b""] * size
 
 
-def flatten(table: Any) -> dict[str, Any]:
+def flatten(table: Any, whole: set[str] | frozenset[str] = frozenset()) -> dict[str, Any]:
     """{name: ChunkedArray}: struct columns replaced by their fields, `parent/field`, at
-    any depth (a null struct makes its fields null)."""
+    any depth (a null struct makes its fields null); the columns in `whole` as they are."""
     pa = pyarrow("tfr-convert table")
     found: dict[str, Any] = {}
 
@@ -70,7 +70,10 @@ def flatten(table: Any) -> dict[str, Any]:
             found[name] = column
 
     for name, column in zip(table.column_names, table.columns, strict=True):
-        walk(name, column)
+        if name in whole:
+            found[name] = column
+        else:
+            walk(name, column)
     return found
 
 

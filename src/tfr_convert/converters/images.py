@@ -33,25 +33,14 @@ from ..storage import fs
 from .base import Converter, SourceContext
 from .folders import IMAGE_SUFFIXES, FileItems, ImageFolder, dataset_name, folder_runs, named, split_folders
 from .grouping import plan_groups
-from .imaging import Decoded, DecodePolicy, decode, encode, probe, reencode
+from .imaging import DecodePolicy
 from .label_csv import LabelCsv
+from .stored_image import stored
 
 IMAGE_FORMATS = ("keep", "png", "jpeg", "raw")
 LAYOUTS = ("flat", "tfds")
 # the features this converter writes: no CSV column may take one of the names
 RESERVED = {"image", "filename", "format", "height", "width", "channels"}
-
-# What tf.io.decode_image reads; anything else is re-encoded in keep mode.
-TF_DECODABLE = ("png", "jpeg", "gif", "bmp")
-
-
-def _not_tf_ready(info: Decoded) -> str | None:
-    """Why TensorFlow would not read stored bytes as the picture they are, or None."""
-    if info.source_format not in TF_DECODABLE:
-        return f"{info.source_format}, which TensorFlow cannot decode"
-    if info.orientation != 1:
-        return "an EXIF orientation TensorFlow ignores"
-    return None
 
 
 @dataclass(frozen=True)
@@ -354,28 +343,10 @@ class ImagesConverter(FileItems, Converter):
             data = fs.read_bytes(fs.join(self.root, rel), inside=None if self._remote else self._real_root)
         except OSError as e:
             raise SourceError(f"cannot read: {e.strerror or e}") from None
-        self._flag = None
-        if self.image_format == "keep":
-            info: Decoded = probe(data, self.policy.max_pixels, self.policy.structural)
-            image, fmt = data, info.source_format
-            (width, height), channels = info.source_size, info.source_channels
-            why = _not_tf_ready(info)
-            if why is not None:
-                self._flag = (why, rel.replace(os.sep, "/"))
-                if not self.keep_exact:  # stored as TensorFlow will read it: decodable, upright
-                    pixels = decode(data, rel.replace(os.sep, "/"), self.policy).pixels
-                    fmt = "jpeg" if info.source_format == "jpeg" else "png"
-                    image = encode(pixels, fmt, self.quality)
-                    height, width, channels = pixels.shape
-        elif self.image_format == "raw":
-            info = decode(data, rel.replace(os.sep, "/"), self.policy)
-            height, width, channels = info.pixels.shape
-            image, fmt = info.pixels.tobytes(), "raw"
-        else:
-            image, (height, width, channels) = reencode(
-                data, rel.replace(os.sep, "/"), self.policy, self.image_format, self.quality
-            )
-            fmt = self.image_format
+        picture = stored(data, rel.replace(os.sep, "/"), self.image_format, self.policy, self.quality, self.keep_exact)
+        self._flag = None if picture.flag is None else (picture.flag, rel.replace(os.sep, "/"))
+        image, fmt = picture.data, picture.format
+        height, width, channels = picture.height, picture.width, picture.channels
         features: dict[str, Any] = {
             "image": image,
             "filename": rel.replace(os.sep, "/"),

@@ -17,8 +17,9 @@ from __future__ import annotations
 import bisect
 import hashlib
 import re
+from collections import Counter
 from collections.abc import Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -32,6 +33,7 @@ from . import arrow_features, table_files
 from .arrow_features import Column, NullInside
 from .base import Converter, SourceContext
 from .folders import dataset_name
+from .table_images import ImagePolicy, TableImages, image_column
 
 NULLS = ("error", "omit", "fill")
 # Integer labels from this value up must be dense enough (a quarter of 0..max present)
@@ -55,8 +57,12 @@ class TableOptions:
     group_column: str | None = None  # --split keeps rows sharing this column's value together
     split_column: str | None = None  # each row's split (the column is not written)
     key_column: str | None = None  # each row's unique key (default: its position)
+    image_columns: tuple[str, ...] = ()  # columns of pictures (Hugging Face Image features are, unnamed)
+    images: ImagePolicy = field(default_factory=ImagePolicy)
 
     def problem(self) -> str | None:
+        if self.images.problem() is not None:
+            return self.images.problem()
         if self.nulls not in NULLS:
             return f"--nulls {self.nulls}: choose {', '.join(NULLS)}"
         if self.stratify and self.label_column is None:
@@ -77,7 +83,13 @@ class TableConverter(Converter):
     description = "Rows of a table, one Example each."
     chunk_size = 1024
 
-    def __init__(self, paths: list[str], options: TableOptions | None = None, context: SourceContext | None = None):
+    def __init__(
+        self,
+        paths: list[str] | table_files.Opened,
+        options: TableOptions | None = None,
+        context: SourceContext | None = None,
+    ):
+        """`paths`: the SRCs, or tables already opened (in memory, from tfr_convert.write())."""
         pa = pyarrow("tfr-convert table")
         self._o = options = options or TableOptions()
         self.context = context = context or SourceContext()
@@ -85,23 +97,30 @@ class TableConverter(Converter):
         if problem is not None:
             raise OptionError(problem)
         self.warnings: list[str] = []
-        opened = table_files.open_all(list(paths), options.delimiter)
+        opened = (
+            paths if isinstance(paths, table_files.Opened) else table_files.open_all(list(paths), options.delimiter)
+        )
         self._parts = opened.parts
         self._starts = np.cumsum([0] + [p.table.num_rows for p in self._parts]).tolist()
         for part in self._parts:
             for line, why in part.problems:
                 self.reject(f"{part.path}: line {line}", why)
         table = _joined(self._parts)
-        self.dataset_name = _name_of(paths[0])
-        flat = arrow_features.flatten(table)
+        self.dataset_name = "table" if isinstance(paths, table_files.Opened) else _name_of(paths[0])
+        pictures = self._picture_columns(table, opened.hf_features)
+        flat = arrow_features.flatten(table, whole=set(pictures))
         self._check_named(flat)
-        self.nested_features = any("/" in name for name in self._chosen(flat))
         renamed = dict(options.rename)
+        self._images = TableImages(
+            [image_column(s, renamed.get(s, s), flat[s].type, options.images.root) for s in pictures],
+            options.images,
+        )
         self._columns = [
             arrow_features.column_of(renamed.get(source, source), source, flat[source].type)
             for source in self._chosen(flat)
-            if source not in (options.split_column, options.label_column)
+            if source not in (options.split_column, options.label_column, *pictures)
         ]
+        self.nested_features = any("/" in c.name for c in self._columns)
         self.labels: dict[str, list[str]] = {}
         self._class_labels = {}  # feature -> names, for ClassLabel features
         self._label_values: np.ndarray | None = None  # the label column's class index per row
@@ -125,6 +144,12 @@ class TableConverter(Converter):
                     f"column {column.source!r}: {lost} float64 value{'s' if lost > 1 else ''} changed when stored "
                     "as float32 (a TFRecord float list is 32-bit)"
                 )
+        for picture in self._images.columns:
+            array = flat[picture.source]
+            if array.null_count and options.nulls == "omit":
+                absent_allowed.add(picture.name)
+            elif array.null_count:
+                ok &= self._no_nulls(array, picture.source, "--nulls omit leaves the picture out of the row's Example")
         self._absent_allowed = frozenset(absent_allowed)
         self.optional_features = self._absent_allowed
         self.features: dict[str, FeatureSpec] = {}
@@ -133,16 +158,37 @@ class TableConverter(Converter):
                 self.features[column.name] = FeatureSpec.class_label(len(self._class_labels[column.name]))
             else:
                 self.features[column.name] = column.spec(column.name in self._absent_allowed)
+        self.features |= {
+            name: spec.of_absent() if name in self._absent_allowed else spec
+            for name, spec in self._images.features().items()
+        }
         if options.label_column is not None:
             name = renamed.get(options.label_column, options.label_column)
             self.features[name] = FeatureSpec.class_label(len(self._class_labels[name]))
             self._label_name = name
         self.labels = dict(self._class_labels)
         self._keys = self._key_values(flat, ok)
-        self._table = pa.table({c.source: flat[c.source] for c in self._columns})
+        sources = [c.source for c in self._columns] + [p.source for p in self._images.columns]
+        self._table = pa.table({source: flat[source] for source in sources})
         self._splits = self._split(flat, ok)
 
     # ------------------------------------------------------------ listing
+
+    def _picture_columns(self, table: Any, hf_features: dict[str, Any]) -> list[str]:
+        """--image-column's columns, and every Hugging Face Image feature not left out."""
+        o = self._o
+        found = list(o.image_columns)
+        for name in table.column_names:
+            described = hf_features.get(name)
+            if isinstance(described, dict) and described.get("_type") == "Image" and name not in found:
+                if name not in o.drop and (not o.columns or name in o.columns):
+                    found.append(name)
+        for name in found:
+            if name not in table.column_names:
+                raise OptionError(
+                    f"no column {name!r} in {self._parts[0].path} (its columns: {', '.join(table.column_names)})"
+                )
+        return found
 
     def _chosen(self, flat: dict[str, Any]) -> list[str]:
         o = self._o
@@ -320,9 +366,24 @@ class TableConverter(Converter):
         return f"{part.path}: row {within}"
 
     def features_of(self, item: Hashable) -> dict[str, Any]:
-        return self.features_of_each([item])[0]
+        row = self._rows([item])[0]
+        if self._images.columns:
+            pictures = self._table.select([p.source for p in self._images.columns]).slice(int(item), 1)  # type: ignore[call-overload]
+            row |= self._images.values(pictures.to_pylist()[0])
+        return row
 
-    def features_of_each(self, items: list[Hashable]) -> list[dict[str, Any]]:
+    def features_of_each(self, items: list[Hashable]) -> list[dict[str, Any]] | None:
+        # pictures one row at a time: what was stored of each is observed right after it
+        return None if self._images.columns else self._rows(items)
+
+    def observe(self, features: dict[str, Any]) -> Hashable | None:
+        return self._images.observed() if self._images.columns else None
+
+    def finish(self, observations: Counter[Hashable]) -> list[str] | None:
+        return self._images.finish(self.features, observations) if self._images.columns else None
+
+    def _rows(self, items: list[Hashable]) -> list[dict[str, Any]]:
+        """The features of rows but their pictures', taken from the table together."""
         pa = pyarrow("tfr-convert table")
         taken = self._table.take(pa.array(items, pa.int64()))
         rows: list[dict[str, Any]] = [{} for _ in items]
@@ -330,8 +391,6 @@ class TableConverter(Converter):
         for column in self._columns:
             name = column.name
             found = arrow_features.values(column, taken.column(column.source))
-            if name in self._class_labels:  # a Hugging Face ClassLabel: its -1 is no label
-                found = [None if v is None or v < 0 else v for v in found]
             default = column.empty() if fill else None
             for row, value in zip(rows, found, strict=True):
                 if value is None:
@@ -352,11 +411,14 @@ class TableConverter(Converter):
         return None if self._label_values is None else int(self._label_values[item])  # type: ignore[index]
 
     def input_roots(self) -> list[str]:
-        return [part.path for part in self._parts]
+        return [part.path for part in self._parts if part.kind != "python"]
 
     def sources(self) -> list[dict[str, Any]]:
         found = []
         for part in self._parts:
+            if part.kind == "python":  # no file: its rows' digest, so that --resume knows other data
+                found.append({"data": part.path, "rows": part.table.num_rows, "sha256": _digest(part.table)})
+                continue
             data = fs.read_bytes(part.path)
             found.append(
                 {
@@ -401,6 +463,17 @@ def _joined(parts: list[table_files.Part]) -> Any:
         return pa.concat_tables([p.table for p in parts], promote_options="permissive")
     except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
         raise SourceError(f"{first.path} and the other tables have columns of different types ({e})") from None
+
+
+def _digest(table: Any) -> str:
+    """sha256 of a table as an Arrow stream: its schema and every value."""
+    pa = pyarrow("tfr-convert table")
+    from pyarrow import ipc
+
+    sink = pa.BufferOutputStream()
+    with ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return hashlib.sha256(sink.getvalue()).hexdigest()
 
 
 def _name_of(path: str) -> str:

@@ -38,7 +38,7 @@ class Part:
     path: str
     split: str | None
     table: Any  # pyarrow.Table
-    kind: str  # csv, parquet, jsonl, arrow, huggingface
+    kind: str  # csv, parquet, jsonl, arrow, huggingface, python (tables handed to write())
     lines: list[int] | None = None  # a CSV's line of each row, for messages
     problems: list[tuple[int, str]] = field(default_factory=list)  # CSV rows left unread: (line, why)
 
@@ -47,6 +47,21 @@ class Part:
 class Opened:
     parts: list[Part]
     hf_features: dict[str, Any]  # a Hugging Face dataset's features (dataset_info.json), else {}
+
+
+@dataclass
+class FromPython:
+    """Tables handed over by tfr_convert.write() (the `table` command's `ctx.obj`): the
+    command reads these instead of its SRC, and leaves its Summary here."""
+
+    opened: Opened
+    summary: Any = None
+
+
+def in_memory(tables: list[tuple[str | None, Any]], kind: str, hf_features: dict[str, Any] | None = None) -> Opened:
+    """Opened from Arrow tables in memory: (split or None, table) each."""
+    parts = [Part(f"(python {kind}{f' {split}' if split else ''})", split, t, "python") for split, t in tables]
+    return Opened(parts, hf_features or {})
 
 
 def open_all(paths: list[str], delimiter: str | None = None) -> Opened:

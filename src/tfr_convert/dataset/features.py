@@ -53,6 +53,11 @@ class FeatureSpec:
         """A feature of a features.json (a top-level entry, nested or not), kept as it is."""
         return cls("described", described=json.dumps(description, sort_keys=True))
 
+    def of_absent(self) -> FeatureSpec:
+        """The same feature where an Example may lack it: an image becomes a Sequence of
+        0 or 1 images (TFDS reads a missing one as an empty sequence)."""
+        return dataclasses.replace(self, per_object=True)
+
     def of_objects(self) -> FeatureSpec:
         """The same feature, one value per object."""
         return dataclasses.replace(self, per_object=True)

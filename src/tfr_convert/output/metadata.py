@@ -33,6 +33,16 @@ def _features_dict(entries: dict[str, Any]) -> dict[str, Any]:
     return {"pythonClassName": TFDS_FEATURES + "features_dict.FeaturesDict", "featuresDict": {"features": entries}}
 
 
+def _leaf(spec: FeatureSpec, in_sequence: bool) -> dict[str, Any]:
+    """One feature's description; a per-object one outside any Sequence is a Sequence of it."""
+    if spec.per_object and not in_sequence:
+        return {
+            "pythonClassName": TFDS_FEATURES + "sequence_feature.Sequence",
+            "sequence": {"feature": spec.to_tfds(), "length": "-1"},
+        }
+    return spec.to_tfds()
+
+
 def _nested(node: dict[str, Any], in_sequence: bool = False) -> dict[str, Any]:
     """A tree of FeatureSpecs as TFDS FeaturesDicts; the highest dict holding only
     per-object features becomes a Sequence of it."""
@@ -43,7 +53,7 @@ def _nested(node: dict[str, Any], in_sequence: bool = False) -> dict[str, Any]:
     entries = {}
     for key, child in node.items():
         if isinstance(child, FeatureSpec):
-            entries[key] = child.to_tfds()
+            entries[key] = _leaf(child, in_sequence)
         elif not in_sequence and all(leaf.per_object for leaf in leaves(child)):
             inner = _nested(child, in_sequence=True)
             entries[key] = {
@@ -60,7 +70,7 @@ def features_json(features: dict[str, FeatureSpec], nested: bool = False) -> byt
     FeaturesDicts, as TFDS itself flattens nested features into record keys (so the TF
     Object Detection API's `image/object/bbox/xmin` reads back as a Sequence of boxes)."""
     if not nested:
-        return _json(_features_dict({name: spec.to_tfds() for name, spec in features.items()}))
+        return _json(_features_dict({name: _leaf(spec, False) for name, spec in features.items()}))
     tree: dict[str, Any] = {}
     for name, spec in features.items():
         *parents, leaf = name.split("/")

@@ -5,8 +5,18 @@ from __future__ import annotations
 
 import click
 
-from ..options import common_options, on_error_option, split_options, usage_error_if
-from ..running import run_conversion, source_context
+from ..options import (
+    CHECK,
+    MAX_PIXELS,
+    QUALITY,
+    common_options,
+    image_format_option,
+    on_error_option,
+    resize_option,
+    split_options,
+    usage_error_if,
+)
+from ..running import converted, run_conversion, source_context
 from ..types import ColumnNames, Delimiter, LocalOrRemotePath, Rename
 
 CONVERTERS = ("tfr_convert.converters.table:TableConverter",)
@@ -37,7 +47,26 @@ CONVERTERS = ("tfr_convert.converters.table:TableConverter",)
 @click.option("--split-column", help="The column naming each row's split (it is not written as a feature).")
 @click.option("--group-column", help="With --split: rows sharing this column's value go to one split.")
 @click.option("--key-column", help="Each row's unique key (seeds splits and shuffle) [default: its position].")
-@on_error_option("skip: leave out rows that cannot be written (a null, a bad label) and list them.")
+@click.option(
+    "--image-column",
+    "image_columns",
+    multiple=True,
+    help="A column of pictures: PNG/JPEG bytes, paths under --image-root, or Hugging Face Image structs "
+    "(repeatable; a Hugging Face dataset's Image features are pictures unnamed).",
+)
+@click.option(
+    "--image-root",
+    type=LocalOrRemotePath(exists=True, file_okay=False),
+    help="The folder the paths of a picture column are relative to (nothing outside it is read).",
+)
+@image_format_option(
+    ["keep", "png", "jpeg"], "keep: the pictures' own bytes (checked) [default: keep, or png with --resize]."
+)
+@QUALITY
+@resize_option("Resize every picture to WxH.")
+@MAX_PIXELS
+@CHECK
+@on_error_option("skip: leave out rows that cannot be written (a null, a bad label, a damaged picture) and list them.")
 @common_options
 def command(
     src,
@@ -53,6 +82,13 @@ def command(
     split_column,
     group_column,
     key_column,
+    image_columns,
+    image_root,
+    image_format,
+    quality,
+    resize,
+    max_pixels,
+    check,
     on_error,
     **common,
 ):
@@ -63,7 +99,9 @@ def command(
     Splits: a DatasetDict's, else a split word as a file's name (train.csv, data-test.parquet),
     else all train; --split-column reads them from a column, --split draws them by ratio.
     """
+    from ...converters.imaging import DecodePolicy
     from ...converters.table import TableOptions
+    from ...converters.table_images import ImagePolicy
 
     names = None
     if label_names is not None:
@@ -84,12 +122,27 @@ def command(
         group_column=group_column,
         split_column=split_column,
         key_column=key_column,
+        image_columns=tuple(image_columns),
+        images=ImagePolicy(
+            image_format or ("png" if resize else "keep"),
+            quality,
+            DecodePolicy(max_pixels, resize=resize, structural=check == "structure"),
+            image_root,
+        ),
     )
     usage_error_if(options.problem())
+
+    from ...converters.table_files import FromPython
+
+    given = click.get_current_context().find_object(FromPython)  # tfr_convert.write()'s tables
 
     def make_converter():
         from ...converters.table import TableConverter
 
-        return TableConverter(list(src), options, source_context(common, on_error))
+        return TableConverter(given.opened if given else list(src), options, source_context(common, on_error))
 
-    run_conversion(make_converter, on_error=on_error, **common)
+    if given is None:
+        run_conversion(make_converter, on_error=on_error, **common)
+    else:  # no report: write() returns the summary
+        common.pop("as_json")
+        given.summary = converted(make_converter, on_error=on_error, **common)
