@@ -64,7 +64,7 @@ def test_inspect_imports_no_converter():
 # The packages (and the few modules) directly under tfr_convert, lowest layer first: each
 # imports only what comes before it, lazily or not, so the folders draw the data flow.
 LAYERS = [
-    "errors", "optional", "skips",  # shared by every layer
+    "version", "errors", "optional", "skips",  # shared by every layer
     "storage",  # files wherever they are
     "containers",  # record framing in files
     "dataset",  # names, features, the Example codec, a dataset read back

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from .version import __version__
+
+__all__ = ["__version__", "load", "write"]
 
 
 def load(directory: str, split: str = "train", **kwargs):

@@ -8,8 +8,8 @@ import functools
 
 import click
 
-from .. import __version__
 from ..errors import TfrConvertError
+from ..version import __version__
 from . import commands
 from .translate import Group
 

@@ -6,8 +6,8 @@ import json
 
 import click
 
-from .. import __version__
 from ..export import TARGETS
+from ..version import __version__
 from .options import STORAGE_OPTIONS, max_record_option, on_error_option
 from .progress import progress_bar
 from .translate import Command

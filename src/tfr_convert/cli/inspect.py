@@ -7,7 +7,7 @@ import json
 
 import click
 
-from .. import __version__
+from ..version import __version__
 from .options import STORAGE_OPTIONS, max_record_option
 from .translate import Command
 from .types import LocalOrRemotePath

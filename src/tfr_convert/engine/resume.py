@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any
 
-from .. import __version__, containers
+from .. import containers
 from ..converters.base import Converter
 from ..dataset.naming import ShardName
 from ..errors import RecordError
@@ -21,6 +21,7 @@ from ..output.base import Output
 from ..output.journal import Progress, ShardEntry, replay
 from ..storage import fs
 from ..storage.fingerprints import InputFiles
+from ..version import __version__
 from .run_options import RunOptions
 from .workers import joined_parts
 

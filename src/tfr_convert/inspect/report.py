@@ -14,11 +14,11 @@ import os
 import sys
 from typing import Any
 
-from .. import __version__
 from ..containers import MAX_RECORD_BYTES
 from ..dataset.existing import ExistingDataset
 from ..errors import SourceError
 from ..storage import fs
+from ..version import __version__
 from .grid import MAX_PIXELS, Picture, Pictures
 from .page import render
 from .paths import resolve

@@ -16,10 +16,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .. import __version__
 from ..dataset.features import TFDS_FEATURES, FeatureSpec, labels_file_of
 from ..dataset.naming import FEATURES, INFO, MANIFEST, ShardName, lines_file
 from ..skips import Skips, skipped_fields
+from ..version import __version__
 from .shards import SplitResult
 
 DATASET_VERSION = "1.0.0"
