@@ -477,3 +477,67 @@ def test_write_raises_the_errors_the_command_line_reports(tmp_path):
     with pytest.raises(OptionError, match="DataFrame"):
         tfr_convert.write(42, tmp_path / "d")
     assert not any((tmp_path / n).exists() for n in "abcd")
+
+
+# ---------------------------------------------------------------- the round trip
+
+
+def round_trip(cli, original, tmp_path):
+    result = cli.export(original, "--out", tmp_path / "parquet", "--to", "parquet")
+    assert result.exit_code == 0, result.stderr
+    result = cli.convert("table", tmp_path / "parquet", "--out", tmp_path / "back", "--quiet")
+    assert result.exit_code == 0, result.stderr
+    return tmp_path / "back"
+
+
+def test_an_exported_dataset_converts_back_to_byte_identical_shards(cli, tmp_path, mnist_src):
+    src, _ = mnist_src
+    original = tmp_path / "mnist"
+    assert cli.convert("mnist", src, "--out", original, "--validation-size", "7", "--quiet").exit_code == 0
+    back = round_trip(cli, original, tmp_path)
+    assert len(shard_bytes(original)) == 3 and shard_bytes(back) == shard_bytes(original)
+    assert (back / "label.labels.txt").read_bytes() == (original / "label.labels.txt").read_bytes()
+    assert json.loads((back / "features.json").read_text()) == json.loads((original / "features.json").read_text())
+
+
+def test_an_exported_table_with_pictures_and_text_comes_back_byte_identical(cli, tmp_path):
+    pixels = pictures(12)
+    src = tmp_path / "p.parquet"
+    pq.write_table(pa.table({"photo": [png(p) for p in pixels], "caption": [f"picture {i} é" for i in range(12)],
+                             "kind": ["a", "b", "c"] * 4, "score": [i / 3 for i in range(12)]}), src)  # fmt: skip
+    original = tmp_path / "orig"
+    result = cli.convert("table", src, "--out", original, "--image-column", "photo", "--label-column", "kind",
+                         "--split", "train=0.5,test=0.5", "--quiet")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    back = round_trip(cli, original, tmp_path)
+    assert set(shard_bytes(original)) == {"p-train.tfrecord-00000-of-00001", "p-test.tfrecord-00000-of-00001"}
+    assert shard_bytes(back) == shard_bytes(original)
+    features = json.loads((back / "features.json").read_text())["featuresDict"]["features"]
+    assert features["photo"]["pythonClassName"].endswith("image_feature.Image")
+    # an explicit --shuffle still shuffles
+    result = cli.convert("table", tmp_path / "parquet", "--out", tmp_path / "shuffled", "--shuffle", "--quiet")
+    assert result.exit_code == 0 and shard_bytes(tmp_path / "shuffled") != shard_bytes(original)
+
+
+# ---------------------------------------------------------------- inspecting numeric columns
+
+
+def test_stats_and_the_report_show_each_numeric_columns_spread_and_missing_share(cli, tmp_path):
+    src = tmp_path / "m.parquet"
+    ages = [20, 30, None, 40, 50, None, 60, 70]
+    pq.write_table(pa.table({"age": ages, "w": [float(i) for i in range(8)], "y": ["a", "b"] * 4}), src)
+    out = tmp_path / "out"
+    assert convert(cli, src, "--out", out, "--nulls", "omit", "--label-column", "y").exit_code == 0
+    result = cli.inspect(out, "--stats", "--json")
+    assert result.exit_code == 0, result.stderr
+    features = json.loads(result.output)["features"]
+    age = features["age"]
+    assert (age["missing"], age["missing_share"], age["min"], age["max"], age["mean"]) == (2, 0.25, 20, 70, 45)
+    assert sum(b["count"] for b in age["distribution"]["bins"]) == 6
+    assert features["w"]["missing"] == 0 and features["w"]["distribution"]["values"] == 8
+    text = cli.inspect(out, "--stats").output
+    assert "missing in 2 records (25.0%)" in text
+    result = cli.inspect(out, "--report", tmp_path / "r.html")
+    assert result.exit_code == 0, result.stderr
+    page = (tmp_path / "r.html").read_text()
+    assert "age: values, missing in 25.0%" in page and "w: values" in page

@@ -71,7 +71,9 @@ def common_options(f):
             "--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of every shuffle and split."
         ),
         click.option(
-            "--shuffle/--no-shuffle", default=True, show_default=True, help="Shuffle examples within each split."
+            "--shuffle/--no-shuffle",
+            default=None,
+            help="Shuffle examples within each split [default: shuffle; a table tfr-export wrote keeps its order].",
         ),
         click.option("--workers", type=click.IntRange(min=1), help="Encoding processes [default: all cores]."),
         click.option(
@@ -157,7 +159,7 @@ def run_options(
             file_format=file_format,
             compression=compression,
             seed=seed,
-            shuffle=shuffle,
+            shuffle=shuffle is not False,  # None (not given): the converter may keep its order
             validation_size=validation_size,
             workers=workers or default_workers(),
             overwrite=overwrite,

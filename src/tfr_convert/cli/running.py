@@ -3,6 +3,7 @@ run (or its dry run), and the summary on stdout."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
@@ -92,6 +93,8 @@ def converted(
         with nullcontext() if dry_run or nested else claimed(options.out) as lock:
             converter = make_converter()
             options = options.at_dataset_folder(converter)
+            if common.get("shuffle") is None and converter.keeps_order:
+                options = dataclasses.replace(options, shuffle=False)
             if dry_run:
                 from ..engine.core import dry_run as plan
 

@@ -162,6 +162,9 @@ class Converter(ABC):
     #: features an Example may lack (a table's nulls left out); their schema reads a missing
     #: one as an empty list
     optional_features: frozenset[str] = frozenset()
+    #: the source is a dataset already in its order (a tfr-export of one): without an
+    #: explicit --shuffle it is written in that order, so that it comes back as it was
+    keeps_order: bool = False
     #: the '/'s of feature names separate levels of nested TFDS FeaturesDicts (the
     #: Object Detection API's `image/object/...` keys); per-object features form a Sequence
     nested_features: bool = False

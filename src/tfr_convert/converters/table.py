@@ -107,6 +107,10 @@ class TableConverter(Converter):
                 self.reject(f"{part.path}: line {line}", why)
         table = _joined(self._parts)
         self.dataset_name = "table" if isinstance(paths, table_files.Opened) else _name_of(paths[0])
+        exported = [p.exported for p in self._parts]
+        if all(exported):  # tfr-export's Parquet files: the dataset comes back as it was
+            self.keeps_order = True
+            self.dataset_name = exported[0].get("name") or self.dataset_name
         pictures = self._picture_columns(table, opened.hf_features)
         flat = arrow_features.flatten(table, whole=set(pictures))
         self._check_named(flat)
@@ -127,6 +131,9 @@ class TableConverter(Converter):
         n = table.num_rows
         ok = np.ones(n, bool)  # rows kept (under --on-error skip a bad one is not)
         self._hf_labels(opened.hf_features)
+        for name, names in (exported[0].get("class_names") or {}).items() if all(exported) else ():
+            if name in {c.name for c in self._columns if c.kind == "int" and not c.shape}:
+                self._class_labels[name] = [str(n) for n in names]
         if options.label_column is not None:
             ok &= self._label(flat[options.label_column], options.label_column, opened.hf_features)
         absent_allowed = set()
@@ -167,12 +174,23 @@ class TableConverter(Converter):
             self.features[name] = FeatureSpec.class_label(len(self._class_labels[name]))
             self._label_name = name
         self.labels = dict(self._class_labels)
+        if all(exported):
+            self._carry_features(exported[0].get("features"))
         self._keys = self._key_values(flat, ok)
         sources = [c.source for c in self._columns] + [p.source for p in self._images.columns]
         self._table = pa.table({source: flat[source] for source in sources})
         self._splits = self._split(flat, ok)
 
     # ------------------------------------------------------------ listing
+
+    def _carry_features(self, described: Any) -> None:
+        """The exported dataset's own feature descriptions (an Image, a Text...), where each
+        is one column as it is (a nested FeaturesDict's keys are not: those keep the table's)."""
+        if not isinstance(described, dict) or set(described) != set(self.features):
+            return
+        if any(not isinstance(d, dict) or "featuresDict" in d or "sequence" in d for d in described.values()):
+            return
+        self.features = {name: FeatureSpec.from_tfds(described[name]) for name in self.features}
 
     def _picture_columns(self, table: Any, hf_features: dict[str, Any]) -> list[str]:
         """--image-column's columns, and every Hugging Face Image feature not left out."""

@@ -40,6 +40,9 @@ class Part:
     table: Any  # pyarrow.Table
     kind: str  # csv, parquet, jsonl, arrow, huggingface, python (tables handed to write())
     lines: list[int] | None = None  # a CSV's line of each row, for messages
+    #: what `tfr-export --to parquet` wrote into the file's metadata (a dataset's name,
+    #: splits, features, class names), else {}
+    exported: dict[str, Any] = field(default_factory=dict)
     problems: list[tuple[int, str]] = field(default_factory=list)  # CSV rows left unread: (line, why)
 
 
@@ -100,8 +103,7 @@ def open_file(path: str, delimiter: str | None = None) -> Part:
     split = split_in_name(path)
     try:
         if name.endswith(PARQUET_SUFFIXES):
-            with fs.open_input(path) as f:
-                return Part(path, split, pa.parquet.read_table(f), "parquet")
+            return _parquet(path)
         if name.endswith(JSONL_SUFFIXES):
             from pyarrow import json as arrow_json
 
@@ -139,7 +141,6 @@ def _arrow_file(path: str) -> Any:
 
 def _parquet_folder(path: str) -> list[Part]:
     """A Parquet dataset folder (files at any depth, hive partitions not read as columns)."""
-    pa = pyarrow("tfr-convert table")
     files = sorted(
         fs.join(d, name)
         for d, dirs, names in fs.walk(path)
@@ -148,14 +149,33 @@ def _parquet_folder(path: str) -> list[Part]:
     )
     if not files:
         raise SourceError(f"{path}: a folder with no Parquet files (nor a Hugging Face dataset's state.json)")
-    parts = []
-    for f in files:
-        try:
-            with fs.open_input(f) as stream:
-                parts.append(Part(f, split_in_name(f), pa.parquet.read_table(stream), "parquet"))
-        except pa.ArrowInvalid as e:
-            raise SourceError(f"{f}: {_arrow_message(e)}") from None
-    return parts
+    return [_parquet(f) for f in files]
+
+
+def _parquet(path: str) -> Part:
+    """A Parquet file; one that tfr-export wrote names its split and its dataset."""
+    pa = pyarrow("tfr-convert table")
+    try:
+        with fs.open_input(path) as f:
+            table = pa.parquet.read_table(f)
+    except pa.ArrowInvalid as e:
+        raise SourceError(f"{path}: {_arrow_message(e)}") from None
+    exported = _exported(path, (table.schema.metadata or {}).get(b"tfr_convert"))
+    split = split_in_name(path)
+    stem = fs.basename(path).split(".")[0]
+    if stem in (exported.get("splits") or []):
+        split = stem
+    return Part(path, split, table, "parquet", exported=exported)
+
+
+def _exported(path: str, text: bytes | None) -> dict[str, Any]:
+    if text is None:
+        return {}
+    try:
+        found = json.loads(text)
+    except ValueError:
+        raise SourceError(f"{path}: its tfr_convert metadata is not JSON") from None
+    return found if isinstance(found, dict) else {}
 
 
 def _json(path: str) -> Any:

@@ -210,6 +210,11 @@ def _distribution_charts(figures: dict[str, Any]) -> list[str]:
             if spread.get(key, {}).get("values"):
                 what = "aspect (width / height)" if key == "aspect" else f"{key} (px)"
                 charts.append(histogram(f"{name}: image {what}", spread[key]["bins"], unit))
+    for name, feature in figures["features"].items():
+        spread = feature.get("distribution", {})
+        if spread.get("values") and "histogram" not in feature:  # labels have their bars above
+            missing = f", missing in {feature['missing_share']:.1%}" if feature.get("missing") else ""
+            charts.append(histogram(f"{name}: values{missing}", spread["bins"]))
     if figures.get("record_bytes", {}).get("values"):
         charts.append(histogram("bytes per record", figures["record_bytes"]["bins"], " B"))
     boxes = figures.get("boxes", {}).get("distribution", {})

@@ -54,11 +54,12 @@ def _image_size(value: bytes) -> tuple[int, int] | None:
 
 
 class NumberStats:
-    def __init__(self) -> None:
+    def __init__(self, integer: bool = True) -> None:
         self.count = self.zeros = self.nans = 0
         self.total = self.squares = 0.0
         self.min = math.inf
         self.max = -math.inf
+        self.spread = Distribution(integer)  # the values' histogram
 
     def add(self, values: list[float]) -> None:
         for v in values:
@@ -71,6 +72,7 @@ class NumberStats:
             self.zeros += v == 0
             self.min = min(self.min, v)
             self.max = max(self.max, v)
+            self.spread.add(v)
 
     def to_dict(self) -> dict[str, Any]:
         if not self.count:
@@ -85,6 +87,7 @@ class NumberStats:
             "std": math.sqrt(var),
             "zeros": self.zeros,
             "nans": self.nans,
+            "distribution": self.spread.to_dict(),
         }
 
 
@@ -185,6 +188,7 @@ def stats(paths: list[str], max_record: int = MAX_RECORD_BYTES, sound_only: bool
     # near-duplicate candidates: (hash, split, file, record, filename, digest) of each image value
     perceptual: list[tuple[int, str, str, int, str | None, bytes]] = []
     records = undecodable = 0
+    present: Counter[str] = Counter()  # records holding at least one value of each feature
     record_bytes = Distribution()
     boxes = BoxStats()
     # (split, or None for files outside a dataset; feature) -> its single labels in reading order
@@ -203,8 +207,10 @@ def stats(paths: list[str], max_record: int = MAX_RECORD_BYTES, sound_only: bool
             boxes.add(example, names)
             for name, (kind, values) in example.items():
                 kinds.setdefault(name, set()).add(kind)
+                if values:
+                    present[name] += 1
                 if kind in (INT64, FLOAT):
-                    numbers.setdefault(name, NumberStats()).add(values)
+                    numbers.setdefault(name, NumberStats(kind == INT64)).add(values)
                     if kind == INT64 and (name in label_features or "label" in name):
                         histograms.setdefault(name, Counter()).update(values)
                         if len(values) == 1:
@@ -233,6 +239,10 @@ def stats(paths: list[str], max_record: int = MAX_RECORD_BYTES, sound_only: bool
         entry: dict[str, Any] = {"kind": sorted(k or "unset" for k in kinds[name])}
         if len(entry["kind"]) == 1:
             entry["kind"] = entry["kind"][0]
+        decoded = records - undecodable
+        # records without a value: the feature absent (a null left out) or an empty list
+        entry["missing"] = decoded - present[name]
+        entry["missing_share"] = round((decoded - present[name]) / decoded, 6) if decoded else 0.0
         if name in numbers:
             entry.update(numbers[name].to_dict())
         if name in strings:
@@ -398,6 +408,9 @@ def format_stats(report: dict[str, Any]) -> str:
                 f"  min {f['min']:g}  max {f['max']:g}  mean {f['mean']:.4g}  std {f['std']:.4g}  "
                 f"zeros {f['zeros']}  nans {f['nans']}"
             )
+        if f.get("missing"):
+            records = "record" if f["missing"] == 1 else "records"
+            lines.append(f"  missing in {f['missing']} {records} ({f['missing_share']:.1%})")
         if "histogram" in f:
             named = f.get("class_names", {})
             lines.append("  histogram: " + ", ".join(f"{named.get(k, k)}: {v}" for k, v in f["histogram"].items()))
