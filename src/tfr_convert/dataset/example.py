@@ -185,6 +185,16 @@ def _key(name: Any) -> tuple[bytes, bytes]:
     return cached
 
 
+def key_order(names: Collection[str]) -> list[str]:
+    """Feature names in the order `serialize` writes their map entries."""
+    return sorted(names, key=lambda name: _key(name)[0])
+
+
+def key_field(name: str) -> bytes:
+    """A map entry's serialized key field (tag, length, the name's UTF-8)."""
+    return _key(name)[1]
+
+
 def serialize(features: Mapping[str, Any]) -> bytes:
     """A features dict -> `tf.train.Example` bytes (deterministic, key-sorted)."""
     return b"".join(serialized_parts(features)[0])

@@ -1,0 +1,73 @@
+"""The columnar serializer (dataset/example_columns.py) against the one serializer: for
+any rows, each Example it lays out is `example.serialize`'s bytes of that row."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tfr_convert.dataset.example import BYTES, FLOAT, INT64, serialize
+from tfr_convert.dataset.example_columns import FeatureColumn, serialize_rows, varints
+
+INTS = st.integers(-(1 << 63), (1 << 63) - 1)
+FLOATS = st.floats(width=32, allow_nan=False)
+BLOBS = st.binary(max_size=300)  # lengths past 127: two-byte varints
+
+
+def column_of(name, kind, cells, scalar):
+    """A FeatureColumn of per-row cells (None: the row lacks the feature; else a list)."""
+    present = np.array([c is not None for c in cells])
+    lists = [c if c is not None else [] for c in cells]
+    flat = [v for cell in lists for v in cell]
+    offsets = None if scalar else np.cumsum([0] + [len(c) for c in lists])
+    if scalar:  # one value per row, an absent row's a placeholder that must not be written
+        flat = [cell[0] if cell else {INT64: 7, FLOAT: 7.0, BYTES: b"zz"}[kind] for cell in lists]
+    if kind == BYTES:
+        value_offsets = np.cumsum([0] + [len(v) for v in flat])
+        values = np.frombuffer(b"".join(flat), np.uint8)
+        return FeatureColumn(name, kind, values, offsets, value_offsets, present if not present.all() else None)
+    dtype = np.int64 if kind == INT64 else np.float32
+    values = np.array(flat, dtype)
+    return FeatureColumn(name, kind, values, offsets, None, present if not present.all() else None)
+
+
+@st.composite
+def tables(draw):
+    n = draw(st.integers(1, 12))
+    names = draw(st.lists(st.sampled_from(["a", "ab", "image", "image_raw", "x/y", "é", "label", "z" * 130]),
+                          min_size=1, max_size=5, unique=True))  # fmt: skip
+    columns, rows = [], [{} for _ in range(n)]
+    for name in names:
+        kind = draw(st.sampled_from([INT64, FLOAT, BYTES]))
+        scalar = draw(st.booleans())
+        values = {INT64: INTS, FLOAT: FLOATS, BYTES: BLOBS}[kind]
+        cell = st.lists(values, min_size=1, max_size=1) if scalar else st.lists(values, max_size=6)
+        cells = draw(st.lists(st.none() | cell, min_size=n, max_size=n))
+        columns.append(column_of(name, kind, cells, scalar))
+        for row, c in zip(rows, cells, strict=True):
+            if c is not None:
+                row[name] = np.array(c, {INT64: np.int64, FLOAT: np.float32, BYTES: object}[kind])
+                if kind == BYTES and not c:
+                    row[name] = np.zeros(0, object)
+    return columns, rows
+
+
+@settings(max_examples=300, deadline=None)
+@given(tables(), st.integers(0, 12), st.integers(0, 4))
+def test_every_row_is_the_serializers_example(table, head, tail):
+    columns, rows = table
+    blob, sizes = serialize_rows(columns, len(rows), head, tail)
+    assert len(blob) == int(sizes.sum())
+    at = 0
+    for row, size in zip(rows, sizes.tolist(), strict=True):
+        assert bytes(blob[at + head : at + size - tail]) == serialize(row)
+        at += size
+
+
+def test_varints_are_protobufs():
+    values = np.array([0, 1, 127, 128, 300, 16383, 16384, (1 << 63) - 1, (1 << 64) - 1], np.uint64)
+    groups, lengths = varints(values)
+    expected = [b"\x00", b"\x01", b"\x7f", b"\x80\x01", b"\xac\x02", b"\xff\x7f", b"\x80\x80\x01",
+                b"\xff" * 8 + b"\x7f", b"\xff" * 9 + b"\x01"]  # fmt: skip
+    assert [bytes(g[:n]) for g, n in zip(groups, lengths, strict=True)] == expected
