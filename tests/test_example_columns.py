@@ -71,3 +71,5 @@ def test_varints_are_protobufs():
     expected = [b"\x00", b"\x01", b"\x7f", b"\x80\x01", b"\xac\x02", b"\xff\x7f", b"\x80\x80\x01",
                 b"\xff" * 8 + b"\x7f", b"\xff" * 9 + b"\x01"]  # fmt: skip
     assert [bytes(g[:n]) for g, n in zip(groups, lengths, strict=True)] == expected
+    small, ones = varints(np.array([0, 5, 127], np.uint64))  # one byte each: a one-column matrix
+    assert small.shape == (3, 1) and small.ravel().tolist() == [0, 5, 127] and ones.tolist() == [1, 1, 1]

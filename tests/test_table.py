@@ -541,3 +541,47 @@ def test_stats_and_the_report_show_each_numeric_columns_spread_and_missing_share
     assert result.exit_code == 0, result.stderr
     page = (tmp_path / "r.html").read_text()
     assert "age: values, missing in 25.0%" in page and "w: values" in page
+
+
+# ---------------------------------------------------------------- the columnar path
+
+
+def test_the_columnar_path_writes_the_bytes_of_the_value_by_value_path(tmp_path):
+    """Batches taken in any order from a table of every kind of column, nulls in each mode,
+    several files and row groups (sliced, chunked arrays): the columns' bytes equal the
+    one serializer's of each row's features."""
+    import decimal
+    import random
+
+    from tfr_convert.converters.base import ColumnBatch
+    from tfr_convert.converters.table import TableConverter, TableOptions
+    from tfr_convert.dataset.example import serialize
+    from tfr_convert.engine.encode import encode_items
+
+    base = arrow_table()
+    extra = pa.table(
+        {
+            "when": pa.array([0, 10**12, None, -5], pa.timestamp("us")),
+            "money": pa.array(
+                [decimal.Decimal("1.50"), None, decimal.Decimal("-3.25"), decimal.Decimal("0")], pa.decimal128(6, 2)
+            ),
+            "cat": pa.array(["x", "y", None, "x"]).dictionary_encode(),
+            "maybe": pa.array([[1, 2], None, [], [3]], pa.list_(pa.int32())),
+            "words": pa.array([["a", "bb"], None, [], ["c" * 200]], pa.list_(pa.large_string())),
+            "big": pa.array([2**40, -(2**62), None, 0], pa.int64()),
+            "half": pa.array([1.5, None, -0.25, 3.0], pa.float16()),
+        }
+    )
+    whole = pa.Table.from_arrays([*base.columns, *extra.columns], names=[*base.column_names, *extra.column_names])
+    for i in range(3):
+        pq.write_table(whole, tmp_path / f"part{i}.parquet", row_group_size=3)
+    paths = [str(tmp_path / f"part{i}.parquet") for i in range(3)]
+    for nulls in ("omit", "fill"):
+        converter = TableConverter(paths, TableOptions(nulls=nulls))
+        rows = list(range(12))
+        random.Random(nulls).shuffle(rows)
+        for batch in (rows, rows[:5], sorted(rows)[3:9]):
+            assert isinstance(converter.columns_of(batch), ColumnBatch)
+            fast = encode_items(converter, batch).blob
+            slow = b"".join(serialize(f) for f in converter.features_of_each(batch))
+            assert bytes(fast) == slow, nulls

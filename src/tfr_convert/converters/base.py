@@ -18,6 +18,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..dataset.example_columns import FeatureColumn
 from ..dataset.features import FeatureSpec
 from ..errors import OptionError, SourceError
 from ..skips import Skips
@@ -121,6 +122,15 @@ class Columns:
     count: int
 
 
+@dataclass(frozen=True)
+class ColumnBatch:
+    """A batch described as one column per feature (a table's rows): what
+    example_columns.serialize_rows lays out."""
+
+    columns: list[FeatureColumn]
+    count: int
+
+
 class Converter(ABC):
     """A source: lists items, assigns splits, declares features, turns items into features.
 
@@ -214,9 +224,10 @@ class Converter(ABC):
         labels (order_quality); None: no label known, no figure."""
         return None
 
-    def columns_of(self, items: list[Hashable]) -> Columns | None:
-        """A whole batch column-wise (the encoder's numpy fast path), or None to
-        encode item by item. Must describe exactly the features of `features_of`."""
+    def columns_of(self, items: list[Hashable]) -> Columns | ColumnBatch | None:
+        """A whole batch column-wise (the encoder's numpy fast paths: groups of
+        near-identical examples, or one column per feature), or None to encode item by
+        item. Must describe exactly the features of `features_of`."""
         return None
 
     def features_of_each(self, items: list[Hashable]) -> list[dict[str, Any]] | None:

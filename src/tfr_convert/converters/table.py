@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from ..dataset.example import INT64
+from ..dataset.example_columns import FeatureColumn
 from ..dataset.features import FeatureSpec
 from ..dataset.splits import SPLIT_NAME, SplitSpec, split_by_ratio
 from ..errors import OptionError, SourceError
@@ -31,11 +33,13 @@ from ..optional import pyarrow
 from ..storage import fs
 from . import arrow_features, table_files
 from .arrow_features import Column, NullInside
-from .base import Converter, SourceContext
+from .base import ColumnBatch, Converter, SourceContext
 from .folders import dataset_name
+from .table_columns import feature_column
 from .table_images import ImagePolicy, TableImages, image_column
 
 NULLS = ("error", "omit", "fill")
+COLUMNAR_BATCH = 16384  # rows per batch when they are encoded column by column
 # Integer labels from this value up must be dense enough (a quarter of 0..max present)
 # to be class indices, as for an images CSV's labels.
 MAX_SPARSE_LABEL = 1000
@@ -81,7 +85,6 @@ class TableOptions:
 class TableConverter(Converter):
     command = "table"
     description = "Rows of a table, one Example each."
-    chunk_size = 1024
 
     def __init__(
         self,
@@ -180,6 +183,9 @@ class TableConverter(Converter):
         sources = [c.source for c in self._columns] + [p.source for p in self._images.columns]
         self._table = pa.table({source: flat[source] for source in sources})
         self._splits = self._split(flat, ok)
+        # rows encoded column by column cost little each: large batches spread a batch's
+        # fixed cost; a row with pictures is a picture's work
+        self.chunk_size = 64 if self._images.columns else COLUMNAR_BATCH
 
     # ------------------------------------------------------------ listing
 
@@ -389,6 +395,24 @@ class TableConverter(Converter):
             pictures = self._table.select([p.source for p in self._images.columns]).slice(int(item), 1)  # type: ignore[call-overload]
             row |= self._images.values(pictures.to_pylist()[0])
         return row
+
+    def columns_of(self, items: list[Hashable]) -> ColumnBatch | None:
+        """The batch column by column (no Python object per row), where every column allows."""
+        if self._images.columns:
+            return None
+        pa = pyarrow("tfr-convert table")
+        taken = self._table.take(pa.array(items, pa.int64()))
+        fill = self._o.nulls == "fill"
+        found = []
+        for column in self._columns:
+            described = feature_column(column, taken.column(column.source), fill)
+            if described is None:
+                return None
+            found.append(described)
+        if self._label_values is not None:
+            labels = self._label_values[np.asarray(items, np.int64)]
+            found.append(FeatureColumn(self._label_name, INT64, labels.astype(np.int64)))
+        return ColumnBatch(found, len(items))
 
     def features_of_each(self, items: list[Hashable]) -> list[dict[str, Any]] | None:
         # pictures one row at a time: what was stored of each is observed right after it

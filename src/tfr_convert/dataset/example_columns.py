@@ -46,16 +46,21 @@ class FeatureColumn:
 
 
 def varints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Base-128 varints of unsigned 64-bit values: ((m, 10) uint8, padded; lengths (m,))."""
+    """Base-128 varints of unsigned 64-bit values: ((m, w) uint8, padded to the longest
+    one's w bytes; lengths (m,))."""
     v = values.astype(np.uint64, copy=False)
     m = len(v)
+    top = int(v.max()) if m else 0
+    width = max(1, (top.bit_length() + 6) // 7)  # the longest varint here: no wider matrix
+    if width == 1:  # every value below 128 (lengths, small ints): each is its own byte
+        return v.astype(np.uint8).reshape(m, 1), np.ones(m, np.int64)
     lengths = np.ones(m, np.int64)
-    for k in range(1, 10):
+    for k in range(1, width):
         lengths += v >= np.uint64(1 << (7 * k))
-    groups = np.empty((m, 10), np.uint8)
-    for k in range(10):
+    groups = np.empty((m, width), np.uint8)
+    for k in range(width):
         groups[:, k] = ((v >> np.uint64(7 * k)) & np.uint64(0x7F)).astype(np.uint8)
-    groups[np.arange(10)[None, :] < (lengths - 1)[:, None]] |= 0x80  # every byte but the last
+    groups[np.arange(width)[None, :] < (lengths - 1)[:, None]] |= 0x80  # every byte but the last
     return groups, lengths
 
 
@@ -99,12 +104,16 @@ class _Rows:
         np.cumsum(sizes[:-1], out=starts[1:])
         out = np.empty(int(sizes.sum()), np.uint8)
         at = starts + head
-        for how, what, lengths in self.parts:
-            if how == "constant":
+        for how, what, lengths in self._fused():
+            if how == "block":  # as long in every row: each row's bytes copied whole
+                block = what  # type: ignore[assignment]
+                if block.shape[1]:
+                    _rows_at(out, block.shape[1])[at] = block
+            elif how == "constant":
                 data = what  # type: ignore[assignment]
                 rows = np.flatnonzero(lengths)
                 if len(rows) and len(data):
-                    out[(at[rows][:, None] + np.arange(len(data))).ravel()] = np.tile(data, len(rows))
+                    _rows_at(out, len(data))[at[rows]] = data
             elif how == "matrix":
                 groups = what  # type: ignore[assignment]
                 width = groups.shape[1]
@@ -119,6 +128,41 @@ class _Rows:
                     out[np.repeat(at - src, lengths) + np.arange(total)] = data[:total]
             at = at + lengths
         return out, sizes
+
+    def _fused(self) -> list[tuple[str, object, np.ndarray]]:
+        """The parts, each run of parts as long in every row made one (n, w) block:
+        a constant, a varint matrix of one width, a run of values of one length."""
+        fused: list[tuple[str, object, np.ndarray]] = []
+        run: list[np.ndarray] = []
+
+        def close() -> None:
+            if run:
+                block = np.concatenate(run, axis=1) if len(run) > 1 else run[0]
+                fused.append(("block", block, np.full(self.n, block.shape[1], np.int64)))
+                run.clear()
+
+        for how, what, lengths in self.parts:
+            width = int(lengths[0]) if self.n else 0
+            if not self.n or (lengths != width).any():
+                close()
+                fused.append((how, what, lengths))
+            elif width == 0:
+                continue  # in no row
+            elif how == "constant":
+                run.append(np.broadcast_to(what, (self.n, width)))  # type: ignore[arg-type]
+            elif how == "matrix":
+                run.append(what[:, :width])  # type: ignore[index]
+            else:
+                run.append(what[: self.n * width].reshape(self.n, width))  # type: ignore[index]
+        close()
+        return fused
+
+
+def _rows_at(out: np.ndarray, width: int) -> np.ndarray:
+    """A view of `out` in which row k is out[k : k + width]: one fancy index on its first
+    axis places whole rows (they overlap, but only those that start somewhere are written)."""
+    rows = max(len(out) - width + 1, 0)
+    return np.lib.stride_tricks.as_strided(out, (rows, width), (1, 1))
 
 
 def _counts(column: FeatureColumn, n: int) -> np.ndarray:
@@ -159,7 +203,7 @@ def _list_payload(column: FeatureColumn, n: int, rows: _Rows | None) -> np.ndarr
         rows.constant(b"\x0a", has)
         rows.varint(packed, has)
         if column.kind == INT64:
-            valid = np.arange(10)[None, :] < widths[:, None]
+            valid = np.arange(groups.shape[1])[None, :] < widths[:, None]
             if kept is not None:
                 valid &= kept[:, None]
             rows.flat(groups[valid], packed)

@@ -24,8 +24,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..converters.base import Columns, Converter
+from ..converters.base import ColumnBatch, Columns, Converter
 from ..dataset.example import serialize, serialized_parts
+from ..dataset.example_columns import serialize_rows
 from ..errors import SourceError, TfrConvertError
 
 _MAX_ONE_BYTE_VARINT = 127
@@ -46,6 +47,9 @@ def encode_items(
 ) -> Encoded:
     """Records of items, in order, each with head/tail bytes of room around its payload."""
     columns = converter.columns_of(list(items))
+    if isinstance(columns, ColumnBatch):
+        blob, sizes = serialize_rows(columns.columns, columns.count, head, tail)
+        return Encoded(memoryview(blob).cast("B"), sizes.tolist(), [], [], [])
     if columns is not None:
         found = encode_columns(columns, head, tail)
         if found is not None:
