@@ -322,3 +322,23 @@ def test_beam_dask_runner_on_two_worker_processes_writes_the_local_engines_bytes
         assert len(pids) == 2 and os.getpid() not in pids  # two processes besides this one
         _beam_on_s3(s3, tmp_path, "--runner=apache_beam.runners.dask.dask_runner.DaskRunner "
                                   f"--dask_client_address={cluster.scheduler_address}", no_tensorflow)  # fmt: skip
+
+
+def test_tables_read_from_s3_give_the_local_runs_shards(s3, tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    src = tmp_path / "tables"
+    (src / "pq").mkdir(parents=True)
+    pq.write_table(pa.table({"x": list(range(30)), "s": [f"r{i}" for i in range(30)]}), src / "pq" / "train.parquet")
+    pq.write_table(pa.table({"x": [100, 101], "s": ["t0", "t1"]}), src / "pq" / "test.parquet")
+    (src / "rows.csv").write_text("x,s\n" + "".join(f"{i},c{i}\n" for i in range(12)))
+    upload_tree(s3.fs, src, f"{s3.name}/tables")
+    for name, args in (("pq", []), ("rows.csv", ["--split", "train=0.5,test=0.5"])):
+        common = [*args, "--workers", 2, "--quiet", "--name", "t"]
+        local = run(s3, "tfr-convert", "table", src / name, "--out", tmp_path / f"local-{name}", *common)
+        remote = run(s3, "tfr-convert", "table", f"{s3.url}/tables/{name}", "--out", f"{s3.url}/out-{name}", *common)
+        assert local.returncode == 0 and remote.returncode == 0, remote.stderr
+        got = download_tree(s3.fs, f"{s3.name}/out-{name}")
+        shards = {k: v for k, v in local_files(tmp_path / f"local-{name}").items() if ".tfrecord-" in k}
+        assert len(shards) == 2 and {k: got[k] for k in shards} == shards

@@ -181,7 +181,8 @@ class TableConverter(Converter):
             self._carry_features(exported[0].get("features"))
         self._keys = self._key_values(flat, ok)
         sources = [c.source for c in self._columns] + [p.source for p in self._images.columns]
-        self._table = pa.table({source: flat[source] for source in sources})
+        # one chunk a column: taking rows from several chunks costs several times more
+        self._table = pa.table({source: flat[source] for source in sources}).combine_chunks()
         self._splits = self._split(flat, ok)
         # rows encoded column by column cost little each: large batches spread a batch's
         # fixed cost; a row with pictures is a picture's work
@@ -400,8 +401,7 @@ class TableConverter(Converter):
         """The batch column by column (no Python object per row), where every column allows."""
         if self._images.columns:
             return None
-        pa = pyarrow("tfr-convert table")
-        taken = self._table.take(pa.array(items, pa.int64()))
+        taken = self._taken(items)
         fill = self._o.nulls == "fill"
         found = []
         for column in self._columns:
@@ -413,6 +413,14 @@ class TableConverter(Converter):
             labels = self._label_values[np.asarray(items, np.int64)]
             found.append(FeatureColumn(self._label_name, INT64, labels.astype(np.int64)))
         return ColumnBatch(found, len(items))
+
+    def _taken(self, items: list[Hashable]) -> Any:
+        """The rows of a batch: a slice where they are a run (an unshuffled split), else taken."""
+        first = int(items[0]) if items else 0  # type: ignore[call-overload]
+        if items and int(items[-1]) - first == len(items) - 1 and items == list(range(first, first + len(items))):  # type: ignore[call-overload]
+            return self._table.slice(first, len(items))
+        pa = pyarrow("tfr-convert table")
+        return self._table.take(pa.array(items, pa.int64()))
 
     def features_of_each(self, items: list[Hashable]) -> list[dict[str, Any]] | None:
         # pictures one row at a time: what was stored of each is observed right after it
@@ -426,8 +434,7 @@ class TableConverter(Converter):
 
     def _rows(self, items: list[Hashable]) -> list[dict[str, Any]]:
         """The features of rows but their pictures', taken from the table together."""
-        pa = pyarrow("tfr-convert table")
-        taken = self._table.take(pa.array(items, pa.int64()))
+        taken = self._taken(items)
         rows: list[dict[str, Any]] = [{} for _ in items]
         fill = self._o.nulls == "fill"
         for column in self._columns:

@@ -67,7 +67,10 @@ def varints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _varint_width(n: np.ndarray) -> np.ndarray:
     """Bytes of the varint of each (non-negative) length."""
     width = np.ones(len(n), np.int64)
+    top = int(n.max()) if len(n) else 0
     for k in range(1, 10):
+        if top < 1 << (7 * k):
+            break
         width += n >= (1 << (7 * k))
     return width
 
@@ -92,6 +95,11 @@ class _Rows:
     def flat(self, data: np.ndarray, lengths: np.ndarray) -> None:
         """Each row's own bytes: `data` holds them row after row, `lengths` long each."""
         self._add("flat", data, lengths)
+
+    def extend(self, other: _Rows) -> None:
+        """The other rows' runs after these (row by row)."""
+        self.parts += other.parts
+        self.lengths += other.lengths
 
     def _add(self, how: str, what: object, lengths: np.ndarray) -> None:
         self.parts.append((how, what, lengths))
@@ -178,8 +186,9 @@ def _row_sums(per_value: np.ndarray, offsets: np.ndarray | None) -> np.ndarray:
     return sums[offsets[1:]] - sums[offsets[:-1]]
 
 
-def _list_payload(column: FeatureColumn, n: int, rows: _Rows | None) -> np.ndarray:
-    """Each row's list message length; with `rows`, its bytes appended there."""
+def _list_payload(column: FeatureColumn, n: int) -> _Rows:
+    """Each row's list message."""
+    rows = _Rows(n)
     count = _counts(column, n)
     present = column.present if column.present is not None else np.ones(n, bool)
     # the values of rows that lack the feature are not written
@@ -189,28 +198,25 @@ def _list_payload(column: FeatureColumn, n: int, rows: _Rows | None) -> np.ndarr
         value_lengths = np.diff(column.value_offsets).astype(np.int64)
         per_value = 1 + _varint_width(value_lengths) + value_lengths
         lengths = np.where(present, _row_sums(per_value, column.offsets), 0)
-        if rows is not None:
-            rows.flat(_bytes_fields(column, value_lengths, per_value, kept), lengths)
-        return lengths
+        rows.flat(_bytes_fields(column, value_lengths, per_value, kept), lengths)
+        return rows
     if column.kind == INT64:
         groups, widths = varints(column.values.astype(np.int64, copy=False).view(np.uint64))
         packed = np.where(present, _row_sums(widths, column.offsets), 0)
     else:
         packed = np.where(present, count * 4, 0)
     has = present & (count > 0)
-    lengths = np.where(has, 1 + _varint_width(packed) + packed, 0)
-    if rows is not None:
-        rows.constant(b"\x0a", has)
-        rows.varint(packed, has)
-        if column.kind == INT64:
-            valid = np.arange(groups.shape[1])[None, :] < widths[:, None]
-            if kept is not None:
-                valid &= kept[:, None]
-            rows.flat(groups[valid], packed)
-        else:
-            values = column.values if kept is None else column.values[kept]
-            rows.flat(values.astype("<f4").view(np.uint8), packed)
-    return lengths
+    rows.constant(b"\x0a", has)
+    rows.varint(packed, has)
+    if column.kind == INT64:
+        valid = np.arange(groups.shape[1])[None, :] < widths[:, None]
+        if kept is not None:
+            valid &= kept[:, None]
+        rows.flat(groups[valid], packed)
+    else:
+        values = column.values if kept is None else column.values[kept]
+        rows.flat(values.astype("<f4").view(np.uint8), packed)
+    return rows
 
 
 def _bytes_fields(
@@ -231,7 +237,8 @@ def _bytes_fields(
 def _entry(rows: _Rows, column: FeatureColumn, n: int) -> None:
     """The column's map entry in every row that has the feature."""
     present = column.present
-    listed = _list_payload(column, n, None)
+    payload = _list_payload(column, n)
+    listed = payload.lengths
     feature = 1 + _varint_width(listed) + listed
     key = key_field(column.name)
     entry = len(key) + 1 + _varint_width(feature) + feature
@@ -241,7 +248,7 @@ def _entry(rows: _Rows, column: FeatureColumn, n: int) -> None:
     rows.varint(feature, present)
     rows.constant(bytes([_TAG[column.kind]]), present)
     rows.varint(listed, present)
-    _list_payload(column, n, rows)
+    rows.extend(payload)
 
 
 def serialize_rows(columns: list[FeatureColumn], n: int, head: int = 0, tail: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -254,6 +261,5 @@ def serialize_rows(columns: list[FeatureColumn], n: int, head: int = 0, tail: in
     rows = _Rows(n)
     rows.constant(b"\x0a")
     rows.varint(body.lengths)
-    rows.parts += body.parts
-    rows.lengths += body.lengths
+    rows.extend(body)
     return rows.laid_out(head, tail)

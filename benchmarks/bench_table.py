@@ -1,0 +1,153 @@
+"""tfr-convert table on a numeric Parquet file against the loop people write
+(`pd.read_parquet` + `df.iterrows()` + `tf.train.Example` + `TFRecordWriter`) and a
+floor that reads the Parquet with pyarrow and writes as many bytes as our output holds.
+
+    python benchmarks/bench_table.py [--rows 1000000] [--loop-rows 20000] [--repeat 3]
+                                     [--rss-rows 0]
+
+The table: --rows rows of 20 columns (10 int64 of mixed widths, 10 float32), one file.
+Ours runs as a user types it (process start included), in the loop's order
+(--no-shuffle) on 1 worker and on every core, and with its default shuffle. The loop
+runs on the first --loop-rows rows and is scaled to --rows: its start (imports) once,
+its per-row time times rows (a million-row loop takes minutes). The floor: a Python
+process that imports pyarrow, reads the file and writes as many bytes as ours wrote.
+Medians of --repeat interleaved rounds; peak RSS of ours from the kernel (ru_maxrss).
+--rss-rows N also reports our peak RSS on an N-row table (one run).
+
+What it prints is written to benchmarks/results/table.md too (common.recorded), with the
+date, the machine and the command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from common import SCRIPTS, compile_package, measure, recorded
+
+LOOP = r"""
+import sys, time
+import pandas as pd
+import tensorflow as tf
+src, out, rows = sys.argv[1], sys.argv[2], int(sys.argv[3])
+started = time.perf_counter()
+df = pd.read_parquet(src).head(rows)
+with tf.io.TFRecordWriter(out) as writer:
+    for _, row in df.iterrows():
+        feature = {}
+        for name, value in row.items():
+            if name.startswith("i"):
+                feature[name] = tf.train.Feature(int64_list=tf.train.Int64List(value=[int(value)]))
+            else:
+                feature[name] = tf.train.Feature(float_list=tf.train.FloatList(value=[float(value)]))
+        writer.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
+print(time.perf_counter() - started)
+"""
+
+FLOOR = r"""
+import sys
+import pyarrow.parquet as pq
+src, out, size = sys.argv[1], sys.argv[2], int(sys.argv[3])
+table = pq.read_table(src)
+chunk = bytes(16 << 20)
+with open(out, "wb") as f:
+    while size > 0:
+        f.write(chunk[: min(size, len(chunk))])
+        size -= len(chunk)
+"""
+
+
+def make_table(path: Path, rows: int) -> None:
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(0)
+    columns = {}
+    for i in range(10):  # ints of 1 to 10 varint bytes: counts, ids, negatives
+        columns[f"i{i}"] = rng.integers(-(10 ** (i % 5)), 10 ** (2 + i), rows, dtype=np.int64)
+    for i in range(10):
+        columns[f"f{i}"] = rng.standard_normal(rows).astype(np.float32)
+    pq.write_table(pa.table(columns), path, row_group_size=1 << 17)
+
+
+def output_bytes(out: Path) -> int:
+    return sum(p.stat().st_size for p in out.iterdir() if ".tfrecord-" in p.name)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--loop-rows", type=int, default=20_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--rss-rows", type=int, default=0)
+    parser.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "tfr-convert-bench-table"))
+    args = parser.parse_args()
+    compile_package()
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    src = work / f"numbers-{args.rows}.parquet"
+    if not src.exists():
+        make_table(src, args.rows)
+    convert = str(SCRIPTS / "tfr-convert")
+    ours = {
+        "tfr-convert table, 1 worker, --no-shuffle": ["--workers", "1", "--no-shuffle"],
+        f"tfr-convert table, {os.cpu_count()} workers, --no-shuffle": ["--no-shuffle"],
+        f"tfr-convert table, {os.cpu_count()} workers (default: shuffled)": [],
+    }
+    times: dict[str, list[float]] = {name: [] for name in [*ours, "loop (scaled)", "floor"]}
+    rss: dict[str, int] = {}
+    size = 0
+    for _ in range(args.repeat):
+        for name, extra in ours.items():
+            out = work / "out"
+            shutil.rmtree(out, ignore_errors=True)
+            seconds, peak = measure([convert, "table", src, "--out", out, "--quiet", *extra], inputs=[src])
+            times[name].append(seconds)
+            rss[name] = max(rss.get(name, 0), peak)
+            size = output_bytes(out)
+        loop_out = work / "loop.tfrecord"
+        started = time.perf_counter()
+        result = subprocess.run(
+            [sys.executable, "-c", LOOP, str(src), str(loop_out), str(args.loop_rows)],
+            check=True, capture_output=True, text=True,
+        )  # fmt: skip
+        whole = time.perf_counter() - started
+        per_rows = float(result.stdout.split()[-1])
+        times["loop (scaled)"].append(whole - per_rows + per_rows * args.rows / args.loop_rows)
+        seconds, _ = measure([sys.executable, "-c", FLOOR, src, work / "floor.bin", str(size)], inputs=[src])
+        times["floor"].append(seconds)
+    loop = statistics.median(times["loop (scaled)"])
+    floor = statistics.median(times["floor"])
+    print(f"{args.rows:,} rows x 20 columns (10 int64, 10 float32), Parquet {src.stat().st_size / 2**20:.1f} MiB; "
+          f"our output {size / 2**20:.1f} MiB; medians of {args.repeat}")  # fmt: skip
+    print()
+    print("| contender | time | vs the loop | vs the floor | peak RSS |")
+    print("|---|---|---|---|---|")
+    for name, values in times.items():
+        t = statistics.median(values)
+        memory = f"{rss[name] / 1024:.0f} MiB" if name in rss else ""
+        print(f"| {name} | {t:.2f} s | {loop / t:.1f}x | {t / floor:.2f}x | {memory} |")
+    print()
+    print(f"the loop ran on {args.loop_rows:,} rows and is scaled to {args.rows:,} (its start once)")
+    if args.rss_rows:
+        big = work / f"numbers-{args.rss_rows}.parquet"
+        if not big.exists():
+            make_table(big, args.rss_rows)
+        out = work / "out-big"
+        shutil.rmtree(out, ignore_errors=True)
+        seconds, peak = measure([convert, "table", big, "--out", out, "--quiet", "--no-shuffle"], inputs=[big])
+        print(f"{args.rss_rows:,} rows: {seconds:.1f} s, peak RSS {peak / 1024:.0f} MiB")
+        shutil.rmtree(out, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    with recorded("table"):
+        main()
