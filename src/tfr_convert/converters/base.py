@@ -18,13 +18,14 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..dataset.example_columns import FeatureColumn
 from ..dataset.features import FeatureSpec
 from ..errors import OptionError, SourceError
 from ..skips import Skips
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from ..dataset.example_columns import FeatureColumn
 
 #: how the published datasets' converters (mnist, cifar) store pixels: uint8 bytes or PNG
 PUBLISHED_FORMATS = ("raw", "png")

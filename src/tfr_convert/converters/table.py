@@ -183,6 +183,11 @@ class TableConverter(Converter):
         sources = [c.source for c in self._columns] + [p.source for p in self._images.columns]
         # one chunk a column: taking rows from several chunks costs several times more
         self._table = pa.table({source: flat[source] for source in sources}).combine_chunks()
+        # what the manifest says of each input, now: their tables are let go (the rows
+        # written are in self._table, one copy)
+        self._sources = [_described(part) for part in self._parts]
+        for part in self._parts:
+            part.table = None
         self._splits = self._split(flat, ok)
         # rows encoded column by column cost little each: large batches spread a batch's
         # fixed cost; a row with pictures is a picture's work
@@ -463,23 +468,7 @@ class TableConverter(Converter):
         return [part.path for part in self._parts if part.kind != "python"]
 
     def sources(self) -> list[dict[str, Any]]:
-        found = []
-        for part in self._parts:
-            if part.kind == "python":  # no file: its rows' digest, so that --resume knows other data
-                found.append({"data": part.path, "rows": part.table.num_rows, "sha256": _digest(part.table)})
-                continue
-            data = fs.read_bytes(part.path)
-            found.append(
-                {
-                    "file": part.path,
-                    "kind": part.kind,
-                    "split": part.split,
-                    "rows": part.table.num_rows,
-                    "bytes": len(data),
-                    "sha256": hashlib.sha256(data).hexdigest(),
-                }
-            )
-        return found
+        return self._sources
 
     def options(self) -> dict[str, Any]:
         o = self._o
@@ -512,6 +501,26 @@ def _joined(parts: list[table_files.Part]) -> Any:
         return pa.concat_tables([p.table for p in parts], promote_options="permissive")
     except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
         raise SourceError(f"{first.path} and the other tables have columns of different types ({e})") from None
+
+
+def _described(part: table_files.Part) -> dict[str, Any]:
+    """An input as the manifest names it: its file's size and sha256 (or, for a table
+    handed over in memory, its rows' digest, so that --resume knows other data)."""
+    if part.kind == "python":
+        return {"data": part.path, "rows": part.table.num_rows, "sha256": _digest(part.table)}
+    digest, size = hashlib.sha256(), 0
+    with fs.open_input(part.path) as f:  # in pieces: a large file is never held whole
+        while chunk := f.read(8 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+    return {
+        "file": part.path,
+        "kind": part.kind,
+        "split": part.split,
+        "rows": part.table.num_rows,
+        "bytes": size,
+        "sha256": digest.hexdigest(),
+    }
 
 
 def _digest(table: Any) -> str:

@@ -37,7 +37,7 @@ class Part:
 
     path: str
     split: str | None
-    table: Any  # pyarrow.Table
+    table: Any  # pyarrow.Table (None once the converter has joined the parts)
     kind: str  # csv, parquet, jsonl, arrow, huggingface, python (tables handed to write())
     lines: list[int] | None = None  # a CSV's line of each row, for messages
     #: what `tfr-export --to parquet` wrote into the file's metadata (a dataset's name,

@@ -27,7 +27,7 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .. import containers
-from ..converters.base import Converter
+from ..converters.base import Columns, Converter
 from ..errors import Interrupted, WorkerLost, signal_number
 from ..output.journal import Progress, Tally
 from ..output.opening import open_output
@@ -118,10 +118,13 @@ def _encoded(
 
 
 def _runs_inline(converter: Converter, plan: dict[str, list[Hashable]], workers: int) -> bool:
+    """Whether batches are encoded here alone: one worker, or groups of near-identical
+    examples (a template and a numpy copy per batch: cheaper than sending the batch
+    back from a worker). Rows encoded column by column cost more: workers share them."""
     if workers <= 1:
         return True
     sample = next((items[:1] for items in plan.values() if items), None)
-    return sample is None or converter.columns_of(sample) is not None
+    return sample is None or isinstance(converter.columns_of(sample), Columns)
 
 
 def _pool(
