@@ -44,7 +44,7 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
     ),
     "jpeg_check": ("src/tfr_convert/converters/jpeg_check.py", ["tests/test_jpeg_check.py"]),
     "png_check": ("src/tfr_convert/converters/png_check.py", ["tests/test_png_check.py"]),
-    "splits": ("src/tfr_convert/dataset/splits.py", ["tests/test_shards_splits.py"]),
+    "splits": ("src/tfr_convert/dataset/splits.py", ["tests/test_shards_splits.py", "tests/test_records_split.py"]),
     "shards": ("src/tfr_convert/output/shards.py", ["tests/test_shards_splits.py"]),
 }
 
