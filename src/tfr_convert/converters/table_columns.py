@@ -68,9 +68,9 @@ def _scalars(column: Column, array: Any, fill: bool) -> tuple[np.ndarray, np.nda
     if column.kind == "int":
         if pa.types.is_temporal(t):  # the number Arrow stores, through the integer of its width
             array = pc.cast(array, pa.int32() if t.bit_width == 32 else pa.int64())
-        return pc.cast(array, pa.int64()).fill_null(0).to_numpy(zero_copy_only=False), None
+        return _numbers(pc.cast(array, pa.int64()), 0), None
     if column.kind == "float":
-        return pc.cast(array, pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False), None
+        return _numbers(pc.cast(array, pa.float64()), 0.0), None
     if pa.types.is_decimal(t):
         array = pc.cast(array, pa.string())
     array = pc.cast(array, pa.large_binary())
@@ -80,3 +80,8 @@ def _scalars(column: Column, array: Any, fill: bool) -> tuple[np.ndarray, np.nda
     offsets = np.frombuffer(buffers[1], np.int64)[array.offset : array.offset + len(array) + 1]
     data = np.frombuffer(buffers[2], np.uint8) if buffers[2] is not None else np.zeros(0, np.uint8)
     return data, offsets
+
+
+def _numbers(array: Any, zero: Any) -> np.ndarray:
+    """An array of numbers as numpy (without a copy where it has no null; nulls as zero)."""
+    return (array.fill_null(zero) if array.null_count else array).to_numpy(zero_copy_only=False)

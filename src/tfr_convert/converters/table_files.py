@@ -156,8 +156,11 @@ def _parquet(path: str) -> Part:
     """A Parquet file; one that tfr-export wrote names its split and its dataset."""
     pa = pyarrow("tfr-convert table")
     try:
-        with fs.open_input(path) as f:
-            table = pa.parquet.read_table(f)
+        if fs.is_remote(path):  # in ranges, through fsspec
+            with fs.open_input(path) as f:
+                table = pa.parquet.read_table(f)
+        else:  # by name: pyarrow's own reader, several times faster than through a file object
+            table = pa.parquet.read_table(path)
     except pa.ArrowInvalid as e:
         raise SourceError(f"{path}: {_arrow_message(e)}") from None
     exported = _exported(path, (table.schema.metadata or {}).get(b"tfr_convert"))

@@ -24,6 +24,8 @@ import numpy as np
 from .example import BYTES, FLOAT, INT64, key_field, key_order
 
 _TAG = {BYTES: 0x0A, FLOAT: 0x12, INT64: 0x1A}
+# the smallest value of each varint length past one byte: 2**7, 2**14, ... 2**63
+_VARINT_STEPS = np.array([1 << (7 * k) for k in range(1, 10)], np.uint64)
 
 
 @dataclass(frozen=True)
@@ -54,9 +56,7 @@ def varints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     width = max(1, (top.bit_length() + 6) // 7)  # the longest varint here: no wider matrix
     if width == 1:  # every value below 128 (lengths, small ints): each is its own byte
         return v.astype(np.uint8).reshape(m, 1), np.ones(m, np.int64)
-    lengths = np.ones(m, np.int64)
-    for k in range(1, width):
-        lengths += v >= np.uint64(1 << (7 * k))
+    lengths = np.searchsorted(_VARINT_STEPS[: width - 1], v, side="right").astype(np.int64) + 1
     groups = np.empty((m, width), np.uint8)
     for k in range(width):
         groups[:, k] = ((v >> np.uint64(7 * k)) & np.uint64(0x7F)).astype(np.uint8)
