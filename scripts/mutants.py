@@ -46,6 +46,9 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
     "png_check": ("src/tfr_convert/converters/png_check.py", ["tests/test_png_check.py"]),
     "splits": ("src/tfr_convert/dataset/splits.py", ["tests/test_shards_splits.py", "tests/test_records_split.py"]),
     "shards": ("src/tfr_convert/output/shards.py", ["tests/test_shards_splits.py"]),
+    "example_columns": ("src/tfr_convert/dataset/example_columns.py", ["tests/test_example_columns.py"]),
+    "fingerprints": ("src/tfr_convert/storage/fingerprints.py", ["tests/test_fingerprints.py"]),
+    "remote_lock": ("src/tfr_convert/output/remote_lock.py", ["tests/test_stores.py"]),
 }
 
 # (module name, the mutated line as it reads, stripped, operator) -> why the mutant cannot
