@@ -44,7 +44,10 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
     ),
     "jpeg_check": ("src/tfr_convert/converters/jpeg_check.py", ["tests/test_jpeg_check.py"]),
     "png_check": ("src/tfr_convert/converters/png_check.py", ["tests/test_png_check.py"]),
-    "splits": ("src/tfr_convert/dataset/splits.py", ["tests/test_shards_splits.py", "tests/test_records_split.py"]),
+    "splits": (
+        "src/tfr_convert/dataset/splits.py",
+        ["tests/test_seams.py", "tests/test_shards_splits.py", "tests/test_records_split.py"],
+    ),
     "shards": ("src/tfr_convert/output/shards.py", ["tests/test_shards_splits.py"]),
     "example_columns": ("src/tfr_convert/dataset/example_columns.py", ["tests/test_example_columns.py"]),
     "fingerprints": ("src/tfr_convert/storage/fingerprints.py", ["tests/test_fingerprints.py"]),
@@ -80,6 +83,11 @@ for _line in (
         EQUIVALENT["crc", _line, _operator] = (
             "the two shifted halves of a 32-bit rotation have no bit in common, so OR, ADD and XOR agree"
         )
+EQUIVALENT["splits", "for g in sorted(groups, key=lambda g: (-len(members[g]), rank_key(g))):",
+           "ReplaceUnaryOperator_USub_Invert"] = "~n is -n - 1: the groups sort in the same order, largest first"  # fmt: skip
+EQUIVALENT["fingerprints", "if now == _MISSING:", "ReplaceComparisonOperator_Eq_LtE"] = (
+    "a listed or stat'ed file's size is 0 or more, so no entry but the missing one's is <= (-1, -1, -1)"
+)
 EQUIVALENT["crc", "crcs = crcs.astype(np.uint32, copy=False)", "ReplaceFalseWithTrue"] = (
     "astype(copy=True) copies the same values; the copy is never written to"
 )

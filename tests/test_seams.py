@@ -325,3 +325,31 @@ def test_a_skip_kind_keeps_names_and_paths_whole_taking_out_only_numbers_standin
     assert kind_of("imagenet10/train/0042.jpg: 3 bands, not 1 or 3") == "imagenet10/train/0042.jpg: N bands, not N or N"
     assert kind_of("record 12 at byte offset 345: (size 1024x768)") == "record N at byte offset N: (size 1024x768)"
     assert kind_of("resolves to /data/set10/a.png, outside") == "resolves to PATH, outside"
+
+
+def test_leftover_examples_go_to_the_largest_remainders_ties_to_the_first_named():
+    from tfr_convert.dataset.splits import exact_counts
+
+    assert exact_counts(10, [0.25, 0.35, 0.4]) == [3, 3, 4]  # 2.5, 3.5, 4.0: the tie goes to the first
+    assert exact_counts(10, [0.34, 0.33, 0.33]) == [4, 3, 3]
+    assert exact_counts(7, [0.5, 0.5]) == [4, 3]
+
+
+def test_carving_none_takes_none():
+    from tfr_convert.dataset.splits import carve
+
+    assert carve(list("abc"), 0, str, 0, "validation") == ([], list("abc"))
+    with pytest.raises(SourceError, match="only 3"):
+        carve(list("abc"), 4, str, 0, "validation")
+
+
+def test_a_tie_in_how_far_splits_are_below_target_goes_to_the_split_named_first():
+    """Two groups of one size, two halves: the group ranked first by the seed goes to the
+    first split (both are equally far below their targets when it is placed)."""
+    from tfr_convert.dataset.splits import rank
+
+    spec = SplitSpec.parse("a=0.5,b=0.5")
+    for seed in range(5):
+        splits = assign_groups_by_ratio(["x1", "y1"], ["x", "y"], spec, seed)
+        first = min(("x", "y"), key=lambda g: rank(seed, "group split", g))
+        assert splits["a"] == [f"{first}1"], seed
