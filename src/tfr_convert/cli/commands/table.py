@@ -27,7 +27,7 @@ CONVERTERS = ("tfr_convert.converters.table:TableConverter",)
 @click.option("--delimiter", type=Delimiter(), help="A CSV's separator: , ; tab | [default: detected].")
 @click.option("--columns", type=ColumnNames(), multiple=True, help="Only these columns become features (a,b,c).")
 @click.option("--drop", type=ColumnNames(), multiple=True, help="These columns do not become features (a,b,c).")
-@click.option("--rename", type=Rename(), multiple=True, help="OLD=NEW: write column OLD as feature NEW (repeatable).")
+@click.option("--rename", type=Rename(), multiple=True, help="Write column OLD as feature NEW (repeatable).")
 @click.option(
     "--nulls",
     type=click.Choice(["error", "omit", "fill"]),
@@ -41,7 +41,7 @@ CONVERTERS = ("tfr_convert.converters.table:TableConverter",)
 @click.option(
     "--label-names",
     type=LocalOrRemotePath(exists=True, dir_okay=False),
-    help="A file of class names, one per line, for an integer --label-column (line N names class N-1... from 0).",
+    help="A file of class names, one per line (the first names class 0), for an integer --label-column.",
 )
 @split_options("Keep --label-column's proportions in every split.")
 @click.option("--split-column", help="The column naming each row's split (it is not written as a feature).")
