@@ -190,3 +190,95 @@ def test_only_one_of_two_takes_a_memory_lock_and_release_frees_it():
     second.acquire("memory://held")
     second.release()
     assert not fs.exists("memory://held/lock")
+
+
+def test_the_lease_comes_from_the_environment_at_least_a_second_else_the_default(monkeypatch):
+    from tfr_convert.output.remote_lock import DEFAULT_LEASE, LEASE_ENV, lease_seconds
+
+    assert DEFAULT_LEASE == 120.0
+    monkeypatch.delenv(LEASE_ENV, raising=False)
+    assert lease_seconds() == 120.0
+    for value, lease in (("30", 30.0), ("0.1", 1.0), ("soon", 120.0)):
+        monkeypatch.setenv(LEASE_ENV, value)
+        assert lease_seconds() == lease
+
+
+def test_a_process_is_named_by_its_pid_and_start_and_the_machine_by_its_boot():
+    from tfr_convert.output.remote_lock import _boot_id, _process_start
+
+    mine = _process_start(os.getpid())
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(5)"])
+    try:
+        theirs = _process_start(child.pid)
+    finally:
+        child.kill()
+        child.wait()
+    assert mine.isdigit() and theirs.isdigit() and int(theirs) >= int(mine)  # clock ticks since boot
+    assert _process_start(child.pid) is None  # gone
+    with open("/proc/sys/kernel/random/boot_id") as f:
+        assert _boot_id() == f.read().strip() != ""
+
+
+def dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_only_this_machines_dead_holders_are_stale_at_once_others_when_their_lease_is_out():
+    from tfr_convert.output.remote_lock import RemoteLock
+
+    lock = RemoteLock("memory://stale/lock")
+    dead = dict(lock.me, pid=dead_pid(), run="other")
+    fresh, unknown = {"created": time.time()}, {}
+    assert lock._stale(dead, fresh)
+    assert not lock._stale(dict(dead, boot="another boot"), fresh)  # rebooted since: by its lease only
+    assert not lock._stale(dict(dead, host="elsewhere"), fresh)
+    assert not lock._stale(dict(dead, pid=str(dead["pid"])), fresh)  # not a pid: by its lease only
+    assert not lock._stale(dict(dead, host="elsewhere"), unknown)  # no time known: never stale
+    assert lock._stale(dict(dead, host="elsewhere"), {"created": time.time() - lock.lease - 5})
+
+
+def test_a_dead_runs_lock_is_taken_over_and_a_garbled_lock_is_held_by_someone(monkeypatch):
+    from tfr_convert.errors import OutputError
+    from tfr_convert.output.remote_lock import RemoteLock
+
+    path = f"memory://takeover-{os.getpid()}/lock"
+    lock = RemoteLock(path)
+    fs.put_bytes(path, json.dumps(dict(lock.me, pid=dead_pid(), run="killed")).encode())
+    lock.acquire("out")
+    try:
+        assert json.loads(fs.read_bytes(path))["run"] == lock.me["run"]
+    finally:
+        lock.release()
+    assert not fs.exists(path)
+    for garbled in (b"not json", b"[1, 2]"):
+        fs.put_bytes(path, garbled)
+        with pytest.raises(OutputError, match=r"another tfr-convert run \(pid \? on \?, since (1970-01-01|1969-12-31)"):
+            RemoteLock(path).acquire("out")
+    fs.remove(path)
+
+
+def test_a_held_lock_is_renewed_and_one_taken_over_is_noticed_and_left_alone(monkeypatch):
+    from tfr_convert.errors import OutputError
+    from tfr_convert.output.remote_lock import LEASE_ENV, RemoteLock
+
+    monkeypatch.setenv(LEASE_ENV, "1")  # renewed every quarter second
+    path = f"memory://renewed-{os.getpid()}/lock"
+    lock = RemoteLock(path)
+    lock.acquire("out")
+    first = json.loads(fs.read_bytes(path))
+    deadline = time.time() + 5
+    while json.loads(fs.read_bytes(path))["renewed"] == first["renewed"] and time.time() < deadline:
+        time.sleep(0.1)
+    assert json.loads(fs.read_bytes(path))["renewed"] > first["renewed"]
+    lock.check()  # still this run's
+    other = dict(first, run="another run")
+    fs.put_bytes(path, json.dumps(other).encode())
+    while lock.lost is None and time.time() < deadline + 5:
+        time.sleep(0.05)
+    with pytest.raises(OutputError, match="another run took this output's lock over"):
+        lock.check()
+    lock.release()
+    assert json.loads(fs.read_bytes(path))["run"] == "another run"  # not removed: not ours
+    fs.remove(path)
