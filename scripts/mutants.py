@@ -88,6 +88,13 @@ EQUIVALENT["splits", "for g in sorted(groups, key=lambda g: (-len(members[g]), r
 EQUIVALENT["fingerprints", "if now == _MISSING:", "ReplaceComparisonOperator_Eq_LtE"] = (
     "a listed or stat'ed file's size is 0 or more, so no entry but the missing one's is <= (-1, -1, -1)"
 )
+_STALE_BY_LEASE = "return modified is not None and time.time() - modified > self.lease"
+EQUIVALENT["remote_lock", _STALE_BY_LEASE, "ReplaceBinaryOperator_Sub_Mod"] = (
+    "t % m is t - m whenever m <= t < 2m: for any last-modified time after half of now since the epoch"
+)
+EQUIVALENT["remote_lock", _STALE_BY_LEASE, "ReplaceComparisonOperator_Gt_GtE"] = (
+    "the two differ only when exactly LEASE seconds have passed, to the last bit of a float clock"
+)
 EQUIVALENT["crc", "crcs = crcs.astype(np.uint32, copy=False)", "ReplaceFalseWithTrue"] = (
     "astype(copy=True) copies the same values; the copy is never written to"
 )
