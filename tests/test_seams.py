@@ -353,3 +353,78 @@ def test_a_tie_in_how_far_splits_are_below_target_goes_to_the_split_named_first(
         splits = assign_groups_by_ratio(["x1", "y1"], ["x", "y"], spec, seed)
         first = min(("x", "y"), key=lambda g: rank(seed, "group split", g))
         assert splits["a"] == [f"{first}1"], seed
+
+
+def test_a_split_spec_is_checked_whole_and_is_a_frozen_value():
+    import dataclasses
+
+    for text, why in (
+        ("train0.8", "'train0.8' is not NAME=FRACTION"),
+        ("1x=0.5,b=0.5", "'1x=0.5' is not NAME=FRACTION"),
+        ("a=x", "'x' is not a number"),
+        ("a=0,b=1", "fraction 0 of a is not in (0, 1]"),
+        ("a=1.5", "fraction 1.5 of a is not in (0, 1]"),
+        ("a=0.5,a=0.5", "a split is named twice"),
+        ("a=0.5,b=0.6", "fractions add up to 1.1, not 1"),
+        ("a=0.5,b=0.4999", "fractions add up to 0.9999, not 1"),
+    ):
+        with pytest.raises(ValueError) as bad:
+            SplitSpec.parse(text)
+        assert str(bad.value) == why, text
+    assert SplitSpec.parse("a=1").ratios == (("a", 1.0),)
+    assert SplitSpec.parse("a=0.3333333,b=0.6666667").describe() == {"a": 0.3333333, "b": 0.6666667}
+    spec = SplitSpec.parse("a=0.5,b=0.5")
+    assert spec == SplitSpec.parse("a=0.5, b=0.5") and hash(spec) == hash(SplitSpec.parse("a=0.5,b=0.5"))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        spec.ratios = ()
+
+
+def test_leftovers_follow_the_remainders_even_where_a_share_rounds_down_to_none():
+    from tfr_convert.dataset.splits import exact_counts
+
+    assert exact_counts(3, [0.5, 0.25, 0.25]) == [1, 1, 1]  # 1.5, 0.75, 0.75
+    assert exact_counts(10, [0.31, 0.39, 0.3]) == [3, 4, 3]  # the largest remainder is the second
+
+
+def test_carving_checks_its_count_every_way():
+    from tfr_convert.dataset.splits import carve
+
+    assert carve(list("abc"), 3, str, 0, "validation") == (list("abc"), [])
+    with pytest.raises(SourceError):
+        carve(list("abc"), -1, str, 0, "validation")
+
+
+def test_tied_ranks_keep_the_source_order():
+    import numpy as np
+
+    from tfr_convert.dataset.splits import rank_order
+
+    ranks = np.array([i % 3 for i in range(1000)], np.uint64)  # numpy's default sort is not stable here
+    assert rank_order(ranks).tolist() == np.argsort(ranks, kind="stable").tolist()
+    distinct = np.array([9, 2, 7, 1], np.uint64)
+    assert rank_order(distinct).tolist() == [3, 1, 2, 0]
+
+
+def test_two_items_with_one_key_are_named_both_whatever_objects_the_keys_are():
+    from tfr_convert.dataset.splits import SharedKey, seeded_order
+
+    items = ["a#1", "b#1", "a#2"]
+    with pytest.raises(SharedKey) as shared:
+        seeded_order(items, lambda item: item.split("#")[0], 0, "shuffle")  # a new string each call
+    assert {shared.value.first, shared.value.second} == {"a#1", "a#2"} and shared.value.key == "a"
+
+
+def test_the_largest_group_is_placed_first():
+    """One group of five and five of one, halves: the five go first (a tie: to the first
+    half), the ones fill the other; by rank alone the ones would spread over both."""
+    for seed in range(5):
+        groups = ["big"] * 5 + [f"one{i}" for i in range(5)]
+        items = list(range(10))
+        splits = assign_groups_by_ratio(items, groups, SplitSpec.parse("a=0.5,b=0.5"), seed)
+        assert splits == {"a": [0, 1, 2, 3, 4], "b": [5, 6, 7, 8, 9]}, seed
+
+
+def test_assign_without_a_validation_size_carves_nothing():
+    from tfr_convert.dataset.splits import assign
+
+    assert assign({"train": list("abc")}, str, seed=0, shuffle=False) == {"train": list("abc")}

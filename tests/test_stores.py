@@ -207,6 +207,8 @@ def test_a_process_is_named_by_its_pid_and_start_and_the_machine_by_its_boot():
     from tfr_convert.output.remote_lock import _boot_id, _process_start
 
     mine = _process_start(os.getpid())
+    with open("/proc/uptime") as f:
+        uptime = float(f.read().split()[0])  # seconds since boot, as the child starts
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(5)"])
     try:
         theirs = _process_start(child.pid)
@@ -214,6 +216,7 @@ def test_a_process_is_named_by_its_pid_and_start_and_the_machine_by_its_boot():
         child.kill()
         child.wait()
     assert mine.isdigit() and theirs.isdigit() and int(theirs) > int(mine)  # clock ticks since boot
+    assert abs(int(theirs) / os.sysconf("SC_CLK_TCK") - uptime) < 5
     assert _process_start(child.pid) is None  # gone
     with open("/proc/sys/kernel/random/boot_id") as f:
         assert _boot_id() == f.read().strip() != ""
@@ -233,6 +236,7 @@ def test_only_this_machines_dead_holders_are_stale_at_once_others_when_their_lea
     fresh, unknown = {"created": time.time()}, {}
     assert lock._stale(dead, fresh)
     assert not lock._stale(dict(dead, boot="another boot"), fresh)  # rebooted since: by its lease only
+    assert not lock._stale(dict(dead, boot=""), fresh)
     assert not lock._stale(dict(dead, host="elsewhere"), fresh)
     assert not lock._stale(dict(dead, host=""), fresh)  # a name that sorts first is no more this machine's
     assert not lock._stale(dict(dead, pid=str(dead["pid"])), fresh)  # not a pid: by its lease only
@@ -331,6 +335,10 @@ def test_a_lock_removed_by_someone_is_lost_and_release_leaves_another_runs_lock(
         mine = RemoteLock(path)
         mine.acquire("out")
         fs.put_bytes(path, json.dumps(dict(mine.me, run=other)).encode())
+        deadline = time.time() + 5
+        while mine.lost is None and time.time() < deadline:
+            time.sleep(0.05)
+        assert mine.lost is not None, other
         mine.release()
         assert json.loads(fs.read_bytes(path))["run"] == other
         fs.remove(path)
