@@ -125,6 +125,14 @@ EQUIVALENT["splits", "for (name, _), count in zip(spec.ratios, counts, strict=Tr
 EQUIVALENT["splits", "*,", "ReplaceBinaryOperator_Mul_Div"] = (
     "`/` makes the parameters before it positional-only: every caller passes them by position"
 )
+EQUIVALENT[
+    "fingerprints", 'f"{field} {a} then, {b} now" if field == "size" else field', "ReplaceComparisonOperator_Eq_Is"
+] = "the field names and the literal are one interned string: `is` and `==` agree"
+EQUIVALENT[
+    "fingerprints",
+    "for field, a, b in zip(REMOTE_FIELDS if fs.is_remote(self.root) else FIELDS, then, now, strict=True)",
+    "ReplaceTrueWithFalse",
+] = "three field names, and two unpacked entries of three numbers each: the lengths never differ"
 _STALE_BY_LEASE = "return modified is not None and time.time() - modified > self.lease"
 EQUIVALENT["remote_lock", _STALE_BY_LEASE, "ReplaceBinaryOperator_Sub_Mod"] = (
     "t % m is t - m whenever m <= t < 2m: for any last-modified time after half of now since the epoch"

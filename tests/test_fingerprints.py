@@ -152,3 +152,12 @@ def test_a_store_that_lists_no_time_gives_minus_one_for_it():
     finally:
         store.rm(f"/timeless-{os.getpid()}", recursive=True)
     assert (size, modified) == (3, -1)
+
+
+def test_a_change_is_found_among_many_files(tmp_path):
+    """Stats of more than a few files (lengths past the small integers Python shares)."""
+    names = [f"{i:02d}.png" for i in range(20)]
+    before = files(tmp_path, names)
+    (tmp_path / "17.png").write_bytes(b"changed")
+    now = InputFiles.of(str(tmp_path), names, serial)
+    assert len(before.stats) > 256 and now.first_change(before.stats).startswith(f"{tmp_path / '17.png'} changed")
