@@ -133,6 +133,37 @@ EQUIVALENT[
     "for field, a, b in zip(REMOTE_FIELDS if fs.is_remote(self.root) else FIELDS, then, now, strict=True)",
     "ReplaceTrueWithFalse",
 ] = "three field names, and two unpacked entries of three numbers each: the lengths never differ"
+_FAST_SORT = "if bool((ordered[1:] == ordered[:-1]).any()):"
+for _operator in ("ReplaceComparisonOperator_Eq_NotEq", "ReplaceComparisonOperator_Eq_Gt",
+                  "ReplaceComparisonOperator_Eq_GtE"):  # fmt: skip
+    EQUIVALENT["splits", _FAST_SORT, _operator] = (
+        "these take the stable sort whenever two neighbours differ: its order is the right one with ties or "
+        "without; the default sort is only a shortcut for ranks that never tie"
+    )
+EQUIVALENT["splits", _FAST_SORT, "ReplaceComparisonOperator_Eq_LtE"] = (
+    "ordered is sorted ascending: a neighbour is <= the one before it only when equal to it"
+)
+EQUIVALENT["splits", "if abs(sum(f for _, f in ratios) - 1) > 1e-6:", "ReplaceComparisonOperator_Gt_GtE"] = (
+    "the two differ only for fractions adding up to exactly 1 +- 1e-6, to the last bit of a float"
+)
+EQUIVALENT["splits", "if len(set(names)) != len(names):", "ReplaceComparisonOperator_NotEq_Lt"] = (
+    "a set of the names is never longer than their list: < and != agree"
+)
+EQUIVALENT["splits", "if len(set(names)) != len(names):", "ReplaceComparisonOperator_NotEq_IsNot"] = (
+    "lengths below 257 are Python's shared small ints (no split spec names that many): `is not` agrees with !="
+)
+EQUIVALENT[
+    "splits",
+    "return Counter(stratum(items[i]) for i in indices).most_common(1)[0][0]  # type: ignore[misc]",
+    "NumberReplacer",
+] = "most_common(2)[0] is most_common(1)[0], and index -1 of a one-item list is index 0"
+EQUIVALENT["splits", "if TYPE_CHECKING:", "AddNot"] = (
+    "numpy is then imported with the module instead of at the first ranking: start-up time, no behaviour"
+)
+EQUIVALENT[
+    "splits", 'got = ", ".join(f"{name} {len(splits[name]) / (total or 1):.3f}" for name, _ in spec.ratios)',
+    "NumberReplacer",
+] = "with no examples every share is 0 over any denominator but 0"  # fmt: skip
 _STALE_BY_LEASE = "return modified is not None and time.time() - modified > self.lease"
 EQUIVALENT["remote_lock", _STALE_BY_LEASE, "ReplaceBinaryOperator_Sub_Mod"] = (
     "t % m is t - m whenever m <= t < 2m: for any last-modified time after half of now since the epoch"

@@ -367,6 +367,8 @@ def test_a_split_spec_is_checked_whole_and_is_a_frozen_value():
         ("a=0.5,a=0.5", "a split is named twice"),
         ("a=0.5,b=0.6", "fractions add up to 1.1, not 1"),
         ("a=0.5,b=0.4999", "fractions add up to 0.9999, not 1"),
+        ("a=1,b=1", "fractions add up to 2, not 1"),
+        ("a=-0.5,b=0.5,c=1", "fraction -0.5 of a is not in (0, 1]"),
     ):
         with pytest.raises(ValueError) as bad:
             SplitSpec.parse(text)
@@ -401,6 +403,9 @@ def test_tied_ranks_keep_the_source_order():
 
     ranks = np.array([i % 3 for i in range(1000)], np.uint64)  # numpy's default sort is not stable here
     assert rank_order(ranks).tolist() == np.argsort(ranks, kind="stable").tolist()
+    # ties that are not at the smallest rank
+    later = np.array([0] + [1 + i % 2 for i in range(999)], np.uint64)
+    assert rank_order(later).tolist() == np.argsort(later, kind="stable").tolist()
     distinct = np.array([9, 2, 7, 1], np.uint64)
     assert rank_order(distinct).tolist() == [3, 1, 2, 0]
 
@@ -408,10 +413,10 @@ def test_tied_ranks_keep_the_source_order():
 def test_two_items_with_one_key_are_named_both_whatever_objects_the_keys_are():
     from tfr_convert.dataset.splits import SharedKey, seeded_order
 
-    items = ["a#1", "b#1", "a#2"]
+    items = ["key#1", "other#1", "key#2"]
     with pytest.raises(SharedKey) as shared:
         seeded_order(items, lambda item: item.split("#")[0], 0, "shuffle")  # a new string each call
-    assert {shared.value.first, shared.value.second} == {"a#1", "a#2"} and shared.value.key == "a"
+    assert {shared.value.first, shared.value.second} == {"key#1", "key#2"} and shared.value.key == "key"
 
 
 def test_the_largest_group_is_placed_first():
@@ -428,3 +433,19 @@ def test_assign_without_a_validation_size_carves_nothing():
     from tfr_convert.dataset.splits import assign
 
     assert assign({"train": list("abc")}, str, seed=0, shuffle=False) == {"train": list("abc")}
+
+
+def test_groups_go_where_the_split_is_furthest_below_its_target():
+    """Groups of 3, 3, 2 and 2 into 6 / 4: the first 3 to a (6 short), the other 3 to b
+    (4 short against 3), the 2s to a (3 short, then a tie of 1 and 1: the first named)."""
+    for seed in range(5):
+        groups = ["p"] * 3 + ["q"] * 3 + ["r"] * 2 + ["s"] * 2
+        splits = assign_groups_by_ratio(list(range(10)), groups, SplitSpec.parse("a=0.6,b=0.4"), seed)
+        assert (len(splits["a"]), len(splits["b"])) == (7, 3), seed
+
+
+def test_what_no_example_achieved_is_said_as_nothing():
+    from tfr_convert.dataset.splits import achieved
+
+    said = achieved({"a": [], "b": []}, SplitSpec.parse("a=0.5,b=0.5"), 0)
+    assert said == "split 0 examples in 0 whole groups: a 0.000, b 0.000 (asked 0.5, 0.5)"

@@ -281,8 +281,8 @@ def assign_groups_by_ratio(
 
 def achieved(splits: dict[str, list[T]], spec: SplitSpec, groups: int) -> str:
     """What a split of whole groups achieved, beside what was asked."""
-    total = sum(len(v) for v in splits.values()) or 1
-    got = ", ".join(f"{name} {len(splits[name]) / total:.3f}" for name, _ in spec.ratios)
+    total = sum(len(v) for v in splits.values())
+    got = ", ".join(f"{name} {len(splits[name]) / (total or 1):.3f}" for name, _ in spec.ratios)
     asked = ", ".join(f"{f:g}" for _, f in spec.ratios)
     return f"split {total} examples in {groups} whole groups: {got} (asked {asked})"
 
