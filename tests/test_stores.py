@@ -411,3 +411,21 @@ def test_a_passing_store_failure_does_not_stop_the_renewals(monkeypatch):
     finally:
         lock.release()
     assert failures and renewals >= 1 and lock.lost is None
+
+
+def test_a_process_whose_name_holds_a_parenthesis_is_still_named_by_its_start(tmp_path):
+    """/proc/PID/stat puts the name between parentheses: the fields are read after the last ')'."""
+    from tfr_convert.output.remote_lock import _process_start
+
+    odd = tmp_path / "py) S 1 2"
+    odd.symlink_to(sys.executable)
+    with open("/proc/uptime") as f:
+        uptime = float(f.read().split()[0])
+    child = subprocess.Popen([str(odd), "-c", "import time; time.sleep(5)"])
+    try:
+        time.sleep(0.2)
+        start = _process_start(child.pid)
+    finally:
+        child.kill()
+        child.wait()
+    assert start is not None and start.isdigit() and abs(int(start) / os.sysconf("SC_CLK_TCK") - uptime) < 5
