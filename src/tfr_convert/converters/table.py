@@ -15,8 +15,6 @@ changes the feature's name only.
 from __future__ import annotations
 
 import bisect
-import hashlib
-import re
 from collections import Counter
 from collections.abc import Hashable
 from dataclasses import dataclass, field
@@ -30,11 +28,9 @@ from ..dataset.features import FeatureSpec
 from ..dataset.splits import SPLIT_NAME, SplitSpec, split_by_ratio
 from ..errors import OptionError, SourceError
 from ..optional import pyarrow
-from ..storage import fs
 from . import arrow_features, table_files
 from .arrow_features import Column, NullInside
 from .base import ColumnBatch, Converter, SourceContext
-from .folders import dataset_name
 from .table_columns import feature_column
 from .table_images import ImagePolicy, TableImages, image_column
 
@@ -108,8 +104,8 @@ class TableConverter(Converter):
         for part in self._parts:
             for line, why in part.problems:
                 self.reject(f"{part.path}: line {line}", why)
-        table = _joined(self._parts)
-        self.dataset_name = "table" if isinstance(paths, table_files.Opened) else _name_of(paths[0])
+        table = table_files.joined(self._parts)
+        self.dataset_name = "table" if isinstance(paths, table_files.Opened) else table_files.dataset_name_of(paths[0])
         exported = [p.exported for p in self._parts]
         if all(exported):  # tfr-export's Parquet files: the dataset comes back as it was
             self.keeps_order = True
@@ -185,7 +181,7 @@ class TableConverter(Converter):
         self._table = pa.table({source: flat[source] for source in sources}).combine_chunks()
         # what the manifest says of each input, now: their tables are let go (the rows
         # written are in self._table, one copy)
-        self._sources = [_described(part) for part in self._parts]
+        self._sources = [table_files.described(part) for part in self._parts]
         for part in self._parts:
             part.table = None
         self._splits = self._split(flat, ok)
@@ -485,64 +481,6 @@ class TableConverter(Converter):
             "split_column": o.split_column,
             "key_column": o.key_column,
         }
-
-
-def _joined(parts: list[table_files.Part]) -> Any:
-    """One table of every part's rows; parts whose columns differ are an error naming both."""
-    pa = pyarrow("tfr-convert table")
-    first = parts[0]
-    for part in parts[1:]:
-        if part.table.column_names != first.table.column_names:
-            raise SourceError(
-                f"{part.path} has columns {', '.join(part.table.column_names)}; {first.path} has "
-                f"{', '.join(first.table.column_names)}: give tables of one schema"
-            )
-    try:
-        return pa.concat_tables([p.table for p in parts], promote_options="permissive")
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
-        raise SourceError(f"{first.path} and the other tables have columns of different types ({e})") from None
-
-
-def _described(part: table_files.Part) -> dict[str, Any]:
-    """An input as the manifest names it: its file's size and sha256 (or, for a table
-    handed over in memory, its rows' digest, so that --resume knows other data)."""
-    if part.kind == "python":
-        return {"data": part.path, "rows": part.table.num_rows, "sha256": _digest(part.table)}
-    digest, size = hashlib.sha256(), 0
-    with fs.open_input(part.path) as f:  # in pieces: a large file is never held whole
-        while chunk := f.read(8 << 20):
-            digest.update(chunk)
-            size += len(chunk)
-    return {
-        "file": part.path,
-        "kind": part.kind,
-        "split": part.split,
-        "rows": part.table.num_rows,
-        "bytes": size,
-        "sha256": digest.hexdigest(),
-    }
-
-
-def _digest(table: Any) -> str:
-    """sha256 of a table as an Arrow stream: its schema and every value."""
-    pa = pyarrow("tfr-convert table")
-    from pyarrow import ipc
-
-    sink = pa.BufferOutputStream()
-    with ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table)
-    return hashlib.sha256(sink.getvalue()).hexdigest()
-
-
-def _name_of(path: str) -> str:
-    """The default dataset name: a file's name without its suffix, or its folder's when the
-    name is a split's (train.csv); a folder's name."""
-    base = fs.basename(path.rstrip("/"))
-    stem = base.split(".")[0]
-    if fs.isdir(path) or table_files.split_in_name(path) is not None:
-        return dataset_name(path if fs.isdir(path) else fs.dirname(path) or ".")
-    name = re.sub(r"\W+", "_", stem).strip("_").lower()
-    return name if re.match(r"[a-z]", name) else f"table_{name}" if name else "table"
 
 
 def _text(value: Any) -> str:

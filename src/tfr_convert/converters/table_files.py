@@ -12,6 +12,7 @@ A part's split: a DatasetDict's own, else a split word as a file's name or its l
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from ..errors import SourceError
 from ..optional import pyarrow
 from ..storage import fs
 from . import csvtable
+from .folders import dataset_name
 
 CSV_SUFFIXES = (".csv", ".tsv", ".txt")
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -249,3 +251,61 @@ def _csv(path: str, delimiter: str | None) -> Part:
         [row.line for row in table.rows],
         list(table.problems),
     )
+
+
+def joined(parts: list[Part]) -> Any:
+    """One table of every part's rows; parts whose columns differ are an error naming both."""
+    pa = pyarrow("tfr-convert table")
+    first = parts[0]
+    for part in parts[1:]:
+        if part.table.column_names != first.table.column_names:
+            raise SourceError(
+                f"{part.path} has columns {', '.join(part.table.column_names)}; {first.path} has "
+                f"{', '.join(first.table.column_names)}: give tables of one schema"
+            )
+    try:
+        return pa.concat_tables([p.table for p in parts], promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+        raise SourceError(f"{first.path} and the other tables have columns of different types ({e})") from None
+
+
+def described(part: Part) -> dict[str, Any]:
+    """An input as the manifest names it: its file's size and sha256 (or, for a table
+    handed over in memory, its rows' digest, so that --resume knows other data)."""
+    if part.kind == "python":
+        return {"data": part.path, "rows": part.table.num_rows, "sha256": rows_digest(part.table)}
+    digest, size = hashlib.sha256(), 0
+    with fs.open_input(part.path) as f:  # in pieces: a large file is never held whole
+        while chunk := f.read(8 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+    return {
+        "file": part.path,
+        "kind": part.kind,
+        "split": part.split,
+        "rows": part.table.num_rows,
+        "bytes": size,
+        "sha256": digest.hexdigest(),
+    }
+
+
+def rows_digest(table: Any) -> str:
+    """sha256 of a table as an Arrow stream: its schema and every value."""
+    pa = pyarrow("tfr-convert table")
+    from pyarrow import ipc
+
+    sink = pa.BufferOutputStream()
+    with ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return hashlib.sha256(sink.getvalue()).hexdigest()
+
+
+def dataset_name_of(path: str) -> str:
+    """The default dataset name: a file's name without its suffix, or its folder's when the
+    name is a split's (train.csv); a folder's name."""
+    base = fs.basename(path.rstrip("/"))
+    stem = base.split(".")[0]
+    if fs.isdir(path) or split_in_name(path) is not None:
+        return dataset_name(path if fs.isdir(path) else fs.dirname(path) or ".")
+    name = re.sub(r"\W+", "_", stem).strip("_").lower()
+    return name if re.match(r"[a-z]", name) else f"table_{name}" if name else "table"

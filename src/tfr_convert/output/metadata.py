@@ -17,7 +17,7 @@ import json
 from typing import Any
 
 from ..dataset.features import TFDS_FEATURES, FeatureSpec, labels_file_of
-from ..dataset.naming import FEATURES, INFO, MANIFEST, ShardName, lines_file
+from ..dataset.naming import FEATURES, INFO, MANIFEST, ShardName, checked_component, lines_file
 from ..skips import Skips, skipped_fields
 from ..version import __version__
 from .shards import SplitResult
@@ -188,7 +188,10 @@ def metadata_files(
     completeness. `extra`: files of the converter's own (a label map), listed in the
     manifest; `order`: how well each split's order mixes labels (order_quality)."""
     files = {
-        labels_file_of(feature, nested): lines_file(names, f"the class names of {feature!r}")
+        # a feature's name may come from the data (a table's column): its file name is checked
+        checked_component(labels_file_of(feature, nested), "class names file"): lines_file(
+            names, f"the class names of {feature!r}"
+        )
         for feature, names in sorted(labels.items())
     }
     files |= extra or {}
