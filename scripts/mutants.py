@@ -18,18 +18,36 @@ from __future__ import annotations
 
 import argparse
 import ast
+import builtins
+import compileall
+import contextlib
 import datetime
+import importlib
 import json
 import os
 import platform
 import re
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
+from mutants_equivalent import EQUIVALENT
+
 REPO = Path(__file__).resolve().parent.parent
-PYTHON = REPO / ".venv" / "bin" / "python"
+
+# Of cosmic-ray's replacements of one binary or comparison operator by each other, the one
+# or two a slip of the hand makes (mutmut's choice): the rest rarely fail a test these miss
+# and would triple the run.
+BINARY = {"Add_Sub", "Sub_Add", "Mul_Div", "Div_Mul", "FloorDiv_Div", "FloorDiv_Mul", "Mod_FloorDiv", "Pow_Mul",
+          "LShift_RShift", "RShift_LShift", "BitOr_BitAnd", "BitAnd_BitOr", "BitXor_BitOr", "BitXor_BitAnd"}  # fmt: skip
+COMPARISON = {"Eq_NotEq", "NotEq_Eq", "Lt_LtE", "Lt_GtE", "LtE_Lt", "LtE_Gt", "Gt_GtE", "Gt_LtE", "GtE_Gt",
+              "GtE_Lt", "Is_IsNot", "IsNot_Is"}  # fmt: skip
+# Imported once by the parent, before any mutant's child is forked from it
+PRELOAD = ("pytest", "numpy", "click", "PIL.Image", "hypothesis", "pyarrow", "tensorflow")
 
 # name -> (module, the tests that cover it: fast ones, no TensorFlow where possible)
 TARGETS: dict[str, tuple[str, list[str]]] = {
@@ -52,128 +70,11 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
     "example_columns": ("src/tfr_convert/dataset/example_columns.py", ["tests/test_example_columns.py"]),
     "fingerprints": ("src/tfr_convert/storage/fingerprints.py", ["tests/test_fingerprints.py"]),
     "remote_lock": ("src/tfr_convert/output/remote_lock.py", ["tests/test_stores.py"]),
+    "grouping": ("src/tfr_convert/converters/grouping.py", ["tests/test_dedupe.py"]),
+    "journal": ("src/tfr_convert/output/journal.py", ["tests/test_seams.py", "tests/test_crash.py"]),
+    "resume": ("src/tfr_convert/engine/resume.py", ["tests/test_crash.py"]),
+    "commit": ("src/tfr_convert/output/local.py", ["tests/test_crash.py"]),
 }
-
-# (module name, the mutated line as it reads, stripped, operator) -> why the mutant cannot
-# change behaviour
-EQUIVALENT: dict[tuple[str, str, str], str] = {
-    (
-        "framing",
-        'headers = np.frombuffer(b"".join(header(int(length)) for length in distinct), np.uint8).reshape(-1, HEADER_SIZE)',
-        operator,
-    ): "-1 becomes -2: numpy infers the size of any negative dimension"
-    for operator in ("ReplaceUnaryOperator_USub_Invert", "NumberReplacer")
-}
-EQUIVALENT[
-    (
-        "framing",
-        "(crc32c(view[s:e]) for s, e in zip((starts + HEADER_SIZE).tolist(), ends.tolist(), strict=True)),",
-        "ReplaceTrueWithFalse",
-    )
-] = "zip(strict=False): both lists come from arrays of one length, so they never differ"
-
-
-# A rotation joins two shifts whose bits never overlap: | + ^ give one value
-for _line in (
-    "return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF",
-    "return ((crcs >> 15) | (crcs << 17)) + np.uint32(_MASK_DELTA)",
-    "return ((rotated << 15) | (rotated >> 17)) & 0xFFFFFFFF",
-):
-    for _operator in ("ReplaceBinaryOperator_BitOr_Add", "ReplaceBinaryOperator_BitOr_BitXor"):
-        EQUIVALENT["crc", _line, _operator] = (
-            "the two shifted halves of a 32-bit rotation have no bit in common, so OR, ADD and XOR agree"
-        )
-EQUIVALENT["splits", "for g in sorted(groups, key=lambda g: (-len(members[g]), rank_key(g))):",
-           "ReplaceUnaryOperator_USub_Invert"] = "~n is -n - 1: the groups sort in the same order, largest first"  # fmt: skip
-EQUIVALENT["fingerprints", "if now == _MISSING:", "ReplaceComparisonOperator_Eq_LtE"] = (
-    "a listed or stat'ed file's size is 0 or more, so no entry but the missing one's is <= (-1, -1, -1)"
-)
-# The split module: a sorted array's neighbours, orders that do not matter, shifts that cancel
-_TIES = "for at in np.flatnonzero(ordered[1:] == ordered[:-1]).tolist():  # equal keys rank alike"
-for _operator in ("ReplaceComparisonOperator_Eq_LtE", "ReplaceComparisonOperator_Eq_GtE"):
-    EQUIVALENT["splits", _TIES, _operator] = (
-        "ordered is sorted ascending: a neighbour is never below the one before it, so <= finds the ties "
-        "== finds, and >= visits every pair, where only tied ones can share a key"
-    )
-    EQUIVALENT["splits", "if key(first) == key(second):", _operator] = (
-        "reached only for two items whose ranks tie, that is whose keys are equal (a 64-bit blake2b "
-        "collision aside): equal strings are <= and >= each other"
-    )
-for _line in (
-    "for _, members in sorted(groups.items(), key=lambda g: repr(g[0])):",
-    "for _, groups in sorted(strata.items(), key=lambda s: repr(s[0])):",
-):
-    EQUIVALENT["splits", _line, "NumberReplacer"] = (
-        "the order in which strata are placed: each stratum's choice depends on its own members only, and "
-        "every split's items are sorted back into source order at the end"
-    )
-EQUIVALENT["splits", "placed = dict.fromkeys(names, 0)", "NumberReplacer"] = (
-    "every split starts from the same count: the differences from the targets shift alike, the furthest below "
-    "stays the furthest below"
-)
-_FURTHEST = "split = max(names, key=lambda s: (targets[names.index(s)] - placed[s], -names.index(s)))"
-EQUIVALENT["splits", _FURTHEST, "ReplaceUnaryOperator_USub_Invert"] = (
-    "~i is -i - 1: the tie-break orders the splits alike, the first named first"
-)
-EQUIVALENT["splits", _FURTHEST, "ReplaceUnaryOperator_USub_Not"] = (
-    "max keeps the first of equal keys, and names are in order: `not i` prefers the first split and leaves "
-    "the others tied, which max settles for the earlier one, as -i does"
-)
-EQUIVALENT["splits", "for (name, _), count in zip(spec.ratios, counts, strict=True):", "ReplaceTrueWithFalse"] = (
-    "counts is exact_counts of spec.ratios' fractions: the two always have one length"
-)
-EQUIVALENT["splits", "*,", "ReplaceBinaryOperator_Mul_Div"] = (
-    "`/` makes the parameters before it positional-only: every caller passes them by position"
-)
-EQUIVALENT[
-    "fingerprints", 'f"{field} {a} then, {b} now" if field == "size" else field', "ReplaceComparisonOperator_Eq_Is"
-] = "the field names and the literal are one interned string: `is` and `==` agree"
-EQUIVALENT[
-    "fingerprints",
-    "for field, a, b in zip(REMOTE_FIELDS if fs.is_remote(self.root) else FIELDS, then, now, strict=True)",
-    "ReplaceTrueWithFalse",
-] = "three field names, and two unpacked entries of three numbers each: the lengths never differ"
-_FAST_SORT = "if bool((ordered[1:] == ordered[:-1]).any()):"
-for _operator in ("ReplaceComparisonOperator_Eq_NotEq", "ReplaceComparisonOperator_Eq_Gt",
-                  "ReplaceComparisonOperator_Eq_GtE"):  # fmt: skip
-    EQUIVALENT["splits", _FAST_SORT, _operator] = (
-        "these take the stable sort whenever two neighbours differ: its order is the right one with ties or "
-        "without; the default sort is only a shortcut for ranks that never tie"
-    )
-EQUIVALENT["splits", _FAST_SORT, "ReplaceComparisonOperator_Eq_LtE"] = (
-    "ordered is sorted ascending: a neighbour is <= the one before it only when equal to it"
-)
-EQUIVALENT["splits", "if abs(sum(f for _, f in ratios) - 1) > 1e-6:", "ReplaceComparisonOperator_Gt_GtE"] = (
-    "the two differ only for fractions adding up to exactly 1 +- 1e-6, to the last bit of a float"
-)
-EQUIVALENT["splits", "if len(set(names)) != len(names):", "ReplaceComparisonOperator_NotEq_Lt"] = (
-    "a set of the names is never longer than their list: < and != agree"
-)
-EQUIVALENT["splits", "if len(set(names)) != len(names):", "ReplaceComparisonOperator_NotEq_IsNot"] = (
-    "lengths below 257 are Python's shared small ints (no split spec names that many): `is not` agrees with !="
-)
-EQUIVALENT[
-    "splits",
-    "return Counter(stratum(items[i]) for i in indices).most_common(1)[0][0]  # type: ignore[misc]",
-    "NumberReplacer",
-] = "most_common(2)[0] is most_common(1)[0], and index -1 of a one-item list is index 0"
-EQUIVALENT["splits", "if TYPE_CHECKING:", "AddNot"] = (
-    "numpy is then imported with the module instead of at the first ranking: start-up time, no behaviour"
-)
-EQUIVALENT[
-    "splits", 'got = ", ".join(f"{name} {len(splits[name]) / (total or 1):.3f}" for name, _ in spec.ratios)',
-    "NumberReplacer",
-] = "with no examples every share is 0 over any denominator but 0"  # fmt: skip
-_STALE_BY_LEASE = "return modified is not None and time.time() - modified > self.lease"
-EQUIVALENT["remote_lock", _STALE_BY_LEASE, "ReplaceBinaryOperator_Sub_Mod"] = (
-    "t % m is t - m whenever m <= t < 2m: for any last-modified time after half of now since the epoch"
-)
-EQUIVALENT["remote_lock", _STALE_BY_LEASE, "ReplaceComparisonOperator_Gt_GtE"] = (
-    "the two differ only when exactly LEASE seconds have passed, to the last bit of a float clock"
-)
-EQUIVALENT["crc", "crcs = crcs.astype(np.uint32, copy=False)", "ReplaceFalseWithTrue"] = (
-    "astype(copy=True) copies the same values; the copy is never written to"
-)
 
 
 def _annotation_spans(source: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
@@ -196,19 +97,18 @@ def _inside(position: tuple[int, int], spans: list[tuple[tuple[int, int], tuple[
     return any(start <= position < end for start, end in spans)
 
 
-def _run(name: str, work: Path, timeout: float) -> dict:
+def _mutants(name: str, work: Path) -> list[tuple[int, str, str]]:
+    """(line, operator, mutated source) of every mutant of the module: cosmic-ray's core
+    operators less those OPERATORS leaves out, none inside an annotation."""
+    from cosmic_ray.mutating import mutate_code
+    from cosmic_ray.plugins import get_operator
     from cosmic_ray.work_db import WorkDB, use_db
-    from cosmic_ray.work_item import TestOutcome, WorkerOutcome, WorkResult
 
-    module, tests = TARGETS[name]
+    module = TARGETS[name][0]
     config = work / f"{name}.toml"
     session = work / f"{name}.sqlite"
     config.write_text(
-        "[cosmic-ray]\n"
-        f'module-path = "{module}"\n'
-        f"timeout = {timeout}\n"
-        "excluded-modules = []\n"
-        f'test-command = "{PYTHON} -m pytest -x -q -p no:cacheprovider {" ".join(tests)}"\n'
+        f'[cosmic-ray]\nmodule-path = "{module}"\ntimeout = 1\nexcluded-modules = []\ntest-command = "true"\n'
         '[cosmic-ray.distributor]\nname = "local"\n'
     )
     session.unlink(missing_ok=True)
@@ -216,29 +116,122 @@ def _run(name: str, work: Path, timeout: float) -> dict:
     subprocess.run([*cosmic, "init", str(config), str(session)], check=True, cwd=REPO, capture_output=True)
     source = (REPO / module).read_text()
     annotations = _annotation_spans(source)
+    found = []
     with use_db(str(session), WorkDB.Mode.open) as db:
         for item in db.work_items:
-            if any(_inside(tuple(m.start_pos), annotations) for m in item.mutations):
-                skipped = WorkResult(output=None, test_outcome=None, diff=None, worker_outcome=WorkerOutcome.SKIPPED)
-                db.set_result(item.job_id, skipped)
-    subprocess.run([*cosmic, "exec", str(config), str(session)], check=True, cwd=REPO, capture_output=True)
+            m = item.mutations[0]
+            if not _kept(m.operator_name) or _inside(tuple(m.start_pos), annotations):
+                continue
+            try:
+                code = mutate_code(source, get_operator(m.operator_name)(**m.operator_args), m.occurrence)
+            except (AttributeError, AssertionError):  # the operator cannot rewrite this form (`except (A, B) as e`)
+                continue
+            if code is not None and code != source:
+                found.append((m.start_pos[0], m.operator_name.split("/")[-1], code))
+    return found
+
+
+def _kept(operator: str) -> bool:
+    kind, _, pair = operator.split("/")[-1].partition("_")
+    family = {"ReplaceBinaryOperator": BINARY, "ReplaceComparisonOperator": COMPARISON}.get(kind)
+    return family is None or pair in family
+
+
+_SITECUSTOMIZE = """import builtins
+
+
+class CosmicRayTestingException(Exception):
+    pass
+
+
+builtins.CosmicRayTestingException = CosmicRayTestingException
+"""
+
+
+def _test(src: Path, tests: list[str], log: Path) -> None:
+    """In a forked child: run the tests against the package under `src`, exit with pytest's code."""
+    try:
+        os.setpgid(0, 0)  # its own group: a timeout kills the subprocesses its tests start too
+        out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        os.dup2(out, 1)
+        os.dup2(out, 2)
+        os.environ["PYTHONPATH"] = os.pathsep.join([str(src), *filter(None, [os.environ.get("PYTHONPATH")])])
+        os.environ["PYTHONDONTWRITEBYTECODE"] = "1"  # the mutant is read from its source each time
+        sys.dont_write_bytecode = True
+        import pytest
+        from cosmic_ray.exceptions import CosmicRayTestingException
+
+        # An except clause the operator rewrote names this: it exists, and nothing raises it
+        # (the copy's sitecustomize.py does the same in the subprocesses the tests start)
+        builtins.CosmicRayTestingException = CosmicRayTestingException  # type: ignore[attr-defined]
+        sys.path.insert(0, str(src))
+        os.chdir(REPO)
+        code = int(pytest.main(["-x", "-q", "-p", "no:cacheprovider", *tests]))
+    except BaseException:  # whatever happens, the child must not return into the parent's loop
+        code = 99
+    os._exit(code)
+
+
+def _run(name: str, work: Path, workers: int) -> dict:
+    """Each mutant against the module's tests, `workers` at a time. Every worker has its own
+    copy of src/ (bytecode compiled but the module's), the parent has imported the heavy
+    libraries once, and each mutant runs in a child forked from it: the cost of a mutant is
+    its tests, not an interpreter's start."""
+    module, tests = TARGETS[name]
+    relative = Path(module).relative_to("src")
+    slots = []
+    for i in range(workers):
+        src = work / f"{name}-w{i}" / "src"
+        shutil.rmtree(src.parent, ignore_errors=True)
+        shutil.copytree(REPO / "src", src, ignore=shutil.ignore_patterns("__pycache__"))
+        compileall.compile_dir(src, quiet=2)
+        (src / "sitecustomize.py").write_text(_SITECUSTOMIZE)
+        for compiled in (src / relative).parent.glob(f"__pycache__/{relative.stem}.*.pyc"):
+            compiled.unlink()
+        slots.append(src)
+    source = (REPO / module).read_text()
+    mutants = _mutants(name, work)
+
+    def start(slot: int, code: str) -> int:
+        (slots[slot] / relative).write_text(code)
+        pid = os.fork()
+        if pid == 0:
+            _test(slots[slot], tests, work / f"{name}-w{slot}.log")
+        return pid
+
+    started = time.monotonic()
+    _, status = os.waitpid(start(0, source), 0)
+    baseline = time.monotonic() - started
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"{name}: the tests fail on the unmutated module (see {work / f'{name}-w0.log'})")
+    timeout = 3 * baseline + 10
+    outcomes: dict[int, bool] = {}  # mutant's index -> killed
+    pending = list(range(len(mutants)))
+    running: dict[int, tuple[int, int, float]] = {}  # pid -> (slot, mutant, started)
+    free = list(range(workers))
+    while pending or running:
+        while free and pending:
+            slot, index = free.pop(), pending.pop(0)
+            running[start(slot, mutants[index][2])] = (slot, index, time.monotonic())
+        pid, status = os.waitpid(-1, os.WNOHANG)
+        if pid:
+            slot, index, _ = running.pop(pid)
+            outcomes[index] = os.waitstatus_to_exitcode(status) != 0
+            free.append(slot)
+            continue
+        for pid, (_, _, began) in running.items():
+            if time.monotonic() - began > timeout:  # a mutant that loops for ever is caught, as a kill
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(pid, signal.SIGKILL)
+        time.sleep(0.005)
     lines = source.splitlines()
-    found = {"module": module, "tests": tests, "mutants": 0, "killed": 0, "survivors": [], "explained": []}
-    with use_db(str(session), WorkDB.Mode.open) as db:
-        for item, result in db.completed_work_items:
-            if result.worker_outcome == WorkerOutcome.SKIPPED:
-                continue
-            found["mutants"] += 1
-            if result.test_outcome != TestOutcome.SURVIVED:
-                found["killed"] += 1
-                continue
-            mutation = item.mutations[0]
-            line = lines[mutation.start_pos[0] - 1].strip()
-            found["survivors"].append(
-                f"line {mutation.start_pos[0]}: `{line}` ({mutation.operator_name.split('/')[-1]})"
-            )
+    found = {"module": module, "tests": tests, "mutants": len(mutants), "killed": 0, "survivors": [], "explained": []}
+    for index, (line, operator, _) in enumerate(mutants):
+        if outcomes[index]:
+            found["killed"] += 1
+        else:
+            found["survivors"].append(f"line {line}: `{lines[line - 1].strip()}` ({operator})")
     _explain(name, found)
-    subprocess.run(["git", "checkout", "--", module], cwd=REPO, check=True)  # whatever a killed run left
     return found
 
 
@@ -261,7 +254,7 @@ def _explain(name: str, found: dict) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("modules", nargs="*", choices=[[], *TARGETS], default=[], metavar="MODULE")
-    parser.add_argument("--timeout", type=float, default=120.0, help="seconds a mutant's tests may take")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="mutants tested at once")
     parser.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "mutants.md"))
     parser.add_argument(
         "--explain-only",
@@ -271,6 +264,10 @@ def main() -> None:
     args = parser.parse_args()
     names = [] if args.explain_only else args.modules or list(TARGETS)
     work = Path(tempfile.mkdtemp(prefix="tfr-mutants-"))
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    for library in PRELOAD if names else ():
+        with contextlib.suppress(ImportError):
+            importlib.import_module(library)
     kept = Path(args.out).with_suffix(".json")
     results = json.loads(kept.read_text()) if kept.exists() else {}
     results = {name: r for name, r in results.items() if name in TARGETS}  # modules no longer targeted go
@@ -281,7 +278,7 @@ def main() -> None:
         command = kept.with_suffix(".md").read_text().split("the last run: `", 1)[-1].split("`", 1)[0]
     for name in names:
         started = datetime.datetime.now()
-        results[name] = _run(name, work, args.timeout)
+        results[name] = _run(name, work, args.workers)
         results[name]["seconds"] = (datetime.datetime.now() - started).total_seconds()
         results[name]["run"] = f"{datetime.date.today()}, {os.cpu_count()} cores, Python {platform.python_version()}"
         r = results[name]
