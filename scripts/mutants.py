@@ -27,6 +27,7 @@ import json
 import os
 import platform
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -71,9 +72,18 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
     "fingerprints": ("src/tfr_convert/storage/fingerprints.py", ["tests/test_fingerprints.py"]),
     "remote_lock": ("src/tfr_convert/output/remote_lock.py", ["tests/test_stores.py"]),
     "grouping": ("src/tfr_convert/converters/grouping.py", ["tests/test_dedupe.py"]),
-    "journal": ("src/tfr_convert/output/journal.py", ["tests/test_seams.py", "tests/test_crash.py"]),
-    "resume": ("src/tfr_convert/engine/resume.py", ["tests/test_crash.py"]),
-    "commit": ("src/tfr_convert/output/local.py", ["tests/test_crash.py"]),
+    "journal": (
+        "src/tfr_convert/output/journal.py",
+        ["tests/test_seams.py", "tests/test_crash.py", "-k", "test_seams or resume and not signal and not worker"],
+    ),
+    "resume": (
+        "src/tfr_convert/engine/resume.py",
+        ["tests/test_crash.py", "-k", "resume and not signal and not worker and not repair"],
+    ),
+    "commit": (
+        "src/tfr_convert/output/local.py",
+        ["tests/test_crash.py", "-k", "overwrite or commit or lock or held or recovery"],
+    ),
 }
 
 
@@ -217,6 +227,9 @@ def _run(name: str, work: Path, workers: int) -> dict:
         if pid:
             slot, index, _ = running.pop(pid)
             outcomes[index] = os.waitstatus_to_exitcode(status) != 0
+            if not outcomes[index]:
+                line, operator, _ = mutants[index]
+                print(f"  {name}: survived: line {line} ({operator})", flush=True)
             free.append(slot)
             continue
         for pid, (_, _, began) in running.items():
@@ -249,6 +262,35 @@ def _explain(name: str, found: dict) -> None:
         else:
             still.append(entry)
     found["survivors"] = still
+
+
+def _write(results: dict, kept: Path, out_path: Path, command: str) -> str:
+    """Write the results (json) and their table (md): after every module, so an
+    interrupted run keeps what it measured."""
+    results = {name: results[name] for name in TARGETS if name in results}
+    kept.write_text(json.dumps(results, indent=1) + "\n")
+    out = [
+        "# Mutation testing",
+        "",
+        f"`python scripts/mutants.py [MODULE...]` (cosmic-ray, core operators; each module against the tests "
+        f"listed); the last run: `{command}`. Modules not yet run: {', '.join(n for n in TARGETS if n not in results) or 'none'}.",
+        "",
+        "| module | tests | mutants | killed | explained | unexplained survivors | time | run |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results.values():
+        out.append(
+            f"| `{r['module']}` | `{shlex.join(r['tests'])}` | {r['mutants']} | {r['killed']} "
+            f"| {len(r['explained'])} | {len(r['survivors'])} | {r['seconds']:.0f} s | {r.get('run', '')} |"
+        )
+    for name, r in results.items():
+        if r["survivors"] or r["explained"]:
+            out += ["", f"## {name}", ""]
+            out += [f"- survived: {s}" for s in r["survivors"]]
+            out += [f"- equivalent: {s}" for s in r["explained"]]
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text("\n".join(out) + "\n")
+    return "\n".join(out)
 
 
 def main() -> None:
@@ -284,30 +326,9 @@ def main() -> None:
         r = results[name]
         print(f"{name}: {r['killed']}/{r['mutants']} killed, {len(r['survivors'])} unexplained survivors, "
               f"{r['seconds']:.0f} s", flush=True)  # fmt: skip
+        _write(results, kept, Path(args.out), command)
+    print(_write(results, kept, Path(args.out), command))
     results = {name: results[name] for name in TARGETS if name in results}
-    kept.write_text(json.dumps(results, indent=1) + "\n")
-    out = [
-        "# Mutation testing",
-        "",
-        f"`python scripts/mutants.py [MODULE...]` (cosmic-ray, core operators; each module against the tests "
-        f"listed); the last run: `{command}`. Modules not yet run: {', '.join(n for n in TARGETS if n not in results) or 'none'}.",
-        "",
-        "| module | tests | mutants | killed | explained | unexplained survivors | time | run |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for r in results.values():
-        out.append(
-            f"| `{r['module']}` | {', '.join(f'`{t}`' for t in r['tests'])} | {r['mutants']} | {r['killed']} "
-            f"| {len(r['explained'])} | {len(r['survivors'])} | {r['seconds']:.0f} s | {r.get('run', '')} |"
-        )
-    for name, r in results.items():
-        if r["survivors"] or r["explained"]:
-            out += ["", f"## {name}", ""]
-            out += [f"- survived: {s}" for s in r["survivors"]]
-            out += [f"- equivalent: {s}" for s in r["explained"]]
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text("\n".join(out) + "\n")
-    print("\n".join(out))
     sys.exit(1 if any(r["survivors"] for r in results.values()) else 0)
 
 
