@@ -55,7 +55,7 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
     "naming": ("src/tfr_convert/dataset/naming.py", ["tests/test_naming.py"]),
     "framing": ("src/tfr_convert/containers/framing.py", ["tests/test_tfrecord.py", "tests/test_encode.py"]),
     "crc": ("src/tfr_convert/containers/crc.py", ["tests/test_tfrecord.py"]),
-    "example": ("src/tfr_convert/dataset/example.py", ["tests/test_example.py"]),
+    "example": ("src/tfr_convert/dataset/example.py", ["tests/test_example.py", "tests/test_example_parse.py"]),
     "salvage": ("src/tfr_convert/containers/salvage.py", ["tests/test_salvage.py"]),
     "coco_rle": (
         "src/tfr_convert/dataset/coco_rle.py",

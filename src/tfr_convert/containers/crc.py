@@ -36,7 +36,7 @@ def _load_crc32c():
                     module = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
                     loader.exec_module(module)
                     return module.crc32c
-    except (ImportError, OSError, AttributeError):
+    except ImportError:  # what Python's loader raises for any file it cannot load as this extension
         pass
     from crc32c import crc32c
 

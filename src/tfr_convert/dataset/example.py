@@ -265,6 +265,9 @@ class ExampleDecodeError(ValueError):
         super().__init__(f"byte {offset} of the example: {problem}")
 
 
+_MAX_FIELD = (1 << 29) - 1  # protobuf's largest field number: a key beyond it is damage
+
+
 def _read_varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
     result = shift = 0
     start = pos
@@ -289,6 +292,8 @@ def _fields(buf: bytes, pos: int, end: int):
         number, wire = key >> 3, key & 7
         if number == 0:  # protobuf has no field 0: not a message (a run of zeros ends here, not 512K fields later)
             raise ExampleDecodeError(field_at, "field number 0 (not a protobuf message)")
+        if number > _MAX_FIELD:
+            raise ExampleDecodeError(field_at, f"field number {number} is beyond protobuf's {_MAX_FIELD}")
         if wire == 0:
             value, pos = _read_varint(buf, pos, end)
             yield number, wire, value

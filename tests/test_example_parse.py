@@ -1,0 +1,272 @@
+"""The parser reads what protobuf reads: Examples written field by field (packed and
+unpacked lists, unknown fields at every level, empty and repeated features), the same
+bytes damaged, and SequenceExamples; held to TensorFlow's own protobuf classes."""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tfr_convert.dataset.example import ExampleDecodeError, outline, parse, values_of
+
+
+def _varint(n: int) -> bytes:
+    n &= (1 << 64) - 1
+    out = bytearray()
+    while True:
+        out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+        n >>= 7
+        if not n:
+            return bytes(out)
+
+
+def _field(number: int, wire: int, payload: bytes) -> bytes:
+    key = _varint(number << 3 | wire)
+    return key + (_varint(len(payload)) + payload if wire == 2 else payload)
+
+
+def _unknown(draw) -> bytes:
+    """An unknown field (numbers 20..40), of any wire type protobuf keeps."""
+    number = draw(st.integers(20, 40))
+    wire = draw(st.sampled_from([0, 1, 2, 5]))
+    payload = {
+        0: lambda: _varint(draw(st.integers(0, 2**64 - 1))),
+        1: lambda: draw(st.binary(min_size=8, max_size=8)),
+        2: lambda: draw(st.binary(max_size=12)),
+        5: lambda: draw(st.binary(min_size=4, max_size=4)),
+    }[wire]()
+    return _field(number, wire, payload)
+
+
+def _with_unknowns(draw, fields: list[bytes]) -> bytes:
+    out = list(fields)
+    for _ in range(draw(st.integers(0, 2))):
+        out.insert(draw(st.integers(0, len(out))), _unknown(draw))
+    return b"".join(out)
+
+
+@st.composite
+def _feature(draw) -> tuple[bytes, tuple[str | None, list]]:
+    """(a tf.train.Feature's bytes, what it holds) written as some other writer might."""
+    kind = draw(st.sampled_from(["bytes_list", "int64_list", "float_list", None]))
+    if kind is None:
+        return _with_unknowns(draw, []), (None, [])
+    if kind == "bytes_list":
+        values = draw(st.lists(st.binary(max_size=10), max_size=4))
+        items = [_field(1, 2, v) for v in values]
+        tag = 1
+    elif kind == "int64_list":
+        values = draw(st.lists(st.integers(-(2**63), 2**63 - 1), max_size=5))
+        tag = 3
+        if draw(st.booleans()):  # packed, as TensorFlow writes
+            items = [_field(1, 2, b"".join(_varint(v) for v in values))] if values else []
+        else:
+            items = [_field(1, 0, _varint(v)) for v in values]
+    else:
+        values = [float(np.float32(v)) for v in draw(st.lists(st.floats(width=32, allow_nan=False), max_size=5))]
+        tag = 2
+        if draw(st.booleans()):
+            items = [_field(1, 2, np.array(values, "<f4").tobytes())] if values else []
+        else:
+            items = [_field(1, 5, struct.pack("<f", v)) for v in values]
+    the_list = _with_unknowns(draw, items)
+    return _with_unknowns(draw, [_field(tag, 2, the_list)]), (kind, values)
+
+
+@st.composite
+def _example(draw) -> tuple[bytes, dict, int]:
+    """(an Example's bytes, {name: (kind, values)}, how many map entries it has); a name
+    written twice keeps its last."""
+    names = draw(st.lists(st.text(max_size=6), max_size=5))
+    entries, expected = [], {}
+    for name in names:
+        feature, held = draw(_feature())
+        key, value = _field(1, 2, name.encode()), _field(2, 2, feature)
+        entry = value + key if draw(st.integers(0, 4)) == 0 else key + value  # protobuf allows either order
+        entries.append(_field(1, 2, entry))  # (protobuf drops a map entry holding an unknown field)
+        expected[name] = held
+    features = _with_unknowns(draw, entries)
+    return _with_unknowns(draw, [_field(1, 2, features)]), expected, len(names)
+
+
+def _protobuf(data: bytes) -> dict:
+    parsed = tf.train.Example.FromString(data)
+    out = {}
+    for name, feature in parsed.features.feature.items():
+        kind = feature.WhichOneof("kind")
+        out[name] = (kind, list(getattr(feature, kind).value) if kind else [])
+    return out
+
+
+def _same(a: dict, b: dict) -> bool:
+    """Equal, floats compared by their bits (a damaged record can hold a NaN)."""
+
+    def bits(parsed: dict) -> dict:
+        return {
+            n: (k, np.array(v, "<f4").view("<u4").tolist() if k == "float_list" else v) for n, (k, v) in parsed.items()
+        }
+
+    return bits(a) == bits(b)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_example())
+def test_an_example_written_by_any_writer_parses_as_protobuf_parses_it(written):
+    data, expected, _ = written
+    assert _same(parse(data), expected)
+    assert _same(_protobuf(data), expected)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_example(), st.integers(0, 3))
+def test_an_outline_keeps_the_first_values_and_counts_them_all(written, keep):
+    data, expected, _ = written
+    got = outline(data, keep)
+    assert set(got) == set(expected)
+    for name, (kind, values) in expected.items():
+        assert got[name][0] == kind and got[name][2] == len(values)
+        assert _same({name: (kind, got[name][1])}, {name: (kind, values[:keep])})
+
+
+@settings(max_examples=200, deadline=None)
+@given(_example(), st.data())
+def test_values_of_reads_the_named_features_only(written, data):
+    record, expected, _ = written
+    names = data.draw(st.sets(st.sampled_from([*sorted(expected), "absent"])))
+    assert _same(values_of(record, names), {n: v for n, v in expected.items() if n in names})
+
+
+@settings(max_examples=100, deadline=None)
+@given(_example(), st.integers(0, 6))
+def test_an_outline_of_a_few_entries_says_where_it_stopped(written, most):
+    data, _, entries = written
+    full = outline(data)
+    cut = outline(data, max_entries=most)
+    if entries > most:
+        assert cut.cut_at == most
+    else:
+        assert cut.cut_at is None and cut == full
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(
+    _example(),
+    st.lists(
+        st.tuples(st.sampled_from("flip cut insert delete"), st.integers(0), st.binary(min_size=1, max_size=3)),
+        min_size=1,
+        max_size=2,
+    ),
+)
+def test_a_damaged_record_is_refused_whenever_protobuf_refuses_it_and_reads_alike_otherwise(written, damages):
+    """Bytes replaced, cut, inserted or deleted in a valid record: a record protobuf
+    refuses is refused, with an offset inside it; one both accept reads alike."""
+    damaged = bytearray(written[0])
+    for how, at, some in damages:
+        if not damaged:
+            break
+        at %= len(damaged)
+        if how == "flip":
+            damaged[at] ^= some[0] or 1
+        elif how == "cut":
+            del damaged[at:]
+        elif how == "insert":
+            damaged[at:at] = some
+        else:
+            del damaged[at : at + len(some)]
+    data = bytes(damaged)
+    try:
+        reference = _protobuf(data)
+    except Exception:  # protobuf's DecodeError
+        reference = None
+    try:
+        ours = parse(data)
+    except ExampleDecodeError as e:
+        assert 0 <= e.offset <= len(data)
+        return
+    assert reference is not None, f"accepted what protobuf refuses: {data.hex()}"
+    # a field 2 the damage made reads as a SequenceExample's feature lists: an Example has none
+    assert _same({n: v for n, v in ours.items() if not str(v[0]).startswith("feature_list")}, reference)
+
+
+@pytest.mark.parametrize(
+    "data, offset, problem",
+    [
+        (b"\x0a\x04\x0a\x03\x0a\x01", 2, "field 1 declares 3 bytes, only 2 remain"),
+        (b"\x08" + b"\xff" * 10 + b"\x01", 1, "varint longer than 10 bytes"),
+        (b"\x08\xff", 1, "truncated varint"),
+        (b"\x0d\x00\x00", 0, "field 1 is truncated"),
+        (b"\x09" + bytes(7), 0, "field 1 is truncated"),
+        (b"\x0b", 0, "unsupported wire type 3 for field 1"),
+        (b"\x00", 0, "field number 0"),
+        (_varint(1 << 32 | 2) + b"\x00", 0, "field number 536870912 is beyond protobuf's 536870911"),
+        (_varint((1 << 29) - 1 << 3) + b"\x00", -1, ""),
+    ],
+)
+def test_each_kind_of_damage_is_named_at_its_byte(data, offset, problem):
+    if offset < 0:  # not damage: protobuf's largest field number, an unknown field
+        assert parse(data) == {} == _protobuf(data)
+        return
+    with pytest.raises(ExampleDecodeError) as caught:
+        parse(data)
+    assert caught.value.offset == offset and problem in str(caught.value)
+    with pytest.raises(Exception, match="Error parsing message"):
+        tf.train.Example.FromString(data)
+
+
+def _list_in_example(kind_tag: int, the_list: bytes) -> bytes:
+    feature = _field(kind_tag, 2, the_list)
+    entry = _field(1, 2, b"x") + _field(2, 2, feature)
+    return _field(1, 2, _field(1, 2, entry))
+
+
+@pytest.mark.parametrize(
+    "kind_tag, the_list, problem",
+    [
+        (2, _field(1, 2, bytes(6)), "packed float list length is not a multiple of 4"),
+        (3, _field(1, 5, bytes(4)), "int64_list value has wire type 5"),
+        (1, _field(1, 0, b"\x01"), "bytes_list value has wire type 0"),
+        (2, _field(1, 0, b"\x01"), "float_list value has wire type 0"),
+    ],
+)
+def test_a_list_of_the_wrong_shape_is_refused(kind_tag, the_list, problem):
+    with pytest.raises(ExampleDecodeError, match=problem):
+        parse(_list_in_example(kind_tag, the_list))
+
+
+def test_a_long_packed_list_cut_mid_varint_is_refused_even_when_only_counted():
+    packed = b"".join(_varint(v) for v in range(1000, 1100))[:-1] + b"\x80"  # the last varint never ends
+    data = _list_in_example(3, _field(1, 2, packed))
+    for keep in (None, 2):
+        with pytest.raises(ExampleDecodeError, match="truncated varint"):
+            outline(data, keep)
+
+
+def test_a_name_that_is_not_utf8_is_refused_at_its_first_byte():
+    entry = _field(1, 2, b"\xff\xfe") + _field(2, 2, b"")
+    data = _field(1, 2, _field(1, 2, entry))
+    with pytest.raises(ExampleDecodeError) as caught:
+        parse(data)
+    assert caught.value.offset == data.index(b"\xff\xfe") and "not UTF-8" in str(caught.value)
+
+
+def test_a_sequence_example_outlines_its_context_and_each_feature_list():
+    seq = tf.train.SequenceExample()
+    seq.context.feature["id"].bytes_list.value.append(b"a")
+    steps = seq.feature_lists.feature_list["tokens"].feature
+    for values in ([1, 2], [3], [4, 5, 6]):
+        steps.add().int64_list.value.extend(values)
+    mixed = seq.feature_lists.feature_list["mixed"].feature
+    mixed.add().int64_list.value.append(1)
+    mixed.add().float_list.value.append(2.0)
+    seq.feature_lists.feature_list["empty"].feature.add()
+    got = outline(seq.SerializeToString(), keep=2)
+    assert got["id"] == ("bytes_list", [b"a"], 1)
+    assert got["tokens"] == ("feature_list[int64_list]", [[1, 2], [3]], 3)
+    assert got["mixed"] == ("feature_list[mixed]", [[1], [2.0]], 2)
+    assert got["empty"] == ("feature_list[unset]", [[]], 1)
+    assert outline(seq.SerializeToString())["tokens"][1] == [[1, 2], [3], [4, 5, 6]]
