@@ -299,3 +299,116 @@ def test_header_candidates_are_exactly_the_offsets_whose_length_crc_holds():
             and crc32c(bytes(data[i : i + 8])) == unmask(int.from_bytes(data[i + 8 : i + 12], "little"))
         ]
         assert header_candidates(bytes(data), limit).tolist() == want, (trial, limit)
+
+
+def _headers_by_brute_force(window: bytes, max_record: int) -> list[int]:
+    from tfr_convert.containers.crc import masked_crc
+
+    return [
+        i
+        for i in range(len(window) - 11)
+        if int.from_bytes(window[i : i + 8], "little") <= max_record
+        and masked_crc(window[i : i + 8]) == int.from_bytes(window[i + 8 : i + 12], "little")
+    ]
+
+
+@pytest.mark.parametrize("max_record", [0, 200, 255, 256, 70_000, (1 << 24) + 5, 1 << 31, (1 << 40) + 1])
+def test_header_candidates_are_every_offset_a_header_could_start_at(max_record):
+    """The numpy search finds exactly the offsets a byte-by-byte search finds: planted
+    headers of lengths on either side of --max-record-size, in random bytes, in runs of
+    zeros and of one byte (where its shortcuts apply) and at the window's ends."""
+    from tfr_convert.containers.crc import masked_crc
+    from tfr_convert.containers.salvage import header_candidates
+
+    rng = random.Random(max_record)
+    for trial in range(60):
+        filler = rng.choice(
+            [lambda n: rng.randbytes(n), lambda n: bytes(n), lambda n: bytes([rng.randrange(1, 256)]) * n]
+        )
+        window = bytearray(filler(rng.randrange(0, 400)))
+        for _ in range(rng.randrange(0, 4)):
+            length = max(0, max_record + rng.choice([-1, 0, 1, -max_record, rng.randrange(-300, 300)]))
+            header = length.to_bytes(8, "little")
+            header += masked_crc(header).to_bytes(4, "little")
+            at = rng.choice([0, len(window), rng.randrange(len(window) + 1)])
+            window[at:at] = header
+        if trial % 7 == 0:
+            window += bytes(12 * rng.randrange(1, 5))  # a tail of zeros: the "mostly zeros" path
+        expected = _headers_by_brute_force(bytes(window), max_record)
+        assert header_candidates(bytes(window), max_record).tolist() == expected, (trial, window.hex())
+
+
+def _salvaged_by_brute_force(data: bytes) -> tuple[list[tuple[int, bytes]], list[tuple[int, int, int | None]]]:
+    """(offset, payload) of every sound record and (start, end, records) of every loss,
+    found a byte at a time: a sound record is a header whose CRC holds and a payload whose
+    CRC holds, the file holding both."""
+    from tfr_convert.containers.crc import masked_crc
+
+    def sound_at(at: int) -> int | None:
+        if at + 12 > len(data):
+            return None
+        length = int.from_bytes(data[at : at + 8], "little")
+        if masked_crc(data[at : at + 8]) != int.from_bytes(data[at + 8 : at + 12], "little"):
+            return None
+        end = at + 12 + length + 4
+        if end > len(data) or masked_crc(data[at + 12 : end - 4]) != int.from_bytes(data[end - 4 : end], "little"):
+            return None
+        return end
+
+    def one_record(start: int, end: int) -> int | None:
+        """1 where the lost bytes are one record whose header alone is broken."""
+        payload = data[start + 12 : end - 4]
+        whole = end - start >= 16 and masked_crc(payload) == int.from_bytes(data[end - 4 : end], "little")
+        return 1 if whole else None
+
+    records, losses, at = [], [], 0
+    while at < len(data):
+        end = sound_at(at)
+        if end is not None:
+            records.append((at, data[at + 12 : end - 4]))
+            at = end
+            continue
+        header_sound = at + 12 <= len(data) and masked_crc(data[at : at + 8]) == int.from_bytes(
+            data[at + 8 : at + 12], "little"
+        )
+        if header_sound:  # a payload that fails, or a file that ends inside the record
+            end = min(at + 12 + int.from_bytes(data[at : at + 8], "little") + 4, len(data))
+            losses.append((at, end, 1))
+            at = end
+            continue
+        resume = next((i for i in range(at + 1, len(data)) if sound_at(i) is not None), len(data))
+        losses.append((at, resume, one_record(at, resume) if at + 12 <= len(data) else None))
+        at = resume
+    return records, losses
+
+
+@pytest.mark.parametrize("compression", ["none", "gzip"])
+def test_salvage_across_read_and_search_windows_finds_what_a_byte_by_byte_search_finds(tmp_path, compression):
+    """Files of a few MiB (past the reader's 1 MiB reads and search windows), damaged at
+    random (header and payload bytes flipped, garbage put in, bytes cut out, the end cut
+    off), salvage to the records and losses a byte-at-a-time search finds."""
+    from tfr_convert.containers.framing import frame
+
+    rng = random.Random(17)
+    for trial in range(3):
+        sizes = [rng.choice([0, 5, *[rng.randrange(40_000, 400_000)] * 3]) for _ in range(24)]
+        payloads = [rng.randbytes(n) for n in sizes]
+        data = bytearray(b"".join(frame(p) for p in payloads))
+        for _ in range(4):
+            at = rng.randrange(len(data))
+            how = rng.randrange(4)
+            if how == 0:
+                data[at] ^= 1 << rng.randrange(8)
+            elif how == 1:
+                data[at:at] = rng.randbytes(rng.randrange(1, 3000))
+            elif how == 2:
+                del data[at : at + rng.randrange(1, 3000)]
+            else:
+                del data[len(data) - rng.randrange(1, 20) :]
+        path = tmp_path / f"t{trial}.tfrecord"
+        path.write_bytes(gzip.compress(bytes(data), 1) if compression == "gzip" else bytes(data))
+        found = list(salvage_records(str(path)))
+        records, losses = _salvaged_by_brute_force(bytes(data))
+        assert [(r.offset, r.data) for r in found if not isinstance(r, Loss)] == records
+        assert [(x.start, x.end, x.records) for x in found if isinstance(x, Loss)] == losses
+        assert [r.index for r in found if not isinstance(r, Loss)] == list(range(len(records)))

@@ -250,7 +250,11 @@ def header_candidates(window: bytes, max_record: int) -> np.ndarray:
     stored = b[found + 8].astype(np.uint32)
     for k in (9, 10, 11):
         stored |= b[found + k].astype(np.uint32) << np.uint32(8 * (k - 8))
-    return found[masked == stored]
+    found = found[masked == stored]
+    # the top byte's bound let through lengths up to the next multiple of 256**(top - 1): the few
+    # headers left are held to the limit itself
+    lengths = [int.from_bytes(window[i : i + 8], "little") for i in found.tolist()]
+    return found[np.array([n <= max_record for n in lengths], bool)] if lengths else found
 
 
 def _byte_tables() -> tuple[int, list]:
