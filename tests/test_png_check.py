@@ -178,3 +178,28 @@ def test_the_pixel_limit_is_left_to_pillows_path_and_its_message():
     assert plain_png(data, 300 * 200 - 1) is None
     with pytest.raises(SourceError, match="exceeds --max-pixels"):
         probe(data, 300 * 200 - 1)
+    assert plain_png(data, 300 * 200) == ((300, 200), 3)  # at the limit: still answered
+
+
+def test_rows_up_to_the_held_size_are_checked_and_larger_images_left_to_pillow():
+    """16 MiB of rows (filter bytes included) is the most the check holds: a grey image of
+    exactly that is answered, one row more is left to Pillow (which reads it alike)."""
+    width = 4095  # 1 + 4095 bytes a row, 4096 rows: 16 MiB
+    for height, answered in ((4096, True), (4097, False)):
+        data = assembled(width, height, 0, bytes(1 + width) * height)
+        assert plain_png(data, LIMIT) == (((width, height), 1) if answered else None)
+        assert pillow_says(data) == ((width, height), 1)
+
+
+@pytest.mark.parametrize("piece", [1, 7, 4096])
+def test_a_stream_cut_into_many_idat_chunks_is_answered_as_one(piece):
+    rows = b"".join(b"\x00" + rng.integers(0, 256, 3 * 37, dtype=np.uint8).tobytes() for _ in range(23))
+    stream = zlib.compress(rows)
+    idats = b"".join(chunk(b"IDAT", stream[i : i + piece]) for i in range(0, len(stream), piece))
+    header = chunk(b"IHDR", struct.pack(">IIBBBBB", 37, 23, 8, 2, 0, 0, 0))
+    data = SIGNATURE + header + idats + chunk(b"IEND", b"")
+    assert plain_png(data, LIMIT) == ((37, 23), 3) == pillow_says(data)
+    # the same stream with one row too few, or one byte more, is refused
+    for wrong in (rows[: -(1 + 3 * 37)], rows + b"\x00"):
+        short = SIGNATURE + header + chunk(b"IDAT", zlib.compress(wrong)) + chunk(b"IEND", b"")
+        assert plain_png(short, LIMIT) is None
