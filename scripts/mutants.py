@@ -3,15 +3,20 @@
     .venv/bin/python scripts/mutants.py                  # every module below
     .venv/bin/python scripts/mutants.py naming framing    # some of them, by name
 
-Each module is mutated on its own (cosmic-ray's core operators, one mutant at a time, in
-place: run it in a clean checkout and nothing else at once) and each mutant is run
-against the tests that cover that module only, not the whole suite. Mutants inside
+Each module is mutated on its own with cosmic-ray's core operators (of the binary and
+comparison replacements, the few BINARY and COMPARISON keep) and each mutant is run
+against the tests that cover that module only, not the whole suite, with `-x`. The
+checkout is never touched: each worker (one per core) has its own copy of src/ where
+the mutant is written, and each mutant's tests run in a child forked from this process
+after it imported the heavy libraries, so a mutant costs its tests and no interpreter's
+start; its subprocesses see the copy through PYTHONPATH. A mutant that runs past three
+times the unmutated tests' time is killed, and counts as caught. Mutants inside
 annotations are skipped (`from __future__ import annotations`: never evaluated). A
 mutant the tests let through is listed in benchmarks/results/mutants.md with its line,
-unless EQUIVALENT explains it (a mutant that cannot change behaviour); the goal is
-zero unexplained survivors. Each module's last run is kept in mutants.json beside it
-(with its date and command), so a run of some modules updates their rows and leaves
-the others' as they were measured. CONTRIBUTING says when to run it.
+unless EQUIVALENT (mutants_equivalent.py) explains it (a mutant that cannot change
+behaviour); the goal is zero unexplained survivors. Each module's last run is kept in
+mutants.json beside it (with its date and command), so a run of some modules updates
+their rows and leaves the others' as they were measured. CONTRIBUTING says when to run it.
 """
 
 from __future__ import annotations

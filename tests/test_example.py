@@ -199,3 +199,49 @@ def test_a_photo_sized_value_is_one_of_the_parts_as_it_is():
     parts, length = serialized_parts(features)
     assert any(part is photo for part in parts)  # framed around, not copied
     assert b"".join(parts) == serialize(features) and length == len(serialize(features))
+
+
+EDGES = [0, 1, 127, 128, 255, 256, 16383, 16384, 2**21 - 1, 2**21, 2**63 - 1, -1, -128, -(2**63)]
+
+
+@pytest.mark.parametrize("value", EDGES)
+def test_ints_at_every_varint_edge_equal_tensorflows_bytes_alone_in_lists_and_arrays(value):
+    expected = tf_example({"v": int64_feature([value])})
+    assert serialize({"v": value}) == expected
+    assert serialize({"v": np.int64(value)}) == expected
+    assert serialize({"v": [value, value]}) == tf_example({"v": int64_feature([value, value])})
+    assert serialize({"v": np.array([value], np.int64)}) == expected
+    assert parse(expected) == {"v": ("int64_list", [value])}
+
+
+@pytest.mark.parametrize("size", [0, 1, 127, 128, 255, 256, 257, 16371, 16383, 16384, 16385, 70000])
+def test_bytes_and_text_of_lengths_at_every_varint_edge_equal_tensorflows(size):
+    blob, text = bytes([7]) * size, "a" * size
+    assert serialize({"b": blob}) == tf_example({"b": bytes_feature([blob])})
+    assert serialize({"t": text}) == tf_example({"t": bytes_feature([text.encode()])})
+    assert serialize({"t": "é" * size}) == tf_example({"t": bytes_feature(["é".encode() * size])})
+    assert serialize({"b": [blob, b"x"]}) == tf_example({"b": bytes_feature([blob, b"x"])})
+    parts, length = serialized_parts({"b": blob, "n": 3})
+    assert b"".join(parts) == serialize({"b": blob, "n": 3}) and len(b"".join(parts)) == length
+
+
+def test_thousands_of_names_and_values_past_every_cache_serialize_as_tensorflow_does():
+    """The caches of keys and of whole entries are bounded: past their bounds the bytes
+    are the same (and a name never seen before is still sorted rightly)."""
+    for i in range(0, 70_000, 7):
+        name = f"f{i % 5000}"
+        assert serialize({name: i, "s": f"v{i % 97}"}) == tf_example(
+            {name: int64_feature([i]), "s": bytes_feature([f"v{i % 97}".encode()])}
+        ), i
+
+
+def test_unsigned_arrays_up_to_int64s_largest_are_written_and_larger_ones_named():
+    big = np.array([2**63 - 1, 0], np.uint64)
+    assert serialize({"u": big}) == tf_example({"u": int64_feature([2**63 - 1, 0])})
+    with pytest.raises(FeatureError, match="'u': integer 9223372036854775808 does not fit in int64"):
+        serialize({"u": np.array([2**63], np.uint64)})
+    with pytest.raises(FeatureError, match="does not fit in int64"):
+        serialize({"i": 2**63})
+    with pytest.raises(FeatureError, match="does not fit in int64"):
+        serialize({"i": -(2**63) - 1})
+    assert serialize({"u": np.zeros(0, np.uint64)}) == tf_example({"u": int64_feature([])})
