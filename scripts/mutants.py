@@ -232,6 +232,8 @@ def _run(name: str, work: Path, workers: int) -> dict:
         if pid:
             slot, index, _ = running.pop(pid)
             outcomes[index] = os.waitstatus_to_exitcode(status) != 0
+            if len(outcomes) % 50 == 0:
+                print(f"  {name}: {len(outcomes)}/{len(mutants)} run", flush=True)
             if not outcomes[index]:
                 line, operator, _ = mutants[index]
                 print(f"  {name}: survived: line {line} ({operator})", flush=True)
