@@ -392,7 +392,10 @@ def test_salvage_across_read_and_search_windows_finds_what_a_byte_by_byte_search
     rng = random.Random(17)
     for trial in range(3):
         sizes = [rng.choice([0, 5, *[rng.randrange(40_000, 400_000)] * 3]) for _ in range(24)]
-        payloads = [rng.randbytes(n) for n in sizes]
+        # half repeat a 20 KB block: matches 20 KB back, which only a full 32 KB window inflates
+        payloads = [
+            rng.randbytes(n) if i % 2 else (rng.randbytes(20_000) * (n // 20_000 + 1))[:n] for i, n in enumerate(sizes)
+        ]
         data = bytearray(b"".join(frame(p) for p in payloads))
         for _ in range(4):
             at = rng.randrange(len(data))
