@@ -415,3 +415,24 @@ def test_salvage_across_read_and_search_windows_finds_what_a_byte_by_byte_search
         assert [(r.offset, r.data) for r in found if not isinstance(r, Loss)] == records
         assert [(x.start, x.end, x.records) for x in found if isinstance(x, Loss)] == losses
         assert [r.index for r in found if not isinstance(r, Loss)] == list(range(len(records)))
+
+
+def test_a_record_above_the_limit_is_a_loss_of_one_record_and_the_next_ones_are_kept(tmp_path):
+    from tfr_convert.containers.framing import frame
+
+    payloads = [bytes([1]) * 999, bytes([2]) * 1000, bytes([3]) * 1001, b"after"]
+    data = b"".join(frame(p) for p in payloads)
+    path = tmp_path / "limit.tfrecord"
+    path.write_bytes(data)
+    found = list(salvage_records(str(path), max_record=1000))
+    kept = [r.data for r in found if not isinstance(r, Loss)]
+    lost = [x for x in found if isinstance(x, Loss)]
+    assert kept == [payloads[0], payloads[1], b"after"]
+    start = 2 * 16 + 999 + 1000
+    assert [(x.start, x.end, x.records) for x in lost] == [(start, start + 16 + 1001, 1)]
+    assert "a record of 1001 bytes, above the 1000 read whole" in lost[0].reason
+    path.write_bytes(data[: start + 500])  # the same record, cut: the file ends inside it
+    lost = [x for x in salvage_records(str(path), max_record=1000) if isinstance(x, Loss)]
+    assert [(x.start, x.end, x.records, x.reason) for x in lost] == [
+        (start, start + 500, 1, "the file ends inside a record")
+    ]
