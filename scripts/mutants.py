@@ -63,7 +63,7 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
     "example": ("src/tfr_convert/dataset/example.py", ["tests/test_example.py", "tests/test_example_parse.py"]),
     "salvage": (
         "src/tfr_convert/containers/salvage.py",
-        ["tests/test_salvage.py", "-k", "not huge_record and not 256_mib"],  # memory bounds: slow, and not its logic
+        ["tests/test_salvage.py", "-k", "not huge_record"],  # a 1 GiB record: slow, and what it shows others do
     ),
     "coco_rle": (
         "src/tfr_convert/dataset/coco_rle.py",

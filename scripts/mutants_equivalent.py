@@ -122,3 +122,33 @@ EQUIVALENT["remote_lock", _STALE_BY_LEASE, "ReplaceComparisonOperator_Gt_GtE"] =
 EQUIVALENT["crc", "crcs = crcs.astype(np.uint32, copy=False)", "ReplaceFalseWithTrue"] = (
     "astype(copy=True) copies the same values; the copy is never written to"
 )
+# Salvage: how much is read, inflated or searched at a time changes the steps, not the stream
+for _line, _why in (
+    ("_READ = 1 << 20  # bytes read (or inflated) at a time", "how much is read or inflated at a time"),
+    ("_WINDOW = 1 << 20  # bytes searched at once for the next record", "how much is searched at a time"),
+    ("chunk = z.unconsumed_tail or self.raw.read(1 << 16)", "how much compressed data is read at a time"),
+):
+    EQUIVALENT["salvage", _line, "NumberReplacer"] = (
+        f"{_why}: any positive amount gives the same bytes in other steps (0 never ends, and is caught)"
+    )
+EQUIVALENT["salvage", "self.base = 0", "NumberReplacer"] = (
+    "the first thing salvage does is drop(0), which sets base to 0 before a byte is read"
+)
+EQUIVALENT["salvage", "while self.end < upto and not self.eof:", "ReplaceComparisonOperator_Lt_LtE"] = (
+    "reads one step further than asked where the buffer already reaches `upto`: the bytes are the same"
+)
+EQUIVALENT["salvage", "if upto >= self.end:", "ReplaceComparisonOperator_GtE_Gt"] = (
+    "at upto == end, deleting the whole buffer and moving base to upto is what the shortcut does"
+)
+for _line in (
+    "if crc32c(data) == unmask(u32.unpack_from(stream.buf, end - FOOTER_SIZE - stream.base)[0]):",
+    "return crc32c(payload) == unmask(u32.unpack_from(kept, size - FOOTER_SIZE)[0])",
+    "if crc32c(body[:-FOOTER_SIZE]) == unmask(u32.unpack_from(body, length)[0]):",
+):
+    EQUIVALENT["salvage", _line, "NumberReplacer"] = "unpack_from gives a one-item tuple: [-1] is [0] ([1] fails)"
+EQUIVALENT["salvage", 'self.wbits = 31 if compression == "gzip" else 15', "NumberReplacer"] = (
+    "32 asks zlib to detect the header, and finds gzip's (30 and 14, windows too small, are caught)"
+)
+EQUIVALENT["salvage", "at = broken + 1", "NumberReplacer"] = (
+    "the header at `broken` failed its CRC, so starting the search there finds the same first record"
+)

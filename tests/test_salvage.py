@@ -382,7 +382,7 @@ def _salvaged_by_brute_force(data: bytes) -> tuple[list[tuple[int, bytes]], list
     return records, losses
 
 
-@pytest.mark.parametrize("compression", ["none", "gzip"])
+@pytest.mark.parametrize("compression", ["none", "gzip", "zlib", "gzip members"])
 def test_salvage_across_read_and_search_windows_finds_what_a_byte_by_byte_search_finds(tmp_path, compression):
     """Files of a few MiB (past the reader's 1 MiB reads and search windows), damaged at
     random (header and payload bytes flipped, garbage put in, bytes cut out, the end cut
@@ -409,7 +409,15 @@ def test_salvage_across_read_and_search_windows_finds_what_a_byte_by_byte_search
             else:
                 del data[len(data) - rng.randrange(1, 20) :]
         path = tmp_path / f"t{trial}.tfrecord"
-        path.write_bytes(gzip.compress(bytes(data), 1) if compression == "gzip" else bytes(data))
+        half = len(data) // 2
+        path.write_bytes(
+            {
+                "none": lambda: bytes(data),
+                "gzip": lambda: gzip.compress(bytes(data), 1),
+                "zlib": lambda: zlib.compress(bytes(data), 1),
+                "gzip members": lambda: gzip.compress(bytes(data[:half]), 1) + gzip.compress(bytes(data[half:]), 1),
+            }[compression]()
+        )
         found = list(salvage_records(str(path)))
         records, losses = _salvaged_by_brute_force(bytes(data))
         assert [(r.offset, r.data) for r in found if not isinstance(r, Loss)] == records
@@ -436,3 +444,65 @@ def test_a_record_above_the_limit_is_a_loss_of_one_record_and_the_next_ones_are_
     assert [(x.start, x.end, x.records, x.reason) for x in lost] == [
         (start, start + 500, 1, "the file ends inside a record")
     ]
+
+
+def _losses_and_kept(data: bytes, tmp_path: Path, **options) -> tuple[list[tuple[int, int, int | None]], list[bytes]]:
+    path = tmp_path / "edge.tfrecord"
+    path.write_bytes(data)
+    found = list(salvage_records(str(path), **options))
+    return [(x.start, x.end, x.records) for x in found if isinstance(x, Loss)], [
+        r.data for r in found if not isinstance(r, Loss)
+    ]
+
+
+def test_losses_at_the_edges_of_the_search(tmp_path):
+    """One byte of garbage (the search starts a byte on), a few bytes (too few to be a
+    record), an empty record whose header is broken (one record lost), a fake header
+    claiming more than the file holds, and garbage past a whole search window, with a
+    record starting exactly where the second window begins."""
+    from tfr_convert.containers.framing import frame
+    from tfr_convert.containers.salvage import _WINDOW
+
+    a, b = frame(b"a" * 30), frame(b"b" * 40)
+    assert _losses_and_kept(b"\x07" + a + b, tmp_path) == ([(0, 1, None)], [b"a" * 30, b"b" * 40])
+    assert _losses_and_kept(a + b"12345" + b, tmp_path) == ([(46, 51, None)], [b"a" * 30, b"b" * 40])
+    empty = bytearray(frame(b""))
+    empty[9] ^= 0x40  # its length's CRC
+    assert _losses_and_kept(bytes(empty) + a, tmp_path) == ([(0, 16, 1)], [b"a" * 30])
+    from tfr_convert.containers.framing import header
+
+    fake = header(10**6)  # a sound header for a record the file cannot hold
+    assert _losses_and_kept(b"xy" + fake + a + b, tmp_path) == ([(0, 14, None)], [b"a" * 30, b"b" * 40])
+    garbage = bytes(random.Random(3).randbytes(1 + _WINDOW + 1))  # the record starts the second window
+    assert _losses_and_kept(b"z" + garbage + a, tmp_path) == ([(0, len(garbage) + 1, None)], [b"a" * 30])
+    long_garbage = bytes(random.Random(4).randbytes(2 * _WINDOW + 12345))
+    assert _losses_and_kept(a + long_garbage + b, tmp_path) == (
+        [(46, 46 + len(long_garbage), None)],
+        [b"a" * 30, b"b" * 40],
+    )
+
+
+def test_quarantined_bytes_stop_at_the_cap(tmp_path, monkeypatch):
+    from tfr_convert.containers import salvage
+    from tfr_convert.containers.framing import frame
+
+    monkeypatch.setattr(salvage, "QUARANTINE_BYTES", 100)
+    garbage = random.Random(5).randbytes(1000)
+    path = tmp_path / "cap.tfrecord"
+    path.write_bytes(frame(b"a") + garbage + frame(b"b"))
+    lost = [x for x in salvage_records(str(path)) if isinstance(x, Loss)]
+    assert [(x.start, x.end, x.kept) for x in lost] == [(17, 1017, garbage[:100])]
+
+
+def test_a_corrupt_gzip_stream_keeps_the_records_before_and_names_the_corruption(tmp_path):
+    from tfr_convert.containers.framing import frame
+
+    payloads = [random.Random(i).randbytes(50_000) for i in range(8)]
+    packed = bytearray(gzip.compress(b"".join(frame(p) for p in payloads), 1))
+    packed[len(packed) // 2 :] = bytes(len(packed) - len(packed) // 2)  # zeros: not a deflate block
+    path = tmp_path / "corrupt.tfrecord.gz"
+    path.write_bytes(bytes(packed))
+    found = list(salvage_records(str(path)))
+    kept = [r.data for r in found if not isinstance(r, Loss)]
+    assert 0 < len(kept) < 8 and kept == payloads[: len(kept)]
+    assert isinstance(found[-1], Loss) and "gzip stream is corrupt from here on" in found[-1].reason
