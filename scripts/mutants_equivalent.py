@@ -152,3 +152,37 @@ EQUIVALENT["salvage", 'self.wbits = 31 if compression == "gzip" else 15', "Numbe
 EQUIVALENT["salvage", "at = broken + 1", "NumberReplacer"] = (
     "the header at `broken` failed its CRC, so starting the search there finds the same first record"
 )
+EQUIVALENT[
+    "coco_rle",
+    'last = first + max(1, int(np.searchsorted(np.cumsum(steps[first:] + 1), TRACE_POINTS, side="right")))',
+    "ReplaceBinaryOperator_Add_Sub",
+] = (
+    "how many edges one chunk of the trace takes: chunks join at the point carried over, so any split "
+    "(at least one edge each) toggles the same pixels; only the memory a chunk holds differs"
+)
+EQUIVALENT[
+    "coco_rle", "keep = (np.floor(xd) == xd) & (xd >= 0) & (xd <= width - 1)", "ReplaceBinaryOperator_Sub_Add"
+] = (
+    "a crossing at column width or width + 1 lands at x * height + y >= height * width, which the last "
+    "line of _toggles leaves out"
+)
+EQUIVALENT["coco_rle", "TRACE_POINTS = 1 << 20", "ReplaceBinaryOperator_LShift_RShift"] = (
+    "0 points a chunk: each chunk still takes one edge at least, and any split toggles the same pixels"
+)
+EQUIVALENT["coco_rle", "TRACE_POINTS = 1 << 20", "NumberReplacer"] = EQUIVALENT[
+    "coco_rle", "TRACE_POINTS = 1 << 20", "ReplaceBinaryOperator_LShift_RShift"
+]
+EQUIVALENT["salvage", "at += _WINDOW + 1  # the next header start not yet tried", "ReplaceBinaryOperator_Add_Sub"] = (
+    "the next window then starts two bytes early: it tries two starts again, and finds the same first record"
+)
+EQUIVALENT["salvage", "at += _WINDOW + 1  # the next header start not yet tried", "NumberReplacer"] = (
+    "+ 0 tries one start again, and finds the same first record (+ 2 skips one, and is caught)"
+)
+EQUIVALENT[
+    "salvage",
+    "if len(window) < _WINDOW + HEADER_SIZE:  # it reached the end: every start was tried",
+    "ReplaceBinaryOperator_Add_Sub",
+] = (
+    "a last window a little short of full is then searched on: every start in it was tried, and the next "
+    "window, past the end, is empty and ends the search"
+)

@@ -469,6 +469,8 @@ def test_losses_at_the_edges_of_the_search(tmp_path):
     empty = bytearray(frame(b""))
     empty[9] ^= 0x40  # its length's CRC
     assert _losses_and_kept(bytes(empty) + a, tmp_path) == ([(0, 16, 1)], [b"a" * 30])
+    tail = (0xA282EAD8).to_bytes(4, "little")  # the masked CRC of no bytes: 12 of garbage ending so are no record
+    assert _losses_and_kept(a + b"12345678" + tail + b, tmp_path) == ([(46, 58, None)], [b"a" * 30, b"b" * 40])
     from tfr_convert.containers.framing import header
 
     fake = header(10**6)  # a sound header for a record the file cannot hold
