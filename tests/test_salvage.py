@@ -409,15 +409,16 @@ def test_salvage_across_read_and_search_windows_finds_what_a_byte_by_byte_search
             else:
                 del data[len(data) - rng.randrange(1, 20) :]
         path = tmp_path / f"t{trial}.tfrecord"
-        half = len(data) // 2
-        path.write_bytes(
-            {
-                "none": lambda: bytes(data),
-                "gzip": lambda: gzip.compress(bytes(data), 1),
-                "zlib": lambda: zlib.compress(bytes(data), 1),
-                "gzip members": lambda: gzip.compress(bytes(data[:half]), 1) + gzip.compress(bytes(data[half:]), 1),
-            }[compression]()
-        )
+        plain, half = bytes(data), len(data) // 2
+        if compression == "gzip":
+            packed = gzip.compress(plain, 1)
+        elif compression == "zlib":
+            packed = zlib.compress(plain, 1)
+        elif compression == "gzip members":
+            packed = gzip.compress(plain[:half], 1) + gzip.compress(plain[half:], 1)
+        else:
+            packed = plain
+        path.write_bytes(packed)
         found = list(salvage_records(str(path)))
         records, losses = _salvaged_by_brute_force(bytes(data))
         assert [(r.offset, r.data) for r in found if not isinstance(r, Loss)] == records
