@@ -186,3 +186,11 @@ EQUIVALENT[
     "a last window a little short of full is then searched on: every start in it was tried, and the next "
     "window, past the end, is empty and ends the search"
 )
+EQUIVALENT["coco_rle", "while first < len(grid):", "ReplaceComparisonOperator_Lt_LtE"] = (
+    "one more pass with no edges left: it traces nothing, and the point carried over toggles nothing alone"
+)
+EQUIVALENT["coco_rle", "column = np.where(u[moved] < u[moved - 1], u[moved], u[moved] - 1)",
+           "ReplaceComparisonOperator_Lt_LtE"] = "`moved` are where u changes: u[moved] never equals u[moved - 1]"  # fmt: skip
+EQUIVALENT["coco_rle", "return toggles[toggles < height * width]", "ReplaceComparisonOperator_Lt_LtE"] = (
+    "a toggle at height * width (below the last pixel) is cut off by _filled's [: height * width] anyway"
+)

@@ -8,6 +8,7 @@ limit)."""
 from __future__ import annotations
 
 import json
+import re
 import resource
 import struct
 import subprocess
@@ -171,3 +172,16 @@ def test_a_voc_object_mask_whose_header_claims_too_many_pixels_is_one_line_or_sk
     assert skipped.returncode == 0, skipped.stderr
     summary = json.loads(skipped.stdout)
     assert summary["skipped_total"] == 1 and "b.jpg" in summary["skipped"][0]["item"]
+
+
+def test_counts_too_large_for_any_image_are_said_so_and_smaller_ones_counted():
+    with pytest.raises(coco_rle.MaskError, match="cover more pixels than any image"):
+        coco_rle.from_runs([2**62], 1, 1)
+    with pytest.raises(coco_rle.MaskError, match=f"cover {2**62 - 1} pixels, the image 1x1 = 1"):
+        coco_rle.from_runs([2**62 - 1], 1, 1)
+
+
+@pytest.mark.parametrize("char", ["/", "p", "\x7f", "é"])
+def test_a_character_outside_the_rle_alphabet_is_named_with_its_position(char):
+    with pytest.raises(coco_rle.MaskError, match=re.escape(f"character {char!r} at 2 is not one of")):
+        coco_rle.counts_from_string("00" + char)
