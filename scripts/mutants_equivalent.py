@@ -194,3 +194,12 @@ EQUIVALENT["coco_rle", "column = np.where(u[moved] < u[moved - 1], u[moved], u[m
 EQUIVALENT["coco_rle", "return toggles[toggles < height * width]", "ReplaceComparisonOperator_Lt_LtE"] = (
     "a toggle at height * width (below the last pixel) is cut off by _filled's [: height * width] anyway"
 )
+EQUIVALENT["coco_rle", "along_x = dx >= dy", "ReplaceComparisonOperator_GtE_Gt"] = (
+    "an edge as long across as down (a diagonal, slope +-1 exactly) is traced along y instead of x: "
+    "the same grid points either way"
+)
+EQUIVALENT["coco_rle", "flip = np.where(along_x, start[:, 0] > end[:, 0], start[:, 1] > end[:, 1])",
+           "ReplaceComparisonOperator_Gt_GtE"] = (
+    "start and end equal along the edge's longer axis means a repeated vertex, one point: flipped or not, "
+    "low and high are that point"
+)  # fmt: skip

@@ -185,3 +185,16 @@ def test_counts_too_large_for_any_image_are_said_so_and_smaller_ones_counted():
 def test_a_character_outside_the_rle_alphabet_is_named_with_its_position(char):
     with pytest.raises(coco_rle.MaskError, match=re.escape(f"character {char!r} at 2 is not one of")):
         coco_rle.counts_from_string("00" + char)
+
+
+def test_a_point_at_the_margins_edge_is_drawn_and_one_past_it_refused():
+    """The margin is the image's size or 256 pixels, on every side: a point exactly on
+    its edge is drawn (as pycocotools draws it), a point past it is refused, named."""
+    h, w = 10, 20
+    for x, y in ((20 + 256, 5), (-256, 5), (5, 10 + 256), (5, -256)):
+        polygon = [1.0, 1.0, float(x), float(y), 3.0, 8.0]
+        drawn = coco_rle.decode([polygon], h, w)
+        assert np.array_equal(drawn, coco_mask.decode(coco_mask.merge(coco_mask.frPyObjects([polygon], h, w))))
+    for x, y in ((20 + 256.5, 5), (-256.5, 5), (5, 10 + 256.5), (5, -256.5)):
+        with pytest.raises(coco_rle.MaskError, match=r"polygon 0: point 1 .* lies more than 256 pixels outside"):
+            coco_rle.decode([[1.0, 1.0, float(x), float(y), 3.0, 8.0]], h, w)
