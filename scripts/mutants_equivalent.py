@@ -203,3 +203,33 @@ EQUIVALENT["coco_rle", "flip = np.where(along_x, start[:, 0] > end[:, 0], start[
     "start and end equal along the edge's longer axis means a repeated vertex, one point: flipped or not, "
     "low and high are that point"
 )  # fmt: skip
+# header_candidates: a prefilter before the CRC and the limit decide. These only let more
+# offsets through, or leave out only twelve equal bytes (never a header: no length below
+# 256 has a masked CRC of 0, and seven equal nonzero bytes are a length past any limit).
+_PREFILTER = "if np.count_nonzero(plausible) > n // 64:  # mostly zeros, say: leave out windows of twelve equal bytes"
+for _operator in ("AddNot", "NumberReplacer", "ReplaceBinaryOperator_FloorDiv_Mul", "ReplaceBinaryOperator_FloorDiv_Div",
+                  "ReplaceComparisonOperator_Gt_GtE", "ReplaceComparisonOperator_Gt_LtE"):  # fmt: skip
+    EQUIVALENT["salvage", _PREFILTER, _operator] = (
+        "whether the twelve-equal-bytes filter runs: it only leaves out offsets that are never a header"
+    )
+for _operator in (
+    "ReplaceComparisonOperator_NotEq_Eq",
+    "ReplaceUnaryOperator_USub_UAdd",
+    "ReplaceUnaryOperator_Delete_USub",
+):
+    EQUIVALENT["salvage", "np.cumsum(b[1:] != b[:-1], out=changes[1:])", _operator] = (
+        "the filter then leaves out offsets followed by eleven bytes equal to each other or to the window's "
+        "first: with a length's seven high bytes among them, never a header below any limit under 2^56"
+    )
+EQUIVALENT["salvage", "plausible &= changes[HEADER_SIZE - 1 : HEADER_SIZE - 1 + n] != changes[:n]",
+           "ReplaceBinaryOperator_Sub_Add"] = "it then leaves out only fourteen equal bytes: fewer, never a header"  # fmt: skip
+EQUIVALENT["salvage", "plausible = b[top - 1 : top - 1 + n] <= (max_record >> (8 * (top - 1)))",
+           "ReplaceBinaryOperator_RShift_LShift"] = (
+    "a larger bound for the length's top byte lets more offsets through, which the exact limit then drops"
+)  # fmt: skip
+EQUIVALENT["salvage", "if n <= 0 or window.count(window[:1]) == len(window):", "ReplaceComparisonOperator_LtE_Lt"] = (
+    "at n == 0 (eleven bytes) the search goes on over no offsets and finds none"
+)
+EQUIVALENT["salvage", "if room > 0 and stop > self.base:", "ReplaceComparisonOperator_Gt_GtE"] = (
+    "room == 0 or stop == base adds buf[:0]: nothing"
+)

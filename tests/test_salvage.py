@@ -199,7 +199,8 @@ def _limited_run(args, tmp_path, file_limit=64 << 20):
 
     (tmp_path / "tmp").mkdir(exist_ok=True)
     env = {**__import__("os").environ, "TMPDIR": str(tmp_path / "tmp")}
-    return subprocess.run([str(Path(sys.executable).parent / "tfr-convert"), *map(str, args)], capture_output=True,
+    peak_rss = Path(__file__).with_name("peak_rss.py")  # the last line on stderr: peak_rss_mib=N
+    return subprocess.run([sys.executable, str(peak_rss), "convert", *map(str, args)], capture_output=True,
                           text=True, timeout=600, preexec_fn=limits, env=env)  # fmt: skip
 
 
@@ -228,6 +229,8 @@ def test_ten_records_then_256_mib_of_zeros_salvage_streaming_in_bounded_memory_a
     took = time.perf_counter() - started
     assert done.returncode == 0, done.stderr
     assert list((tmp_path / "tmp").iterdir()) == []
+    # 16 MiB quarantined, a MiB read at a time: the 256 MiB are never held (about 75 MiB in all)
+    assert int(done.stderr.strip().splitlines()[-1].removeprefix("peak_rss_mib=")) < 200
     report = json.loads(done.stdout)
     (loss,) = report["skipped"]
     assert (loss["start"], loss["end"]) == (len(head), len(head) + (256 << 20))
