@@ -233,3 +233,10 @@ EQUIVALENT["salvage", "if n <= 0 or window.count(window[:1]) == len(window):", "
 EQUIVALENT["salvage", "if room > 0 and stop > self.base:", "ReplaceComparisonOperator_Gt_GtE"] = (
     "room == 0 or stop == base adds buf[:0]: nothing"
 )
+for _line in (
+    "xy = np.array(polygon, np.float64).reshape(-1, 2)",
+    "flat = (np.asarray(mask).T.reshape(-1) != 0).astype(np.int8)",
+):
+    EQUIVALENT["coco_rle", _line, "ReplaceUnaryOperator_USub_Invert"] = (
+        "-1 becomes -2: numpy infers the size of any negative dimension"
+    )

@@ -512,3 +512,23 @@ def test_a_corrupt_gzip_stream_keeps_the_records_before_and_names_the_corruption
     kept = [r.data for r in found if not isinstance(r, Loss)]
     assert 0 < len(kept) < 8 and kept == payloads[: len(kept)]
     assert isinstance(found[-1], Loss) and "gzip stream is corrupt from here on" in found[-1].reason
+
+
+def test_a_record_above_the_limit_longer_than_a_read_is_stepped_over_whole(tmp_path):
+    """3 MiB over a limit of 1000, read a MiB at a time: one loss of exactly that record,
+    and the record after it kept; the same record last in its file is still one above the
+    limit, not one the file ends inside."""
+    from tfr_convert.containers.framing import frame
+
+    big = frame(bytes(3 << 20))
+    path = tmp_path / "big.tfrecord"
+    path.write_bytes(frame(b"a") + big + frame(b"b"))
+    found = list(salvage_records(str(path), max_record=1000))
+    assert [(x.start, x.end, x.records) if isinstance(x, Loss) else x.data for x in found] == [
+        b"a",
+        (17, 17 + len(big), 1),
+        b"b",
+    ]
+    path.write_bytes(frame(b"a") + big)
+    (loss,) = [x for x in salvage_records(str(path), max_record=1000) if isinstance(x, Loss)]
+    assert (loss.start, loss.end) == (17, 17 + len(big)) and "above the 1000 read whole" in loss.reason
