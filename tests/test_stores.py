@@ -203,7 +203,7 @@ def test_the_lease_comes_from_the_environment_at_least_a_second_else_the_default
         assert lease_seconds() == lease
 
 
-def test_a_process_is_named_by_its_pid_and_start_and_the_machine_by_its_boot():
+def test_a_process_is_named_by_its_pid_and_start_and_the_machine_by_its_boot(tmp_path):
     from tfr_convert.output.remote_lock import _boot_id, _process_start
 
     mine = _process_start(os.getpid())
@@ -220,6 +220,7 @@ def test_a_process_is_named_by_its_pid_and_start_and_the_machine_by_its_boot():
     assert _process_start(child.pid) is None  # gone
     with open("/proc/sys/kernel/random/boot_id") as f:
         assert _boot_id() == f.read().strip() != ""
+    assert _boot_id(str(tmp_path / "no-proc")) == ""  # a system without one
 
 
 def dead_pid() -> int:
@@ -303,17 +304,30 @@ def writes_of(path: str, seconds: float) -> int:
 
 
 def test_a_lock_is_renewed_four_times_a_lease(monkeypatch):
+    """A lease of 1 s (the least): renewals every 0.25 s, by the median of the gaps
+    between the lock's writes (every third or fifth of a lease would be 0.33 or 0.2 s)."""
+    import statistics
+
+    import fsspec
+
     from tfr_convert.output.remote_lock import LEASE_ENV, RemoteLock
 
-    monkeypatch.setenv(LEASE_ENV, "2")
+    monkeypatch.setenv(LEASE_ENV, "0.1")  # below the least: 1 s
     path = f"memory://quarters-{os.getpid()}/lock"
+    memory = fsspec.filesystem("memory")
     lock = RemoteLock(path)
     lock.acquire("out")
+    written = set()
     try:
-        renewals = writes_of(path, 1.2)  # at 0.5 s and 1.0 s
+        stop = time.time() + 2.2
+        while time.time() < stop:
+            written.add(memory.info(path.removeprefix("memory://"))["created"])
+            time.sleep(0.005)
     finally:
         lock.release()
-    assert 1 <= renewals <= 3
+    times = sorted(written)
+    gaps = [(b - a).total_seconds() for a, b in zip(times, times[1:])]
+    assert len(gaps) >= 6 and 0.23 <= statistics.median(gaps) <= 0.29, gaps
 
 
 def test_a_lock_removed_by_someone_is_lost_and_release_leaves_another_runs_lock(monkeypatch):

@@ -51,9 +51,10 @@ def _process_start(pid: int) -> str | None:
     return stat.rsplit(b")", 1)[1].split()[19].decode()
 
 
-def _boot_id() -> str:
+def _boot_id(path: str = "/proc/sys/kernel/random/boot_id") -> str:
+    """This boot's id ("" where the system has none: a lock is then told stale by its age)."""
     try:
-        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
+        with open(path, encoding="ascii") as f:
             return f.read().strip()
     except OSError:
         return ""
