@@ -79,7 +79,7 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
     "example_columns": ("src/tfr_convert/dataset/example_columns.py", ["tests/test_example_columns.py"]),
     "fingerprints": ("src/tfr_convert/storage/fingerprints.py", ["tests/test_fingerprints.py"]),
     "remote_lock": ("src/tfr_convert/output/remote_lock.py", ["tests/test_stores.py"]),
-    "grouping": ("src/tfr_convert/converters/grouping.py", ["tests/test_dedupe.py"]),
+    "grouping": ("src/tfr_convert/converters/grouping.py", ["tests/test_grouping.py", "tests/test_dedupe.py"]),
     "journal": (
         "src/tfr_convert/output/journal.py",
         ["tests/test_seams.py", "tests/test_crash.py", "-k", "test_seams or resume and not signal and not worker"],
