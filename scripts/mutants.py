@@ -83,7 +83,7 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
     "grouping": ("src/tfr_convert/converters/grouping.py", ["tests/test_grouping.py", "tests/test_dedupe.py"]),
     "journal": (
         "src/tfr_convert/output/journal.py",
-        ["tests/test_seams.py", "tests/test_crash.py", "-k", "test_seams or resume and not signal and not worker"],
+        ["tests/test_journal.py", "tests/test_crash.py", "-k", "test_journal or resume and not signal and not worker"],
     ),
     "resume": (
         "src/tfr_convert/engine/resume.py",

@@ -219,7 +219,7 @@ class Journal:
             head["inputs"] = base64.b64encode(inputs.stats).decode("ascii")
         first = json.dumps(head, sort_keys=True)
         if self._remote:
-            self._next = 1 + (kept[-1][1] if kept else 0)
+            self._next = kept[-1][1] if kept else 1  # the line after the last kept one, or the identity
             if kept is None:
                 fs.rmtree(self.path)
                 fs.put_bytes(self._line(0), first.encode())
