@@ -240,3 +240,28 @@ for _line in (
     EQUIVALENT["coco_rle", _line, "ReplaceUnaryOperator_USub_Invert"] = (
         "-1 becomes -2: numpy infers the size of any negative dimension"
     )
+# png_check: bounds that a later check enforces as well
+_PNG_DIMENSIONS = "if not (0 < width < 1 << 31 and 0 < height < 1 << 31) or width * height > max_pixels:"
+for _operator in ("NumberReplacer", "ReplaceComparisonOperator_Lt_LtE"):
+    EQUIVALENT["png_check", _PNG_DIMENSIONS, _operator] = (
+        "the upper bound moved (2^30, 2^32 or 2^31 itself): a width or height anywhere near it makes more rows "
+        "than the 16 MiB the check holds, which leaves the file to Pillow all the same (the lower bounds' "
+        "mutants are caught)"
+    )
+for _operator in ("NumberReplacer", "ReplaceComparisonOperator_Lt_LtE"):
+    EQUIVALENT["png_check", "if not data.startswith(_SIGNATURE) or len(data) < 8 + _IHDR_CHUNK_SIZE:", _operator] = (
+        "a file of the signature and header alone (33 bytes) is refused a few lines on, no chunk following "
+        "(a bound below 33 reads past the end, and is caught)"
+    )
+EQUIVALENT["png_check", "if pos + 12 > len(data):", "NumberReplacer"] = (
+    "11: a chunk one byte short of its CRC is refused by the next check, `end + 4 > len(data)` (13 is caught)"
+)
+_PNG_INFLATE = "rows += inflater.decompress(memoryview(data)[pos + 8 : end], expected + 1 - len(rows))"
+for _operator in ("ReplaceBinaryOperator_Sub_Add", "NumberReplacer"):
+    EQUIVALENT["png_check", _PNG_INFLATE, _operator] = (
+        "a larger bound on what one IDAT inflates to (or none: 0): rows past the declared ones still come out "
+        "and are refused by the next line (the offset of the chunk's data is caught)"
+    )
+EQUIVALENT["png_check", "if len(rows) > expected or inflater.unconsumed_tail:", "ReplaceOrWithAnd"] = (
+    "more rows than declared are then refused after the last chunk instead, by `len(rows) != expected`"
+)

@@ -203,3 +203,36 @@ def test_a_stream_cut_into_many_idat_chunks_is_answered_as_one(piece):
     for wrong in (rows[: -(1 + 3 * 37)], rows + b"\x00"):
         short = SIGNATURE + header + chunk(b"IDAT", zlib.compress(wrong)) + chunk(b"IEND", b"")
         assert plain_png(short, LIMIT) is None
+
+
+def _with_header(width: int, height: int, idat: bytes, *, depth=8, colour=0, compression=0, filtering=0) -> bytes:
+    header = struct.pack(">IIBBBBB", width, height, depth, colour, compression, filtering, 0)
+    return SIGNATURE + chunk(b"IHDR", header) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "no columns",
+        "no rows",
+        "compression method 1",
+        "filter method 1",
+        "not a deflate stream",
+        "no end marker",
+        "a stream after the end",
+    ],  # fmt: skip
+)
+def test_headers_and_streams_the_format_does_not_allow_are_never_answered(case):
+    rows = b"\x00\x10\x20" * 2  # 2 rows of 2 grey pixels
+    unended = zlib.compressobj()
+    data = {
+        "no columns": _with_header(0, 2, zlib.compress(b"\x00\x00")),
+        "no rows": _with_header(2, 0, zlib.compress(b"")),
+        "compression method 1": _with_header(2, 2, zlib.compress(rows), compression=1),
+        "filter method 1": _with_header(2, 2, zlib.compress(rows), filtering=1),
+        "not a deflate stream": _with_header(2, 2, b"\x78\x9c\xff\xff\xff\xff"),
+        "no end marker": _with_header(2, 2, unended.compress(rows) + unended.flush(zlib.Z_SYNC_FLUSH)),
+        "a stream after the end": _with_header(2, 2, zlib.compress(rows) + b"\x00"),
+    }[case]
+    assert plain_png(data, LIMIT) is None
+    agrees_or_defers(data)
