@@ -220,7 +220,7 @@ def _with_header(width: int, height: int, idat: bytes, *, depth=8, colour=0, com
         "not a deflate stream",
         "no end marker",
         "a stream after the end",
-    ],  # fmt: skip
+    ],
 )
 def test_headers_and_streams_the_format_does_not_allow_are_never_answered(case):
     rows = b"\x00\x10\x20" * 2  # 2 rows of 2 grey pixels
