@@ -87,11 +87,38 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
     ),
     "resume": (
         "src/tfr_convert/engine/resume.py",
-        ["tests/test_crash.py", "-k", "resume and not signal and not worker and not repair"],
+        [
+            f"tests/test_crash.py::test_{name}"
+            for name in (
+                "resume_refuses_another_runs_work_naming_what_differs",
+                "resume_does_not_believe_an_edited_journal_line",
+                "resume_rewrites_a_finished_shard_that_was_damaged",
+                "resume_refuses_images_replaced_since_the_interrupted_run_naming_the_first",
+                "resume_names_an_image_replaced_with_one_of_its_size_and_time",
+                "resume_over_unchanged_images_gives_the_uninterrupted_bytes",
+                "resume_of_a_detection_run_refuses_an_image_changed_since",
+                "a_resumed_run_says_how_many_shards_it_kept_and_a_finished_one_that_it_was",
+                "resume_with_nothing_to_resume_says_so_and_converts_from_the_start",
+                "resume_after_a_kill_at_any_filesystem_change_gives_the_uninterrupted_bytes",
+            )
+        ],  # fast ones first: most mutants fail one of them
     ),
     "commit": (
         "src/tfr_convert/output/local.py",
-        ["tests/test_crash.py", "-k", "overwrite or commit or lock or held or recovery"],
+        [
+            f"tests/test_crash.py::test_{name}"
+            for name in (
+                "overwrite_replaces_only_the_old_datasets_files_and_a_folder_in_the_way_stops_it",
+                "recovery_tells_an_unswapped_commit_by_the_trees_inode_not_by_the_manifest",
+                "a_dead_runs_lock_does_not_block",
+                "the_lock_is_held_before_the_first_input_is_read_and_refuses_a_second_run_then",
+                "a_second_run_into_a_held_output_is_refused_and_the_first_finishes",
+                "a_kill_at_any_step_of_an_in_place_overwrite_never_leaves_metadata_naming_absent_shards",
+                "a_kill_at_any_step_of_an_overwrite_leaves_the_old_or_the_new_dataset",
+                "a_repair_run_killed_at_its_commit_then_resumed_leaves_the_whole_dataset",
+                "a_write_failing_at_any_step_of_an_overwrite_is_reported_and_leaves_a_whole_dataset",
+            )
+        ],
     ),
 }
 
