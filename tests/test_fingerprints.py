@@ -78,9 +78,10 @@ def test_a_missing_file_is_packed_as_minus_ones_and_a_present_one_as_its_stat(tm
     """The packed form is what journals keep: (size, mtime in ns, inode), -1s for a missing file."""
     (tmp_path / "here.png").write_bytes(b"12345")
     st = os.stat(tmp_path / "here.png")
-    assert entries(stat_local(str(tmp_path), ["gone.png", "here.png"])) == [
+    assert entries(stat_local(str(tmp_path), ["gone.png", "here.png", "nul\x00.png"])) == [
         (-1, -1, -1),
         (5, st.st_mtime_ns, st.st_ino),
+        (-1, -1, -1),  # a name no file can have (os.stat raises ValueError): missing too
     ]
 
 
