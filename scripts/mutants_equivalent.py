@@ -265,3 +265,19 @@ for _operator in ("ReplaceBinaryOperator_Sub_Add", "NumberReplacer"):
 EQUIVALENT["png_check", "if len(rows) > expected or inflater.unconsumed_tail:", "ReplaceOrWithAnd"] = (
     "more rows than declared are then refused after the last chunk instead, by `len(rows) != expected`"
 )
+# jpeg_check
+_BLOCKS = "if count > 1 and sum(comps[c][0] * comps[c][1] for c in named) > _MAX_BLOCKS_IN_MCU:"
+for _operator in ("AddNot", "ReplaceBinaryOperator_Mul_Div", "ReplaceComparisonOperator_Gt_GtE",
+                  "ReplaceComparisonOperator_Gt_LtE"):  # fmt: skip
+    EQUIVALENT["jpeg_check", _BLOCKS, _operator] = (
+        "_components admits luma sampled at most 2x2 and chroma 1x1: a scan's MCU has at most 6 blocks, so "
+        "this test of libjpeg's 10 never holds, mutated or not"
+    )
+for _operator in ("ReplaceUnaryOperator_Delete_USub", "ReplaceUnaryOperator_USub_Invert",
+                  "ReplaceUnaryOperator_USub_Not", "ReplaceUnaryOperator_USub_UAdd"):  # fmt: skip
+    EQUIVALENT["jpeg_check", "last = max((i for i, c in enumerate(counts) if c), default=-1)", _operator] = (
+        "the default is taken only when every count is 0: the loop then checks counts of 0, which never fail"
+    )
+EQUIVALENT["jpeg_check", "if len(segment) < 6:", "ReplaceComparisonOperator_Lt_LtE"] = (
+    "a frame header of exactly 6 bytes holds a component count and no component: _components refuses it"
+)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import random
+import struct
 
 import numpy as np
 import pytest
@@ -165,3 +166,191 @@ def test_keep_mode_writes_the_same_shards_with_the_check_as_with_a_full_decode(c
         assert result.exit_code == 0, result.output
         shards[check] = {p.name: p.read_bytes() for p in (tmp_path / check).glob("*.tfrecord-*")}
     assert shards["structure"] == shards["decode"] and shards["decode"]
+
+
+# ---------------------------------------------------------------- segment by segment
+
+
+def _segments(jpeg: bytes) -> tuple[list[tuple[int, bytes]], bytes]:
+    """([(marker, payload)] from after SOI through the first SOS, the bytes after it)."""
+    out, pos = [], 2
+    while True:
+        marker, length = jpeg[pos + 1], int.from_bytes(jpeg[pos + 2 : pos + 4], "big")
+        out.append((marker, jpeg[pos + 4 : pos + 2 + length]))
+        pos += 2 + length
+        if marker == 0xDA:
+            return out, jpeg[pos:]
+
+
+def _joined(segments: list[tuple[int, bytes]], rest: bytes) -> bytes:
+    framed = (bytes([0xFF, m]) + (len(p) + 2).to_bytes(2, "big") + p for m, p in segments)
+    return b"\xff\xd8" + b"".join(framed) + rest
+
+
+def _edited(jpeg: bytes, marker: int, edit) -> bytes:
+    """The JPEG with the first `marker` segment's payload passed through `edit`."""
+    segments, rest = _segments(jpeg)
+    at = next(i for i, (m, _) in enumerate(segments) if m == marker)
+    segments[at] = (marker, edit(segments[at][1]))
+    return _joined(segments, rest)
+
+
+def _dht(kind: int, table: int, counts: list[int], symbols: bytes) -> bytes:
+    return bytes([kind << 4 | table, *counts]) + symbols
+
+
+def _tiff(order: str, entries: list[tuple[int, int, int, int]], ifd: int = 8) -> bytes:
+    """A TIFF header and IFD0 of (tag, type, count, value) entries, in `order` ("<" or ">")."""
+    head = (b"II*\x00" if order == "<" else b"MM\x00*") + struct.pack(order + "I", ifd) + bytes(ifd - 8)
+    body = struct.pack(order + "H", len(entries))
+    for tag, kind, count, value in entries:
+        body += struct.pack(order + "HHI", tag, kind, count) + struct.pack(order + "HH", value, 0)
+    return head + body + bytes(4)
+
+
+BASE = _photo(48, 32)
+EXTRA = {  # one more segment after SOI: a table no scan uses, a marker segment, ...
+    "an unused quantization table 3": (0xDB, bytes([3]) + bytes(range(1, 65)), True),
+    "an unused 16-bit quantization table": (0xDB, bytes([0x13]) + bytes(128), True),
+    "two quantization tables in one segment": (0xDB, bytes([2]) + bytes(64) + bytes([3]) + bytes(64), True),
+    "a quantization table 4": (0xDB, bytes([4]) + bytes(64), False),
+    "a quantization table of precision 2": (0xDB, bytes([0x23]) + bytes(192), False),
+    "a quantization table cut short": (0xDB, bytes([3]) + bytes(63), False),
+    "an empty quantization segment": (0xDB, b"", False),
+    "an unused Huffman table 3": (0xC4, _dht(1, 3, [1, 1] + [0] * 14, b"\x01\x02"), True),
+    "a Huffman table of 256 symbols": (0xC4, _dht(1, 3, [0] * 8 + [255, 1] + [0] * 6, bytes(range(256))), True),
+    "a Huffman table of 257 symbols": (0xC4, _dht(1, 3, [0] * 8 + [255, 2] + [0] * 6, bytes(257)), False),
+    "a DC table with a symbol of 15": (0xC4, _dht(0, 3, [1] + [0] * 15, b"\x0f"), True),
+    "a DC table with a symbol of 16": (0xC4, _dht(0, 3, [1] + [0] * 15, b"\x10"), False),
+    "an AC table with a symbol of 200": (0xC4, _dht(1, 2, [1] + [0] * 15, b"\xc8"), True),
+    "a Huffman table of class 2": (0xC4, _dht(2, 0, [1] + [0] * 15, b"\x01"), False),
+    "a Huffman table 4": (0xC4, _dht(1, 4, [1] + [0] * 15, b"\x01"), False),
+    "two codes of one bit (no code left for the rest)": (0xC4, _dht(1, 3, [2] + [0] * 15, b"\x01\x02"), False),
+    "codes one short of full at 2 bits": (0xC4, _dht(1, 3, [1, 2] + [0] * 14, b"\x01\x02\x03"), False),
+    "a Huffman table cut short": (0xC4, _dht(1, 3, [2, 1] + [0] * 14, b"\x01\x02"), False),
+    "a Huffman table with counts cut short": (0xC4, bytes([0x13, 1, 0, 0]), False),
+    "an empty Huffman segment": (0xC4, b"", False),
+    "a restart interval": (0xDD, b"\x00\x00", True),
+    "a restart segment of 3 bytes": (0xDD, b"\x00\x00\x00", False),
+    "an empty comment": (0xFE, b"", True),
+    "an APP15 segment": (0xEF, b"vendor", True),
+    "an ICC profile (APP2)": (0xE2, b"ICC_PROFILE\x00\x01\x01" + bytes(20), True),
+    "Exif, big-endian, orientation 8": (0xE1, b"Exif\x00\x00" + _tiff(">", [(0x0112, 3, 1, 8)]), True),
+    "Exif, little-endian, orientation 3 after another tag": (
+        0xE1,
+        b"Exif\x00\x00" + _tiff("<", [(0x010F, 2, 1, 65), (0x0112, 3, 1, 3)]),
+        True,
+    ),
+    "Exif with its IFD further on": (0xE1, b"Exif\x00\x00" + _tiff("<", [(0x0112, 3, 1, 5)], ifd=12), True),
+    "Exif without an orientation": (0xE1, b"Exif\x00\x00" + _tiff("<", [(0x010F, 2, 1, 65)]), True),
+    "Exif orientation of type LONG": (0xE1, b"Exif\x00\x00" + _tiff("<", [(0x0112, 4, 1, 6)]), False),
+    "Exif orientation counted twice": (0xE1, b"Exif\x00\x00" + _tiff("<", [(0x0112, 3, 2, 6)]), False),
+    "Exif orientation 0": (0xE1, b"Exif\x00\x00" + _tiff("<", [(0x0112, 3, 1, 0)]), False),
+    "two Exif orientations": (0xE1, b"Exif\x00\x00" + _tiff("<", [(0x0112, 3, 1, 6), (0x0112, 3, 1, 6)]), False),
+    "Exif with an IFD before its header's end": (
+        0xE1,
+        b"Exif\x00\x00" + _tiff("<", [(0x0112, 3, 1, 6)])[:4] + struct.pack("<I", 4) + bytes(30),
+        False,
+    ),
+    "Exif whose IFD lies past its end": (0xE1, b"Exif\x00\x00" + b"II*\x00" + struct.pack("<I", 9) + b"\x00", False),
+    "Exif whose entries run past its end": (0xE1, b"Exif\x00\x00" + _tiff("<", [(0x0112, 3, 1, 6)])[:-10], False),
+    "Exif of four bytes": (0xE1, b"Exif\x00\x00II*\x00", False),
+    "Exif in neither byte order": (0xE1, b"Exif\x00\x00" + b"XX*\x00" + bytes(20), False),
+    "XMP orientation as an element": (
+        0xE1,
+        b"http://ns.adobe.com/xap/1.0/\x00<tiff:Orientation>6</tiff:Orientation>",
+        True,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(EXTRA))
+def test_each_kind_of_segment_is_answered_as_pillow_reads_it_or_left_to_pillow(case):
+    marker, payload, answered = EXTRA[case]
+    data = _with_segment(BASE, marker, payload)
+    found = _held_to_the_references(data)
+    assert (found is not None) == answered, found
+
+
+def _frame_edit(offset: int, value: int):
+    return lambda p: p[:offset] + bytes([value]) + p[offset + 1 :]
+
+
+FRAMES = {  # the frame (SOF0) and scan (SOS) headers, each rule broken once
+    "height 0 (a DNL file)": (0xC0, lambda p: p[:1] + b"\x00\x00" + p[3:]),
+    "width 0": (0xC0, lambda p: p[:3] + b"\x00\x00" + p[5:]),
+    "a frame header of 6 bytes": (0xC0, lambda p: p[:6]),
+    "two components named alike": (0xC0, _frame_edit(9, 1)),
+    "luma sampled 3 across": (0xC0, _frame_edit(7, 0x31)),
+    "luma sampled 3 down": (0xC0, _frame_edit(7, 0x13)),
+    "chroma sampled 2x1": (0xC0, _frame_edit(10, 0x21)),
+    "a quantization table never defined": (0xC0, _frame_edit(8, 3)),
+    "two components": (0xC0, lambda p: p[:5] + b"\x02" + p[6:12]),
+    "an empty scan header": (0xDA, lambda p: b""),
+    "a scan of no components": (0xDA, lambda p: b"\x00\x00\x3f\x00"),
+    "a scan header one byte long": (0xDA, lambda p: p + b"\x00"),
+    "a scan naming a component twice": (0xDA, lambda p: p[:3] + p[1:2] + p[4:]),
+    "a scan naming an unknown component": (0xDA, lambda p: p[:1] + b"\x09" + p[2:]),
+    "a baseline scan of part of the spectrum": (0xDA, lambda p: p[:-2] + b"\x3e\x00"),
+    "a baseline scan with successive approximation": (0xDA, lambda p: p[:-1] + b"\x10"),
+    "a baseline scan using Huffman table 2": (0xDA, lambda p: p[:2] + b"\x22" + p[3:]),
+    "a scan using an undefined AC table": (0xDA, lambda p: p[:2] + b"\x03" + p[3:]),
+}
+
+
+@pytest.mark.parametrize("case", list(FRAMES))
+def test_a_frame_or_scan_header_breaking_a_rule_is_left_to_pillow(case):
+    marker, edit = FRAMES[case]
+    assert plain_jpeg(_edited(BASE, marker, edit), LIMIT) is None
+
+
+def test_extended_sequential_frames_may_use_tables_up_to_3_and_baseline_ones_up_to_1():
+    segments, rest = _segments(BASE)
+    assert plain_jpeg(BASE, LIMIT) is not None
+    # every Huffman table moved to id 3 (and the scan told so): fine for SOF1, not for SOF0
+    moved = [(m, bytes([p[0] | 3]) + p[1:]) if m == 0xC4 else (m, p) for m, p in segments]
+    moved = [
+        (m, p[:1] + b"".join(bytes([p[1 + 2 * i], 0x33]) for i in range(p[0])) + p[1 + 2 * p[0] :])
+        if m == 0xDA
+        else (m, p)
+        for m, p in moved
+    ]
+    extended = [(0xC1, p) if m == 0xC0 else (m, p) for m, p in moved]
+    assert plain_jpeg(_joined(moved, rest), LIMIT) is None
+    assert _held_to_the_references(_joined(extended, rest)) == ((48, 32), 3, 1)
+
+
+def test_markers_that_do_not_belong_between_segments_are_left_to_pillow():
+    segments, rest = _segments(BASE)
+    for marker in (0x00, 0x01, 0xD0, 0xD7, 0xD8):
+        data = _joined(segments[:1], b"") + bytes([0xFF, marker]) + _joined(segments[1:], rest)[2:]
+        assert plain_jpeg(data, LIMIT) is None, hex(marker)
+    for length in (0, 1):  # a segment shorter than its own length field
+        data = b"\xff\xd8\xff\xfe" + length.to_bytes(2, "big") + BASE[2:]
+        assert plain_jpeg(data, LIMIT) is None
+    padded = _joined(segments[:1], b"") + b"\xff\xff\xff" + _joined(segments[1:], rest)[3:]  # fill bytes
+    assert _held_to_the_references(padded) == ((48, 32), 3, 1)
+    assert plain_jpeg(BASE[:2] + b"\xff\xff\xff", LIMIT) is None  # fill bytes, then the end
+    assert plain_jpeg(BASE[:2] + b"\xff", LIMIT) is None
+
+
+def test_a_file_with_no_scan_or_two_baseline_scans_is_left_to_pillow():
+    segments, rest = _segments(BASE)
+    no_scan = _joined(segments[:-1], b"") + b"\xff\xd9"
+    assert plain_jpeg(no_scan, LIMIT) is None
+    scan = rest[: rest.rindex(b"\xff\xd9")]
+    twice = (
+        _joined(segments, scan)
+        + b"\xff\xda"
+        + (len(segments[-1][1]) + 2).to_bytes(2, "big")
+        + segments[-1][1]
+        + scan
+        + b"\xff\xd9"
+    )
+    assert plain_jpeg(twice, LIMIT) is None
+
+
+def test_restart_markers_inside_the_scan_are_read_through():
+    data = _photo(64, 48, restart_marker_blocks=2)
+    assert b"\xff\xdd" in data and b"\xff\xd0" in data
+    assert _held_to_the_references(data) == ((64, 48), 3, 1)
