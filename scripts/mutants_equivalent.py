@@ -281,3 +281,14 @@ for _operator in ("ReplaceUnaryOperator_Delete_USub", "ReplaceUnaryOperator_USub
 EQUIVALENT["jpeg_check", "if len(segment) < 6:", "ReplaceComparisonOperator_Lt_LtE"] = (
     "a frame header of exactly 6 bytes holds a component count and no component: _components refuses it"
 )
+# grouping: how many threads hash, in what chunks: pool.map keeps the order
+for _operator in ("ReplaceOrWithAnd", "NumberReplacer"):
+    EQUIVALENT["grouping", "with ThreadPoolExecutor(workers or os.cpu_count() or 1) as pool:", _operator] = (
+        "how many threads read and hash: pool.map gives the fingerprints in index order with any number"
+    )
+EQUIVALENT["grouping", "prints = list(pool.map(fingerprint, range(n), chunksize=64))", "NumberReplacer"] = (
+    "chunksize is ignored by a thread pool's map (it matters to process pools only)"
+)
+EQUIVALENT["grouping", "for key, name in zip(keys, names, strict=True):", "ReplaceTrueWithFalse"] = (
+    "keys are computed for the names given, one each: the two lists never differ in length"
+)
