@@ -310,8 +310,11 @@ def _write(results: dict, kept: Path, out_path: Path, command: str) -> str:
     out = [
         "# Mutation testing",
         "",
-        f"`python scripts/mutants.py [MODULE...]` (cosmic-ray, core operators; each module against the tests "
-        f"listed); the last run: `{command}`. Modules not yet run: {', '.join(n for n in TARGETS if n not in results) or 'none'}.",
+        f"`python scripts/mutants.py [MODULE...]`: cosmic-ray's core operators (of the binary and comparison "
+        f"replacements, the few a slip of the hand makes), each mutant in a child forked from one process, against "
+        f"the tests listed (`-x`), two at a time; the last run: `{command}`. Modules not yet run: "
+        f"{', '.join(n for n in TARGETS if n not in results) or 'none'}. The whole run: "
+        f"{sum(r['seconds'] for r in results.values()) / 60:.0f} minutes.",
         "",
         "| module | tests | mutants | killed | explained | unexplained survivors | time | run |",
         "|---|---|---|---|---|---|---|---|",
