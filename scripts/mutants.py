@@ -76,7 +76,7 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
         "src/tfr_convert/dataset/splits.py",
         ["tests/test_seams.py", "tests/test_shards_splits.py", "tests/test_records_split.py"],
     ),
-    "shards": ("src/tfr_convert/output/shards.py", ["tests/test_shards_splits.py"]),
+    "shards": ("src/tfr_convert/output/shards.py", ["tests/test_cutter.py", "tests/test_shards_splits.py"]),
     "example_columns": ("src/tfr_convert/dataset/example_columns.py", ["tests/test_example_columns.py"]),
     "fingerprints": ("src/tfr_convert/storage/fingerprints.py", ["tests/test_fingerprints.py"]),
     "remote_lock": ("src/tfr_convert/output/remote_lock.py", ["tests/test_stores.py"]),

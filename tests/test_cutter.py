@@ -1,0 +1,107 @@
+"""The shard cutter at its seam (output/shards.py): its runs, however the records come
+in chunks and from wherever a resumed run starts, close shards exactly where the policy
+asked record by record would; skipped records close the last shard as they should."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tfr_convert.errors import OutputError
+from tfr_convert.output.shards import DEFAULT_SHARD_SIZE, ShardCutter, ShardPolicy
+
+
+def _by_record(policy: ShardPolicy, sizes: list[int]) -> list[int]:
+    """The records of each shard, asking closes_after after every record."""
+    counts, current, split_bytes, shard_bytes = [], 0, 0, 0
+    for i, size in enumerate(sizes, 1):
+        current += 1
+        shard_bytes += size
+        split_bytes += size
+        if policy.closes_after(i, len(sizes), current, shard_bytes, split_bytes):
+            counts.append(current)
+            current = shard_bytes = 0
+    return counts
+
+
+def _by_runs(cutter: ShardCutter, sizes: list[int], chunks: list[int]) -> list[tuple[int, int, bool]]:
+    runs, at = [], 0
+    for n in chunks:
+        runs += cutter.cut(sizes[at : at + n])
+        at += n
+    return runs + cutter.cut(sizes[at:])
+
+
+def _shards(runs: list[tuple[int, int, bool]]) -> list[int]:
+    counts, current = [], 0
+    for records, _, closes in runs:
+        current += records
+        if closes:
+            counts.append(current)
+            current = 0
+    return counts
+
+
+POLICIES = st.one_of(
+    st.integers(1, 12).map(lambda n: ShardPolicy(num_shards=n)),
+    st.integers(1, 9).map(lambda n: ShardPolicy(examples_per_shard=n)),
+    st.integers(1, 400).map(lambda n: ShardPolicy(shard_size=n)),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(POLICIES, st.lists(st.integers(1, 60), min_size=1, max_size=60), st.lists(st.integers(0, 9), max_size=12))
+def test_runs_close_shards_where_asking_after_every_record_would(policy, sizes, chunks):
+    cutter = ShardCutter(len(sizes), policy)
+    runs = _by_runs(cutter, sizes, chunks)
+    assert _shards(runs) == _by_record(policy, sizes)
+    assert sum(r for r, _, _ in runs) == len(sizes) and sum(b for _, b, _ in runs) == sum(sizes)
+    assert all(records > 0 for records, _, _ in runs) and runs[-1][2]  # the last record closes its shard
+    assert cutter.state == (len(sizes), 0, sum(sizes))
+    cutter.check_complete("train")
+
+
+@settings(max_examples=200, deadline=None)
+@given(POLICIES, st.lists(st.integers(1, 60), min_size=2, max_size=50), st.data())
+def test_a_cutter_resumed_where_a_shard_began_cuts_the_rest_alike(policy, sizes, data):
+    whole = _shards(ShardCutter(len(sizes), policy).cut(sizes))
+    done = data.draw(st.integers(0, len(whole) - 1))  # shards finished before the interruption
+    written = sum(whole[:done])
+    resumed = ShardCutter(len(sizes), policy, (written, 0, sum(sizes[:written])))
+    assert _shards(resumed.cut(sizes[written:])) == whole[done:]
+
+
+def test_the_default_policy_is_64_mib_and_one_rule_at_most():
+    assert ShardPolicy().describe() == {"shard_size": DEFAULT_SHARD_SIZE} and DEFAULT_SHARD_SIZE == 64 << 20
+    assert ShardPolicy(num_shards=3).describe() == {"num_shards": 3}
+    assert ShardPolicy(examples_per_shard=5).describe() == {"examples_per_shard": 5}
+    assert ShardPolicy(shard_size=7).describe() == {"shard_size": 7}
+    for bad in ({"num_shards": 0}, {"examples_per_shard": 0}, {"shard_size": 0}, {"shard_size": -1}):
+        with pytest.raises(ValueError, match="must be positive"):
+            ShardPolicy(**bad)
+    for two in ({"num_shards": 1, "shard_size": 1}, {"examples_per_shard": 1, "shard_size": 1}):
+        with pytest.raises(ValueError, match="at most one"):
+            ShardPolicy(**two)
+    assert ShardPolicy(num_shards=1, examples_per_shard=None).describe() == {"num_shards": 1}
+
+
+def test_skipped_records_close_the_last_shard_only_when_they_end_the_split():
+    cutter = ShardCutter(10, ShardPolicy(examples_per_shard=4))
+    assert cutter.cut([1] * 4) == [(4, 4, True)]
+    assert cutter.cut([1] * 3) == [(3, 3, False)]
+    assert cutter.skip(0) is False
+    assert cutter.skip(2) is False  # 9 of 10 accounted for
+    assert cutter.skip(1) is True  # the last one: the open shard closes
+    cutter.check_complete("train")
+    assert cutter.state == (7, 3, 7)
+    empty = ShardCutter(4, ShardPolicy(examples_per_shard=4))
+    assert empty.cut([1] * 4) == [(4, 4, True)]
+    assert empty.skip(0) is False
+    closed = ShardCutter(3, ShardPolicy(examples_per_shard=2))
+    closed.cut([1, 1])
+    assert closed.skip(1) is False  # nothing open to close: the shard before closed at its size
+    short = ShardCutter(5, ShardPolicy())
+    short.cut([1, 1])
+    with pytest.raises(OutputError, match="split train: wrote 2 examples, expected 5"):
+        short.check_complete("train")
