@@ -292,3 +292,6 @@ EQUIVALENT["grouping", "prints = list(pool.map(fingerprint, range(n), chunksize=
 EQUIVALENT["grouping", "for key, name in zip(keys, names, strict=True):", "ReplaceTrueWithFalse"] = (
     "keys are computed for the names given, one each: the two lists never differ in length"
 )
+EQUIVALENT["journal", 'while (end := data.find(b"\\n", at)) >= 0:', "ReplaceComparisonOperator_GtE_Gt"] = (
+    "a newline at offset 0 is an empty first line, which json refuses: reading stops there either way"
+)

@@ -187,3 +187,13 @@ def test_a_run_without_a_journal_does_nothing(tmp_path):
     journal.close()
     journal.remove()
     assert not journal.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_a_value_of_60_characters_is_shown_whole_and_five_differences_all_named(tmp_path):
+    sixty = "v" * 58  # 60 characters quoted
+    journal = written(str(tmp_path / "j"), {"a": sixty, **{f"k{i}": i for i in range(4)}})
+    with pytest.raises(OutputError) as caught:
+        journal.read({"a": "w" * 58, **{f"k{i}": i + 1 for i in range(4)}})
+    message = str(caught.value)
+    assert f'a: "{sixty}" then, "{"w" * 58}" now' in message
+    assert "k3: 3 then, 4 now)" in message and "more" not in message  # five differences: no "more"
