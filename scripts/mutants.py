@@ -9,8 +9,8 @@ against the tests that cover that module only, not the whole suite, with `-x`. T
 checkout is never touched: each worker (one per core) has its own copy of src/ where
 the mutant is written, and each mutant's tests run in a child forked from this process
 after it imported the heavy libraries, so a mutant costs its tests and no interpreter's
-start; its subprocesses see the copy through PYTHONPATH. A mutant that runs past three
-times the unmutated tests' time is killed, and counts as caught. Mutants inside
+start; its subprocesses see the copy through PYTHONPATH. A mutant that runs past twice
+the unmutated tests' time and 5 s is killed, and counts as caught. Mutants inside
 annotations are skipped (`from __future__ import annotations`: never evaluated). A
 mutant the tests let through is listed in benchmarks/results/mutants.md with its line,
 unless EQUIVALENT (mutants_equivalent.py) explains it (a mutant that cannot change
@@ -250,7 +250,7 @@ def _run(name: str, work: Path, workers: int) -> dict:
     baseline = time.monotonic() - started
     if os.waitstatus_to_exitcode(status) != 0:
         sys.exit(f"{name}: the tests fail on the unmutated module (see {work / f'{name}-w0.log'})")
-    timeout = 3 * baseline + 10
+    timeout = 2 * baseline + 5
     outcomes: dict[int, bool] = {}  # mutant's index -> killed
     pending = list(range(len(mutants)))
     running: dict[int, tuple[int, int, float]] = {}  # pid -> (slot, mutant, started)
