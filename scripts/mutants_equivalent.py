@@ -295,3 +295,7 @@ EQUIVALENT["grouping", "for key, name in zip(keys, names, strict=True):", "Repla
 EQUIVALENT["journal", 'while (end := data.find(b"\\n", at)) >= 0:', "ReplaceComparisonOperator_GtE_Gt"] = (
     "a newline at offset 0 is an empty first line, which json refuses: reading stops there either way"
 )
+EQUIVALENT["journal", "return [jsonable(v) for v in value] if isinstance(value, tuple) else value", "AddNot"] = (
+    "observations are tuples, and json writes a tuple (and the tuples in it) as lists: converting them "
+    "first or not gives the same line"
+)
