@@ -299,3 +299,7 @@ EQUIVALENT["journal", "return [jsonable(v) for v in value] if isinstance(value, 
     "observations are tuples, and json writes a tuple (and the tuples in it) as lists: converting them "
     "first or not gives the same line"
 )
+for _line in ("first = json.dumps(head, sort_keys=True)", "text = json.dumps(line, sort_keys=True)"):
+    EQUIVALENT["journal", _line, "ReplaceTrueWithFalse"] = (
+        "the order of keys in a journal line: lines are read back into dicts and compared as dicts"
+    )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 from collections import Counter
 
 import pytest
@@ -197,3 +198,29 @@ def test_a_value_of_60_characters_is_shown_whole_and_five_differences_all_named(
     message = str(caught.value)
     assert f'a: "{sixty}" then, "{"w" * 58}" now' in message
     assert "k3: 3 then, 4 now)" in message and "more" not in message  # five differences: no "more"
+
+
+def test_a_setting_that_was_a_table_and_is_now_a_value_is_shown_whole_with_sorted_keys(tmp_path):
+    journal = written(str(tmp_path / "j"), {"o": {"b": 1, "a": 2}})
+    with pytest.raises(OutputError, match=re.escape('o: {"a": 2, "b": 1} then, 5 now')):
+        journal.read({"o": 5})
+    with pytest.raises(OutputError, match=re.escape('o: 5 then, {"a": 2, "b": 1} now')):
+        written(str(tmp_path / "k"), {"o": 5}).read({"o": {"b": 1, "a": 2}})
+
+
+def test_the_stored_input_stats_are_believed_only_when_they_are_clean_base64():
+    from tfr_convert.output.journal import _stored_stats
+
+    assert _stored_stats({"inputs": "QUJD"}) == b"ABC"
+    assert _stored_stats({"inputs": "QUJD!!"}) == b""  # edited: not believed
+    assert _stored_stats({"inputs": 5}) == b"" and _stored_stats({}) == b""
+
+
+def test_closing_a_store_journal_lets_the_lines_under_way_finish(tmp_path):
+    path = f"memory://closing-{os.getpid()}/j"
+    journal = Journal(path)
+    journal.open({"seed": 0})
+    for n in range(20):
+        journal.shard_done("train", shard(n), Checkpoint(n + 1, 0, (1, 0, 1)), Tally())
+    journal.close()  # no flush: close waits for them
+    assert len(journal.read({"seed": 0})) == 20
