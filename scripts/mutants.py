@@ -83,7 +83,13 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
     "grouping": ("src/tfr_convert/converters/grouping.py", ["tests/test_grouping.py", "tests/test_dedupe.py"]),
     "journal": (
         "src/tfr_convert/output/journal.py",
-        ["tests/test_journal.py", "tests/test_crash.py", "-k", "test_journal or resume and not signal and not worker"],
+        [
+            "tests/test_journal.py",
+            "tests/test_fingerprints.py",
+            "tests/test_crash.py",
+            "-k",
+            "test_journal or test_fingerprints or resume and not signal and not worker",
+        ],
     ),
     "resume": (
         "src/tfr_convert/engine/resume.py",

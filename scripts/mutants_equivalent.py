@@ -303,3 +303,6 @@ for _line in ("first = json.dumps(head, sort_keys=True)", "text = json.dumps(lin
     EQUIVALENT["journal", _line, "ReplaceTrueWithFalse"] = (
         "the order of keys in a journal line: lines are read back into dicts and compared as dicts"
     )
+EQUIVALENT["journal", "break", "ReplaceBreakWithContinue"] = (
+    "after a gap every later line's number is off by one or more: each is skipped too, as break leaves them"
+)
