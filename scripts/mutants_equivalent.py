@@ -306,3 +306,6 @@ for _line in ("first = json.dumps(head, sort_keys=True)", "text = json.dumps(lin
 EQUIVALENT["journal", "break", "ReplaceBreakWithContinue"] = (
     "after a gap every later line's number is off by one or more: each is skipped too, as break leaves them"
 )
+EQUIVALENT["journal", "self._next = 0  # remote: the number of the next line's object", "NumberReplacer"] = (
+    "open() sets it before any line is appended"
+)

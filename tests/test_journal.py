@@ -204,6 +204,9 @@ def test_a_value_of_60_characters_is_shown_whole_and_five_differences_all_named(
     message = str(caught.value)
     assert f'a: "{sixty}" then, "{"w" * 58}" now' in message
     assert "k3: 3 then, 4 now)" in message and "more" not in message  # five differences: no "more"
+    journal = written(str(tmp_path / "k"), {"a": "v" * 59})  # 61 characters quoted: shortened
+    with pytest.raises(OutputError, match=re.escape('a: "' + "v" * 56 + "... then, 1 now")):
+        journal.read({"a": 1})
 
 
 def test_a_setting_that_was_a_table_and_is_now_a_value_is_shown_whole_with_sorted_keys(tmp_path):
