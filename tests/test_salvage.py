@@ -532,3 +532,15 @@ def test_a_record_above_the_limit_longer_than_a_read_is_stepped_over_whole(tmp_p
     path.write_bytes(frame(b"a") + big)
     (loss,) = [x for x in salvage_records(str(path), max_record=1000) if isinstance(x, Loss)]
     assert (loss.start, loss.end) == (17, 17 + len(big)) and "above the 1000 read whole" in loss.reason
+
+
+def test_a_second_gzip_member_starting_exactly_where_a_read_ends_is_read(tmp_path):
+    """The first member is 64 KiB to the byte (stored, level 0): when it ends, nothing of the
+    next one has been read yet, and the reader must go on reading the file."""
+    from tfr_convert.containers.framing import frame
+
+    first = gzip.compress(frame(bytes(65497)), 0)
+    assert len(first) == 1 << 16
+    path = tmp_path / "members.tfrecord.gz"
+    path.write_bytes(first + gzip.compress(frame(b"second"), 0))
+    assert [r.data for r in salvage_records(str(path))] == [bytes(65497), b"second"]
