@@ -8,21 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from test_shards_splits import shards_by_record
 from tfr_convert.errors import OutputError
 from tfr_convert.output.shards import DEFAULT_SHARD_SIZE, ShardCutter, ShardPolicy
-
-
-def _by_record(policy: ShardPolicy, sizes: list[int]) -> list[int]:
-    """The records of each shard, asking closes_after after every record."""
-    counts, current, split_bytes, shard_bytes = [], 0, 0, 0
-    for i, size in enumerate(sizes, 1):
-        current += 1
-        shard_bytes += size
-        split_bytes += size
-        if policy.closes_after(i, len(sizes), current, shard_bytes, split_bytes):
-            counts.append(current)
-            current = shard_bytes = 0
-    return counts
 
 
 def _by_runs(cutter: ShardCutter, sizes: list[int], chunks: list[int]) -> list[tuple[int, int, bool]]:
@@ -55,7 +43,7 @@ POLICIES = st.one_of(
 def test_runs_close_shards_where_asking_after_every_record_would(policy, sizes, chunks):
     cutter = ShardCutter(len(sizes), policy)
     runs = _by_runs(cutter, sizes, chunks)
-    assert _shards(runs) == _by_record(policy, sizes)
+    assert _shards(runs) == shards_by_record(policy, sizes)
     assert sum(r for r, _, _ in runs) == len(sizes) and sum(b for _, b, _ in runs) == sum(sizes)
     assert all(records > 0 for records, _, _ in runs) and runs[-1][2]  # the last record closes its shard
     assert cutter.state == (len(sizes), 0, sum(sizes))

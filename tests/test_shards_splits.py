@@ -31,7 +31,7 @@ def test_shard_name_formats_and_parses():
     assert ShardName.parse("dataset_info.json") is None
 
 
-def _cut(policy: ShardPolicy, sizes: list[int]) -> list[int]:
+def shards_by_record(policy: ShardPolicy, sizes: list[int]) -> list[int]:
     """Records per shard when records of these framed sizes are written."""
     counts, current, split_bytes, shard_bytes = [], 0, 0, 0
     for i, size in enumerate(sizes, 1):
@@ -45,18 +45,18 @@ def _cut(policy: ShardPolicy, sizes: list[int]) -> list[int]:
 
 
 def test_num_shards_balances_counts():
-    assert _cut(ShardPolicy(num_shards=3), [1] * 10) == [3, 3, 4]
-    assert _cut(ShardPolicy(num_shards=4), [1] * 4) == [1, 1, 1, 1]
-    assert _cut(ShardPolicy(num_shards=10), [1] * 4) == [1, 1, 1, 1]  # never an empty shard
+    assert shards_by_record(ShardPolicy(num_shards=3), [1] * 10) == [3, 3, 4]
+    assert shards_by_record(ShardPolicy(num_shards=4), [1] * 4) == [1, 1, 1, 1]
+    assert shards_by_record(ShardPolicy(num_shards=10), [1] * 4) == [1, 1, 1, 1]  # never an empty shard
 
 
 def test_examples_per_shard_is_exact():
-    assert _cut(ShardPolicy(examples_per_shard=4), [1] * 10) == [4, 4, 2]
+    assert shards_by_record(ShardPolicy(examples_per_shard=4), [1] * 10) == [4, 4, 2]
 
 
 def test_shard_size_gives_shards_of_at_least_the_size():
-    assert _cut(ShardPolicy(shard_size=100), [10] * 9) == [9]  # small data: one shard
-    counts = _cut(ShardPolicy(shard_size=100), [10] * 35)
+    assert shards_by_record(ShardPolicy(shard_size=100), [10] * 9) == [9]  # small data: one shard
+    counts = shards_by_record(ShardPolicy(shard_size=100), [10] * 35)
     assert counts == [10, 10, 15]  # the remainder (5 records, 50 bytes) joins the last shard
     assert all(c * 10 >= 100 for c in counts)
 
@@ -124,8 +124,8 @@ def test_split_writer_counts_must_match(tmp_path):
 
 def test_default_policy_is_one_shard_for_small_data_else_at_least_64_mib():
     mib = 1 << 20
-    assert _cut(ShardPolicy(), [mib] * 127) == [127]  # under 2 x 64 MiB: one shard
-    counts = _cut(ShardPolicy(), [mib] * 200)
+    assert shards_by_record(ShardPolicy(), [mib] * 127) == [127]  # under 2 x 64 MiB: one shard
+    counts = shards_by_record(ShardPolicy(), [mib] * 200)
     assert counts == [64, 64, 72] and all(c * mib >= 64 * mib for c in counts)
 
 
@@ -153,7 +153,7 @@ def test_split_writer_cuts_exactly_where_the_policy_says(tmp_path_factory, polic
     if skips:  # records left out at the end: everything written, nothing more
         assert sum(s.records for s in result.shards) == len(sizes)
     else:
-        assert [s.records for s in result.shards] == _cut(policy, sizes)
+        assert [s.records for s in result.shards] == shards_by_record(policy, sizes)
 
 
 def test_a_failed_split_leaves_no_writer_thread_or_file(tmp_path):
