@@ -309,3 +309,10 @@ EQUIVALENT["journal", "break", "ReplaceBreakWithContinue"] = (
 EQUIVALENT["journal", "self._next = 0  # remote: the number of the next line's object", "NumberReplacer"] = (
     "open() sets it before any line is appended"
 )
+for _line in ("parts = min(workers, len(names) // STATS_PER_PROCESS)",
+              "parts = min(workers, sum(map(len, plan.values())) // DIGEST_ITEMS_PER_PROCESS)"):  # fmt: skip
+    for _operator in ("ReplaceBinaryOperator_FloorDiv_Div", "ReplaceBinaryOperator_FloorDiv_Mul"):
+        EQUIVALENT["resume", _line, _operator] = (
+            "how many forked processes share the work: the parts join into the same bytes (test_shards_splits "
+            "holds the digest to one value hashed in one process or four)"
+        )
