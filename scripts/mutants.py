@@ -93,7 +93,8 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
     ),
     "resume": (
         "src/tfr_convert/engine/resume.py",
-        [
+        ["tests/test_plan_digest.py"]
+        + [
             f"tests/test_crash.py::test_{name}"
             for name in (
                 "resume_refuses_another_runs_work_naming_what_differs",
@@ -106,6 +107,7 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
                 "a_resumed_run_says_how_many_shards_it_kept_and_a_finished_one_that_it_was",
                 "resume_with_nothing_to_resume_says_so_and_converts_from_the_start",
                 "resume_after_a_kill_at_any_filesystem_change_gives_the_uninterrupted_bytes",
+                "a_repair_run_killed_at_its_commit_then_resumed_leaves_the_whole_dataset",  # final names
             )
         ],  # fast ones first: most mutants fail one of them
     ),
