@@ -316,3 +316,22 @@ for _line in ("parts = min(workers, len(names) // STATS_PER_PROCESS)",
             "how many forked processes share the work: the parts join into the same bytes (test_shards_splits "
             "holds the digest to one value hashed in one process or four)"
         )
+# resume: sizes that shape how the work is split, not what it gives
+for _line, _why in (
+    ("STATS_PER_PROCESS = 200_000", "files stat'ed per forked process"),
+    ("DIGEST_ITEMS_PER_PROCESS = 200_000", "items hashed per forked process"),
+):
+    EQUIVALENT["resume", _line, "NumberReplacer"] = f"{_why}: the parts join into the same bytes"
+EQUIVALENT["resume", "PLAN_BLOCK = 4096  # items per block of the plan's digest", "NumberReplacer"] = (
+    "blocks of another size give another digest, the same for the same plan: a journal is only compared "
+    "with a run of the same tool, and any one item still changes it (test_plan_digest)"
+)
+EQUIVALENT["resume", "if not roots or not items or converter.item_file(items[0]) is None:", "NumberReplacer"] = (
+    "items[-1] or items[1] instead of the first: a converter's items are all files or none"
+)
+for _operator in ("ExceptionReplacer", "ReplaceFalseWithTrue"):
+    for _line in ("except (RecordError, OSError):", "return False"):
+        EQUIVALENT["resume", _line, _operator] = (
+            "reached only for a file whose size and sha256 are the journal's: one the run wrote whole, which "
+            "reads, so its count never fails"
+        )
