@@ -335,3 +335,31 @@ for _operator in ("ExceptionReplacer", "ReplaceFalseWithTrue"):
             "reached only for a file whose size and sha256 are the journal's: one the run wrote whole, which "
             "reads, so its count never fails"
         )
+# header_candidates, more: where a mutant only widens the prefilter (the CRC and the exact
+# limit decide after it), or drops a byte that is zero in every length below 2^56
+for _line, _operators, _why in (
+    ("if n <= 0 or window.count(window[:1]) == len(window):", ("NumberReplacer", "ReplaceOrWithAnd"),
+     "the shortcut for windows of one repeated byte, or of too few bytes for a record, fires less often or "
+     "never (a 12-byte window cannot hold a record either): the search decides the same"),
+    ("top = max(1, (max_record.bit_length() + 7) // 8)  # bytes of the length that may be nonzero",
+     ("NumberReplacer",), "a larger `top` lets more lengths through the prefilter (a smaller one is caught)"),
+    ("plausible = b[top - 1 : top - 1 + n] <= (max_record >> (8 * (top - 1)))", ("NumberReplacer",),
+     "a looser bound on the length's top byte (a tighter one is caught)"),
+    ("for k in range(top, 8):", ("NumberReplacer", "ZeroIterationForLoop"),
+     "fewer high bytes held to zero: more lengths through the prefilter (byte 8, the CRC's, is caught)"),
+    ("plausible &= changes[HEADER_SIZE - 1 : HEADER_SIZE - 1 + n] != changes[:n]", ("NumberReplacer",),
+     "runs of 11 equal bytes instead of 12 are never a header either (no length below 256 has a masked "
+     "CRC whose low two bytes are 0, and equal nonzero high bytes are a length past any limit); 13 leaves "
+     "out fewer"),
+    ("for k in range(8):", ("NumberReplacer",),
+     "7 leaves out the length's top byte, zero in every length the prefilter lets through (9 is caught)"),
+    ('lengths = [int.from_bytes(window[i : i + 8], "little") for i in found.tolist()]', ("NumberReplacer",),
+     "7 bytes read the same length: the top byte is zero in every length the prefilter lets through"),
+    ("if room > 0 and stop > self.base:", ("NumberReplacer", "ReplaceAndWithOr"),
+     "the search has read a window past the loss before it is kept, so the cap is reached in one step: room "
+     "is never 1, and stop is never below base"),
+    ("chunk = z.unused_data or self.raw.read(1 << 16)", ("NumberReplacer",),
+     "how much compressed data is read at a time after a gzip member ends: any positive amount (0 is caught)"),
+):  # fmt: skip
+    for _operator in _operators:
+        EQUIVALENT["salvage", _line, _operator] = _why
