@@ -363,3 +363,7 @@ for _line, _operators, _why in (
 ):  # fmt: skip
     for _operator in _operators:
         EQUIVALENT["salvage", _line, _operator] = _why
+EQUIVALENT["shards", "k = max(written * shards // total - 1, 0)", "ReplaceBinaryOperator_Mul_Div"] = (
+    "where the search for the open shard's number starts: a start at or below it (this one is lower) "
+    "walks up to the same shard"
+)

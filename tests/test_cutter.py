@@ -93,3 +93,76 @@ def test_skipped_records_close_the_last_shard_only_when_they_end_the_split():
     short.cut([1, 1])
     with pytest.raises(OutputError, match="split train: wrote 2 examples, expected 5"):
         short.check_complete("train")
+
+
+def test_skipped_records_count_where_the_next_ones_fall():
+    cutter = ShardCutter(10, ShardPolicy(examples_per_shard=4))
+    assert cutter.cut([1] * 3) == [(3, 3, False)]
+    assert cutter.skip(2) is False
+    assert cutter.cut([1] * 5) == [(1, 1, True), (4, 4, True)]  # the last four end the split
+
+
+class _Here:
+    """A ShardDestination in a folder."""
+
+    def __init__(self, root) -> None:
+        self.root = root
+
+    def temp_path(self, label: str) -> str:
+        return str(self.root / f"tmp-{label}")
+
+    def opener(self, path: str):
+        return open(path, "wb")
+
+
+def test_a_split_writer_puts_each_record_in_its_shard_and_says_where_each_next_one_begins(tmp_path):
+    from tfr_convert.containers import get as container
+    from tfr_convert.containers.framing import frame
+    from tfr_convert.containers.tfrecord import read_records
+    from tfr_convert.output.shards import Checkpoint, SplitWriter
+
+    payloads = [bytes([i]) * (i + 1) for i in range(11)]
+    framed = [frame(p) for p in payloads]
+    told = []
+    writer = SplitWriter(
+        _Here(tmp_path), "train", 11, ShardPolicy(examples_per_shard=4), container("tfrecord"), "none",
+        on_shard=lambda shard, at: told.append((shard.records, at)),
+    )  # fmt: skip
+    for batch, (lo, hi) in enumerate([(0, 3), (3, 9), (9, 11)]):
+        writer.write_chunk(b"".join(framed[lo:hi]), [len(f) for f in framed[lo:hi]], batch=batch, first=0)
+    result = writer.close()
+    shards = [[r.data for r in read_records(s.tmp_path)] for s in result.shards]
+    assert shards == [payloads[0:4], payloads[4:8], payloads[8:11]]
+    sizes = [len(f) for f in framed]
+    assert told == [
+        (4, Checkpoint(1, 1, (4, 0, sum(sizes[:4])))),
+        (4, Checkpoint(1, 5, (8, 0, sum(sizes[:8])))),
+        (3, Checkpoint(2, 2, (11, 0, sum(sizes)))),
+    ]
+    assert [s.bytes for s in result.shards] == [sum(sizes[:4]), sum(sizes[4:8]), sum(sizes[8:])]
+    # the same split resumed after its first shard: the rest alike
+    again = []
+    resumed = SplitWriter(
+        _Here(tmp_path / "r"), "train", 11, ShardPolicy(examples_per_shard=4), container("tfrecord"), "none",
+        at=told[0][1], kept=result.shards[:1], on_shard=lambda shard, at: again.append((shard.records, at)),
+    )  # fmt: skip
+    (tmp_path / "r").mkdir()
+    resumed.write_chunk(b"".join(framed[3:9])[len(framed[3]) :], [len(f) for f in framed[4:9]], batch=1, first=1)
+    resumed.skip(0)
+    resumed.write_chunk(b"".join(framed[9:]), [len(f) for f in framed[9:]], batch=2, first=0)
+    assert again == told[1:] and len(resumed.close().shards) == 3
+
+
+def test_a_shard_closed_by_skips_after_a_chunk_begins_at_the_next_batch(tmp_path):
+    from tfr_convert.containers import get as container
+    from tfr_convert.containers.framing import frame
+    from tfr_convert.output.shards import Checkpoint, SplitWriter
+
+    told = []
+    writer = SplitWriter(
+        _Here(tmp_path), "train", 5, ShardPolicy(), container("tfrecord"), "none",
+        on_shard=lambda shard, at: told.append(at),
+    )  # fmt: skip
+    writer.write_chunk(frame(b"a") + frame(b"b"), [17, 17], batch=3, first=0)
+    writer.skip(3)
+    assert told == [Checkpoint(4, 0, (2, 3, 34))]
