@@ -113,7 +113,8 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
     ),
     "commit": (
         "src/tfr_convert/output/local.py",
-        [
+        ["tests/test_shards_splits.py::test_output_dir_refuses_non_empty_and_cleans_up_on_failure"]
+        + [
             f"tests/test_crash.py::test_{name}"
             for name in (
                 "resume_rewrites_a_finished_shard_that_was_damaged",  # the output tells a whole shard

@@ -367,3 +367,11 @@ EQUIVALENT["shards", "k = max(written * shards // total - 1, 0)", "ReplaceBinary
     "where the search for the open shard's number starts: a start at or below it (this one is lower) "
     "walks up to the same shard"
 )
+for _operator in (
+    "ReplaceUnaryOperator_USub_Invert",
+    "ReplaceUnaryOperator_USub_Not",
+    "ReplaceUnaryOperator_USub_UAdd",
+):
+    EQUIVALENT["commit", "at_fdcwd, rename_exchange = -100, 2", _operator] = (
+        "renameat2 ignores the directory descriptor for an absolute path, and both paths are (realpath)"
+    )
