@@ -195,6 +195,7 @@ def _kept(operator: str) -> bool:
 
 
 _SITECUSTOMIZE = """import builtins
+import os
 
 
 class CosmicRayTestingException(Exception):
@@ -202,38 +203,136 @@ class CosmicRayTestingException(Exception):
 
 
 builtins.CosmicRayTestingException = CosmicRayTestingException
+if os.environ.get("COVERAGE_PROCESS_START"):  # the coverage run: the tests' subprocesses are measured too
+    import coverage
+
+    coverage.process_startup()
 """
+
+# Read by every measured process: a subprocess's lines are told to the test that started
+# it by the variable, which the parent sets to the running test's node id
+_COVERAGE_RC = """[run]
+parallel = true
+data_file = {data}
+include = {module}
+context = ${{TFR_MUTANTS_TEST}}
+concurrency = thread,multiprocessing
+"""
+
+
+def _child(src: Path, log: Path) -> None:
+    """In a forked child, before its tests: its own process group (a timeout kills the
+    subprocesses its tests start too), output to `log`, the package imported from `src`."""
+    os.setpgid(0, 0)
+    out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    os.dup2(out, 1)
+    os.dup2(out, 2)
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(src), *filter(None, [os.environ.get("PYTHONPATH")])])
+    os.environ["PYTHONDONTWRITEBYTECODE"] = "1"  # the mutant is read from its source each time
+    sys.dont_write_bytecode = True
+    from cosmic_ray.exceptions import CosmicRayTestingException
+
+    # An except clause the operator rewrote names this: it exists, and nothing raises it
+    # (the copy's sitecustomize.py does the same in the subprocesses the tests start)
+    builtins.CosmicRayTestingException = CosmicRayTestingException  # type: ignore[attr-defined]
+    sys.path.insert(0, str(src))
+    os.chdir(REPO)
 
 
 def _test(src: Path, tests: list[str], log: Path) -> None:
     """In a forked child: run the tests against the package under `src`, exit with pytest's code."""
     try:
-        os.setpgid(0, 0)  # its own group: a timeout kills the subprocesses its tests start too
-        out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-        os.dup2(out, 1)
-        os.dup2(out, 2)
-        os.environ["PYTHONPATH"] = os.pathsep.join([str(src), *filter(None, [os.environ.get("PYTHONPATH")])])
-        os.environ["PYTHONDONTWRITEBYTECODE"] = "1"  # the mutant is read from its source each time
-        sys.dont_write_bytecode = True
+        _child(src, log)
         import pytest
-        from cosmic_ray.exceptions import CosmicRayTestingException
 
-        # An except clause the operator rewrote names this: it exists, and nothing raises it
-        # (the copy's sitecustomize.py does the same in the subprocesses the tests start)
-        builtins.CosmicRayTestingException = CosmicRayTestingException  # type: ignore[attr-defined]
-        sys.path.insert(0, str(src))
-        os.chdir(REPO)
         code = int(pytest.main(["-x", "-q", "-p", "no:cacheprovider", *tests]))
     except BaseException:  # whatever happens, the child must not return into the parent's loop
         code = 99
     os._exit(code)
 
 
+def _cover(src: Path, tests: list[str], log: Path, rc: Path, durations: Path) -> None:
+    """In a forked child: run the unmutated tests under coverage, each test's lines (its
+    subprocesses' included) under its node id, and write each test's time; exit with pytest's code."""
+    try:
+        _child(src, log)
+        os.environ["COVERAGE_PROCESS_START"] = str(rc)
+        os.environ["TFR_MUTANTS_TEST"] = ""
+        import coverage
+        import pytest
+
+        cov = coverage.Coverage(config_file=str(rc))
+        took: dict[str, float] = {}
+
+        class Contexts:
+            @pytest.hookimpl(hookwrapper=True)
+            def pytest_runtest_protocol(self, item, nextitem):
+                os.environ["TFR_MUTANTS_TEST"] = item.nodeid
+                cov.switch_context(item.nodeid)
+                began = time.monotonic()
+                yield
+                took[item.nodeid] = time.monotonic() - began
+                os.environ["TFR_MUTANTS_TEST"] = ""
+                cov.switch_context("")
+
+        cov.start()
+        code = int(pytest.main(["-q", "-p", "no:cacheprovider", *tests], plugins=[Contexts()]))
+        cov.stop()
+        cov.save()
+        durations.write_text(json.dumps(took))
+    except BaseException:
+        code = 99
+    os._exit(code)
+
+
+def _statement_lines(tree: ast.Module, line: int) -> set[int]:
+    """The lines whose execution runs the mutated code on `line`: the innermost statement
+    holding it (a compound one's header only, not its body), and the line itself."""
+    best = None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt) and node.lineno <= line <= (node.end_lineno or node.lineno):
+            if best is None or (node.lineno >= best.lineno and node.end_lineno <= best.end_lineno):
+                best = node
+    if best is None:
+        return {line}
+    body = getattr(best, "body", None)
+    end = body[0].lineno - 1 if isinstance(body, list) and body and isinstance(body[0], ast.stmt) else best.end_lineno
+    return {line, *range(best.lineno, max(best.lineno, end or best.lineno) + 1)}
+
+
+class Selection:
+    """Which of the module's tests reach each line, fastest first, from one run of the
+    unmutated tests under coverage: a mutant is run against those only. Lines run at import
+    (no test's) and lines no test reaches get every test."""
+
+    def __init__(self, data, module: str, took: dict[str, float], source: str):
+        self.took = took
+        self.every = sorted(took, key=took.get)
+        self.tree = ast.parse(source)
+        measured = [f for f in data.measured_files() if f.endswith(module)]
+        self.by_line: dict[int, set[str]] = {}
+        for f in measured:
+            for line, labels in data.contexts_by_lineno(f).items():
+                tests = {next((p for p in label.split("|") if p), "") for label in labels}
+                self.by_line.setdefault(line, set()).update(tests)
+
+    def tests(self, line: int) -> list[str]:
+        reached = set().union(*(self.by_line.get(n, set()) for n in _statement_lines(self.tree, line)))
+        if not reached or "" in reached or not reached <= set(self.took):
+            return self.every
+        return sorted(reached, key=self.took.get)
+
+    def seconds(self, tests: list[str]) -> float:
+        return sum(self.took[t] for t in tests)
+
+
 def _run(name: str, work: Path, workers: int) -> dict:
-    """Each mutant against the module's tests, `workers` at a time. Every worker has its own
-    copy of src/ (bytecode compiled but the module's), the parent has imported the heavy
-    libraries once, and each mutant runs in a child forked from it: the cost of a mutant is
-    its tests, not an interpreter's start."""
+    """Each mutant against the tests that reach its line, `workers` at a time. Every worker
+    has its own copy of src/ (bytecode compiled but the module's), the parent has imported
+    the heavy libraries once, and each mutant runs in a child forked from it: the cost of a
+    mutant is its tests, not an interpreter's start."""
+    import coverage
+
     module, tests = TARGETS[name]
     relative = Path(module).relative_to("src")
     slots = []
@@ -249,30 +348,39 @@ def _run(name: str, work: Path, workers: int) -> dict:
     source = (REPO / module).read_text()
     mutants = _mutants(name, work)
 
-    def start(slot: int, code: str) -> int:
+    rc, took = work / f"{name}.coveragerc", work / f"{name}.durations.json"
+    rc.write_text(_COVERAGE_RC.format(data=work / f"{name}.coverage", module=slots[0] / relative))
+    pid = os.fork()
+    if pid == 0:
+        _cover(slots[0], tests, work / f"{name}-coverage.log", rc, took)
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"{name}: the tests fail on the unmutated module (see {work / f'{name}-coverage.log'})")
+    measured = coverage.Coverage(config_file=str(rc))
+    measured.combine()
+    selection = Selection(measured.get_data(), str(relative), json.loads(took.read_text()), source)
+
+    def start(slot: int, code: str, chosen: list[str]) -> int:
         (slots[slot] / relative).write_text(code)
         pid = os.fork()
         if pid == 0:
-            _test(slots[slot], tests, work / f"{name}-w{slot}.log")
+            _test(slots[slot], chosen, work / f"{name}-w{slot}.log")
         return pid
 
-    started = time.monotonic()
-    _, status = os.waitpid(start(0, source), 0)
-    baseline = time.monotonic() - started
-    if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit(f"{name}: the tests fail on the unmutated module (see {work / f'{name}-w0.log'})")
-    timeout = 2 * baseline + 5
     outcomes: dict[int, bool] = {}  # mutant's index -> killed
     pending = list(range(len(mutants)))
-    running: dict[int, tuple[int, int, float]] = {}  # pid -> (slot, mutant, started)
+    running: dict[int, tuple[int, int, float, float]] = {}  # pid -> (slot, mutant, started, timeout)
     free = list(range(workers))
     while pending or running:
         while free and pending:
             slot, index = free.pop(), pending.pop(0)
-            running[start(slot, mutants[index][2])] = (slot, index, time.monotonic())
+            chosen = selection.tests(mutants[index][0])
+            # twice the tests' time under coverage (slower than without) and 5 s
+            timeout = 2 * selection.seconds(chosen) + 5
+            running[start(slot, mutants[index][2], chosen)] = (slot, index, time.monotonic(), timeout)
         pid, status = os.waitpid(-1, os.WNOHANG)
         if pid:
-            slot, index, _ = running.pop(pid)
+            slot, index, _, _ = running.pop(pid)
             outcomes[index] = os.waitstatus_to_exitcode(status) != 0
             if len(outcomes) % 50 == 0:
                 print(f"  {name}: {len(outcomes)}/{len(mutants)} run", flush=True)
@@ -281,7 +389,7 @@ def _run(name: str, work: Path, workers: int) -> dict:
                 print(f"  {name}: survived: line {line} ({operator})", flush=True)
             free.append(slot)
             continue
-        for pid, (_, _, began) in running.items():
+        for pid, (_, _, began, timeout) in running.items():
             if time.monotonic() - began > timeout:  # a mutant that loops for ever is caught, as a kill
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(pid, signal.SIGKILL)

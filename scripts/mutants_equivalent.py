@@ -375,3 +375,32 @@ for _operator in (
     EQUIVALENT["commit", "at_fdcwd, rename_exchange = -100, 2", _operator] = (
         "renameat2 ignores the directory descriptor for an absolute path, and both paths are (realpath)"
     )
+for _line, _operators, _why in (
+    ("self._batch = at.batch - 1  # the last batch written (none yet)", ("ReplaceBinaryOperator_Sub_Add", "NumberReplacer"),
+     "read only where a shard closes after a chunk (skips, the split's end), and a shard is open only once "
+     "write_chunk ran, which sets it"),
+    ("*,", ("ReplaceBinaryOperator_Mul_Div",),
+     "`/` instead of `*` in the signature: the parameters after it may then be given by position too, and "
+     "every caller names them"),
+    ("closes = n > 0 and self.written + self.skipped >= self.total and self.shard_records > 0",
+     ("ReplaceComparisonOperator_Gt_GtE", "NumberReplacer"),
+     "`n >= 0` (or `> -1`): skipping nothing never ends a split with a shard open, since the cut or skip that "
+     "reached the end closed it (the shard-records variants are caught)"),
+    ("@dataclass(frozen=True)", ("ReplaceTrueWithFalse",),
+     "nothing assigns to a policy or hashes one; it is compared and pickled, which a plain dataclass does alike"),
+    ("batch: int = 0", ("NumberReplacer",),
+     "a fresh split from batch -1: the batches are cut from item -size to 0 first (an empty batch, numbered "
+     "-1), then from 0 numbered 0 on, as from batch 0 (batch 1 is caught)"),
+    ("k = max(written * shards // total - 1, 0)", ("NumberReplacer",),
+     "where the search for the open shard's number starts: written*shards//total is never above it, so "
+     "starting there, one lower or at -1 walks up to the same shard (a start at 1 is caught)"),
+    ("needed = max(needed, 1)", ("NumberReplacer",),
+     "every policy's count is already at least 1 (an open shard is below its count, a split not at its end "
+     "has records to come, and the size search starts at the first record), so a floor of 0 changes nothing "
+     "(2 is caught)"),
+    ("self.shard_records, self.shard_bytes = 0, 0", ("NumberReplacer",),
+     "the counters reset where skips close the split's last shard: the split is complete, nothing is cut "
+     "after it, and only cut reads them"),
+):  # fmt: skip
+    for _operator in _operators:
+        EQUIVALENT["shards", _line, _operator] = _why

@@ -4,6 +4,8 @@ asked record by record would; skipped records close the last shard as they shoul
 
 from __future__ import annotations
 
+import io
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -89,6 +91,9 @@ def test_skipped_records_close_the_last_shard_only_when_they_end_the_split():
     closed = ShardCutter(3, ShardPolicy(examples_per_shard=2))
     closed.cut([1, 1])
     assert closed.skip(1) is False  # nothing open to close: the shard before closed at its size
+    one = ShardCutter(6, ShardPolicy(examples_per_shard=4))
+    assert one.cut([1] * 5) == [(4, 4, True), (1, 1, False)]
+    assert one.skip(1) is True  # a shard of one record closes as well
     short = ShardCutter(5, ShardPolicy())
     short.cut([1, 1])
     with pytest.raises(OutputError, match="split train: wrote 2 examples, expected 5"):
@@ -166,3 +171,99 @@ def test_a_shard_closed_by_skips_after_a_chunk_begins_at_the_next_batch(tmp_path
     writer.write_chunk(frame(b"a") + frame(b"b"), [17, 17], batch=3, first=0)
     writer.skip(3)
     assert told == [Checkpoint(4, 0, (2, 3, 34))]
+
+
+def test_skipped_records_bring_the_end_of_the_split_nearer():
+    """Records skipped count toward the split's end: the records after them close the
+    last shard at the split's end, not where the shard's size would."""
+    cutter = ShardCutter(10, ShardPolicy(examples_per_shard=4))
+    assert cutter.cut([1] * 3) == [(3, 3, False)]
+    assert cutter.skip(4) is False  # 7 of 10 accounted for, the open shard holds 3
+    assert cutter.cut([1] * 3) == [(1, 1, True), (2, 2, True)]  # the last two end the split
+
+
+def test_an_array_record_split_holds_each_record_whole_where_runs_split_a_chunk(tmp_path):
+    """A container that stores records one by one (ArrayRecord) is given each run's
+    own record sizes: every record comes back whole, in its shard."""
+    pytest.importorskip("array_record.python.array_record_module")
+    from tfr_convert.containers import get as container
+    from tfr_convert.output.shards import SplitWriter
+
+    payloads = [bytes([i]) * (i + 1) for i in range(11)]
+    records = container("array_record")
+    writer = SplitWriter(_Here(tmp_path), "train", 11, ShardPolicy(examples_per_shard=4), records, "none")
+    for batch, (lo, hi) in enumerate([(0, 3), (3, 9), (9, 11)]):
+        writer.write_chunk(b"".join(payloads[lo:hi]), [len(p) for p in payloads[lo:hi]], batch=batch, first=0)
+    shards = [[r.data for r in records.records(s.tmp_path)] for s in writer.close().shards]
+    assert shards == [payloads[0:4], payloads[4:8], payloads[8:11]]
+
+
+def test_a_fresh_run_writes_every_record_from_the_first_batchs_first(tmp_path):
+    """A run with nothing to resume starts its splits at the default checkpoint: batch 0,
+    record 0, nothing counted yet."""
+    import tfr_convert
+    from tfr_convert.containers.tfrecord import read_records
+    from tfr_convert.dataset.example import parse
+
+    out = tmp_path / "out"
+    tfr_convert.write([{"x": i} for i in range(10)], str(out), quiet=True)
+    shards = sorted(out.glob("*.tfrecord-*"))
+    assert sorted(parse(r.data)["x"][1][0] for s in shards for r in read_records(str(s))) == list(range(10))
+
+
+@pytest.mark.parametrize(
+    ("sizes", "expected"),
+    [
+        # after two: 10 bytes, the target, and 10 bytes estimated to come: the shard closes
+        ([5] * 4, [2, 2]),
+        # the estimate stays short of the target until a large record raises the average,
+        # one record after the shard reached its size
+        ([1] * 10 + [100] + [1] * 4, [11, 4]),
+    ],
+)
+def test_shard_size_closes_where_the_estimate_first_reaches_the_target(sizes, expected):
+    policy = ShardPolicy(shard_size=10)
+    assert shards_by_record(policy, sizes) == expected
+    assert _shards(ShardCutter(len(sizes), policy).cut(sizes)) == expected
+
+
+class _Unclosable(_Here):
+    """A destination whose shard files fail as they close."""
+
+    def __init__(self, root, error: Exception) -> None:
+        super().__init__(root)
+        self.error = error
+
+    def opener(self, path: str):
+        error = self.error
+
+        class Failing(io.BytesIO):
+            def close(self) -> None:
+                raise error
+
+        return Failing()
+
+
+@pytest.mark.parametrize("error", [OSError(28, "No space left on device"), RuntimeError("the helper stopped")])
+def test_a_split_that_fails_reports_its_own_error_not_the_open_shards(tmp_path, error):
+    """The writer closes its open shard on the way out of a failure; a shard that cannot
+    close then does not hide the failure that stopped the split."""
+    from tfr_convert.containers import get as container
+    from tfr_convert.containers.framing import frame
+    from tfr_convert.output.shards import SplitWriter
+
+    with pytest.raises(ValueError, match="the first failure"):
+        with SplitWriter(_Unclosable(tmp_path, error), "t", 3, ShardPolicy(), container("tfrecord"), "none") as w:
+            w.write_chunk(frame(b"a"), [len(frame(b"a"))], batch=0, first=0)
+            raise ValueError("the first failure")
+    with pytest.raises(ValueError, match="before any record"):  # no shard open: nothing to close
+        with SplitWriter(_Here(tmp_path), "t", 3, ShardPolicy(), container("tfrecord"), "none"):
+            raise ValueError("before any record")
+
+
+def test_a_splits_result_counts_the_records_and_bytes_of_its_shards():
+    from tfr_convert.output.shards import ShardFile, SplitResult
+
+    result = SplitResult("train", [ShardFile("a", 3, 100, "x"), ShardFile("b", 4, 50, "y")])
+    assert (result.records, result.bytes) == (7, 150)
+    assert (SplitResult("test").records, SplitResult("test").bytes) == (0, 0)

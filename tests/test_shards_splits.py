@@ -107,8 +107,8 @@ def test_output_dir_refuses_non_empty_and_cleans_up_on_failure(tmp_path):
     fresh = tmp_path / "fresh"
     with pytest.raises(RuntimeError), LocalOutput(str(fresh)) as od:
         writer = SplitWriter(od, "train", 3, ShardPolicy(examples_per_shard=1), container("tfrecord"), "none")
-        writer.write_chunk(frame(b"a"), [len(frame(b"a"))])
-        writer.write_chunk(frame(b"b"), [len(frame(b"b"))])
+        writer.write_chunk(frame(b"a"), [len(frame(b"a"))], 0, 0)
+        writer.write_chunk(frame(b"b"), [len(frame(b"b"))], 0, 1)
         assert len(os.listdir(od.build)) == 2 and not fresh.exists()  # built beside --out
         raise RuntimeError("boom")
     assert sorted(os.listdir(tmp_path)) == ["out"]  # the work beside it is gone too
@@ -117,7 +117,7 @@ def test_output_dir_refuses_non_empty_and_cleans_up_on_failure(tmp_path):
 def test_split_writer_counts_must_match(tmp_path):
     with LocalOutput(str(tmp_path / "o")) as od:
         writer = SplitWriter(od, "train", 2, ShardPolicy(), container("tfrecord"), "none")
-        writer.write_chunk(frame(b"a"), [len(frame(b"a"))])
+        writer.write_chunk(frame(b"a"), [len(frame(b"a"))], 0, 0)
         with pytest.raises(OutputError, match="wrote 1 examples, expected 2"):
             writer.close()
 
@@ -147,7 +147,7 @@ def test_split_writer_cuts_exactly_where_the_policy_says(tmp_path_factory, polic
         records = [frame(bytes(s - 16)) for s in sizes]
         for i in range(0, len(records), chunk):
             part = records[i : i + chunk]
-            writer.write_chunk(b"".join(part), [len(r) for r in part])
+            writer.write_chunk(b"".join(part), [len(r) for r in part], 0, i)
         writer.skip(skips)
         result = writer.close()
     if skips:  # records left out at the end: everything written, nothing more
@@ -162,7 +162,7 @@ def test_a_failed_split_leaves_no_writer_thread_or_file(tmp_path):
     before = threading.active_count()
     with pytest.raises(RuntimeError), LocalOutput(str(tmp_path / "o")) as od:
         with SplitWriter(od, "train", 5, ShardPolicy(), container("tfrecord"), "none") as writer:
-            writer.write_chunk(frame(b"x"), [len(frame(b"x"))])
+            writer.write_chunk(frame(b"x"), [len(frame(b"x"))], 0, 0)
             assert threading.active_count() == before + 2  # the shard's helpers: one hashes, one writes
             raise RuntimeError("boom")
     assert threading.active_count() == before

@@ -205,7 +205,7 @@ class ShardCutter:
         self.skipped += n
         closes = n > 0 and self.written + self.skipped >= self.total and self.shard_records > 0
         if closes:
-            self.shard_records = self.shard_bytes = 0
+            self.shard_records, self.shard_bytes = 0, 0
         return closes
 
     def check_complete(self, split: str) -> None:
@@ -249,9 +249,7 @@ class SplitWriter:
         if self.cutter.skip(n):
             self._close_shard(self._after_chunk())
 
-    def write_chunk(
-        self, blob: bytes | bytearray | memoryview, sizes: list[int], batch: int = 0, first: int = 0
-    ) -> None:
+    def write_chunk(self, blob: bytes | bytearray | memoryview, sizes: list[int], batch: int, first: int) -> None:
         """Write consecutive sealed records given as one blob and their slot sizes (records
         `first`... of the split's batch `batch`); the records between two shard boundaries
         go to the container's writer in one call."""
