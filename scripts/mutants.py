@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import atexit
 import builtins
 import compileall
 import contextlib
@@ -52,6 +53,9 @@ BINARY = {"Add_Sub", "Sub_Add", "Mul_Div", "Div_Mul", "FloorDiv_Div", "FloorDiv_
           "LShift_RShift", "RShift_LShift", "BitOr_BitAnd", "BitAnd_BitOr", "BitXor_BitOr", "BitXor_BitAnd"}  # fmt: skip
 COMPARISON = {"Eq_NotEq", "NotEq_Eq", "Lt_LtE", "Lt_GtE", "LtE_Lt", "LtE_Gt", "Gt_GtE", "Gt_LtE", "GtE_Gt",
               "GtE_Lt", "Is_IsNot", "IsNot_Is"}  # fmt: skip
+# Targets whose tests need the S3 server (tests/object_stores.py): started once, before
+# the first of them, and shared by every child
+S3_TARGETS = {"remote_commit"}
 # Imported once by the parent, before any mutant's child is forked from it
 PRELOAD = ("pytest", "numpy", "click", "PIL.Image", "hypothesis", "pyarrow", "tensorflow")
 
@@ -80,6 +84,20 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
     "example_columns": ("src/tfr_convert/dataset/example_columns.py", ["tests/test_example_columns.py"]),
     "fingerprints": ("src/tfr_convert/storage/fingerprints.py", ["tests/test_fingerprints.py"]),
     "remote_lock": ("src/tfr_convert/output/remote_lock.py", ["tests/test_stores.py"]),
+    "remote_commit": (
+        "src/tfr_convert/output/remote.py",
+        # a real S3 server (one for the whole run: S3_TARGETS); of the conversions to a
+        # store, one per container and store: the rest write through the same calls
+        ["tests/test_remote_crash.py"]
+        + [
+            f"tests/test_remote.py::test_{name}"
+            for name in (
+                "mnist_from_and_to_s3_gives_the_local_runs_bytes",
+                "array_record_to_s3_and_index_files_beside_remote_shards",
+                "mnist_to_gcs_and_inspected_there",
+            )
+        ],
+    ),
     "grouping": ("src/tfr_convert/converters/grouping.py", ["tests/test_grouping.py", "tests/test_dedupe.py"]),
     "journal": (
         "src/tfr_convert/output/journal.py",
@@ -470,6 +488,12 @@ def main() -> None:
     for library in PRELOAD if names else ():
         with contextlib.suppress(ImportError):
             importlib.import_module(library)
+    if S3_TARGETS & set(names):
+        sys.path.insert(0, str(REPO / "tests"))
+        from object_stores import SeaweedS3
+
+        SeaweedS3.shared = SeaweedS3()
+        atexit.register(SeaweedS3.shared.stop)
     kept = Path(args.out).with_suffix(".json")
     results = json.loads(kept.read_text()) if kept.exists() else {}
     results = {name: r for name, r in results.items() if name in TARGETS}  # modules no longer targeted go

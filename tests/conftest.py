@@ -70,6 +70,9 @@ def s3_server():
     pytest.importorskip("s3fs", reason="the [s3] extra is not installed")
     from object_stores import SeaweedS3
 
+    if SeaweedS3.shared is not None:  # one for many sessions, started by their parent (scripts/mutants.py)
+        yield SeaweedS3.shared
+        return
     server = SeaweedS3()
     yield server
     server.stop()

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tfr_convert.converters.base import Converter
 from tfr_convert.converters.idx import FILES, idx_bytes
 from tfr_convert.converters.mnist import MnistConverter
 
@@ -192,3 +193,29 @@ def hint(extra: str) -> str:
     """What a missing extra's message tells this test environment to run: it was installed
     from this checkout, editable (README's Quickstart, .ci/run)."""
     return f"pip install -e '{REPO}[{extra}]'"
+
+
+class Given(Converter):
+    """Encodes nothing and names no source: a test gives it its items (`splits`), or
+    gives the engine its plan."""
+
+    command = "given"
+
+    def __init__(self, splits: dict | None = None) -> None:
+        self.features, self.labels = {}, {}
+        self.splits = splits or {}
+
+    def describe(self, item):
+        return str(item)
+
+    def features_of(self, item):
+        return {}
+
+    def sources(self):
+        return []
+
+    def source_splits(self):
+        return self.splits
+
+    def key(self, item):
+        return str(item)

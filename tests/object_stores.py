@@ -74,6 +74,10 @@ def _stop(process: subprocess.Popen, root: Path) -> None:
 class SeaweedS3:
     """`weed server -s3`: master, volume server, filer and the S3 gateway, all on 127.0.0.1."""
 
+    # A server the tests use instead of starting one: set by a process that runs many
+    # test sessions in children forked from it (scripts/mutants.py), each a fresh bucket
+    shared: SeaweedS3 | None = None
+
     def __init__(self) -> None:
         weed = shutil.which("weed", path=os.path.dirname(sys.executable)) or shutil.which("weed")
         if weed is None:

@@ -4,33 +4,10 @@ moved between splits; it does not change with the items' own order of hashing.""
 
 from __future__ import annotations
 
-from tfr_convert.converters.base import Converter
+from helpers import Given
+
 from tfr_convert.engine.resume import PLAN_BLOCK, run_identity
 from tfr_convert.engine.run_options import RunOptions
-
-
-class Given(Converter):
-    """Encodes nothing and names no source: the tests give it its plan."""
-
-    command = "given"
-
-    def __init__(self) -> None:
-        self.features, self.labels = {}, {}
-
-    def describe(self, item):
-        return str(item)
-
-    def features_of(self, item):
-        return {}
-
-    def sources(self):
-        return []
-
-    def source_splits(self):
-        return {}
-
-    def key(self, item):
-        return str(item)
 
 
 def _digest(plan: dict, tmp_path) -> str:

@@ -277,28 +277,12 @@ def test_an_error_crosses_as_itself_when_another_library_pickles_exceptions_its_
 
 
 def test_a_converter_that_makes_no_skips_of_its_own_still_keeps_its_own():
-    from tfr_convert.converters.base import Converter, SourceContext
+    from helpers import Given
 
-    class Minimal(Converter):
+    from tfr_convert.converters.base import SourceContext
+
+    class Minimal(Given):
         context = SourceContext(on_error="skip")
-
-        def __init__(self) -> None:
-            self.features = {}
-
-        def source_splits(self):
-            return {"train": []}
-
-        def key(self, item):
-            return str(item)
-
-        def describe(self, item):
-            return str(item)
-
-        def features_of(self, item):
-            return {}
-
-        def sources(self):
-            return []
 
     first, second = Minimal(), Minimal()
     first.reject("row 3", "no label")

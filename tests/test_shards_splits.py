@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -171,26 +172,11 @@ def test_a_failed_split_leaves_no_writer_thread_or_file(tmp_path):
 
 # Run in a fresh interpreter, as the command line runs: ranks are computed in forked
 # processes only where no other thread is alive, and earlier tests leave some behind.
-_BARE = """
+_BARE = f"""
 import json, os, sys
 from pathlib import Path
-from tfr_convert.converters.base import Converter
-
-class Bare(Converter):
-    # encodes nothing and names no source: the scripts below give it items
-    command = "bare"
-
-    def __init__(self):
-        self.features, self.labels = {}, {}
-
-    def describe(self, item):
-        return str(item)
-
-    def features_of(self, item):
-        return {}
-
-    def sources(self):
-        return []
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+from helpers import Given
 """
 
 _PLAN_NUMBERS = (
@@ -199,7 +185,7 @@ _PLAN_NUMBERS = (
 from tfr_convert.engine.core import RANKS_PER_PROCESS, plan_splits
 from tfr_convert.engine.run_options import RunOptions
 
-class Numbers(Bare):
+class Numbers(Given):
     # n items in train and a few in test, keyed by their number; a process other than
     # the one that made it leaves a file named after its pid in `marks`
     def __init__(self, n, marks):
@@ -237,14 +223,6 @@ class Num(int):
         if os.getpid() != MAKER:
             (MARKS / str(os.getpid())).touch()
         return f"Num({int(self)})"
-
-class Given(Bare):
-    # its plan is given: the digest reads only its name, options and sources
-    def source_splits(self):
-        return {}
-
-    def key(self, item):
-        return str(item)
 
 workers, MARKS, mode = int(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
 MAKER = os.getpid()
