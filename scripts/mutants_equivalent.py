@@ -404,3 +404,53 @@ for _line, _operators, _why in (
 ):  # fmt: skip
     for _operator in _operators:
         EQUIVALENT["shards", _line, _operator] = _why
+# The Example codec: caches and ready-made encodings, whose bounds decide only how often
+# the general route is taken; the tests hold both routes to TensorFlow's bytes
+_CACHES = "a cache's bound or condition: fewer or more entries cached, the same bytes written"
+for _line, _operators, _why in (
+    ("yield number, wire, (pos, pos + width)", ("ReplaceBinaryOperator_Add_Sub",),
+     "the end of a fixed-width field's span is never read: a float is read from its start, and other "
+     "fixed fields are unknown ones, passed over"),
+    ("_ENTRIES_MAX = 1 << 16", ("ReplaceBinaryOperator_LShift_RShift", "NumberReplacer"), _CACHES),
+    ("if len(_KEY_CACHE) < 4096:", ("ReplaceComparisonOperator_Lt_LtE", "ReplaceComparisonOperator_Lt_GtE", "AddNot",
+                                    "NumberReplacer"), _CACHES),
+    ("if len(_ENTRIES) < _ENTRIES_MAX:", ("ReplaceComparisonOperator_Lt_LtE", "ReplaceComparisonOperator_Lt_GtE",
+                                          "AddNot"), _CACHES),
+    ("cached = _KEY_CACHE.get(name) if isinstance(name, str) else None", ("AddNot",),
+     "a name is then computed afresh instead of looked up (and a name that is no string is refused all the "
+     "same, after the look-up finds nothing)"),
+    ("if (kind is int or (kind is str and len(value) <= _SHORT)) and type(name) is str:",
+     ("ReplaceComparisonOperator_LtE_Lt", "ReplaceComparisonOperator_LtE_Gt", "ReplaceOrWithAnd",
+      "ReplaceComparisonOperator_Is_IsNot"),
+     "which entries are cached: strings of other lengths, or none (`type(name) is not str`); caching a value "
+     "alike as a key to another kind's is caught (test_values_alike_as_keys...)"),
+    ("_SHORT = 8", ("NumberReplacer",), _CACHES),
+    ("if pos < stop:  # the rest only counted", ("ReplaceComparisonOperator_Lt_LtE",),
+     "at pos == stop nothing is left to count: the last varint ended below stop, and zero more are counted"),
+    ("if 0 <= n < 16384:", ("ReplaceComparisonOperator_LtE_Lt", "ReplaceComparisonOperator_LtE_Gt", "NumberReplacer"),
+     "a value left to the encoding loop instead of the table gets the same bytes, and n is never negative "
+     "(a table index past it is caught)"),
+    ("_SMALL_VARINTS = [bytes([i]) if i < 128 else bytes([(i & 0x7F) | 0x80, i >> 7]) for i in range(1 << 14)]",
+     ("NumberReplacer",), "a longer table: its entries past 16383 are never looked up (n < 16384 decides)"),
+    ("if kind is int and 0 <= value <= _INT64_MAX:", ("ReplaceComparisonOperator_LtE_Lt", "NumberReplacer"),
+     "0 or the int64 maximum through classify() instead: the same bytes (a negative through the fast path "
+     "is caught)"),
+    ("if value < 128:", ("NumberReplacer",), "127 through the varint instead of the ready-made feature: the same bytes"),
+    ('_SMALL_INT_FEATURES = [b"\\x1a\\x03\\x0a\\x01" + bytes([i]) for i in range(128)]', ("NumberReplacer",),
+     "a longer table: entry 128 is never looked up (value < 128 decides)"),
+    ("if type(value) is bytes and len(value) >= _LARGE:", ("ReplaceComparisonOperator_GtE_Gt",),
+     "a value of exactly _LARGE bytes framed inline instead of as a part of its own: the same bytes"),
+    ("_LARGE = 256", ("NumberReplacer",), "where a bytes value becomes a part of its own: the same bytes joined"),
+    ("if shift >= 70:", ("NumberReplacer",), "shift grows by 7: >= 69 stops at the same byte (71 is caught)"),
+    ("return (1 << 62) if keep is None else keep - len(values)", ("NumberReplacer",),
+     "with no `keep`, room for any count above what a record can hold (0 is caught)"),
+    ('values.append(struct.unpack_from("<f", buf, value[0])[0])', ("NumberReplacer",),
+     "[-1] of unpack_from's one-value tuple is its [0]"),
+    ('values.extend(np.frombuffer(buf, "<f4", max(0, min(n, room())), a).tolist())', ("NumberReplacer",),
+     "room() is never negative (values are added only up to it), so a floor of -1 changes nothing (1 is caught)"),
+    ('name, value, plain = "", (0, 0), True', ("NumberReplacer",),
+     "another empty span for an entry without a value, (1, 0), (-1, 0) or (0, -1): nothing is read from it "
+     "either ((0, 1) is caught)"),
+):  # fmt: skip
+    for _operator in _operators:
+        EQUIVALENT["example", _line, _operator] = _why

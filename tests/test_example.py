@@ -245,3 +245,47 @@ def test_unsigned_arrays_up_to_int64s_largest_are_written_and_larger_ones_named(
     with pytest.raises(FeatureError, match="does not fit in int64"):
         serialize({"i": -(2**63) - 1})
     assert serialize({"u": np.zeros(0, np.uint64)}) == tf_example({"u": int64_feature([])})
+
+
+def test_values_alike_as_keys_are_each_written_in_their_own_kind_whichever_came_first():
+    """1, 1.0, True and "1" are equal or alike as dict keys; the cache of small recurring
+    entries keeps them apart."""
+    import itertools
+
+    values = [(1, int64_feature([1])), (1.0, float_feature([1.0])), (True, int64_feature([1])),
+              ("1", bytes_feature([b"1"]))]  # fmt: skip
+    for n, order in enumerate(itertools.permutations(values)):
+        name = f"alike{n}"  # the cache is by name and value: each order starts it afresh
+        for value, feature in order:
+            assert serialize({name: value}) == tf_example({name: feature}), (order, value)
+
+
+def test_arrays_of_no_strings_and_of_no_dimensions_are_written_as_their_values_are():
+    assert serialize({"s": np.array([], dtype=str)}) == tf_example({"s": bytes_feature([])})
+    assert serialize({"o": np.array([], dtype=object)}) == tf_example({"o": bytes_feature([])})
+    # a 0-d array is its one value: a uint8 one an integer, not a picture's bytes
+    assert serialize({"u": np.array(7, np.uint8)}) == tf_example({"u": int64_feature([7])})
+    assert serialize({"f": np.array(1.5)}) == tf_example({"f": float_feature([1.5])})
+
+
+@pytest.mark.parametrize(
+    "value", [0, 1, 126, 127, 128, 129, 255, 16383, 16384, 16385, 2**63 - 1, -1, -128, -(2**63)]
+)
+def test_integers_at_the_edges_of_the_ready_made_encodings_are_written_as_tensorflow_writes_them(value):
+    """Small integers and short lengths take ready-made bytes; the values at their edges
+    (one-byte and two-byte varints, the int64 limits) are written as protobuf writes them."""
+    assert serialize({"v": value}) == tf_example({"v": int64_feature([value])})
+    assert serialize({"v": [value, value]}) == tf_example({"v": int64_feature([value, value])})
+    blob = bytes(value % 20000)  # a length at the same edges
+    assert serialize({"b": blob}) == tf_example({"b": bytes_feature([blob])})
+
+
+def test_key_order_and_key_field_are_the_order_and_key_bytes_serialize_writes():
+    from tfr_convert.dataset.example import key_field, key_order
+
+    names = ["image", "image_raw", "b", "aa", "label", "z", "imag"]
+    data = serialize({name: 1 for name in names})
+    assert key_order(names) == list(parse(data))
+    for name in names:
+        assert key_field(name) == b"\x0a" + bytes([len(name)]) + name.encode()
+        assert key_field(name) + b"\x12" in data

@@ -270,3 +270,37 @@ def test_a_sequence_example_outlines_its_context_and_each_feature_list():
     assert got["mixed"] == ("feature_list[mixed]", [[1], [2.0]], 2)
     assert got["empty"] == ("feature_list[unset]", [[]], 1)
     assert outline(seq.SerializeToString())["tokens"][1] == [[1, 2], [3], [4, 5, 6]]
+
+
+@pytest.mark.parametrize("packed", [True, False])
+def test_a_ten_byte_varint_with_bits_past_the_64th_reads_as_protobuf_reads_it(packed):
+    """Protobuf keeps a varint's low 64 bits: the bits the tenth byte carries above them go."""
+    overlong = bytes([0xFF] * 9 + [0x7F])  # 70 bits set
+    int64_list = _field(1, 2, overlong) if packed else _field(1, 0, overlong)
+    entry = _field(1, 2, b"a") + _field(2, 2, _field(3, 2, int64_list))
+    data = _field(1, 2, _field(1, 2, entry))
+    expected = list(tf.train.Example.FromString(data).features.feature["a"].int64_list.value)
+    assert expected == [-1] and parse(data) == {"a": ("int64_list", expected)}
+
+
+def test_unknown_fields_inside_map_entries_and_feature_lists_are_passed_over_as_protobuf_does():
+    """A map entry holding a field other than its key and value is no entry of the map
+    (protobuf keeps it as an unknown field); a FeatureList's own unknown fields are no steps."""
+    int64_list = _field(3, 2, _field(1, 2, _varint(7)))
+    for extra in (_field(3, 2, b"\x1a\x03junk"), _field(5, 0, b"\x01")):
+        entry = _field(1, 2, b"a") + _field(2, 2, int64_list) + extra
+        data = _field(1, 2, _field(1, 2, entry) + _field(1, 2, _field(1, 2, b"b") + _field(2, 2, int64_list)))
+        read = tf.train.Example.FromString(data).features.feature
+        assert sorted(read) == ["b"] and list(read["b"].int64_list.value) == [7]
+        assert parse(data) == {"b": ("int64_list", [7])}
+    steps = _field(1, 2, int64_list) + _field(7, 2, int64_list) + _field(1, 2, int64_list)
+    lists = _field(1, 2, _field(1, 2, b"t") + _field(2, 2, steps))
+    sequence = _field(2, 2, lists)
+    assert len(tf.train.SequenceExample.FromString(sequence).feature_lists.feature_list["t"].feature) == 2
+    assert outline(sequence)["t"] == ("feature_list[int64_list]", [[7], [7]], 2)
+
+
+def test_a_map_entry_without_a_value_is_a_feature_with_nothing_set():
+    data = _field(1, 2, _field(1, 2, _field(1, 2, b"a")))
+    assert "a" in tf.train.Example.FromString(data).features.feature
+    assert parse(data) == {"a": (None, [])} and outline(data) == {"a": (None, [], 0)}

@@ -119,9 +119,7 @@ def classify(name: str, value: Any) -> tuple[str, list[Any] | np.ndarray]:
             return _array(name, value)
     if isinstance(value, (list, tuple)):
         return _list(name, value)
-    if value is None or isinstance(value, Mapping):
-        raise FeatureError(f"feature {name!r}: unsupported value of type {type(value).__name__}")
-    kind, scalar = _scalar(name, value)
+    kind, scalar = _scalar(name, value)  # None, a dict and the like are refused there
     return kind, [scalar]
 
 
@@ -433,11 +431,13 @@ def outline(
 
 
 def _map_entries(data: bytes, span: tuple[int, int]):
-    """(key, value span) of each entry of a protobuf map<string, message> field."""
+    """(key, value span) of each entry of a protobuf map<string, message> field. An entry
+    holding any other field is no entry of the map: protobuf keeps it as an unknown field
+    of the message around the map."""
     for fnum, fwire, entry in _fields(data, *span):
         if fnum != 1 or fwire != 2:
             continue
-        name, value = "", (0, 0)
+        name, value, plain = "", (0, 0), True
         for enum, ewire, part in _fields(data, *entry):
             if enum == 1 and ewire == 2:
                 try:
@@ -446,7 +446,10 @@ def _map_entries(data: bytes, span: tuple[int, int]):
                     raise ExampleDecodeError(part[0], "feature name is not UTF-8") from None
             elif enum == 2 and ewire == 2:
                 value = part
-        yield name, value
+            else:
+                plain = False
+        if plain:
+            yield name, value
 
 
 def _feature(data: bytes, span: tuple[int, int], keep: int | None) -> tuple[str | None, list[Any], int]:
