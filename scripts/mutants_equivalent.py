@@ -265,14 +265,6 @@ for _operator in ("ReplaceBinaryOperator_Sub_Add", "NumberReplacer"):
 EQUIVALENT["png_check", "if len(rows) > expected or inflater.unconsumed_tail:", "ReplaceOrWithAnd"] = (
     "more rows than declared are then refused after the last chunk instead, by `len(rows) != expected`"
 )
-# jpeg_check
-_BLOCKS = "if count > 1 and sum(comps[c][0] * comps[c][1] for c in named) > _MAX_BLOCKS_IN_MCU:"
-for _operator in ("AddNot", "ReplaceBinaryOperator_Mul_Div", "ReplaceComparisonOperator_Gt_GtE",
-                  "ReplaceComparisonOperator_Gt_LtE"):  # fmt: skip
-    EQUIVALENT["jpeg_check", _BLOCKS, _operator] = (
-        "_components admits luma sampled at most 2x2 and chroma 1x1: a scan's MCU has at most 6 blocks, so "
-        "this test of libjpeg's 10 never holds, mutated or not"
-    )
 for _operator in ("ReplaceUnaryOperator_Delete_USub", "ReplaceUnaryOperator_USub_Invert",
                   "ReplaceUnaryOperator_USub_Not", "ReplaceUnaryOperator_USub_UAdd"):  # fmt: skip
     EQUIVALENT["jpeg_check", "last = max((i for i, c in enumerate(counts) if c), default=-1)", _operator] = (
@@ -454,3 +446,49 @@ for _line, _operators, _why in (
 ):  # fmt: skip
     for _operator in _operators:
         EQUIVALENT["example", _line, _operator] = _why
+# The JPEG check: a bound whose loosened form only lets an index or an unpack past the
+# data, which the IndexError / struct.error handler around the walk turns into the same
+# None; and caches
+_BACKED = "a looser bound: the index or unpack past the data it let through fails, and the handler answers None alike"
+for _line, _operators, _why in (
+    ("except (struct.error, IndexError):  # a segment that claims more than the file holds", ("ExceptionReplacer",),
+     "every index is checked against the data's length before it is read: the handler only backs those checks "
+     "up (their loosened forms are the mutants it catches)"),
+    ("if pos + 2 > end or data[pos] != 0xFF:", ("NumberReplacer", "ReplaceBinaryOperator_Add_Sub"), _BACKED),
+    ("if pos + 2 > end:", ("NumberReplacer", "ReplaceBinaryOperator_Add_Sub"), _BACKED),
+    ("if ifd < 8 or ifd + 2 > len(tiff):", ("NumberReplacer", "ReplaceBinaryOperator_Add_Sub"), _BACKED),
+    ("if ifd + 2 + 12 * entries > len(tiff):", ("NumberReplacer", "ReplaceBinaryOperator_Add_Sub",
+                                               "ReplaceBinaryOperator_Mul_Div"), _BACKED),
+    ("if frame is None or not scans or (frame[0] in _SEQUENTIAL and scans != 1):", ("ReplaceOrWithAnd",),
+     "`frame is None and not scans`: a scan is counted only after a frame, so no frame means no scans"),
+    ("length = _U16.unpack_from(data, pos + 2)[0]", ("NumberReplacer",), "[-1] of unpack_from's one-value tuple"),
+    ("if length < 2 or after > end:", ("NumberReplacer", "ReplaceComparisonOperator_Gt_GtE", "ReplaceOrWithAnd"),
+     "a length of 0 or 1 puts the next marker inside the length field, whose low byte (0 or 1) is no 0xFF: "
+     "the walk stops there; and a segment ending at the file's end leaves no room for EOI, refused next"),
+    ("return (width, height), len(comps), orientation if orientation in range(1, 9) else 1", ("NumberReplacer",),
+     "range(2, 9): orientation 1 becomes the default 1"),
+    ("@functools.lru_cache(maxsize=256)", ("NumberReplacer", "RemoveDecorator"),
+     "a cache of checked headers: another size or none checks them again, alike"),
+    ("if kind > 1 or table > 3 or at + 17 > len(segment):", ("NumberReplacer", "ReplaceBinaryOperator_Add_Sub"),
+     "a table short of its 16 counts: the counts read are fewer, and the check of the symbols' length after "
+     "them refuses it"),
+    ("last = max((i for i, c in enumerate(counts) if c), default=-1)", ("NumberReplacer",),
+     "with no codes at all, one round (or none) over zero counts refuses nothing"),
+    ("if len(segment) < 6:", ("NumberReplacer",),
+     "a frame header of 5 or 6 bytes is refused either way: the components' count or its unpacking fails"),
+    ("spectral_start, spectral_end, approximation = segment[1 + 2 * count : 4 + 2 * count]", ("NumberReplacer",),
+     "the slice's end past the segment's is clipped to it: len(segment) == 4 + 2 * count was checked"),
+    ("limit = 1 if kind == 0xC0 else 3", ("NumberReplacer",), "no Huffman table above 3 is ever defined (_dht)"),
+    ("if not dc_band and (spectral_start > spectral_end or spectral_end > 63 or count != 1):",
+     ("ReplaceComparisonOperator_Gt_GtE",),
+     "refuses more (a band of one coefficient, which libjpeg's scripts never write): such a file goes to "
+     "Pillow's full decode, which writes the same shards (test_keep_mode_writes_the_same_shards...), slower"),
+    ("return high > 0 or all((0, dc) in huffman for dc, _ in tables)", ("NumberReplacer",),
+     "a DC refinement scan follows the first DC scan, which needed the same tables, and tables are never "
+     "undefined"),
+    ("return 1", ("NumberReplacer",), "0 is no orientation either: the caller answers 1 for it"),
+    ("if len(tiff) < 8:", ("NumberReplacer", "ReplaceComparisonOperator_Lt_LtE"),
+     "a TIFF of 7 or 8 bytes holds no IFD: its pointer fails to unpack, or the IFD check refuses it"),
+):  # fmt: skip
+    for _operator in _operators:
+        EQUIVALENT["jpeg_check", _line, _operator] = _why

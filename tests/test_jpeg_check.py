@@ -354,3 +354,125 @@ def test_restart_markers_inside_the_scan_are_read_through():
     data = _photo(64, 48, restart_marker_blocks=2)
     assert b"\xff\xdd" in data and b"\xff\xd0" in data
     assert _held_to_the_references(data) == ((64, 48), 3, 1)
+
+
+# ---------------------------------------------------------------- each rule's edges
+
+_XMP_HEAD = b"http://ns.adobe.com/xap/1.0/\x00"
+EDGES = {  # more segments after SOI, at the edges of what the check reads: (segments, answered)
+    "an EXP segment (0xDF)": ([(0xDF, b"\x00")], False),
+    "a JPG0 segment (0xF0)": ([(0xF0, b"vendor")], False),
+    "XMP whose orientation follows a NUL": ([(0xE1, _XMP_HEAD + b'<x>\x00<y tiff:Orientation="6"/>')], True),
+    "XMP orientation 0": ([(0xE1, _XMP_HEAD + b'<x tiff:Orientation="0"/>')], True),
+    "XMP orientation 9": ([(0xE1, _XMP_HEAD + b'<x tiff:Orientation="9"/>')], True),
+    "Exif without an orientation, then XMP orientation 6": (
+        [(0xE1, b"Exif\x00\x00" + _tiff("<", [(0x010F, 2, 1, 65)])), (0xE1, _XMP_HEAD + b'<x tiff:Orientation="6"/>')],
+        True,
+    ),
+    "Exif with its IFD at 7": (
+        [(0xE1, b"Exif\x00\x00" + b"II*\x00" + struct.pack("<I", 7) + b"\x00" + _tiff("<", [(0x0112, 3, 1, 6)])[8:])],
+        False,
+    ),
+    "Exif with its IFD inside the header, readable": (
+        [(0xE1, b"Exif\x00\x00" + b"II*\x00" + struct.pack("<I", 4) + bytes(60))],
+        False,
+    ),
+    "Exif with an empty IFD ending the TIFF": ([(0xE1, b"Exif\x00\x00" + b"II*\x00" + struct.pack("<I", 8) + bytes(2))], True),
+    "Exif whose entries end the TIFF": ([(0xE1, b"Exif\x00\x00" + _tiff("<", [(0x0112, 3, 1, 6)])[:-4])], True),
+    "a Huffman table of no codes": ([(0xC4, _dht(1, 3, [0] * 16, b""))], True),
+    "a Huffman table one symbol short": ([(0xC4, _dht(1, 3, [1, 1] + [0] * 14, b"\x01"))], False),
+    "a DC table of sixteen 16-bit codes": ([(0xC4, _dht(0, 3, [0] * 15 + [16], bytes(range(16))))], True),
+    "a DC table, then an AC table, in one segment": (
+        [(0xC4, _dht(0, 2, [1] + [0] * 15, b"\x05") + _dht(1, 2, [1] + [0] * 15, b"\xf0"))],
+        True,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(EDGES))
+def test_segments_at_the_edges_of_each_rule_are_answered_as_pillow_reads_them_or_left_to_pillow(case):
+    segments, answered = EDGES[case]
+    data = BASE
+    for marker, payload in reversed(segments):
+        data = _with_segment(data, marker, payload)
+    found = _held_to_the_references(data)
+    assert (found is not None) == answered, found
+
+
+@pytest.mark.parametrize("fill", [1, 2, 3])
+def test_fill_bytes_before_any_marker_and_before_the_end_are_read_through(fill):
+    segments, rest = _segments(BASE)
+    padded = _joined(segments[:1], b"") + b"\xff" * fill + _joined(segments[1:], rest)[2:]
+    assert _held_to_the_references(padded) == ((48, 32), 3, 1)
+    before_the_end = BASE[:-2] + b"\xff" * fill + b"\xd9"
+    assert _held_to_the_references(before_the_end) == ((48, 32), 3, 1)
+
+
+def _tables_dropped(jpeg: bytes, kind: int) -> bytes:
+    """The JPEG with every Huffman table of one class (0 DC, 1 AC) before its first scan left out."""
+    segments, rest = _segments(jpeg)
+    kept = []
+    for marker, payload in segments:
+        if marker == 0xC4:
+            tables, at = b"", 0
+            while at < len(payload):
+                size = 17 + sum(payload[at + 1 : at + 17])
+                tables += payload[at : at + size] if payload[at] >> 4 != kind else b""
+                at += size
+            if not tables:
+                continue
+            payload = tables
+        kept.append((marker, payload))
+    return _joined(kept, rest)
+
+
+PROGRESSIVE = _photo(48, 32, progressive=True)
+
+
+def _first_scan(edit):
+    return _edited(PROGRESSIVE, 0xDA, edit)
+
+
+def _an_ac_scan_ending_at(end: int) -> bytes:
+    """PROGRESSIVE with its first AC scan (one component, from coefficient 1 on) ending at `end`."""
+    data = bytearray(PROGRESSIVE)
+    at = data.index(b"\xff\xda")
+    while data[at + 4] != 1 or data[at + 7] == 0:  # one component, its band starting above 0
+        at = data.index(b"\xff\xda", at + 2)
+    data[at + 8] = end
+    return bytes(data)
+
+
+SCANS = {  # tables and scans at the edges of the rules: (the file, answered)
+    "an AC scan ending at coefficient 63": (lambda: _an_ac_scan_ending_at(63), True),
+    "an AC scan reaching past coefficient 63": (lambda: _an_ac_scan_ending_at(64), False),
+    "baseline without its DC tables": (lambda: _tables_dropped(BASE, 0), False),
+    "baseline without its AC tables": (lambda: _tables_dropped(BASE, 1), False),
+    "progressive without its DC tables": (lambda: _tables_dropped(PROGRESSIVE, 0), False),
+    "progressive with no scan": (lambda: _joined(_segments(PROGRESSIVE)[0][:-1], b"") + b"\xff\xd9", False),
+    "a DC scan reaching into the AC band": (lambda: _first_scan(lambda p: p[:-2] + b"\x3f" + p[-1:]), False),
+    "a DC scan of no components": (lambda: _first_scan(lambda p: b"\x00\x00\x00\x00"), False),
+    "a first DC scan shifted by 13 bits": (lambda: _first_scan(lambda p: p[:-1] + b"\x0d"), True),
+    "a first DC scan shifted by 14 bits": (lambda: _first_scan(lambda p: p[:-1] + b"\x0e"), False),
+}
+
+
+@pytest.mark.parametrize("case", list(SCANS))
+def test_scans_and_their_tables_at_the_edges_of_the_rules_are_answered_or_left_to_pillow(case):
+    make, answered = SCANS[case]
+    found = _held_to_the_references(make())
+    assert (found is not None) == answered, found
+
+
+def test_baseline_frames_may_not_use_huffman_table_2():
+    segments, rest = _segments(BASE)
+    moved = [(m, bytes([p[0] | 2]) + p[1:]) if m == 0xC4 else (m, p) for m, p in segments]
+    moved = [
+        (m, p[:1] + b"".join(bytes([p[1 + 2 * i], 0x22]) for i in range(p[0])) + p[1 + 2 * p[0] :])
+        if m == 0xDA
+        else (m, p)
+        for m, p in moved
+    ]
+    assert plain_jpeg(_joined(moved, rest), LIMIT) is None
+    extended = [(0xC1, p) if m == 0xC0 else (m, p) for m, p in moved]
+    assert _held_to_the_references(_joined(extended, rest)) == ((48, 32), 3, 1)

@@ -41,7 +41,6 @@ _SCAN_END = re.compile(rb"\xff[^\x00\xd0-\xd7]")
 _XMP = b"http://ns.adobe.com/xap/1.0/\x00"
 _XMP_ORIENTATION = re.compile(rb'tiff:Orientation(="|>)([0-9])')
 _SEQUENTIAL, _PROGRESSIVE = (0xC0, 0xC1), 0xC2
-_MAX_BLOCKS_IN_MCU = 10  # libjpeg's D_MAX_BLOCKS_IN_MCU
 # a frame's (component id, (horizontal, vertical sampling, quantization table)), in order
 _Components = tuple[tuple[int, tuple[int, int, int]], ...]
 
@@ -77,8 +76,6 @@ def _walk(data: bytes, max_pixels: int) -> tuple[tuple[int, int], int, int] | No
             if frame is None or not scans or (frame[0] in _SEQUENTIAL and scans != 1):
                 return None
             break
-        if marker in (0x00, 0x01, 0xD8) or 0xD0 <= marker <= 0xD7:
-            return None  # TEM, a second SOI, or RSTn outside a scan
         length = _U16.unpack_from(data, pos + 2)[0]
         body, after = pos + 4, pos + 2 + length
         if length < 2 or after > end:
@@ -124,7 +121,9 @@ def _walk(data: bytes, max_pixels: int) -> tuple[tuple[int, int], int, int] | No
             pos = found.start()
             continue
         else:
-            return None  # SOF3/5-15 (lossless, hierarchical, arithmetic), DAC, DNL, DHP, EXP, JPGn
+            # SOF3/5-15 (lossless, hierarchical, arithmetic), DAC, DNL, DHP, EXP, JPGn; and
+            # TEM, a second SOI or RSTn outside a scan, which have no length of their own
+            return None
         pos = after
     assert frame is not None
     _, width, height, comps = frame
@@ -205,7 +204,9 @@ def _components(spec: bytes, quant: frozenset[int]) -> _Components | None:
         if ident in comps or h not in (1, 2) or v not in (1, 2) or table not in quant:
             return None
         if i and (h, v) != (1, 1):
-            return None  # chroma sampled as finely as luma or finer: left to Pillow
+            # chroma sampled as finely as luma or finer: left to Pillow. So an MCU holds
+            # at most 2x2 + 1 + 1 blocks, within libjpeg's limit of 10
+            return None
         comps[ident] = (h, v, table)
     return tuple(comps.items())
 
@@ -223,8 +224,6 @@ def _sos(segment: bytes, kind: int, components: _Components, huffman: frozenset[
     named = [segment[1 + 2 * i] for i in range(count)]
     tables = [(segment[2 + 2 * i] >> 4, segment[2 + 2 * i] & 15) for i in range(count)]
     if len(set(named)) != count or any(c not in comps for c in named):
-        return False
-    if count > 1 and sum(comps[c][0] * comps[c][1] for c in named) > _MAX_BLOCKS_IN_MCU:
         return False
     if kind in _SEQUENTIAL:
         if (spectral_start, spectral_end, approximation) != (0, 63, 0) or count != len(comps):
