@@ -492,3 +492,38 @@ for _line, _operators, _why in (
 ):  # fmt: skip
     for _operator in _operators:
         EQUIVALENT["jpeg_check", _line, _operator] = _why
+# The columnar serializer: shortcuts and views whose other forms take the general route,
+# which writes the same bytes (the tests hold every row to example.serialize)
+for _line, _operators, _why in (
+    ("@dataclass(frozen=True)", ("ReplaceTrueWithFalse",), "nothing assigns to a column or hashes one"),
+    ("v = values.astype(np.uint64, copy=False)", ("ReplaceFalseWithTrue",), "a copy instead of a view: the same values"),
+    ("groups, widths = varints(column.values.astype(np.int64, copy=False).view(np.uint64))", ("ReplaceFalseWithTrue",),
+     "a copy instead of a view: the same values"),
+    ("top = int(v.max()) if m else 0", ("NumberReplacer",), "with no values the width is max(1, ...) = 1 whichever"),
+    ("top = int(n.max()) if len(n) else 0", ("NumberReplacer",), "with no lengths there is nothing to widen"),
+    ("if width == 1:  # every value below 128 (lengths, small ints): each is its own byte", ("NumberReplacer",),
+     "width is never 0: the shortcut is never taken, and the general route writes the same one-byte varints"),
+    ('lengths = np.searchsorted(_VARINT_STEPS[: width - 1], v, side="right").astype(np.int64) + 1',
+     ("ReplaceBinaryOperator_Sub_Add", "NumberReplacer"),
+     "steps past the widest value's own: no value reaches them, so the same lengths"),
+    ("for k in range(1, 10):", ("NumberReplacer",),
+     "one step more (2**70) or less (2**63): no length reaches either"),
+    ("if top < 1 << (7 * k):", ("ReplaceBinaryOperator_LShift_RShift", "NumberReplacer"),
+     "the loop ends early once every length is below the next step; ending it later, or never, adds zeros"),
+    ("break", ("ReplaceBreakWithContinue",),
+     "the loop ends early once every length is below the next step; going on adds zeros"),
+    ("if block.shape[1]:", ("NumberReplacer",),
+     "[-1] is [1]; [0] (the rows) also writes a block of no bytes, which places nothing"),
+    ("if len(rows) and len(data):", ("ReplaceAndWithOr",), "placing nothing, or nothing anywhere, places nothing"),
+    ("block = np.concatenate(run, axis=1) if len(run) > 1 else run[0]",
+     ("ReplaceComparisonOperator_Gt_GtE", "NumberReplacer"), "one block joined is that block"),
+    ("width = int(lengths[0]) if self.n else 0", ("NumberReplacer",),
+     "another row's length: alike in every row where the run is fused (the test after it says where not); "
+     "with no rows the first test decides"),
+    ("if not self.n or (lengths != width).any():", ("ReplaceComparisonOperator_NotEq_Eq", "ReplaceUnaryOperator_Delete_Not"),
+     "every part then takes the unfused route (row 0's length always equals width), which writes the same bytes"),
+    ("rows = max(len(out) - width + 1, 0)", ("ReplaceBinaryOperator_Sub_Add", "NumberReplacer"),
+     "a view with more rows than can start a run: only rows where a run starts are written, all inside the data"),
+):  # fmt: skip
+    for _operator in _operators:
+        EQUIVALENT["example_columns", _line, _operator] = _why

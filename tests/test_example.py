@@ -268,9 +268,7 @@ def test_arrays_of_no_strings_and_of_no_dimensions_are_written_as_their_values_a
     assert serialize({"f": np.array(1.5)}) == tf_example({"f": float_feature([1.5])})
 
 
-@pytest.mark.parametrize(
-    "value", [0, 1, 126, 127, 128, 129, 255, 16383, 16384, 16385, 2**63 - 1, -1, -128, -(2**63)]
-)
+@pytest.mark.parametrize("value", [0, 1, 126, 127, 128, 129, 255, 16383, 16384, 16385, 2**63 - 1, -1, -128, -(2**63)])
 def test_integers_at_the_edges_of_the_ready_made_encodings_are_written_as_tensorflow_writes_them(value):
     """Small integers and short lengths take ready-made bytes; the values at their edges
     (one-byte and two-byte varints, the int64 limits) are written as protobuf writes them."""

@@ -12,7 +12,11 @@ from tfr_convert.dataset.example_columns import FeatureColumn, serialize_rows, v
 
 INTS = st.integers(-(1 << 63), (1 << 63) - 1)
 FLOATS = st.floats(width=32, allow_nan=False)
-BLOBS = st.binary(max_size=300)  # lengths past 127: two-byte varints
+# mostly short, and some at the lengths where a varint grows a byte (drawn too rarely otherwise)
+BLOBS = st.one_of(
+    st.binary(max_size=20),
+    st.builds(lambda n, b: bytes([b]) * n, st.sampled_from([127, 128, 300, 16383, 16384]), st.integers(0, 255)),
+)
 
 
 def column_of(name, kind, cells, scalar):
@@ -73,3 +77,32 @@ def test_varints_are_protobufs():
     assert [bytes(g[:n]) for g, n in zip(groups, lengths, strict=True)] == expected
     small, ones = varints(np.array([0, 5, 127], np.uint64))  # one byte each: a one-column matrix
     assert small.shape == (3, 1) and small.ravel().tolist() == [0, 5, 127] and ones.tolist() == [1, 1, 1]
+
+
+EDGES = [0, 1, 127, 128, 16383, 16384, (1 << 21) - 1, 1 << 21]
+
+
+def test_lengths_and_integers_at_each_varint_edge_lay_out_as_the_serializer_writes_them():
+    """Values, lists and whole Examples whose lengths cross each varint width (one byte to
+    four), in rows of unlike lengths, beside rows of one short value."""
+    blobs = [[b"b" * n] for n in EDGES] + [[b"b" * n for n in EDGES[:6]], [b"s"]]
+    ints = [[v] for v in EDGES] + [[-1, 1 << 62, (1 << 63) - 1, -(1 << 63)], [5]]
+    lists = [[1] * n for n in (0, 1, 127, 128, 16384, 3, 2, 40, 1, 0)]
+    columns = [
+        column_of("blob", BYTES, blobs, False),
+        column_of("one", BYTES, [c[:1] for c in blobs], True),
+        column_of("int", INT64, ints, False),
+        column_of("ints", INT64, lists, False),
+        column_of("floats", FLOAT, [[0.5] * len(c) for c in lists], False),
+    ]
+    rows = [
+        {"blob": np.array(b, object), "one": b[0], "int": np.array(i, np.int64), "ints": np.array(li, np.int64),
+         "floats": np.array([0.5] * len(li), np.float32)}
+        for b, i, li in zip(blobs, ints, lists, strict=True)
+    ]  # fmt: skip
+    for head, tail in ((0, 0), (3, 2)):
+        blob, sizes = serialize_rows(columns, len(rows), head, tail)
+        at = 0
+        for row, size in zip(rows, sizes.tolist(), strict=True):
+            assert bytes(blob[at + head : at + size - tail]) == serialize(row)
+            at += size

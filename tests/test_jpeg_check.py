@@ -377,7 +377,10 @@ EDGES = {  # more segments after SOI, at the edges of what the check reads: (seg
         [(0xE1, b"Exif\x00\x00" + b"II*\x00" + struct.pack("<I", 4) + bytes(60))],
         False,
     ),
-    "Exif with an empty IFD ending the TIFF": ([(0xE1, b"Exif\x00\x00" + b"II*\x00" + struct.pack("<I", 8) + bytes(2))], True),
+    "Exif with an empty IFD ending the TIFF": (
+        [(0xE1, b"Exif\x00\x00" + b"II*\x00" + struct.pack("<I", 8) + bytes(2))],
+        True,
+    ),
     "Exif whose entries end the TIFF": ([(0xE1, b"Exif\x00\x00" + _tiff("<", [(0x0112, 3, 1, 6)])[:-4])], True),
     "a Huffman table of no codes": ([(0xC4, _dht(1, 3, [0] * 16, b""))], True),
     "a Huffman table one symbol short": ([(0xC4, _dht(1, 3, [1, 1] + [0] * 14, b"\x01"))], False),

@@ -251,7 +251,7 @@ def _entry(rows: _Rows, column: FeatureColumn, n: int) -> None:
     rows.extend(payload)
 
 
-def serialize_rows(columns: list[FeatureColumn], n: int, head: int = 0, tail: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def serialize_rows(columns: list[FeatureColumn], n: int, head: int, tail: int) -> tuple[np.ndarray, np.ndarray]:
     """(n Examples back to back, each between `head` and `tail` unset bytes; each one's
     size with its margins). Row i equals example.serialize of its features."""
     by_name = {c.name: c for c in columns}
