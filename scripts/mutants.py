@@ -5,7 +5,9 @@
 
 Each module is mutated on its own with cosmic-ray's core operators (of the binary and
 comparison replacements, the few BINARY and COMPARISON keep) and each mutant is run
-against the tests that cover that module only, not the whole suite, with `-x`. The
+against those of the module's tests that reach the statement it changes, fastest first,
+with `-x`: one run of the unmutated tests under coverage tells, per test, which lines
+it ran (its subprocesses' too); lines run at import, or by no test, get them all. The
 checkout is never touched: each worker (one per core) has its own copy of src/ where
 the mutant is written, and each mutant's tests run in a child forked from this process
 after it imported the heavy libraries, so a mutant costs its tests and no interpreter's
@@ -449,7 +451,8 @@ def _write(results: dict, kept: Path, out_path: Path, command: str) -> str:
         "",
         f"`python scripts/mutants.py [MODULE...]`: cosmic-ray's core operators (of the binary and comparison "
         f"replacements, the few a slip of the hand makes), each mutant in a child forked from one process, against "
-        f"the tests listed (`-x`), two at a time; the last run: `{command}`. Modules not yet run: "
+        f"those of the tests listed that reach the statement it changes (coverage per test, the tests' subprocesses "
+        f"included; fastest first, `-x`), one mutant per core; the last run: `{command}`. Modules not yet run: "
         f"{', '.join(n for n in TARGETS if n not in results) or 'none'}. The whole run: "
         f"{sum(r['seconds'] for r in results.values()) / 60:.0f} minutes.",
         "",
