@@ -4,6 +4,7 @@ lets one run at a time write a prefix."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -107,6 +108,8 @@ def test_resume_on_s3_after_a_kill_gives_the_uninterrupted_bytes(s3, overwrite, 
     resumed = run(s3.env, "tfr-convert", *new_args, "--out", out, "--resume", "--json")
     assert resumed.returncode == 0, resumed.stderr
     assert dataset(s3, f"{s3.name}/out") == new_files
+    kept = json.loads(resumed.stdout)["resumed"]["kept_shards"]  # read back whole: not written again
+    assert 0 < kept <= len(journaled)
     done = run(s3.env, "tfr-convert", *new_args, "--out", out, "--resume")
     assert done.returncode == 0  # a finished run is reported as done
     other = run(s3.env, "tfr-convert", *new_args[:-1], "--seed", 3, "--out", f"s3://{s3.name}/o2")
@@ -123,6 +126,19 @@ def test_resume_on_s3_refuses_a_shard_changed_since_it_was_journaled(s3, overwri
     resumed = run(s3.env, "tfr-convert", *new_args, "--out", out, "--resume")
     assert resumed.returncode == 0, resumed.stderr
     assert dataset(s3, f"{s3.name}/out") == new_files  # the changed shard was written again
+
+
+def test_an_overwrite_on_s3_by_shards_of_the_same_names_leaves_the_new_dataset(s3, tmp_path):
+    """The old dataset's files the new one does not write again go; those it does stay."""
+    src = tmp_path / "src"
+    write_mnist(src, n_train=40, n_test=10)
+    out = f"s3://{s3.name}/out"
+    args = ["mnist", src, "--num-shards", 2, "--quiet"]
+    assert run(s3.env, "tfr-convert", *args, "--out", out).returncode == 0
+    assert run(s3.env, "tfr-convert", *args, "--seed", 3, "--out", tmp_path / "new").returncode == 0
+    again = run(s3.env, "tfr-convert", *args, "--seed", 3, "--out", out, "--overwrite")
+    assert again.returncode == 0, again.stderr
+    assert dataset(s3, f"{s3.name}/out") == local(tmp_path / "new")
 
 
 def test_two_runs_into_one_prefix_one_refuses_naming_the_holder(s3, tmp_path):
@@ -150,7 +166,6 @@ def test_two_runs_into_one_prefix_one_refuses_naming_the_holder(s3, tmp_path):
 
 def test_a_lock_not_renewed_for_a_lease_is_taken_over(s3, tmp_path):
     """A holder on another machine that died: its lock is taken over once its lease ran out."""
-    import json
 
     src = tmp_path / "src"
     write_mnist(src)
