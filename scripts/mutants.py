@@ -405,8 +405,8 @@ def _run(name: str, work: Path, workers: int) -> dict:
             if len(outcomes) % 50 == 0:
                 print(f"  {name}: {len(outcomes)}/{len(mutants)} run", flush=True)
             if not outcomes[index]:
-                line, operator, _ = mutants[index]
-                print(f"  {name}: survived: line {line} ({operator})", flush=True)
+                line, operator, code = mutants[index]
+                print(f"  {name}: survived: line {line} ({operator}): {_changed(source, code)}", flush=True)
             free.append(slot)
             continue
         for pid, (_, _, began, timeout) in running.items():
@@ -416,13 +416,23 @@ def _run(name: str, work: Path, workers: int) -> dict:
         time.sleep(0.005)
     lines = source.splitlines()
     found = {"module": module, "tests": tests, "mutants": len(mutants), "killed": 0, "survivors": [], "explained": []}
-    for index, (line, operator, _) in enumerate(mutants):
+    found["as_mutated"] = []  # (survivor, its mutated line): which of a line's mutants it was
+    for index, (line, operator, code) in enumerate(mutants):
         if outcomes[index]:
             found["killed"] += 1
         else:
             found["survivors"].append(f"line {line}: `{lines[line - 1].strip()}` ({operator})")
+            found["as_mutated"].append([found["survivors"][-1], _changed(source, code)])
     _explain(name, found)
     return found
+
+
+def _changed(source: str, code: str) -> str:
+    """The lines of the mutant that differ from the source, stripped (the mutation as it reads)."""
+    old, new = source.splitlines(), code.splitlines()
+    if len(old) != len(new):
+        return f"({len(old) - len(new)} lines removed)"
+    return "; ".join(b.strip() for a, b in zip(old, new, strict=True) if a != b)
 
 
 _SURVIVOR = re.compile(r"line \d+: `(.*)` \(([A-Za-z_]+)\)$")
