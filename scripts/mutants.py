@@ -90,7 +90,7 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
         "src/tfr_convert/output/remote.py",
         # a real S3 server (one for the whole run: S3_TARGETS); of the conversions to a
         # store, one per container and store: the rest write through the same calls
-        ["tests/test_remote_crash.py"]
+        ["tests/test_stores.py", "tests/test_remote_crash.py"]
         + [
             f"tests/test_remote.py::test_{name}"
             for name in (

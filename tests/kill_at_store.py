@@ -1,6 +1,7 @@
 """Run tfr-convert and SIGKILL it right after its Nth change to an S3 store.
 
     KILL_AT=N python kill_at_store.py ARGS...   (N=0: never; COUNT_TO=FILE: write the count there at the end)
+    HOW=INT (SIGINT instead: an interrupt, as Ctrl-C) or HOW=FAIL (that request fails instead)
 
 Every S3 request that changes the store (an object put, a multipart upload's
 completion, a copy, a delete) is counted in the converting process, and after the
@@ -17,6 +18,7 @@ import sys
 import s3fs
 
 KILL_AT = int(os.environ.get("KILL_AT", "0"))
+HOW = os.environ.get("HOW", "KILL")
 MAIN = os.getpid()
 CHANGES = {"put_object", "complete_multipart_upload", "copy_object", "upload_part_copy", "delete_object",
            "delete_objects"}  # fmt: skip
@@ -31,7 +33,9 @@ async def counted(self, method, *args, **kwargs):
     if name in CHANGES and os.getpid() == MAIN:
         calls += 1
         if calls == KILL_AT:
-            os.kill(MAIN, signal.SIGKILL)
+            if HOW == "FAIL":
+                raise OSError(5, "the store failed (injected)")
+            os.kill(MAIN, signal.SIGINT if HOW == "INT" else signal.SIGKILL)
     return result
 
 

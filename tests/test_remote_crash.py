@@ -128,6 +128,37 @@ def test_resume_on_s3_refuses_a_shard_changed_since_it_was_journaled(s3, overwri
     assert dataset(s3, f"{s3.name}/out") == new_files  # the changed shard was written again
 
 
+def _work_left(s3, prefix: str) -> set[str]:
+    """What a run's work folder under prefix holds: 'journal', 'new' (each if it holds objects)."""
+    work = f"{s3.name}/{prefix}/.tfr-convert/"
+    return {k[len(work) :].split("/")[0] for k in s3.fs.find(f"{s3.name}/{prefix}") if k.startswith(work)} - {"lock"}
+
+
+def test_on_s3_an_interrupted_run_keeps_its_work_for_resume_and_a_failed_one_leaves_none(s3, overwrite, tmp_path):
+    new_args, _, new_files = overwrite
+    out = f"s3://{s3.name}/out"
+    interrupted = killed_at(8, {**s3.env, "HOW": "INT"}, *new_args, "--out", out)
+    assert interrupted.returncode == 130, interrupted.stderr
+    assert _work_left(s3, "out") == {"journal", "new"}  # kept for --resume
+    resumed = run(s3.env, "tfr-convert", *new_args, "--out", out, "--resume", "--json")
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["resumed"]["kept_shards"] > 0 and dataset(s3, f"{s3.name}/out") == new_files
+    failed = killed_at(8, {**s3.env, "HOW": "FAIL"}, *new_args, "--out", f"{out}2")
+    assert failed.returncode == 1 and "injected" in failed.stderr, failed.stderr
+    assert _work_left(s3, "out2") == set()
+    again = run(s3.env, "tfr-convert", *new_args, "--out", f"{out}2")  # nothing left in the way
+    assert again.returncode == 0, again.stderr
+
+
+def test_a_run_into_an_s3_prefix_holding_other_files_is_refused_without_overwrite(s3, tmp_path):
+    src = tmp_path / "src"
+    write_mnist(src, n_train=20, n_test=5)
+    s3.fs.pipe_file(f"{s3.name}/out/notes.txt", b"not a dataset")
+    refused = run(s3.env, "tfr-convert", "mnist", src, "--out", f"s3://{s3.name}/out")
+    assert refused.returncode == 1 and "not empty (use --overwrite" in refused.stderr, refused.stderr
+    assert s3.fs.cat_file(f"{s3.name}/out/notes.txt") == b"not a dataset"
+
+
 def test_an_overwrite_on_s3_by_shards_of_the_same_names_leaves_the_new_dataset(s3, tmp_path):
     """The old dataset's files the new one does not write again go; those it does stay."""
     src = tmp_path / "src"

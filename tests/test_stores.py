@@ -444,3 +444,19 @@ def test_a_process_whose_name_holds_a_parenthesis_is_still_named_by_its_start(tm
         child.kill()
         child.wait()
     assert start is not None and start.isdigit() and abs(int(start) / os.sysconf("SC_CLK_TCK") - uptime) < 5
+
+
+def test_a_remote_output_releases_the_lock_it_took_and_leaves_one_it_was_given():
+    from tfr_convert.output.remote import RemoteOutput
+
+    own = f"memory://own-lock-{os.getpid()}/out"
+    out = RemoteOutput(own, overwrite=False, resume=False, identity=None, inputs=None)
+    assert fs.exists(f"{own}/.tfr-convert/lock")
+    out.close()
+    assert not fs.exists(f"{own}/.tfr-convert/lock")
+    given = f"memory://given-lock-{os.getpid()}/out"
+    lock = RemoteOutput.claim(given)  # as the command line takes it, before reading any input
+    RemoteOutput(given, overwrite=False, resume=False, identity=None, inputs=None, lock=lock).close()
+    assert fs.exists(f"{given}/.tfr-convert/lock")  # its taker releases it
+    lock.release()
+    assert not fs.exists(f"{given}/.tfr-convert/lock")
