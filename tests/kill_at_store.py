@@ -1,7 +1,7 @@
 """Run tfr-convert and SIGKILL it right after its Nth change to an S3 store.
 
     KILL_AT=N python kill_at_store.py ARGS...   (N=0: never; COUNT_TO=FILE: write the count there at the end)
-    HOW=INT (SIGINT instead: an interrupt, as Ctrl-C) or HOW=FAIL (that request fails instead)
+    HOW=FAIL: that request fails instead
 
 Every S3 request that changes the store (an object put, a multipart upload's
 completion, a copy, a delete) is counted in the converting process, and after the
@@ -35,7 +35,7 @@ async def counted(self, method, *args, **kwargs):
         if calls == KILL_AT:
             if HOW == "FAIL":
                 raise OSError(5, "the store failed (injected)")
-            os.kill(MAIN, signal.SIGINT if HOW == "INT" else signal.SIGKILL)
+            os.kill(MAIN, signal.SIGKILL)
     return result
 
 

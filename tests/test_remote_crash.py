@@ -134,19 +134,37 @@ def _work_left(s3, prefix: str) -> set[str]:
     return {k[len(work) :].split("/")[0] for k in s3.fs.find(f"{s3.name}/{prefix}") if k.startswith(work)} - {"lock"}
 
 
-def test_on_s3_an_interrupted_run_keeps_its_work_for_resume_and_a_failed_one_leaves_none(s3, overwrite, tmp_path):
-    new_args, _, new_files = overwrite
+def test_on_s3_an_interrupted_run_keeps_its_work_for_resume(s3, tmp_path):
+    """Ctrl-C (SIGINT) while shards are being written: the finished ones stay for --resume."""
+    src = tmp_path / "src"
+    write_mnist(src, n_train=3000, n_test=10)
+    args = ["mnist", src, "--examples-per-shard", 100, "--image-format", "png", "--quiet"]
     out = f"s3://{s3.name}/out"
-    interrupted = killed_at(8, {**s3.env, "HOW": "INT"}, *new_args, "--out", out)
-    assert interrupted.returncode == 130, interrupted.stderr
-    assert _work_left(s3, "out") == {"journal", "new"}  # kept for --resume
-    resumed = run(s3.env, "tfr-convert", *new_args, "--out", out, "--resume", "--json")
+    running = subprocess.Popen([str(SCRIPTS / "tfr-convert"), *map(str, args), "--out", out], env=s3.env,
+                               stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not {"journal", "new"} <= _work_left(s3, "out"):
+            assert running.poll() is None and time.monotonic() < deadline, "no shard was finished"
+            time.sleep(0.05)
+    finally:
+        running.send_signal(signal.SIGINT)
+    assert running.wait(120) == 130, running.stderr.read()
+    assert {"journal", "new"} <= _work_left(s3, "out")  # kept for --resume
+    resumed = run(s3.env, "tfr-convert", *args, "--out", out, "--resume", "--json")
     assert resumed.returncode == 0, resumed.stderr
-    assert json.loads(resumed.stdout)["resumed"]["kept_shards"] > 0 and dataset(s3, f"{s3.name}/out") == new_files
-    failed = killed_at(8, {**s3.env, "HOW": "FAIL"}, *new_args, "--out", f"{out}2")
+    assert json.loads(resumed.stdout)["resumed"]["kept_shards"] > 0
+    assert run(s3.env, "tfr-convert", *args, "--out", tmp_path / "whole").returncode == 0
+    assert dataset(s3, f"{s3.name}/out") == local(tmp_path / "whole")
+
+
+def test_on_s3_a_run_that_fails_leaves_no_work_behind(s3, overwrite, tmp_path):
+    new_args, _, _ = overwrite
+    out = f"s3://{s3.name}/out"
+    failed = killed_at(8, {**s3.env, "HOW": "FAIL"}, *new_args, "--out", out)  # a request fails mid-way
     assert failed.returncode == 1 and "injected" in failed.stderr, failed.stderr
-    assert _work_left(s3, "out2") == set()
-    again = run(s3.env, "tfr-convert", *new_args, "--out", f"{out}2")  # nothing left in the way
+    assert _work_left(s3, "out") == set()
+    again = run(s3.env, "tfr-convert", *new_args, "--out", out)  # nothing left in the way
     assert again.returncode == 0, again.stderr
 
 
