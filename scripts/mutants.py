@@ -148,6 +148,10 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
                 "a_kill_at_any_step_of_an_overwrite_leaves_the_old_or_the_new_dataset",
                 "a_repair_run_killed_at_its_commit_then_resumed_leaves_the_whole_dataset",
                 "a_write_failing_at_any_step_of_an_overwrite_is_reported_and_leaves_a_whole_dataset",
+                "an_output_mounted_in_place_is_refused_when_it_holds_other_files_and_its_own_work_does_not_count",
+                "an_output_whose_parent_the_user_cannot_write_keeps_its_work_inside_it",
+                "resume_rewrites_a_finished_shard_replaced_by_a_valid_one_of_its_size",
+                "a_resumed_run_says_how_many_shards_it_kept_and_a_finished_one_that_it_was",
             )
         ],
     ),

@@ -363,6 +363,7 @@ for _operator in (
     "ReplaceUnaryOperator_USub_Invert",
     "ReplaceUnaryOperator_USub_Not",
     "ReplaceUnaryOperator_USub_UAdd",
+    "ReplaceUnaryOperator_Delete_USub",
 ):
     EQUIVALENT["commit", "at_fdcwd, rename_exchange = -100, 2", _operator] = (
         "renameat2 ignores the directory descriptor for an absolute path, and both paths are (realpath)"

@@ -196,6 +196,62 @@ def test_a_kill_at_any_step_of_an_in_place_overwrite_never_leaves_metadata_namin
         assert not in_place.exists() or not any(in_place.iterdir()), n
 
 
+def test_an_output_mounted_in_place_is_refused_when_it_holds_other_files_and_its_own_work_does_not_count(
+    cli, mnist, mount_point
+):
+    assert cli.convert("mnist", mnist, "--out", mount_point).exit_code == 0  # empty: its lock's folder aside
+    assert cli.convert("mnist", mnist, "--out", mount_point, "--overwrite").exit_code == 0
+    _emptied(mount_point)
+    (mount_point / "notes.txt").write_text("mine")
+    refused = cli.convert("mnist", mnist, "--out", mount_point)
+    assert refused.exit_code == 1 and "not empty (use --overwrite" in refused.output
+    assert sorted(p.name for p in mount_point.iterdir()) == ["notes.txt"]
+
+
+def test_an_output_whose_parent_the_user_cannot_write_keeps_its_work_inside_it():
+    """Where a run cannot build beside OUT (its parent is not writable), it works in OUT."""
+    import tempfile
+
+    if os.geteuid() != 0:
+        pytest.skip("takes another user's rights: needs root")
+    top = Path(tempfile.mkdtemp(prefix="tfr-rights-"))  # /tmp: a user other than root can reach it
+    try:
+        top.chmod(0o755)
+        (top / "parent" / "out").mkdir(parents=True)
+        (top / "parent").chmod(0o555)
+        code = (
+            "import os, sys\nfrom tfr_convert.output.local import LocalOutput\nos.setuid(65534)\n"
+            "print(LocalOutput._work_of(sys.argv[1]))"
+        )
+        found = subprocess.run(
+            [sys.executable, "-c", code, str(top / "parent" / "out")], capture_output=True, text=True
+        )
+        assert found.returncode == 0, found.stderr
+        assert found.stdout.strip() == str((True, str(top / "parent" / "out" / ".tfr-convert")))
+    finally:
+        (top / "parent").chmod(0o755)
+        shutil.rmtree(top)
+
+
+def test_resume_rewrites_a_finished_shard_replaced_by_a_valid_one_of_its_size(cli, mnist, tmp_path):
+    """A shard whose records all read (CRCs right) but whose bytes are not those journaled."""
+    from tfr_convert.containers.framing import frame
+    from tfr_convert.containers.tfrecord import read_records
+
+    out, reference = tmp_path / "out", tmp_path / "reference"
+    args = ["mnist", mnist, "--examples-per-shard", "5"]
+    assert cli.convert(*args, "--out", reference).exit_code == 0
+    assert killed_at(10, *args, "--out", out).returncode == -signal.SIGKILL
+    shard = sorted((work_dir(out) / "new").glob(".tfr-convert-tmp-train-*"))[0]
+    records = [bytearray(r.data) for r in read_records(str(shard))]
+    records[0][-1] ^= 1  # the last byte of the first record's payload, framed anew
+    replaced = b"".join(frame(bytes(r)) for r in records)
+    assert len(replaced) == shard.stat().st_size and replaced != shard.read_bytes()
+    shard.write_bytes(replaced)
+    assert cli.convert(*args, "--out", out, "--resume").exit_code == 0
+    assert files(out) == files(reference)
+
+
 def test_a_repair_run_killed_at_its_commit_then_resumed_leaves_the_whole_dataset(cli, mnist, tmp_path):
     """DIR holds this very command's output with a shard deleted, so the repair run's new
     manifest equals the damaged dataset's byte for byte: the commit's recovery must tell the
