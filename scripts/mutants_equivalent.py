@@ -528,3 +528,7 @@ for _line, _operators, _why in (
 ):  # fmt: skip
     for _operator in _operators:
         EQUIVALENT["example_columns", _line, _operator] = _why
+EQUIVALENT["commit", "if not folder:", "ReplaceUnaryOperator_Delete_Not"] = (
+    "the user's files linked into the build before the swap only keep them in DIR during it: unlinked, "
+    "_finish_swap moves them back after it (a recovery after a kill too), and a folder fails to link, passed over"
+)
