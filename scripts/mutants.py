@@ -500,6 +500,9 @@ def main() -> None:
         help="run nothing: apply EQUIVALENT to the survivors kept in mutants.json and write the results again",
     )
     args = parser.parse_args()
+    # started in the background (`... &`), this process and what it starts would ignore
+    # SIGINT, and a test that interrupts a run could not
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     names = [] if args.explain_only else args.modules or list(TARGETS)
     work = Path(tempfile.mkdtemp(prefix="tfr-mutants-"))
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")

@@ -140,8 +140,10 @@ def test_on_s3_an_interrupted_run_keeps_its_work_for_resume(s3, tmp_path):
     write_mnist(src, n_train=3000, n_test=10)
     args = ["mnist", src, "--examples-per-shard", 100, "--image-format", "png", "--quiet"]
     out = f"s3://{s3.name}/out"
+    # (SIGINT's default restored: a shell's background job, and what it starts, ignore it)
     running = subprocess.Popen([str(SCRIPTS / "tfr-convert"), *map(str, args), "--out", out], env=s3.env,
-                               stderr=subprocess.PIPE, text=True)  # fmt: skip
+                               stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
     try:
         deadline = time.monotonic() + 120
         while not {"journal", "new"} <= _work_left(s3, "out"):
