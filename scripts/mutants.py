@@ -152,6 +152,10 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
                 "an_output_whose_parent_the_user_cannot_write_keeps_its_work_inside_it",
                 "resume_rewrites_a_finished_shard_replaced_by_a_valid_one_of_its_size",
                 "a_resumed_run_says_how_many_shards_it_kept_and_a_finished_one_that_it_was",
+                "a_lock_file_released_while_it_was_being_taken_is_taken_anew",
+                "a_swap_that_fails_for_a_reason_of_its_own_says_which",
+                "a_work_folder_that_cannot_be_made_is_named_in_the_error",
+                "an_overwrite_after_an_interrupted_run_starts_over_and_leaves_none_of_its_work",
             )
         ],
     ),

@@ -233,6 +233,57 @@ def test_an_output_whose_parent_the_user_cannot_write_keeps_its_work_inside_it()
         shutil.rmtree(top)
 
 
+def test_a_lock_file_released_while_it_was_being_taken_is_taken_anew(tmp_path, monkeypatch):
+    """The holder before unlinks its lock file between this run's open and lock: the file
+    locked then is no longer the lock, and a run after would take the new one alongside."""
+    import fcntl
+
+    from tfr_convert.output.local import Lock
+
+    path = str(tmp_path / "lock")
+    real, calls = fcntl.lockf, []
+
+    def released_meanwhile(fd, operation):
+        if not calls:
+            os.unlink(path)
+        calls.append(operation)
+        return real(fd, operation)
+
+    monkeypatch.setattr(fcntl, "lockf", released_meanwhile)
+    first = Lock(path)
+    first.acquire("out")
+    assert len(calls) == 2  # the unlinked file given up, the new one locked
+    code = "import sys\nfrom tfr_convert.output.local import Lock\nLock(sys.argv[1]).acquire('out')"
+    second = subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True)
+    assert second.returncode == 1 and "another tfr-convert run" in second.stderr, second.stderr
+    first.release()
+
+
+def test_a_swap_that_fails_for_a_reason_of_its_own_says_which(tmp_path):
+    from tfr_convert.output.local import exchange
+
+    (tmp_path / "a").mkdir()
+    with pytest.raises(FileNotFoundError):
+        exchange(str(tmp_path / "a"), str(tmp_path / "absent"))
+
+
+def test_a_work_folder_that_cannot_be_made_is_named_in_the_error(cli, mnist, tmp_path):
+    (tmp_path / ".out.tfr-convert").write_text("a file where the work folder goes")
+    result = cli.convert("mnist", mnist, "--out", tmp_path / "out")
+    assert result.exit_code == 1
+    assert f"{tmp_path / '.out.tfr-convert'}: cannot create the work directory" in result.output
+
+
+def test_an_overwrite_after_an_interrupted_run_starts_over_and_leaves_none_of_its_work(cli, mnist, tmp_path):
+    out, reference = tmp_path / "out", tmp_path / "reference"
+    args = ["mnist", mnist, "--examples-per-shard", "5"]
+    fewer = ["mnist", mnist, "--examples-per-shard", "50", "--seed", "3"]  # fewer shards than the interrupted run
+    assert cli.convert(*fewer, "--out", reference).exit_code == 0
+    assert killed_at(10, *args, "--out", out).returncode == -signal.SIGKILL
+    assert cli.convert(*fewer, "--out", out, "--overwrite").exit_code == 0
+    assert files(out) == files(reference) and not work_dir(out).exists()
+
+
 def test_resume_rewrites_a_finished_shard_replaced_by_a_valid_one_of_its_size(cli, mnist, tmp_path):
     """A shard whose records all read (CRCs right) but whose bytes are not those journaled."""
     from tfr_convert.containers.framing import frame

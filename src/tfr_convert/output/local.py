@@ -98,7 +98,7 @@ class Lock:
             self._fd = None
 
 
-def _exchange(a: str, b: str) -> bool:
+def exchange(a: str, b: str) -> bool:
     """Swap two paths atomically (Linux renameat2); False where that is not supported."""
     import ctypes
 
@@ -270,7 +270,7 @@ class LocalOutput(Output):
         self._write_atomically(os.path.join(self.work, COMMITTING), _identity(self.build))
         if not replace:
             os.replace(self.build, self.path)  # replaces an empty directory in one step
-        elif not _exchange(self.build, self.path):
+        elif not exchange(self.build, self.path):
             os.replace(self.path, os.path.join(self.work, "old"))  # no exchange here: a brief window
             os.replace(self.build, self.path)
         try:
