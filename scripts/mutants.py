@@ -156,6 +156,7 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
                 "a_swap_that_fails_for_a_reason_of_its_own_says_which",
                 "a_work_folder_that_cannot_be_made_is_named_in_the_error",
                 "an_overwrite_after_an_interrupted_run_starts_over_and_leaves_none_of_its_work",
+                "a_signal_stops_a_run_keeping_its_shards_exit_128_plus_it_and_resume_finishes_it[SIGINT]",
             )
         ],
     ),

@@ -536,3 +536,9 @@ EQUIVALENT["commit", "shutil.rmtree(path, ignore_errors=True)", "ReplaceTrueWith
     "differs only where a leftover cannot be removed, which cannot happen here (the tests run as root, and a "
     "folder of the work is the run's own): not observable on this machine, so left explained, not tested"
 )
+EQUIVALENT[
+    "commit", "os.link(source, os.path.join(self.build, entry), follow_symlinks=False)", "ReplaceFalseWithTrue"
+] = (
+    "a symlink linked as its target only during the swap: _finish_swap then moves the user's own entry (the "
+    "symlink) back over it (test_overwrite_replaces_only... checks it is a symlink after)"
+)

@@ -394,7 +394,10 @@ def test_overwrite_replaces_only_the_old_datasets_files_and_a_folder_in_the_way_
     assert files(out) == before  # the old dataset, whole
     assert not work_dir(out).exists()
     (out / "mnist-train.tfrecord-00000-of-00002").rmdir()
+    (out / "mnist-train.tfrecord-00001-of-00002").write_text("a file named like a new shard: replaced")
+    (out / "link").symlink_to("notes/n.txt")  # the user's symlink stays one
     assert cli.convert("mnist", mnist, "--out", out, "--examples-per-shard", "30", "--overwrite").exit_code == 0
+    assert (out / "link").is_symlink() and os.readlink(out / "link") == "notes/n.txt"
     after = files(out)
     assert after["user.labels.txt"] == b"mine\n" and after["notes/n.txt"] == b"x"
     assert not [name for name in after if name.startswith("mnist-train.tfrecord-") and name.endswith("-of-00008")]

@@ -104,9 +104,9 @@ def test_output_dir_refuses_non_empty_and_cleans_up_on_failure(tmp_path):
     out.mkdir()
     (out / "keep.txt").write_text("x")
     with pytest.raises(OutputError, match=r"not empty \(use --overwrite"):
-        LocalOutput(str(out))
+        LocalOutput(str(out), overwrite=False, resume=False)
     fresh = tmp_path / "fresh"
-    with pytest.raises(RuntimeError), LocalOutput(str(fresh)) as od:
+    with pytest.raises(RuntimeError), LocalOutput(str(fresh), overwrite=False, resume=False) as od:
         writer = SplitWriter(od, "train", 3, ShardPolicy(examples_per_shard=1), container("tfrecord"), "none")
         writer.write_chunk(frame(b"a"), [len(frame(b"a"))], 0, 0)
         writer.write_chunk(frame(b"b"), [len(frame(b"b"))], 0, 1)
@@ -116,7 +116,7 @@ def test_output_dir_refuses_non_empty_and_cleans_up_on_failure(tmp_path):
 
 
 def test_split_writer_counts_must_match(tmp_path):
-    with LocalOutput(str(tmp_path / "o")) as od:
+    with LocalOutput(str(tmp_path / "o"), overwrite=False, resume=False) as od:
         writer = SplitWriter(od, "train", 2, ShardPolicy(), container("tfrecord"), "none")
         writer.write_chunk(frame(b"a"), [len(frame(b"a"))], 0, 0)
         with pytest.raises(OutputError, match="wrote 1 examples, expected 2"):
@@ -143,7 +143,7 @@ def test_default_policy_is_one_shard_for_small_data_else_at_least_64_mib():
 )
 def test_split_writer_cuts_exactly_where_the_policy_says(tmp_path_factory, policy, sizes, chunk, skips):
     out = tmp_path_factory.mktemp("w")
-    with LocalOutput(str(out / "o")) as od:
+    with LocalOutput(str(out / "o"), overwrite=False, resume=False) as od:
         writer = SplitWriter(od, "train", len(sizes) + skips, policy, container("tfrecord"), "none")
         records = [frame(bytes(s - 16)) for s in sizes]
         for i in range(0, len(records), chunk):
@@ -161,7 +161,7 @@ def test_a_failed_split_leaves_no_writer_thread_or_file(tmp_path):
     import threading
 
     before = threading.active_count()
-    with pytest.raises(RuntimeError), LocalOutput(str(tmp_path / "o")) as od:
+    with pytest.raises(RuntimeError), LocalOutput(str(tmp_path / "o"), overwrite=False, resume=False) as od:
         with SplitWriter(od, "train", 5, ShardPolicy(), container("tfrecord"), "none") as writer:
             writer.write_chunk(frame(b"x"), [len(frame(b"x"))], 0, 0)
             assert threading.active_count() == before + 2  # the shard's helpers: one hashes, one writes

@@ -150,8 +150,8 @@ class LocalOutput(Output):
     def __init__(
         self,
         path: str,
-        overwrite: bool = False,
-        resume: bool = False,
+        overwrite: bool,
+        resume: bool,
         identity: dict[str, Any] | None = None,
         inputs: InputFiles | None = None,
         lock: Lock | None = None,
