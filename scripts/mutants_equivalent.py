@@ -542,3 +542,8 @@ EQUIVALENT[
     "a symlink linked as its target only during the swap: _finish_swap then moves the user's own entry (the "
     "symlink) back over it (test_overwrite_replaces_only... checks it is a symlink after)"
 )
+EQUIVALENT[
+    "fingerprints",
+    "for field, a, b in zip(REMOTE_FIELDS if fs.is_remote(self.root) else FIELDS, then, now, strict=True)",
+    "ReplaceTrueWithFalse",
+] = "zip(strict=False): the field names and both unpacked entries are three long, always"
