@@ -542,20 +542,3 @@ EQUIVALENT[
     "a symlink linked as its target only during the swap: _finish_swap then moves the user's own entry (the "
     "symlink) back over it (test_overwrite_replaces_only... checks it is a symlink after)"
 )
-EQUIVALENT[
-    "fingerprints",
-    "for field, a, b in zip(REMOTE_FIELDS if fs.is_remote(self.root) else FIELDS, then, now, strict=True)",
-    "ReplaceTrueWithFalse",
-] = "zip(strict=False): the field names and both unpacked entries are three long, always"
-for _line, _operators, _why in (
-    ("rows += inflater.decompress(memoryview(data)[pos + 8 : end], expected + 1 - len(rows))",
-     ("ReplaceBinaryOperator_Sub_Add",),
-     "a looser bound on what one chunk may inflate to: more rows than declared are refused by the check after it"),
-    ("if not data.startswith(_SIGNATURE) or len(data) < 8 + _IHDR_CHUNK_SIZE:", ("ReplaceComparisonOperator_Lt_LtE",),
-     "a file of just the signature and IHDR has no IEND either: refused at the first chunk after"),
-    ("if not (0 < width < 1 << 31 and 0 < height < 1 << 31) or width * height > max_pixels:",
-     ("ReplaceComparisonOperator_Lt_LtE",),
-     "a side of 2**31 makes rows past _MAX_ROWS_BYTES, refused right after"),
-):  # fmt: skip
-    for _operator in _operators:
-        EQUIVALENT["png_check", _line, _operator] = _why
