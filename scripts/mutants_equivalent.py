@@ -542,3 +542,12 @@ EQUIVALENT[
     "a symlink linked as its target only during the swap: _finish_swap then moves the user's own entry (the "
     "symlink) back over it (test_overwrite_replaces_only... checks it is a symlink after)"
 )
+EQUIVALENT["remote_commit", "if partial and not resume:", "AddNot"] = (
+    "an interrupted run's work left in place when the next one starts over: the commit copies only this run's "
+    "shards, by the names in its record, and removes new/ and the journal after; a resume of the new run "
+    "keeps none of the old one's (test_an_overwrite_on_s3_after_an_interrupted_run...)"
+)
+EQUIVALENT["remote_commit", "return False  # gone since it was journaled", "ReplaceFalseWithTrue"] = (
+    "a journaled object that is gone taken as whole: the record count read right after (resume's _holds) "
+    "fails on it, so it is written again (a size that differs is caught: test_resume_on_s3_refuses_a_shard...)"
+)

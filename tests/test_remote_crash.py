@@ -123,6 +123,13 @@ def test_resume_on_s3_refuses_a_shard_changed_since_it_was_journaled(s3, overwri
     temporaries = sorted(k for k in s3.fs.find(f"{s3.name}/out/.tfr-convert/new"))
     assert temporaries
     s3.fs.pipe_file(temporaries[0], b"not what was written")  # same name, another object
+    # and one that reads, as many records, of another size
+    from tfr_convert.containers.framing import frame
+    from tfr_convert.containers.tfrecord import read_records
+
+    local_copy = tmp_path / "shard"
+    local_copy.write_bytes(s3.fs.cat_file(temporaries[1]))
+    s3.fs.pipe_file(temporaries[1], b"".join(frame(r.data + b"\x00") for r in read_records(str(local_copy))))
     resumed = run(s3.env, "tfr-convert", *new_args, "--out", out, "--resume")
     assert resumed.returncode == 0, resumed.stderr
     assert dataset(s3, f"{s3.name}/out") == new_files  # the changed shard was written again
@@ -168,6 +175,19 @@ def test_on_s3_a_run_that_fails_leaves_no_work_behind(s3, overwrite, tmp_path):
     assert _work_left(s3, "out") == set()
     again = run(s3.env, "tfr-convert", *new_args, "--out", out)  # nothing left in the way
     assert again.returncode == 0, again.stderr
+
+
+def test_an_overwrite_on_s3_after_an_interrupted_run_starts_over_and_leaves_none_of_its_work(s3, overwrite, tmp_path):
+    new_args, _, _ = overwrite
+    out = f"s3://{s3.name}/out"
+    assert killed_at(8, s3.env, *new_args, "--out", out).returncode == -signal.SIGKILL
+    fewer = [*new_args[:2], "--num-shards", 2, "--quiet"]  # fewer shards than the interrupted run
+    assert run(s3.env, "tfr-convert", *fewer, "--out", tmp_path / "fewer").returncode == 0
+    # the overwrite killed in turn, after its first shard, and resumed: none of the first run's work in it
+    assert killed_at(5, s3.env, *fewer, "--out", out, "--overwrite").returncode == -signal.SIGKILL
+    again = run(s3.env, "tfr-convert", *fewer, "--out", out, "--overwrite", "--resume")
+    assert again.returncode == 0, again.stderr
+    assert dataset(s3, f"{s3.name}/out") == local(tmp_path / "fewer") and _work_left(s3, "out") == set()
 
 
 def test_a_run_into_an_s3_prefix_holding_other_files_is_refused_without_overwrite(s3, tmp_path):

@@ -104,7 +104,7 @@ class RemoteOutput(Output):
             if fs.info(path).get("size") != shard.bytes:
                 return False
         except FileNotFoundError:
-            return False
+            return False  # gone since it was journaled
         digest = hashlib.sha256()
         with fs.open_input(path) as f:
             while block := f.read(8 << 20):
