@@ -521,8 +521,10 @@ for _line, _operators, _why in (
     ("width = int(lengths[0]) if self.n else 0", ("NumberReplacer",),
      "another row's length: alike in every row where the run is fused (the test after it says where not); "
      "with no rows the first test decides"),
-    ("if not self.n or (lengths != width).any():", ("ReplaceComparisonOperator_NotEq_Eq", "ReplaceUnaryOperator_Delete_Not"),
-     "every part then takes the unfused route (row 0's length always equals width), which writes the same bytes"),
+    ("if not self.n or (lengths != width).any():", ("ReplaceComparisonOperator_NotEq_Eq", "ReplaceUnaryOperator_Delete_Not",
+                                                    "AddNot"),
+     "every part then takes the unfused route (row 0's length always equals width; `not not self.n` holds with "
+     "any rows), which writes the same bytes (`not` before the whole test is caught)"),
     ("rows = max(len(out) - width + 1, 0)", ("ReplaceBinaryOperator_Sub_Add", "NumberReplacer"),
      "a view with more rows than can start a run: only rows where a run starts are written, all inside the data"),
 ):  # fmt: skip
