@@ -553,3 +553,14 @@ EQUIVALENT["remote_commit", "return False  # gone since it was journaled", "Repl
     "a journaled object that is gone taken as whole: the record count read right after (resume's _holds) "
     "fails on it, so it is written again (a size that differs is caught: test_resume_on_s3_refuses_a_shard...)"
 )
+EQUIVALENT["remote_commit", "while block := f.read(8 << 20):", "NumberReplacer"] = (
+    "how much of a shard is read at a time to hash it: any positive amount, the same digest"
+)
+EQUIVALENT[
+    "remote_commit",
+    "old = dataset_files(self.path) - {WORK_FOLDER} if self.overwrite and fs.isdir(self.path) else set()",
+    "ReplaceAndWithOr",
+] = (
+    "without --overwrite DIR holds no dataset (a run into a non-empty DIR is refused at its start), and with "
+    "it but no DIR there are no files to list: the old dataset's files are none either way"
+)

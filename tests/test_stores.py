@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from tfr_convert.errors import OptionError
+from tfr_convert.errors import OptionError, OutputError
 from tfr_convert.storage import fs, stores
 
 pytest.importorskip("fsspec")
@@ -460,3 +460,8 @@ def test_a_remote_output_releases_the_lock_it_took_and_leaves_one_it_was_given()
     assert fs.exists(f"{given}/.tfr-convert/lock")  # its taker releases it
     lock.release()
     assert not fs.exists(f"{given}/.tfr-convert/lock")
+    refused = f"memory://refused-lock-{os.getpid()}/out"
+    fs.put_bytes(f"{refused}/notes.txt", b"not a dataset")
+    with pytest.raises(OutputError, match="not empty"):
+        RemoteOutput(refused, overwrite=False, resume=False, identity=None, inputs=None)
+    assert not fs.exists(f"{refused}/.tfr-convert/lock")  # a start refused lets go of the lock it took
