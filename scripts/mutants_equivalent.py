@@ -564,3 +564,11 @@ EQUIVALENT[
     "without --overwrite DIR holds no dataset (a run into a non-empty DIR is refused at its start), and with "
     "it but no DIR there are no files to list: the old dataset's files are none either way"
 )
+EQUIVALENT[
+    "shards",
+    "if w >= total or (total - w) * (split_bytes + cumulative[j]) / w >= target:",
+    "ReplaceComparisonOperator_GtE_Gt",
+] = (
+    "`w > total` for the split's last record: the estimate of what follows is 0 and the search ends without "
+    "a close, so needed falls back to to_end, the same count (the estimate's own >= is caught)"
+)
