@@ -572,3 +572,6 @@ EQUIVALENT[
     "`w > total` for the split's last record: the estimate of what follows is 0 and the search ends without "
     "a close, so needed falls back to to_end, the same count (the estimate's own >= is caught)"
 )
+EQUIVALENT["remote_commit", "@staticmethod", "RemoveDecorator"] = (
+    "claim is only called on the class (RemoteOutput.claim(path)): a plain function called so takes path alike"
+)
