@@ -120,16 +120,19 @@ def test_resume_on_s3_refuses_a_shard_changed_since_it_was_journaled(s3, overwri
     new_args, _, new_files = overwrite
     out = f"s3://{s3.name}/out"
     assert killed_at(12, s3.env, *new_args, "--out", out).returncode == -signal.SIGKILL
-    temporaries = sorted(k for k in s3.fs.find(f"{s3.name}/out/.tfr-convert/new"))
-    assert temporaries
-    s3.fs.pipe_file(temporaries[0], b"not what was written")  # same name, another object
-    # and one that reads, as many records, of another size
+    lines = [json.loads(s3.fs.cat_file(k)) for k in s3.fs.find(f"{s3.name}/out/.tfr-convert/journal")]
+    journaled = [line["shard"]["file"] for line in lines if "shard" in line]  # in the order written
+    assert len(journaled) >= 2, lines
+    temporaries = [f"{s3.name}/out/.tfr-convert/new/{name}" for name in journaled]
+    # the first: one that reads, as many records, but of another size (the resume stops at the
+    # first shard it cannot keep, so this one is asked about first); the next: another object
     from tfr_convert.containers.framing import frame
     from tfr_convert.containers.tfrecord import read_records
 
     local_copy = tmp_path / "shard"
-    local_copy.write_bytes(s3.fs.cat_file(temporaries[1]))
-    s3.fs.pipe_file(temporaries[1], b"".join(frame(r.data + b"\x00") for r in read_records(str(local_copy))))
+    local_copy.write_bytes(s3.fs.cat_file(temporaries[0]))
+    s3.fs.pipe_file(temporaries[0], b"".join(frame(r.data + b"\x00") for r in read_records(str(local_copy))))
+    s3.fs.pipe_file(temporaries[1], b"not what was written")  # same name, another object
     resumed = run(s3.env, "tfr-convert", *new_args, "--out", out, "--resume")
     assert resumed.returncode == 0, resumed.stderr
     assert dataset(s3, f"{s3.name}/out") == new_files  # the changed shard was written again
