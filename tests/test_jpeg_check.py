@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import random
+import re
 import struct
 
 import numpy as np
@@ -447,7 +448,25 @@ def _an_ac_scan_ending_at(end: int) -> bytes:
     return bytes(data)
 
 
+def _without_dc_refinement(jpeg: bytes) -> bytes:
+    """The JPEG with its DC refinement scans (a DC band, Ah > 0) left out: the DC then has
+    the first scan's precision, and only that scan needs the DC tables."""
+    data, at = jpeg, jpeg.index(b"\xff\xda")
+    while (at := data.find(b"\xff\xda", at + 2)) >= 0:
+        length = int.from_bytes(data[at + 2 : at + 4], "big")
+        count = data[at + 4]
+        ss, ah = data[at + 5 + 2 * count], data[at + 7 + 2 * count] >> 4
+        if ss == 0 and ah:
+            end = re.compile(rb"\xff[^\x00\xd0-\xd7]").search(data, at + 2 + length).start()
+            data, at = data[:at] + data[end:], at - 2
+    return data
+
+
 SCANS = {  # tables and scans at the edges of the rules: (the file, answered)
+    "progressive without DC refinement, and without its DC tables": (
+        lambda: _tables_dropped(_without_dc_refinement(PROGRESSIVE), 0),
+        False,
+    ),
     "an AC scan ending at coefficient 63": (lambda: _an_ac_scan_ending_at(63), True),
     "an AC scan reaching past coefficient 63": (lambda: _an_ac_scan_ending_at(64), False),
     "baseline without its DC tables": (lambda: _tables_dropped(BASE, 0), False),
