@@ -461,7 +461,7 @@ def _explain(name: str, found: dict) -> None:
     found["survivors"] = still
 
 
-def _write(results: dict, kept: Path, out_path: Path, command: str) -> str:
+def _write(results: dict, kept: Path, out_path: Path) -> str:
     """Write the results (json) and their table (md): after every module, so an
     interrupted run keeps what it measured."""
     results = {name: results[name] for name in TARGETS if name in results}
@@ -472,7 +472,8 @@ def _write(results: dict, kept: Path, out_path: Path, command: str) -> str:
         f"`python scripts/mutants.py [MODULE...]`: cosmic-ray's core operators (of the binary and comparison "
         f"replacements, the few a slip of the hand makes), each mutant in a child forked from one process, against "
         f"those of the tests listed that reach the statement it changes (coverage per test, the tests' subprocesses "
-        f"included; fastest first, `-x`), one mutant per core; the last run: `{command}`. Modules not yet run: "
+        f"included; fastest first, `-x`), one mutant per core; each row is its module's last run, dated in the "
+        f"last column (rows run together shared the cores). Modules not yet run: "
         f"{', '.join(n for n in TARGETS if n not in results) or 'none'}. The whole run: "
         f"{sum(r['seconds'] for r in results.values()) / 60:.0f} minutes.",
         "",
@@ -527,17 +528,17 @@ def main() -> None:
     if args.explain_only:
         for name, r in results.items():
             _explain(name, r)
-        command = kept.with_suffix(".md").read_text().split("the last run: `", 1)[-1].split("`", 1)[0]
     for name in names:
         started = datetime.datetime.now()
         results[name] = _run(name, work, args.workers)
         results[name]["seconds"] = (datetime.datetime.now() - started).total_seconds()
         results[name]["run"] = f"{datetime.date.today()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+        results[name]["command"] = command
         r = results[name]
         print(f"{name}: {r['killed']}/{r['mutants']} killed, {len(r['survivors'])} unexplained survivors, "
               f"{r['seconds']:.0f} s", flush=True)  # fmt: skip
-        _write(results, kept, Path(args.out), command)
-    print(_write(results, kept, Path(args.out), command))
+        _write(results, kept, Path(args.out))
+    print(_write(results, kept, Path(args.out)))
     results = {name: results[name] for name in TARGETS if name in results}
     sys.exit(1 if any(r["survivors"] for r in results.values()) else 0)
 
