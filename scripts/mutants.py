@@ -42,8 +42,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from multiprocessing import Pipe
+from multiprocessing.connection import wait
 from pathlib import Path
+from typing import NamedTuple
 
+import mutants_fork
 from mutants_equivalent import EQUIVALENT
 
 REPO = Path(__file__).resolve().parent.parent
@@ -183,9 +187,16 @@ def _inside(position: tuple[int, int], spans: list[tuple[tuple[int, int], tuple[
     return any(start <= position < end for start, end in spans)
 
 
-def _mutants(name: str, work: Path) -> list[tuple[int, str, str]]:
-    """(line, operator, mutated source) of every mutant of the module: cosmic-ray's core
-    operators less those OPERATORS leaves out, none inside an annotation."""
+class Mutant(NamedTuple):
+    line: int
+    column: int
+    operator: str
+    code: str  # the whole mutated source
+
+
+def _mutants(name: str, work: Path) -> list[Mutant]:
+    """Every mutant of the module: cosmic-ray's core operators less those BINARY and
+    COMPARISON leave out, none inside an annotation."""
     from cosmic_ray.mutating import mutate_code
     from cosmic_ray.plugins import get_operator
     from cosmic_ray.work_db import WorkDB, use_db
@@ -213,7 +224,7 @@ def _mutants(name: str, work: Path) -> list[tuple[int, str, str]]:
             except (AttributeError, AssertionError):  # the operator cannot rewrite this form (`except (A, B) as e`)
                 continue
             if code is not None and code != source:
-                found.append((m.start_pos[0], m.operator_name.split("/")[-1], code))
+                found.append(Mutant(*m.start_pos, m.operator_name.split("/")[-1], code))
     return found
 
 
@@ -265,6 +276,11 @@ def _child(src: Path, log: Path) -> None:
     # (the copy's sitecustomize.py does the same in the subprocesses the tests start)
     builtins.CosmicRayTestingException = CosmicRayTestingException  # type: ignore[attr-defined]
     sys.path.insert(0, str(src))
+    # the package and the tests as the copy has them, even where this process (a test of
+    # this script) had imported them from the checkout
+    for module_name, module in list(sys.modules.items()):
+        if str(getattr(module, "__file__", None) or "").startswith((str(REPO / "src"), str(REPO / "tests"))):
+            del sys.modules[module_name]
     os.chdir(REPO)
 
 
@@ -351,15 +367,33 @@ class Selection:
             return self.every
         return sorted(reached, key=self.took.get)
 
+    def ran_outside_tests(self, lines) -> bool:
+        """Whether any of the lines ran at import or while the tests were collected."""
+        return any("" in self.by_line.get(n, ()) for n in lines)
+
     def seconds(self, tests: list[str]) -> float:
         return sum(self.took[t] for t in tests)
 
 
-def _run(name: str, work: Path, workers: int) -> dict:
+def _serve(src: Path, tests: list[str], log: Path, conn, path: str) -> None:
+    """In a forked child: collect the tests once and serve mutants (mutants_fork.Server)."""
+    try:
+        _child(src, log)
+        import pytest
+
+        code = int(pytest.main(["-q", "-p", "no:cacheprovider", *tests], plugins=[mutants_fork.Server(conn, path)]))
+    except BaseException:
+        code = 99
+    os._exit(code)
+
+
+def _run(name: str, work: Path, workers: int, simple: bool = False) -> dict:
     """Each mutant against the tests that reach its line, `workers` at a time. Every worker
     has its own copy of src/ (bytecode compiled but the module's), the parent has imported
-    the heavy libraries once, and each mutant runs in a child forked from it: the cost of a
-    mutant is its tests, not an interpreter's start."""
+    the heavy libraries once, and each mutant runs in a child forked from a worker's session
+    that collected the tests once (mutants_fork), or, where its change cannot be swapped
+    into live functions (or `simple`), in a child forked from this process that runs
+    pytest afresh: the cost of a mutant is its tests, not an interpreter's start."""
     import coverage
 
     module, tests = TARGETS[name]
@@ -389,50 +423,102 @@ def _run(name: str, work: Path, workers: int) -> dict:
     measured.combine()
     selection = Selection(measured.get_data(), str(relative), json.loads(took.read_text()), source)
 
-    def start(slot: int, code: str, chosen: list[str]) -> int:
-        (slots[slot] / relative).write_text(code)
+    servers = []  # (pid, connection) of each worker's session
+    for slot in range(workers):
+        ours, theirs = Pipe()
         pid = os.fork()
         if pid == 0:
-            _test(slots[slot], chosen, work / f"{name}-w{slot}.log")
-        return pid
+            _serve(slots[slot], tests, work / f"{name}-w{slot}.log", theirs, str(slots[slot] / relative))
+        servers.append((pid, ours))
+    try:
+        ready = [conn.recv() for _, conn in servers]
+    except EOFError:
+        sys.exit(f"{name}: a worker's test session did not start (see {work / f'{name}-w0.log'})")
+    _, loaded, live, _ = ready[0]
+    live = set(map(tuple, live))
+    tree = ast.parse(source)
+
+    def fast(mutant: Mutant) -> tuple | None:
+        """How the mutant goes to a worker's session: ("file",) when the session has not
+        imported the module, ("swap", target) when its function can be swapped in, None
+        when it must take the simple path."""
+        if simple:
+            return None
+        if not loaded:
+            return ("file",)
+        target = mutants_fork.swap_target(tree, mutant.line, mutant.column)
+        if target is None or target[:2] not in live or selection.ran_outside_tests(target[2]):
+            return None
+        code = compile(mutant.code, str(slots[0] / relative), "exec")
+        if mutants_fork.find_code(code, *target[:2]) is None:
+            return None
+        return ("swap", target[:2])
 
     outcomes: dict[int, bool] = {}  # mutant's index -> killed
     pending = list(range(len(mutants)))
-    running: dict[int, tuple[int, int, float, float]] = {}  # pid -> (slot, mutant, started, timeout)
+    asked: dict[int, int] = {}  # worker -> the mutant its session runs
+    running: dict[int, tuple[int, int, float, float]] = {}  # pid -> (slot, mutant, started, timeout) on the simple path
     free = list(range(workers))
-    while pending or running:
+    counts = {"swapped": 0, "simple": 0}
+
+    def done(slot: int, index: int, killed: bool) -> None:
+        outcomes[index] = killed
+        if len(outcomes) % 50 == 0:
+            print(f"  {name}: {len(outcomes)}/{len(mutants)} run", flush=True)
+        if not killed:
+            m = mutants[index]
+            print(f"  {name}: survived: line {m.line} ({m.operator}): {_changed(source, m.code)}", flush=True)
+        free.append(slot)
+
+    while pending or running or asked:
         while free and pending:
             slot, index = free.pop(), pending.pop(0)
-            chosen = selection.tests(mutants[index][0])
+            mutant = mutants[index]
+            chosen = selection.tests(mutant.line)
             # well past the tests' time under coverage (slower than without): only a mutant
             # that loops is stopped, not one slowed by a run beside it
             timeout = 4 * selection.seconds(chosen) + 30
-            running[start(slot, mutants[index][2], chosen)] = (slot, index, time.monotonic(), timeout)
-        pid, status = os.waitpid(-1, os.WNOHANG)
-        if pid:
-            slot, index, _, _ = running.pop(pid)
-            outcomes[index] = os.waitstatus_to_exitcode(status) != 0
-            if len(outcomes) % 50 == 0:
-                print(f"  {name}: {len(outcomes)}/{len(mutants)} run", flush=True)
-            if not outcomes[index]:
-                line, operator, code = mutants[index]
-                print(f"  {name}: survived: line {line} ({operator}): {_changed(source, code)}", flush=True)
-            free.append(slot)
-            continue
-        for pid, (_, _, began, timeout) in running.items():
-            if time.monotonic() - began > timeout:  # a mutant that loops for ever is caught, as a kill
+            how = fast(mutant)
+            if how is not None:
+                counts["swapped"] += how[0] == "swap"
+                servers[slot][1].send((mutant.code, chosen, timeout, how[1] if how[0] == "swap" else None))
+                asked[slot] = index
+                continue
+            counts["simple"] += 1
+            (slots[slot] / relative).write_text(mutant.code)
+            pid = os.fork()
+            if pid == 0:
+                _test(slots[slot], chosen, work / f"{name}-simple-w{slot}.log")
+            running[pid] = (slot, index, time.monotonic(), timeout)
+        for conn in wait([servers[slot][1] for slot in asked], timeout=0.005 if running else None):
+            slot = next(s for s in asked if servers[s][1] is conn)
+            code = conn.recv()
+            if code == 97:
+                sys.exit(f"{name}: mutant {asked[slot]}'s function was not found in its own source")
+            done(slot, asked.pop(slot), code != 0)
+        for pid, (slot, index, began, timeout) in list(running.items()):
+            finished, status = os.waitpid(pid, os.WNOHANG)
+            if finished:
+                del running[pid]
+                done(slot, index, os.waitstatus_to_exitcode(status) != 0)
+            elif time.monotonic() - began > timeout:  # a mutant that loops for ever is caught, as a kill
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(pid, signal.SIGKILL)
-        time.sleep(0.005)
+    for pid, conn in servers:
+        conn.send(None)
+        os.waitpid(pid, 0)
     lines = source.splitlines()
     found = {"module": module, "tests": tests, "mutants": len(mutants), "killed": 0, "survivors": [], "explained": []}
+    found["paths"] = {"swapped": counts["swapped"], "simple": counts["simple"]}
+    found["paths"]["file"] = len(mutants) - counts["swapped"] - counts["simple"]
     found["as_mutated"] = []  # (survivor, its mutated line): which of a line's mutants it was
-    for index, (line, operator, code) in enumerate(mutants):
+    found["outcomes"] = "".join("k" if outcomes[i] else "s" for i in range(len(mutants)))  # killed, survived
+    for index, m in enumerate(mutants):
         if outcomes[index]:
             found["killed"] += 1
         else:
-            found["survivors"].append(f"line {line}: `{lines[line - 1].strip()}` ({operator})")
-            found["as_mutated"].append([found["survivors"][-1], _changed(source, code)])
+            found["survivors"].append(f"line {m.line}: `{lines[m.line - 1].strip()}` ({m.operator})")
+            found["as_mutated"].append([found["survivors"][-1], _changed(source, m.code)])
     _explain(name, found)
     return found
 
@@ -505,6 +591,11 @@ def main() -> None:
         action="store_true",
         help="run nothing: apply EQUIVALENT to the survivors kept in mutants.json and write the results again",
     )
+    parser.add_argument(
+        "--simple",
+        action="store_true",
+        help="every mutant in a fresh pytest session (no swapping into a collected one): slower, the reference",
+    )
     args = parser.parse_args()
     # started in the background (`... &`), this process and what it starts would ignore
     # SIGINT, and a test that interrupts a run could not
@@ -524,13 +615,13 @@ def main() -> None:
     kept = Path(args.out).with_suffix(".json")
     results = json.loads(kept.read_text()) if kept.exists() else {}
     results = {name: r for name, r in results.items() if name in TARGETS}  # modules no longer targeted go
-    command = "python scripts/mutants.py" + ("" if not args.modules else " " + " ".join(args.modules))
+    command = shlex.join(["python", "scripts/mutants.py", *(["--simple"] if args.simple else []), *args.modules])
     if args.explain_only:
         for name, r in results.items():
             _explain(name, r)
     for name in names:
         started = datetime.datetime.now()
-        results[name] = _run(name, work, args.workers)
+        results[name] = _run(name, work, args.workers, args.simple)
         results[name]["seconds"] = (datetime.datetime.now() - started).total_seconds()
         results[name]["run"] = f"{datetime.date.today()}, {os.cpu_count()} cores, Python {platform.python_version()}"
         results[name]["command"] = command

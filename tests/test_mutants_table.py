@@ -45,3 +45,73 @@ def test_a_mutant_is_run_against_the_tests_that_reach_its_statement():
     assert chosen.tests(9) == ["t::slow"]  # a subprocess's lines count for the test that started it
     assert chosen.tests(1) == ["t::fast", "t::other", "t::slow"]  # run at import: every test
     assert chosen.tests(3) == ["t::fast", "t::other", "t::slow"]  # reached by none: every test
+
+
+fork = pytest.importorskip("mutants_fork")
+
+MODULE = """import functools
+
+LIMIT = 3
+
+
+def outer(a, b=LIMIT + 1):
+    return a + b
+
+
+class Box:
+    @functools.lru_cache(maxsize=None)
+    def grow(self, n):
+        def inner(k):
+            return k * 2
+        return inner(n) + LIMIT
+
+
+if LIMIT > 2:
+    def chosen(n):
+        return n - 1
+"""
+
+
+def test_a_change_inside_a_function_body_is_swapped_and_one_outside_it_is_not():
+    tree = ast.parse(MODULE)
+    assert fork.swap_target(tree, 7, 13) == ("outer", 6, range(7, 8))
+    assert fork.swap_target(tree, 6, 20) is None  # a default value: evaluated once, at import
+    assert fork.swap_target(tree, 3, 8) is None  # a module-level constant
+    assert fork.swap_target(tree, 14, 22)[:2] == (
+        "Box.grow",
+        11,
+    )  # a nested function: its outer one, from its decorator
+    assert fork.swap_target(tree, 11, 30) is None  # the decorator's argument
+    assert fork.swap_target(tree, 20, 17)[:2] == ("chosen", 19)  # a def inside a module-level if
+
+
+def test_a_swapped_function_behaves_as_the_mutated_module_imported_afresh(tmp_path):
+    import importlib.util
+
+    def load(name, source):
+        path = tmp_path / f"{name}.py"
+        path.write_text(source)
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module, str(path)
+
+    live, path = load("live", MODULE)
+    alias, method = live.outer, live.Box.grow  # held elsewhere, as `from m import f` holds them
+    mutated = MODULE.replace("a + b", "a - b").replace("k * 2", "k * 3").replace("n - 1", "n + 1")
+    fresh, _ = load("fresh", mutated)
+    functions = fork.live_functions(path)
+    for qualname, first in (("outer", 6), ("Box.grow", 11), ("chosen", 19)):
+        fork.swap(functions[qualname, first], fork.find_code(compile(mutated, path, "exec"), qualname, first))
+    assert alias(10) == live.outer(10) == fresh.outer(10) == 6
+    assert method(live.Box(), 5) == fresh.Box().grow(5) == 18  # through the cache's wrapper
+    assert live.chosen(1) == fresh.chosen(1) == 2
+
+
+def test_the_fast_path_kills_the_mutants_the_simple_path_kills(tmp_path):
+    """Every mutant of one module, once swapped into a collected session, once in a fresh
+    session: the same mutants killed (pins the fast path to the simple one)."""
+    fast = mutants._run("naming", tmp_path, 2)
+    simple = mutants._run("naming", tmp_path, 2, simple=True)
+    assert fast["paths"]["swapped"] > 0 and simple["paths"]["simple"] == simple["mutants"]
+    assert fast["outcomes"] == simple["outcomes"]
