@@ -24,12 +24,15 @@ def test_polygons_of_every_shape_are_drawn_as_pycocotools_draws_them(seed):
         polygons = []
         for _ in range(int(rng.integers(1, 3))):
             n = int(rng.integers(3, 12))
-            kind = rng.integers(4)
+            kind = rng.integers(5)
             if kind == 0:  # integer corners, axis-parallel and diagonal edges, repeats
                 xy = rng.integers(-3, max(h, w) + 3, (n, 2)).astype(float)
                 xy[rng.integers(n)] = xy[0]
             elif kind == 1:  # on the half pixels, where rounding decides
                 xy = rng.integers(-6, 2 * max(h, w) + 6, (n, 2)) / 2
+            elif kind == 4:  # a walk of steps one finer-grid unit long: the shortest edges, each way
+                steps = rng.integers(-1, 2, (int(rng.integers(3, 80)), 2))
+                xy = (rng.integers(0, coco_rle.SCALE * max(h, w), 2) + np.cumsum(steps, axis=0)) / coco_rle.SCALE
             elif kind == 2:  # far outside, within the margin
                 margin = max(h, w, coco_rle.MARGIN)
                 xy = np.stack([rng.uniform(-margin, w + margin, n), rng.uniform(-margin, h + margin, n)], axis=1)
@@ -72,6 +75,8 @@ def test_counts_of_any_size_survive_the_string_codec():
     [
         ([], "an empty list of polygons"),
         ([[1, 2, 3, 4]], "polygon 0 has 4 numbers"),
+        ([[0, 0, 1, 1, 2, 2, 3]], "polygon 0 has 7 numbers"),  # an odd count, past the least
+        ([[0, 0, 300, 0, 0, 300, 400, 400]], "polygon 0: point 1 (300, 0) lies more than 256 pixels outside"),
         ([[0, 0, 1, 1, 2, "x"]], "polygon 0 is not a list of numbers"),
         ([[0, 0, 1, 1, 2, float("nan")]], "polygon 0 holds a number that is not finite"),
         ([[0, 0, 1, 1, 2, 10**400]], "polygon 0 holds a number past any image"),
@@ -82,6 +87,7 @@ def test_counts_of_any_size_survive_the_string_codec():
         ({"size": [2, 2], "counts": [1, 2]}, "RLE counts cover 3 pixels, the image 2x2 = 4"),
         ({"size": [2, 2], "counts": "1"}, "RLE counts cover 1 pixels"),
         ({"size": [2, 2], "counts": "0@"}, "a negative run ending at character 1"),
+        ({"size": [2, 2], "counts": "O"}, "a negative run ending at character 0"),  # -1, the nearest to 0
     ],
 )
 def test_a_segmentation_that_cannot_be_a_mask_says_why(segmentation, message):

@@ -115,6 +115,30 @@ def test_tracing_in_chunks_draws_what_tracing_at_once_draws(monkeypatch):
         assert np.array_equal(whole, want)
 
 
+def test_the_outline_is_traced_in_the_largest_chunks_of_whole_edges_that_fit(monkeypatch):
+    """Memory is bounded by TRACE_POINTS whatever the vertices: each chunk holds as many
+    whole edges as fit in that many points (an edge of n steps is n + 1 points), one at
+    least even when it alone is longer."""
+    chunks = []
+    trace = coco_rle._trace
+
+    def spy(start, end, along_x, steps):
+        chunks.append((steps + 1).tolist())
+        return trace(start, end, along_x, steps)
+
+    monkeypatch.setattr(coco_rle, "_trace", spy)
+    monkeypatch.setattr(coco_rle, "TRACE_POINTS", 10)
+    # 30 vertices alike (29 edges of one point), then edges of 3, 4, 20 and 23 steps on the finer grid
+    polygon = [2.0, 2.0] * 30 + [2.6, 2.0, 2.6, 2.8, 6.6, 2.8]
+    coco_rle.decode([polygon], 10, 10)
+    points = [p for chunk in chunks for p in chunk]
+    assert points == [1] * 29 + [4, 5, 21, 24]  # every edge, in order, once (the last closes it)
+    for i, chunk in enumerate(chunks):
+        assert chunk and (sum(chunk) <= 10 or len(chunk) == 1)
+        if i + 1 < len(chunks):  # the next edge would not have fitted
+            assert sum(chunk) + chunks[i + 1][0] > 10
+
+
 def _bomb_png(width: int, height: int) -> bytes:
     """A valid PNG header (and one tiny IDAT) claiming width x height 8-bit gray pixels."""
 
