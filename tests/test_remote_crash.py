@@ -11,7 +11,7 @@ import subprocess
 import sys
 import sysconfig
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 import pytest
@@ -90,7 +90,12 @@ def test_a_kill_after_any_store_change_of_an_overwrite_leaves_old_none_or_new_an
         return state
 
     with ThreadPoolExecutor(2) as pool:  # each kill is its own prefix: two at a time
-        states = list(pool.map(kill_and_finish, range(1, total + 1)))
+        futures = [pool.submit(kill_and_finish, n) for n in range(1, total + 1)]
+        for future in as_completed(futures):
+            if future.exception() is not None:  # the first failure is the answer: the kills not begun are not
+                pool.shutdown(cancel_futures=True)
+                raise future.exception()
+        states = [future.result() for future in futures]
     # the kills fell before the commit, inside its window, and after it
     assert states[0] == "old" and "none" in states and states[-1] == "new", states
 
