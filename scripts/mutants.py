@@ -11,8 +11,8 @@ it ran (its subprocesses' too); lines run at import, or by no test, get them all
 checkout is never touched: each worker (one per core) has its own copy of src/ where
 the mutant is written, and each mutant's tests run in a child forked from this process
 after it imported the heavy libraries, so a mutant costs its tests and no interpreter's
-start; its subprocesses see the copy through PYTHONPATH. A mutant that runs past four
-times its tests' time and 30 s is killed, and counts as caught. Mutants inside
+start; its subprocesses see the copy through PYTHONPATH. A mutant that runs past twice
+its tests' time and 10 s is killed, and counts as caught (a timeout). Mutants inside
 annotations are skipped (`from __future__ import annotations`: never evaluated). A
 mutant the tests let through is listed in benchmarks/results/mutants.md with its line,
 unless EQUIVALENT (mutants_equivalent.py) explains it (a mutant that cannot change
@@ -454,15 +454,16 @@ def _run(name: str, work: Path, workers: int, simple: bool = False) -> dict:
             return None
         return ("swap", target[:2])
 
-    outcomes: dict[int, bool] = {}  # mutant's index -> killed
+    outcomes: dict[int, str] = {}  # mutant's index -> killed by a test (k), by the timeout (t), survived (s)
     pending = list(range(len(mutants)))
     asked: dict[int, int] = {}  # worker -> the mutant its session runs
     running: dict[int, tuple[int, int, float, float]] = {}  # pid -> (slot, mutant, started, timeout) on the simple path
     free = list(range(workers))
     counts = {"swapped": 0, "simple": 0}
 
-    def done(slot: int, index: int, killed: bool) -> None:
-        outcomes[index] = killed
+    def done(slot: int, index: int, code: int) -> None:
+        outcomes[index] = "s" if code == 0 else "t" if code == -signal.SIGKILL else "k"
+        killed = code != 0
         if len(outcomes) % 50 == 0:
             print(f"  {name}: {len(outcomes)}/{len(mutants)} run", flush=True)
         if not killed:
@@ -475,9 +476,9 @@ def _run(name: str, work: Path, workers: int, simple: bool = False) -> dict:
             slot, index = free.pop(), pending.pop(0)
             mutant = mutants[index]
             chosen = selection.tests(mutant.line)
-            # well past the tests' time under coverage (slower than without): only a mutant
-            # that loops is stopped, not one slowed by a run beside it
-            timeout = 4 * selection.seconds(chosen) + 30
+            # past twice the tests' time under coverage (itself well past their time without):
+            # a mutant that loops is stopped, not one slowed by a run beside it
+            timeout = 2 * selection.seconds(chosen) + 10
             how = fast(mutant)
             if how is not None:
                 counts["swapped"] += how[0] == "swap"
@@ -495,12 +496,12 @@ def _run(name: str, work: Path, workers: int, simple: bool = False) -> dict:
             code = conn.recv()
             if code == 97:
                 sys.exit(f"{name}: mutant {asked[slot]}'s function was not found in its own source")
-            done(slot, asked.pop(slot), code != 0)
+            done(slot, asked.pop(slot), code)
         for pid, (slot, index, began, timeout) in list(running.items()):
             finished, status = os.waitpid(pid, os.WNOHANG)
             if finished:
                 del running[pid]
-                done(slot, index, os.waitstatus_to_exitcode(status) != 0)
+                done(slot, index, os.waitstatus_to_exitcode(status))
             elif time.monotonic() - began > timeout:  # a mutant that loops for ever is caught, as a kill
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(pid, signal.SIGKILL)
@@ -512,9 +513,10 @@ def _run(name: str, work: Path, workers: int, simple: bool = False) -> dict:
     found["paths"] = {"swapped": counts["swapped"], "simple": counts["simple"]}
     found["paths"]["file"] = len(mutants) - counts["swapped"] - counts["simple"]
     found["as_mutated"] = []  # (survivor, its mutated line): which of a line's mutants it was
-    found["outcomes"] = "".join("k" if outcomes[i] else "s" for i in range(len(mutants)))  # killed, survived
+    found["outcomes"] = "".join(outcomes[i] for i in range(len(mutants)))
+    found["timeouts"] = found["outcomes"].count("t")
     for index, m in enumerate(mutants):
-        if outcomes[index]:
+        if outcomes[index] != "s":
             found["killed"] += 1
         else:
             found["survivors"].append(f"line {m.line}: `{lines[m.line - 1].strip()}` ({m.operator})")
@@ -556,19 +558,21 @@ def _write(results: dict, kept: Path, out_path: Path) -> str:
         "# Mutation testing",
         "",
         f"`python scripts/mutants.py [MODULE...]`: cosmic-ray's core operators (of the binary and comparison "
-        f"replacements, the few a slip of the hand makes), each mutant in a child forked from one process, against "
-        f"those of the tests listed that reach the statement it changes (coverage per test, the tests' subprocesses "
-        f"included; fastest first, `-x`), one mutant per core; each row is its module's last run, dated in the "
+        f"replacements, the few a slip of the hand makes), each mutant in a child forked from a test session that "
+        f"collected the tests once, its function swapped in (or from a fresh session where the change ran before the "
+        f"tests), against those of the tests listed that reach the statement it changes (coverage per test, the "
+        f"tests' subprocesses included; fastest first, `-x`; a timeout at twice their time + 10 s counts as a kill), "
+        f"one mutant per core; each row is its module's last run, dated in the "
         f"last column (rows run together shared the cores). Modules not yet run: "
         f"{', '.join(n for n in TARGETS if n not in results) or 'none'}. The whole run: "
         f"{sum(r['seconds'] for r in results.values()) / 60:.0f} minutes.",
         "",
-        "| module | tests | mutants | killed | explained | unexplained survivors | time | run |",
-        "|---|---|---|---|---|---|---|---|",
+        "| module | tests | mutants | killed | of them timed out | explained | unexplained survivors | time | run |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results.values():
         out.append(
-            f"| `{r['module']}` | `{shlex.join(r['tests'])}` | {r['mutants']} | {r['killed']} "
+            f"| `{r['module']}` | `{shlex.join(r['tests'])}` | {r['mutants']} | {r['killed']} | {r.get('timeouts', '')} "
             f"| {len(r['explained'])} | {len(r['survivors'])} | {r['seconds']:.0f} s | {r.get('run', '')} |"
         )
     for name, r in results.items():
