@@ -9,9 +9,12 @@ against those of the module's tests that reach the statement it changes, fastest
 with `-x`: one run of the unmutated tests under coverage tells, per test, which lines
 it ran (its subprocesses' too); lines run at import, or by no test, get them all. The
 checkout is never touched: each worker (one per core) has its own copy of src/ where
-the mutant is written, and each mutant's tests run in a child forked from this process
-after it imported the heavy libraries, so a mutant costs its tests and no interpreter's
-start; its subprocesses see the copy through PYTHONPATH. A mutant that runs past twice
+the mutant is written, and a test session that collected the tests once; each mutant's
+tests run in a child forked from that session with the mutated function swapped into the
+live one (mutants_fork.py), or, where the change ran before the tests (at import, while
+collecting), in a child forked from this process that starts pytest afresh (`--simple`:
+every mutant so). A mutant costs its tests, not an interpreter's start nor a collection;
+its subprocesses see the copy through PYTHONPATH. A mutant that runs past twice
 its tests' time and 10 s is killed, and counts as caught (a timeout). Mutants inside
 annotations are skipped (`from __future__ import annotations`: never evaluated). A
 mutant the tests let through is listed in benchmarks/results/mutants.md with its line,
@@ -62,6 +65,10 @@ COMPARISON = {"Eq_NotEq", "NotEq_Eq", "Lt_LtE", "Lt_GtE", "LtE_Lt", "LtE_Gt", "G
 # Targets whose tests need the S3 server (tests/object_stores.py): started once, before
 # the first of them, and shared by every child
 S3_TARGETS = {"remote_commit"}
+# Targets whose tests SIGKILL the tool: what a killed process ran is never measured, so
+# the tests that reach a line may be more than coverage says, and a survivor is run
+# again against every test of its target before it counts
+CONFIRM = {"remote_lock", "remote_commit", "journal", "resume", "commit"}
 # Imported once by the parent, before any mutant's child is forked from it
 PRELOAD = ("pytest", "numpy", "click", "PIL.Image", "hypothesis", "pyarrow", "tensorflow")
 
@@ -246,7 +253,19 @@ builtins.CosmicRayTestingException = CosmicRayTestingException
 if os.environ.get("COVERAGE_PROCESS_START"):  # the coverage run: the tests' subprocesses are measured too
     import coverage
 
-    coverage.process_startup()
+    coverage.process_startup()  # (coverage's own .pth file may have started it already)
+    measuring = coverage.Coverage.current()
+    if measuring is not None:  # os._exit skips the atexit hook that saves what it measured
+        leave = os._exit
+
+        def _saved_then_exit(code, leave=leave, measuring=measuring):
+            try:
+                measuring.stop()
+                measuring.save()
+            finally:
+                leave(code)
+
+        os._exit = _saved_then_exit
 """
 
 # Read by every measured process: a subprocess's lines are told to the test that started
@@ -461,7 +480,15 @@ def _run(name: str, work: Path, workers: int, simple: bool = False) -> dict:
     free = list(range(workers))
     counts = {"swapped": 0, "simple": 0}
 
+    confirming: set[int] = set()  # survivors run again against every test (CONFIRM)
+
     def done(slot: int, index: int, code: int) -> None:
+        free.append(slot)
+        chosen = selection.tests(mutants[index].line)
+        if code == 0 and name in CONFIRM and index not in confirming and chosen != selection.every:
+            confirming.add(index)
+            pending.insert(0, index)
+            return
         outcomes[index] = "s" if code == 0 else "t" if code == -signal.SIGKILL else "k"
         killed = code != 0
         if len(outcomes) % 50 == 0:
@@ -469,13 +496,12 @@ def _run(name: str, work: Path, workers: int, simple: bool = False) -> dict:
         if not killed:
             m = mutants[index]
             print(f"  {name}: survived: line {m.line} ({m.operator}): {_changed(source, m.code)}", flush=True)
-        free.append(slot)
 
     while pending or running or asked:
         while free and pending:
             slot, index = free.pop(), pending.pop(0)
             mutant = mutants[index]
-            chosen = selection.tests(mutant.line)
+            chosen = selection.every if index in confirming else selection.tests(mutant.line)
             # past twice the tests' time under coverage (itself well past their time without):
             # a mutant that loops is stopped, not one slowed by a run beside it
             timeout = 2 * selection.seconds(chosen) + 10

@@ -127,14 +127,16 @@ def _run_mutant(session, items, chosen, source, path, functions) -> None:
             if mutated is None:
                 os._exit(97)
             swap(functions, mutated)
+        code = 0
         for i, nodeid in enumerate(chosen):
             following = items[chosen[i + 1]] if i + 1 < len(chosen) else None
             items[nodeid].ihook.pytest_runtest_protocol(item=items[nodeid], nextitem=following)
             if session.testsfailed:
-                os._exit(1)
-        code = 0
+                code = 1
+                break
     except BaseException:  # whatever happens, the child must not return into the server's loop
         code = 99
+    sys.stdout.flush()  # what the tests printed, to the worker's log
     os._exit(code)
 
 
