@@ -468,7 +468,10 @@ def _run(name: str, work: Path, workers: int, simple: bool = False) -> dict:
         target = mutants_fork.swap_target(tree, mutant.line, mutant.column)
         if target is None or target[:2] not in live or selection.ran_outside_tests(target[2]):
             return None
-        code = compile(mutant.code, str(slots[0] / relative), "exec")
+        try:
+            code = compile(mutant.code, str(slots[0] / relative), "exec")
+        except SyntaxError:  # an operator's rewrite Python cannot read: fails at import, the simple way
+            return None
         if mutants_fork.find_code(code, *target[:2]) is None:
             return None
         return ("swap", target[:2])
