@@ -596,3 +596,23 @@ EQUIVALENT["coco_rle", "(high[:, 0] - low[:, 0]) / np.maximum(dy, 1),", "NumberR
 EQUIVALENT["coco_rle", "keep = (np.floor(xd) == xd) & (xd >= 0) & (xd <= width - 1)", "NumberReplacer"] = (
     "a crossing at column width lands at x * height + y >= height * width, which the last line of _toggles leaves out"
 )
+EQUIVALENT["journal", 'while (end := data.find(b"\\n", at)) >= 0:', "NumberReplacer"] = (
+    "`>= 1` differs only for a newline at byte 0, an empty first line, where json.loads fails and reading "
+    "stops either way; `>= -1` goes on once past the last newline, with the rest less its last byte: a "
+    "strict prefix of a JSON object (every line is one) that json.loads refuses, so reading stops there too"
+)
+EQUIVALENT[
+    "journal", 'self._writer = ThreadPoolExecutor(1, thread_name_prefix="tfr-convert-journal")', "NumberReplacer"
+] = (
+    "each line is its own object, named by its number: written two at a time they may land out of order, and "
+    "a kill between them leaves a gap, after which the reader believes nothing; what follows is redone, "
+    "the output the same"
+)
+for _line in (
+    "parts = min(workers, len(names) // STATS_PER_PROCESS)",
+    "parts = min(workers, sum(map(len, plan.values())) // DIGEST_ITEMS_PER_PROCESS)",
+):
+    EQUIVALENT["resume", _line, "ReplaceBinaryOperator_FloorDiv_Mul"] = (
+        "forked parts even for a few items: the same bytes, computed in parts (a test holds any number of parts "
+        "to one answer; `/`, a fraction of a part, is caught)"
+    )

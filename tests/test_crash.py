@@ -79,9 +79,13 @@ def test_resume_after_a_kill_at_any_filesystem_change_gives_the_uninterrupted_by
         assert files(out) in ({}, expected), n  # nothing, or the whole dataset: never part of it
         journal = work_dir(out) / "journal"
         kept = journal.exists() and journal.read_text().count('"shard"')
-        result = cli.convert(*args, "--out", out, "--resume")
+        result = cli.convert(*args, "--out", out, "--resume", "--json")
         assert result.exit_code == 0, (n, result.output)
         assert files(out) == expected, n
+        resumed = json.loads(result.stdout)["resumed"]
+        if kept and "kept_shards" in resumed:  # (not a run that had finished but for tidying up)
+            # every shard journaled is found, under its temporary name or, a commit begun, its final one
+            assert resumed["kept_shards"] == kept, n
         assert not work_dir(out).exists(), n
         resumed_with_shards_kept += bool(kept)
     assert resumed_with_shards_kept > 5  # the resumes did go on from finished shards

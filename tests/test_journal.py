@@ -93,6 +93,10 @@ def test_a_refusal_names_each_difference_shortened_and_at_most_five(tmp_path):
     journal = written(str(tmp_path / "k"), many)
     with pytest.raises(OutputError, match=r"k0: 0 then, 1 now; .*k4: 4 then, 5 now; 3 more\)"):
         journal.read({k: v + 1 for k, v in many.items()})
+    six = {f"k{i}": i for i in range(6)}  # one past the five named
+    journal = written(str(tmp_path / "s"), six)
+    with pytest.raises(OutputError, match=r"k4: 4 then, 5 now; 1 more\)"):
+        journal.read({k: v + 1 for k, v in six.items()})
     with pytest.raises(OutputError, match=r"extra: null then, 1 now"):
         journal.read({**many, "extra": 1})
 

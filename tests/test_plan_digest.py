@@ -39,3 +39,44 @@ def test_items_marshal_cannot_write_are_digested_by_their_repr(tmp_path):
     changed = {"train": [Item(i) for i in range(9)] + [Item(99)]}
     assert _digest(plan, tmp_path) != _digest(changed, tmp_path)
     assert _digest(plan, tmp_path) == _digest({"train": [Item(i) for i in range(10)]}, tmp_path)
+
+
+def test_the_plans_digest_tells_which_split_holds_a_block(tmp_path):
+    """The same blocks under other splits: a block moved whole, an empty split before it."""
+    items = list(range(2 * PLAN_BLOCK))  # two whole blocks: their digests alike wherever they are
+    block = items[:PLAN_BLOCK]
+    assert _digest({"a": [], "b": block}, tmp_path) != _digest({"a": block, "b": []}, tmp_path)
+    assert _digest({"a": block, "b": items[PLAN_BLOCK:]}, tmp_path) != _digest({"a": items, "b": []}, tmp_path)
+
+
+def test_the_plans_digest_is_the_same_hashed_in_any_number_of_parts(tmp_path, monkeypatch):
+    from tfr_convert.engine import resume
+
+    monkeypatch.setattr(resume, "PLAN_BLOCK", 3)
+    monkeypatch.setattr(resume, "DIGEST_ITEMS_PER_PROCESS", 4)  # 10 items: 2.5 parts' worth
+    plan = {"train": list(range(7)), "test": list(range(7, 10))}
+
+    def digest(workers: int) -> str:
+        options = RunOptions(out=str(tmp_path / "out"), workers=workers)
+        return run_identity(Given(), options, plan)["items"]["sha256"]
+
+    assert len({digest(workers) for workers in (1, 2, 3, 4)}) == 1
+
+
+def test_the_input_files_stats_are_the_same_taken_in_any_number_of_parts(tmp_path, monkeypatch):
+    from tfr_convert.engine import resume
+
+    for i in range(10):
+        (tmp_path / f"f{i}").write_bytes(b"x" * i)
+
+    class Files(Given):
+        def input_roots(self):
+            return [str(tmp_path)]
+
+        def item_file(self, item):
+            return f"f{item}"
+
+    monkeypatch.setattr(resume, "STATS_PER_PROCESS", 4)  # 10 files: 2.5 parts' worth
+    plan = {"train": list(range(7)), "test": list(range(7, 10))}
+    found = {resume.input_files(Files(), plan, workers).stats for workers in (1, 2, 3, 4)}
+    assert len(found) == 1 and len(next(iter(found))) > 0
