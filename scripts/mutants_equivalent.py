@@ -293,13 +293,14 @@ EQUIVALENT["journal", "break", "ReplaceBreakWithContinue"] = (
 EQUIVALENT["journal", "self._next = 0  # remote: the number of the next line's object", "NumberReplacer"] = (
     "open() sets it before any line is appended"
 )
-for _line in ("parts = min(workers, len(names) // STATS_PER_PROCESS)",
-              "parts = min(workers, sum(map(len, plan.values())) // DIGEST_ITEMS_PER_PROCESS)"):  # fmt: skip
-    for _operator in ("ReplaceBinaryOperator_FloorDiv_Div", "ReplaceBinaryOperator_FloorDiv_Mul"):
-        EQUIVALENT["resume", _line, _operator] = (
-            "how many forked processes share the work: the parts join into the same bytes (test_shards_splits "
-            "holds the digest to one value hashed in one process or four)"
-        )
+for _line in (
+    "parts = min(workers, len(names) // STATS_PER_PROCESS)",
+    "parts = min(workers, sum(map(len, plan.values())) // DIGEST_ITEMS_PER_PROCESS)",
+):
+    EQUIVALENT["resume", _line, "ReplaceBinaryOperator_FloorDiv_Mul"] = (
+        "forked parts even for a few items: the same bytes, computed in parts (test_plan_digest holds any number of parts "
+        "to one answer; `/`, a fraction of a part, is caught)"
+    )
 # resume: sizes that shape how the work is split, not what it gives
 for _line, _why in (
     ("STATS_PER_PROCESS = 200_000", "files stat'ed per forked process"),
@@ -608,11 +609,3 @@ EQUIVALENT[
     "a kill between them leaves a gap, after which the reader believes nothing; what follows is redone, "
     "the output the same"
 )
-for _line in (
-    "parts = min(workers, len(names) // STATS_PER_PROCESS)",
-    "parts = min(workers, sum(map(len, plan.values())) // DIGEST_ITEMS_PER_PROCESS)",
-):
-    EQUIVALENT["resume", _line, "ReplaceBinaryOperator_FloorDiv_Mul"] = (
-        "forked parts even for a few items: the same bytes, computed in parts (a test holds any number of parts "
-        "to one answer; `/`, a fraction of a part, is caught)"
-    )
