@@ -609,3 +609,14 @@ EQUIVALENT[
     "a kill between them leaves a gap, after which the reader believes nothing; what follows is redone, "
     "the output the same"
 )
+EQUIVALENT["resume", "digest, at = hashlib.sha256(), 0", "NumberReplacer"] = (
+    "the splits' slices start a byte into the block digests: every byte but the first block's first still "
+    "enters the digest, in the plan's order, and a changed item changes all 32 bytes of its block's sha256"
+)
+EQUIVALENT[
+    "resume", "size = 32 * -(-len(items) // PLAN_BLOCK)  # a sha256 per block, the last one short", "NumberReplacer"
+] = (
+    "31 or 33 bytes a block: the splits' slices shift by a byte a block, every block digest's bytes (but at "
+    "most the very last) still enter the digest in the plan's order, and a changed item changes all 32 bytes "
+    "of its block's sha256 (the slices' bounds themselves: caught, test_plan_digest)"
+)

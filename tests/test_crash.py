@@ -668,6 +668,24 @@ def test_resume_of_a_detection_run_refuses_an_image_changed_since(cli, tmp_path)
     assert f"cannot --resume: {images / '5.png'} changed (" in result.output
 
 
+def test_resume_of_a_segmentation_run_refuses_a_picture_changed_since(cli, tmp_path):
+    """Its items' files are the pictures, under the first of its two roots (the masks' is the other)."""
+    from PIL import Image
+
+    images, masks, out = tmp_path / "images", tmp_path / "masks", tmp_path / "out"
+    images.mkdir()
+    masks.mkdir()
+    for i in range(8):
+        Image.new("RGB", (6, 5 + i), (i * 20, 5, 5)).save(images / f"{i}.png")
+        Image.new("L", (6, 5 + i), i % 2).save(masks / f"{i}.png")
+    args = ["segmentation", images, "--masks", masks, "--out", out, "--examples-per-shard", "1", "--workers", "1"]
+    assert killed_at(8, *args).returncode == -signal.SIGKILL
+    Image.new("RGB", (6, 10), (0, 0, 0)).save(images / "5.png")  # redrawn, same size in pixels
+    result = cli.convert(*args, "--resume")
+    assert result.exit_code == 1, result.output
+    assert f"cannot --resume: {images / '5.png'} changed (" in result.output
+
+
 def _edit_journal(out: Path, line: int, edit) -> None:
     import json
 

@@ -80,3 +80,29 @@ def test_the_input_files_stats_are_the_same_taken_in_any_number_of_parts(tmp_pat
     plan = {"train": list(range(7)), "test": list(range(7, 10))}
     found = {resume.input_files(Files(), plan, workers).stats for workers in (1, 2, 3, 4)}
     assert len(found) == 1 and len(next(iter(found))) > 0
+
+
+def test_equal_plans_give_one_digest_however_their_items_share_objects(tmp_path):
+    """A resumed run lists its items afresh: equal values, other objects (or one shared)."""
+    big, name = 10**6, "x" * 20
+    shared = {"train": [big, big, (name, 1), (name, 2)]}
+    fresh = {"train": [int(str(big)), int(str(big)), ("".join(["x"] * 20), 1), ("".join(["x"] * 20), 2)]}
+    assert _digest(shared, tmp_path) == _digest(fresh, tmp_path)
+
+
+def test_the_plans_digest_does_not_follow_the_order_its_splits_are_listed_in(tmp_path):
+    assert _digest({"a": [], "b": []}, tmp_path) == _digest({"b": [], "a": []}, tmp_path)
+    assert _digest({"a": [2], "b": [1]}, tmp_path) == _digest({"b": [1], "a": [2]}, tmp_path)
+
+
+def test_an_empty_plan_has_no_input_files_to_compare(tmp_path):
+    from tfr_convert.engine import resume
+
+    class Files(Given):
+        def input_roots(self):
+            return [str(tmp_path)]
+
+        def item_file(self, item):
+            return f"f{item}"
+
+    assert resume.input_files(Files(), {"train": [], "test": []}, 1) is None
