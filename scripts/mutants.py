@@ -67,7 +67,7 @@ COMPARISON = {"Eq_NotEq", "NotEq_Eq", "Lt_LtE", "Lt_GtE", "LtE_Lt", "LtE_Gt", "G
 S3_TARGETS = {"remote_commit"}
 # Targets whose tests SIGKILL the tool: what a killed process ran is never measured, so
 # the tests that reach a line may be more than coverage says, and a survivor is run
-# again against every test of its target before it counts
+# again against every test of its target before it counts (unless EQUIVALENT explains it)
 CONFIRM = {"remote_lock", "remote_commit", "journal", "resume", "commit"}
 # Imported once by the parent, before any mutant's child is forked from it
 PRELOAD = ("pytest", "numpy", "click", "PIL.Image", "hypothesis", "pyarrow", "tensorflow")
@@ -483,12 +483,15 @@ def _run(name: str, work: Path, workers: int, simple: bool = False) -> dict:
     free = list(range(workers))
     counts = {"swapped": 0, "simple": 0}
 
-    confirming: set[int] = set()  # survivors run again against every test (CONFIRM)
+    confirming: set[int] = set()  # unexplained survivors run again against every test (CONFIRM)
+    source_lines = source.splitlines()
 
     def done(slot: int, index: int, code: int) -> None:
         free.append(slot)
-        chosen = selection.tests(mutants[index].line)
-        if code == 0 and name in CONFIRM and index not in confirming and chosen != selection.every:
+        m = mutants[index]
+        chosen = selection.tests(m.line)
+        explained = (name, source_lines[m.line - 1].strip(), m.operator) in EQUIVALENT
+        if code == 0 and name in CONFIRM and not explained and index not in confirming and chosen != selection.every:
             confirming.add(index)
             pending.insert(0, index)
             return
@@ -497,7 +500,6 @@ def _run(name: str, work: Path, workers: int, simple: bool = False) -> dict:
         if len(outcomes) % 50 == 0:
             print(f"  {name}: {len(outcomes)}/{len(mutants)} run", flush=True)
         if not killed:
-            m = mutants[index]
             print(f"  {name}: survived: line {m.line} ({m.operator}): {_changed(source, m.code)}", flush=True)
 
     while pending or running or asked:
