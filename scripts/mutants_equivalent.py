@@ -620,3 +620,13 @@ EQUIVALENT[
     "most the very last) still enter the digest in the plan's order, and a changed item changes all 32 bytes "
     "of its block's sha256 (the slices' bounds themselves: caught, test_plan_digest)"
 )
+EQUIVALENT["commit", "for _ in range(20):", "NumberReplacer"] = (
+    "19 or 21 tries at a lock file that keeps being replaced before giving up: a bound, reached only when "
+    "another run unlinks it that many times in a row"
+)
+EQUIVALENT[
+    "commit", 'holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"', "NumberReplacer"
+] = "31 or 33 bytes read of a file holding a pid and a newline: at most 8 bytes on Linux (pid_max <= 2^22)"
+EQUIVALENT["commit", "os.ftruncate(fd, 0)", "NumberReplacer"] = (
+    "cut to 1 byte instead of 0: the pid's text (two bytes at least) is then written over it from byte 0"
+)

@@ -275,6 +275,95 @@ def test_a_swap_that_fails_for_a_reason_of_its_own_says_which(tmp_path):
         exchange(str(tmp_path / "a"), str(tmp_path / "absent"))
 
 
+def test_a_swap_the_kernel_cannot_make_says_so_and_the_commit_falls_back(tmp_path, monkeypatch):
+    """EINVAL (here: a folder swapped with one inside it) is renameat2's answer for a swap
+    it cannot make, as where a filesystem lacks RENAME_EXCHANGE; and a C library without
+    renameat2, or none loadable: no swap either."""
+    import ctypes
+
+    from tfr_convert.output.local import exchange
+
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    assert exchange(str(tmp_path / "a"), str(tmp_path / "a" / "b")) is False
+    assert (tmp_path / "a" / "b").is_dir()
+
+    class Without:  # a C library of an older system: no renameat2 in it
+        def __init__(self, *args, **kwargs):
+            pass
+
+    monkeypatch.setattr(ctypes, "CDLL", Without)
+    assert exchange(str(tmp_path / "a"), str(tmp_path / "c")) is False
+
+    def unloadable(*args, **kwargs):
+        raise OSError("no C library")
+
+    monkeypatch.setattr(ctypes, "CDLL", unloadable)
+    assert exchange(str(tmp_path / "a"), str(tmp_path / "c")) is False
+
+
+def test_a_lock_file_is_made_readable_by_all_and_writable_by_its_owner_only(tmp_path):
+    import stat
+
+    from tfr_convert.output.local import Lock
+
+    lock = Lock(str(tmp_path / "work" / "lock"))
+    old = os.umask(0)
+    try:
+        lock.acquire("out")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(lock.path).st_mode) == 0o644
+    assert (tmp_path / "work" / "lock").read_text() == f"{os.getpid()}\n"
+    lock.release()
+
+
+def test_a_lock_whose_folder_is_removed_as_it_is_opened_is_taken_in_a_new_one(tmp_path, monkeypatch):
+    """A run that just ended removes the work folder between this one's making it and
+    opening the lock file in it: made again, and the lock taken."""
+    from tfr_convert.output.local import Lock
+
+    path = str(tmp_path / "work" / "lock")
+    real, removed = os.open, []
+
+    def folder_gone_first(name, *args, **kwargs):
+        if name == path and not removed:
+            removed.append(name)
+            shutil.rmtree(tmp_path / "work")
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", folder_gone_first)
+    lock = Lock(path)
+    lock.acquire("out")
+    assert removed and os.path.exists(path)
+    lock.release()
+
+
+def test_a_lock_it_cannot_write_its_pid_into_is_let_go(tmp_path):
+    """Writing the holder's pid fails (a file size limit of 0 bytes here): the error is
+    raised and the lock file is gone, not left locked by a run that failed to take it."""
+    code = (
+        "import resource, signal, sys\n"
+        "from tfr_convert.output.local import Lock\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))\n"
+        "try:\n"
+        "    Lock(sys.argv[1]).acquire('out')\n"
+        "except OSError as e:\n"
+        "    print(e.errno)\n"
+    )
+    path = tmp_path / "work" / "lock"
+    done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == str(__import__("errno").EFBIG), done.stderr
+    assert not path.exists()
+
+
+def test_an_output_whose_parent_cannot_be_made_is_named_in_the_error(cli, mnist, tmp_path):
+    (tmp_path / "file").write_text("a file where a folder of the output's path goes")
+    result = cli.convert("mnist", mnist, "--out", tmp_path / "file" / "out")
+    assert result.exit_code == 1
+    assert f"{tmp_path / 'file'}: cannot create the output's parent directory" in result.output
+
+
 def test_a_work_folder_that_cannot_be_made_is_named_in_the_error(cli, mnist, tmp_path):
     (tmp_path / ".out.tfr-convert").write_text("a file where the work folder goes")
     result = cli.convert("mnist", mnist, "--out", tmp_path / "out")
