@@ -534,8 +534,8 @@ EQUIVALENT["commit", "shutil.rmtree(path, ignore_errors=True)", "ReplaceTrueWith
 EQUIVALENT[
     "commit", "os.link(source, os.path.join(self.build, entry), follow_symlinks=False)", "ReplaceFalseWithTrue"
 ] = (
-    "a symlink linked as its target only during the swap: _finish_swap then moves the user's own entry (the "
-    "symlink) back over it (test_overwrite_replaces_only... checks it is a symlink after)"
+    "with no dir_fd, os.link(follow_symlinks=True) calls link(2), which on Linux links a symlink itself, as "
+    "linkat without AT_SYMLINK_FOLLOW does (test_overwrite_replaces_only... checks a user's symlink stays one)"
 )
 EQUIVALENT["remote_commit", "if partial and not resume:", "AddNot"] = (
     "an interrupted run's work left in place when the next one starts over: the commit copies only this run's "
