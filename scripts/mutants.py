@@ -139,6 +139,7 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
                 "resume_with_nothing_to_resume_says_so_and_converts_from_the_start",
                 "resume_after_a_kill_at_any_filesystem_change_gives_the_uninterrupted_bytes",
                 "a_repair_run_killed_at_its_commit_then_resumed_leaves_the_whole_dataset",  # final names
+                "resume_of_a_segmentation_run_refuses_a_picture_changed_since",  # two roots
             )
         ],  # fast ones first: most mutants fail one of them
     ),
@@ -168,6 +169,11 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
                 "a_work_folder_that_cannot_be_made_is_named_in_the_error",
                 "an_overwrite_after_an_interrupted_run_starts_over_and_leaves_none_of_its_work",
                 "a_signal_stops_a_run_keeping_its_shards_exit_128_plus_it_and_resume_finishes_it[SIGINT]",
+                "a_swap_the_kernel_cannot_make_says_so_and_the_commit_falls_back",
+                "a_lock_file_is_made_readable_by_all_and_writable_by_its_owner_only",
+                "a_lock_whose_folder_is_removed_as_it_is_opened_is_taken_in_a_new_one",
+                "a_lock_it_cannot_write_its_pid_into_is_let_go",
+                "an_output_whose_parent_cannot_be_made_is_named_in_the_error",
             )
         ],
     ),

@@ -630,3 +630,7 @@ EQUIVALENT[
 EQUIVALENT["commit", "os.ftruncate(fd, 0)", "NumberReplacer"] = (
     "cut to 1 byte instead of 0: the pid's text (two bytes at least) is then written over it from byte 0"
 )
+EQUIVALENT["resume", "data = marshal.dumps(block, 2)", "NumberReplacer"] = (
+    "version 1 differs from 2 only in writing floats as text: equal values still give equal bytes (version 3, "
+    "which shares repeated objects, is caught)"
+)
