@@ -634,3 +634,6 @@ EQUIVALENT["resume", "data = marshal.dumps(block, 2)", "NumberReplacer"] = (
     "version 1 differs from 2 only in writing floats as text: equal values still give equal bytes (version 3, "
     "which shares repeated objects, is caught)"
 )
+EQUIVALENT["commit", "at_fdcwd, rename_exchange = -100, 2", "NumberReplacer"] = (
+    "-101 or -99 for AT_FDCWD: renameat2 ignores the directory descriptor for an absolute path, and both are (realpath)"
+)
