@@ -19,7 +19,10 @@ its tests' time and 10 s is killed, and counts as caught (a timeout). Mutants in
 annotations are skipped (`from __future__ import annotations`: never evaluated). A
 mutant the tests let through is listed in benchmarks/results/mutants.md with its line,
 unless EQUIVALENT (mutants_equivalent.py) explains it (a mutant that cannot change
-behaviour); the goal is zero unexplained survivors. Each module's last run is kept in
+behaviour); the goal is zero unexplained survivors. An explained mutant is listed without
+being run, as cosmic-ray's filters leave out the mutants one has marked (it would cost
+every test that reaches its line, for a result known); `--run-explained` runs them too,
+and names any that a test kills (an explanation wrong, or no longer needed). Each module's last run is kept in
 mutants.json beside it (with its date and command), so a run of some modules updates
 their rows and leaves the others' as they were measured. CONTRIBUTING says when to run it.
 """
@@ -145,7 +148,10 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
     ),
     "commit": (
         "src/tfr_convert/output/local.py",
-        ["tests/test_shards_splits.py::test_output_dir_refuses_non_empty_and_cleans_up_on_failure"]
+        [
+            "tests/test_local_commit.py",
+            "tests/test_shards_splits.py::test_output_dir_refuses_non_empty_and_cleans_up_on_failure",
+        ]
         + [
             f"tests/test_crash.py::test_{name}"
             for name in (
@@ -412,13 +418,15 @@ def _serve(src: Path, tests: list[str], log: Path, conn, path: str) -> None:
     os._exit(code)
 
 
-def _run(name: str, work: Path, workers: int, simple: bool = False) -> dict:
+def _run(name: str, work: Path, workers: int, simple: bool = False, run_explained: bool = False) -> dict:
     """Each mutant against the tests that reach its line, `workers` at a time. Every worker
     has its own copy of src/ (bytecode compiled but the module's), the parent has imported
     the heavy libraries once, and each mutant runs in a child forked from a worker's session
     that collected the tests once (mutants_fork), or, where its change cannot be swapped
     into live functions (or `simple`), in a child forked from this process that runs
-    pytest afresh: the cost of a mutant is its tests, not an interpreter's start."""
+    pytest afresh: the cost of a mutant is its tests, not an interpreter's start. A mutant
+    EQUIVALENT explains is not run (it cannot be killed; running it would cost every test
+    that reaches its line), unless `run_explained`, which checks the explanations hold."""
     import coverage
 
     module, tests = TARGETS[name]
@@ -482,22 +490,32 @@ def _run(name: str, work: Path, workers: int, simple: bool = False) -> dict:
             return None
         return ("swap", target[:2])
 
-    outcomes: dict[int, str] = {}  # mutant's index -> killed by a test (k), by the timeout (t), survived (s)
-    pending = list(range(len(mutants)))
+    source_lines = source.splitlines()
+
+    def explained(index: int) -> bool:
+        m = mutants[index]
+        return (name, source_lines[m.line - 1].strip(), m.operator) in EQUIVALENT
+
+    # mutant's index -> killed by a test (k), by the timeout (t), survived (s), explained and not run (e)
+    outcomes: dict[int, str] = {i: "e" for i in range(len(mutants)) if not run_explained and explained(i)}
+    pending = [i for i in range(len(mutants)) if i not in outcomes]
     asked: dict[int, int] = {}  # worker -> the mutant its session runs
     running: dict[int, tuple[int, int, float, float]] = {}  # pid -> (slot, mutant, started, timeout) on the simple path
     free = list(range(workers))
-    counts = {"swapped": 0, "simple": 0}
-
+    counts = {"swapped": 0, "file": 0, "simple": 0}  # how each mutant went first
     confirming: set[int] = set()  # unexplained survivors run again against every test (CONFIRM)
-    source_lines = source.splitlines()
 
     def done(slot: int, index: int, code: int) -> None:
         free.append(slot)
         m = mutants[index]
         chosen = selection.tests(m.line)
-        explained = (name, source_lines[m.line - 1].strip(), m.operator) in EQUIVALENT
-        if code == 0 and name in CONFIRM and not explained and index not in confirming and chosen != selection.every:
+        if (
+            code == 0
+            and name in CONFIRM
+            and not explained(index)
+            and index not in confirming
+            and chosen != selection.every
+        ):
             confirming.add(index)
             pending.insert(0, index)
             return
@@ -507,6 +525,8 @@ def _run(name: str, work: Path, workers: int, simple: bool = False) -> dict:
             print(f"  {name}: {len(outcomes)}/{len(mutants)} run", flush=True)
         if not killed:
             print(f"  {name}: survived: line {m.line} ({m.operator}): {_changed(source, m.code)}", flush=True)
+        elif explained(index):  # (run_explained) the explanation is wrong, or no longer needed
+            print(f"  {name}: killed, though explained: line {m.line} ({m.operator}): {_changed(source, m.code)}")
 
     while pending or running or asked:
         while free and pending:
@@ -517,12 +537,13 @@ def _run(name: str, work: Path, workers: int, simple: bool = False) -> dict:
             # a mutant that loops is stopped, not one slowed by a run beside it
             timeout = 2 * selection.seconds(chosen) + 10
             how = fast(mutant)
+            first = index not in confirming
             if how is not None:
-                counts["swapped"] += how[0] == "swap"
+                counts["swapped" if how[0] == "swap" else "file"] += first
                 servers[slot][1].send((mutant.code, chosen, timeout, how[1] if how[0] == "swap" else None))
                 asked[slot] = index
                 continue
-            counts["simple"] += 1
+            counts["simple"] += first
             (slots[slot] / relative).write_text(mutant.code)
             pid = os.fork()
             if pid == 0:
@@ -547,13 +568,12 @@ def _run(name: str, work: Path, workers: int, simple: bool = False) -> dict:
         os.waitpid(pid, 0)
     lines = source.splitlines()
     found = {"module": module, "tests": tests, "mutants": len(mutants), "killed": 0, "survivors": [], "explained": []}
-    found["paths"] = {"swapped": counts["swapped"], "simple": counts["simple"]}
-    found["paths"]["file"] = len(mutants) - counts["swapped"] - counts["simple"]
+    found["paths"] = {**counts, "explained, not run": sum(o == "e" for o in outcomes.values())}
     found["as_mutated"] = []  # (survivor, its mutated line): which of a line's mutants it was
     found["outcomes"] = "".join(outcomes[i] for i in range(len(mutants)))
     found["timeouts"] = found["outcomes"].count("t")
     for index, m in enumerate(mutants):
-        if outcomes[index] != "s":
+        if outcomes[index] in "kt":
             found["killed"] += 1
         else:
             found["survivors"].append(f"line {m.line}: `{lines[m.line - 1].strip()}` ({m.operator})")
@@ -599,7 +619,8 @@ def _write(results: dict, kept: Path, out_path: Path) -> str:
         f"collected the tests once, its function swapped in (or from a fresh session where the change ran before the "
         f"tests), against those of the tests listed that reach the statement it changes (coverage per test, the "
         f"tests' subprocesses included; fastest first, `-x`; a timeout at twice their time + 10 s counts as a kill), "
-        f"one mutant per core; each row is its module's last run, dated in the "
+        f"one mutant per core; a mutant mutants_equivalent.py explains is listed, not run (`--run-explained` runs "
+        f"them, to check the explanations); each row is its module's last run, dated in the "
         f"last column (rows run together shared the cores). Modules not yet run: "
         f"{', '.join(n for n in TARGETS if n not in results) or 'none'}. The whole run: "
         f"{sum(r['seconds'] for r in results.values()) / 60:.0f} minutes.",
@@ -637,6 +658,11 @@ def main() -> None:
         action="store_true",
         help="every mutant in a fresh pytest session (no swapping into a collected one): slower, the reference",
     )
+    parser.add_argument(
+        "--run-explained",
+        action="store_true",
+        help="run the mutants mutants_equivalent.py explains too (each a survivor, unless its explanation is wrong)",
+    )
     args = parser.parse_args()
     # started in the background (`... &`), this process and what it starts would ignore
     # SIGINT, and a test that interrupts a run could not
@@ -656,13 +682,14 @@ def main() -> None:
     kept = Path(args.out).with_suffix(".json")
     results = json.loads(kept.read_text()) if kept.exists() else {}
     results = {name: r for name, r in results.items() if name in TARGETS}  # modules no longer targeted go
-    command = shlex.join(["python", "scripts/mutants.py", *(["--simple"] if args.simple else []), *args.modules])
+    flags = [f for f, on in (("--simple", args.simple), ("--run-explained", args.run_explained)) if on]
+    command = shlex.join(["python", "scripts/mutants.py", *flags, *args.modules])
     if args.explain_only:
         for name, r in results.items():
             _explain(name, r)
     for name in names:
         started = datetime.datetime.now()
-        results[name] = _run(name, work, args.workers, args.simple)
+        results[name] = _run(name, work, args.workers, args.simple, args.run_explained)
         results[name]["seconds"] = (datetime.datetime.now() - started).total_seconds()
         results[name]["run"] = f"{datetime.date.today()}, {os.cpu_count()} cores, Python {platform.python_version()}"
         results[name]["command"] = command

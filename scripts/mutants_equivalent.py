@@ -523,9 +523,10 @@ for _line, _operators, _why in (
 ):  # fmt: skip
     for _operator in _operators:
         EQUIVALENT["example_columns", _line, _operator] = _why
-EQUIVALENT["commit", "if not folder:", "ReplaceUnaryOperator_Delete_Not"] = (
-    "the user's files linked into the build before the swap only keep them in DIR during it: unlinked, "
-    "_finish_swap moves them back after it (a recovery after a kill too), and a folder fails to link, passed over"
+EQUIVALENT["commit", "for entry in os.listdir(self.build):", "ZeroIterationForLoop"] = (
+    "keep_only clears a resumed run's build of what it does not keep, and every such file is one the resumed "
+    "run writes again under the same name before its commit (a shard's temporary is named by its split and "
+    "number, a metadata file's by its name; resume is the local engine's only): overwritten, never swapped in"
 )
 EQUIVALENT["commit", "shutil.rmtree(path, ignore_errors=True)", "ReplaceTrueWithFalse"] = (
     "differs only where a leftover cannot be removed, which cannot happen here (the tests run as root, and a "

@@ -1,7 +1,8 @@
 """Run tfr-convert and SIGKILL it right after its Nth filesystem change, or make that change fail.
 
     KILL_AT=N python kill_at.py ARGS...   (N=0: never; COUNT_TO=FILE: write the count there at the end)
-    FAIL_AT=N python kill_at.py ARGS...   (the Nth change raises ENOSPC instead of happening)
+    FAIL_AT=N python kill_at.py ARGS...   (the Nth change raises ENOSPC instead of happening;
+                                           FAILED_ON=FILE: the path it was to change is written there)
 
 Every call that changes the filesystem (creating, opening for writing, renaming,
 linking, removing, chmod) is counted in the converting process, wherever in the
@@ -31,7 +32,11 @@ def counted(function):
         global calls
         if os.getpid() == MAIN and calls + 1 == FAIL_AT:
             calls += 1
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), args[0] if args else None)
+            where = args[0] if args else None
+            if os.environ.get("FAILED_ON"):
+                with _open(os.environ["FAILED_ON"], "w") as f:
+                    f.write(str(where))
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), where)
         result = function(*args, **kwargs)
         if os.getpid() == MAIN:
             calls += 1

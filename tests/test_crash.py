@@ -30,16 +30,18 @@ def files(directory: Path) -> dict[str, bytes]:
     return {str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
 
 
-def killed_at(n: int, *args, mode: str = "KILL_AT") -> subprocess.CompletedProcess:
-    env = {**os.environ, mode: str(n)}
+def killed_at(n: int, *args, mode: str = "KILL_AT", **env_vars: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, mode: str(n), **env_vars}
     return subprocess.run(
         [sys.executable, str(HERE / "kill_at.py"), *map(str, args)], capture_output=True, env=env, timeout=120
     )
 
 
-def failed_at(n: int, *args) -> subprocess.CompletedProcess:
-    """Run tfr-convert with its Nth filesystem change failing with ENOSPC."""
-    return killed_at(n, *args, mode="FAIL_AT")
+def failed_at(n: int, *args, failed_on: Path) -> subprocess.CompletedProcess:
+    """Run tfr-convert with its Nth filesystem change failing with ENOSPC (the path that
+    change was to be made on written to `failed_on`)."""
+    failed_on.unlink(missing_ok=True)
+    return killed_at(n, *args, mode="FAIL_AT", FAILED_ON=str(failed_on))
 
 
 def changes_made(*args, count_file: Path) -> int:
@@ -459,7 +461,7 @@ def test_a_write_failing_at_any_step_of_an_overwrite_is_reported_and_leaves_a_wh
         shutil.rmtree(out, ignore_errors=True)
         shutil.rmtree(work_dir(out), ignore_errors=True)
         shutil.copytree(old, out)
-        run = failed_at(n, *new_args, "--out", out)
+        run = failed_at(n, *new_args, "--out", out, failed_on=tmp_path / "failed-on")
         stderr = run.stderr.decode()
         assert "Traceback" not in stderr, (n, stderr)
         dataset = files(out)
@@ -467,6 +469,9 @@ def test_a_write_failing_at_any_step_of_an_overwrite_is_reported_and_leaves_a_wh
         assert run.returncode == 0 or (run.returncode == 1 and "No space left on device" in stderr), (n, stderr)
         if run.returncode == 0 or "the new dataset is in place" in stderr:  # only tidying up after the swap failed
             assert dataset == new_files, n
+            if run.returncode:  # the error names what could not be tidied, not only the work folder
+                failed = (tmp_path / "failed-on").read_text()
+                assert f"{failed}: No space left on device: the new dataset is in place" in stderr, (n, stderr)
         else:
             assert dataset == old_files, n  # nothing of the failed run is final
         outcomes.add(dataset == new_files)

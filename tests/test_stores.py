@@ -465,3 +465,24 @@ def test_a_remote_output_releases_the_lock_it_took_and_leaves_one_it_was_given()
     with pytest.raises(OutputError, match="not empty"):
         RemoteOutput(refused, overwrite=False, resume=False, identity=None, inputs=None)
     assert not fs.exists(f"{refused}/.tfr-convert/lock")  # a start refused lets go of the lock it took
+
+
+@pytest.mark.parametrize("left", ["journal", "build"])
+def test_a_remote_output_holding_part_of_an_interrupted_runs_work_is_not_taken_for_a_fresh_one(left):
+    """A run killed before its journal's first line leaves shards but no journal; one
+    killed before its first shard, a journal alone: either is an interrupted run's work."""
+    from tfr_convert.output.journal import Journal
+    from tfr_convert.output.remote import RemoteOutput
+
+    out = f"memory://half-work-{left}-{os.getpid()}/out"
+    if left == "journal":
+        journal = Journal(f"{out}/.tfr-convert/journal")
+        journal.open({"seed": 0})
+        journal.close()
+    else:
+        fs.put_bytes(f"{out}/.tfr-convert/new/.tfr-convert-tmp-train-00000", b"part of a shard")
+    with pytest.raises(OutputError, match="an interrupted run's unfinished work is in"):
+        RemoteOutput(out, overwrite=False, resume=False, identity=None, inputs=None)
+    RemoteOutput(out, overwrite=True, resume=False, identity=None, inputs=None).close()  # starts over
+    assert not fs.exists(f"{out}/.tfr-convert/journal") and not fs.exists(f"{out}/.tfr-convert/new")
+    fs.rmtree(f"memory://half-work-{left}-{os.getpid()}")
