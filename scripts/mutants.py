@@ -19,10 +19,11 @@ its tests' time and 10 s is killed, and counts as caught (a timeout). Mutants in
 annotations are skipped (`from __future__ import annotations`: never evaluated). A
 mutant the tests let through is listed in benchmarks/results/mutants.md with its line,
 unless EQUIVALENT (mutants_equivalent.py) explains it (a mutant that cannot change
-behaviour); the goal is zero unexplained survivors. An explained mutant is listed without
-being run, as cosmic-ray's filters leave out the mutants one has marked (it would cost
-every test that reaches its line, for a result known); `--run-explained` runs them too,
-and names any that a test kills (an explanation wrong, or no longer needed). Each module's last run is kept in
+behaviour); the goal is zero unexplained survivors. An explained mutant that the module's last run
+saw survive (the same change to the same line) is listed without being run again, as
+cosmic-ray's filters leave out the mutants one has marked (it would cost every test that
+reaches its line, for a result known); `--run-explained` runs them too, and names any
+that a test kills (an explanation wrong, or no longer needed). Each module's last run is kept in
 mutants.json beside it (with its date and command), so a run of some modules updates
 their rows and leaves the others' as they were measured. CONTRIBUTING says when to run it.
 """
@@ -418,15 +419,17 @@ def _serve(src: Path, tests: list[str], log: Path, conn, path: str) -> None:
     os._exit(code)
 
 
-def _run(name: str, work: Path, workers: int, simple: bool = False, run_explained: bool = False) -> dict:
+def _run(name: str, work: Path, workers: int, simple: bool = False, seen: set | None = None) -> dict:
     """Each mutant against the tests that reach its line, `workers` at a time. Every worker
     has its own copy of src/ (bytecode compiled but the module's), the parent has imported
     the heavy libraries once, and each mutant runs in a child forked from a worker's session
     that collected the tests once (mutants_fork), or, where its change cannot be swapped
     into live functions (or `simple`), in a child forked from this process that runs
     pytest afresh: the cost of a mutant is its tests, not an interpreter's start. A mutant
-    EQUIVALENT explains is not run (it cannot be killed; running it would cost every test
-    that reaches its line), unless `run_explained`, which checks the explanations hold."""
+    EQUIVALENT explains that an earlier run saw survive, the same change to the same line
+    (in `seen`: `_survived`), is not run again: it would cost every test that reaches its
+    line, for a result known (an explanation covers a line's mutants of one operator, and
+    another of them, never seen surviving, is run)."""
     import coverage
 
     module, tests = TARGETS[name]
@@ -496,8 +499,13 @@ def _run(name: str, work: Path, workers: int, simple: bool = False, run_explaine
         m = mutants[index]
         return (name, source_lines[m.line - 1].strip(), m.operator) in EQUIVALENT
 
+    def known(index: int) -> bool:
+        m = mutants[index]
+        return explained(index) and (source_lines[m.line - 1].strip(), m.operator, _changed(source, m.code)) in seen
+
+    seen = seen or set()
     # mutant's index -> killed by a test (k), by the timeout (t), survived (s), explained and not run (e)
-    outcomes: dict[int, str] = {i: "e" for i in range(len(mutants)) if not run_explained and explained(i)}
+    outcomes: dict[int, str] = {i: "e" for i in range(len(mutants)) if known(i)}
     pending = [i for i in range(len(mutants)) if i not in outcomes]
     asked: dict[int, int] = {}  # worker -> the mutant its session runs
     running: dict[int, tuple[int, int, float, float]] = {}  # pid -> (slot, mutant, started, timeout) on the simple path
@@ -525,7 +533,7 @@ def _run(name: str, work: Path, workers: int, simple: bool = False, run_explaine
             print(f"  {name}: {len(outcomes)}/{len(mutants)} run", flush=True)
         if not killed:
             print(f"  {name}: survived: line {m.line} ({m.operator}): {_changed(source, m.code)}", flush=True)
-        elif explained(index):  # (run_explained) the explanation is wrong, or no longer needed
+        elif explained(index):  # the explanation is wrong for this one of its line's mutants
             print(f"  {name}: killed, though explained: line {m.line} ({m.operator}): {_changed(source, m.code)}")
 
     while pending or running or asked:
@@ -582,6 +590,13 @@ def _run(name: str, work: Path, workers: int, simple: bool = False, run_explaine
     return found
 
 
+def _survived(found: dict) -> set[tuple[str, str, str]]:
+    """(line as it reads, operator, the line as mutated) of each mutant a run's results
+    (mutants.json) saw survive."""
+    pairs = ((_SURVIVOR.match(entry), changed) for entry, changed in found.get("as_mutated", []))
+    return {(m[1], m[2], changed) for m, changed in pairs if m}
+
+
 def _changed(source: str, code: str) -> str:
     """The lines of the mutant that differ from the source, stripped (the mutation as it reads)."""
     old, new = source.splitlines(), code.splitlines()
@@ -619,8 +634,8 @@ def _write(results: dict, kept: Path, out_path: Path) -> str:
         f"collected the tests once, its function swapped in (or from a fresh session where the change ran before the "
         f"tests), against those of the tests listed that reach the statement it changes (coverage per test, the "
         f"tests' subprocesses included; fastest first, `-x`; a timeout at twice their time + 10 s counts as a kill), "
-        f"one mutant per core; a mutant mutants_equivalent.py explains is listed, not run (`--run-explained` runs "
-        f"them, to check the explanations); each row is its module's last run, dated in the "
+        f"one mutant per core; a mutant mutants_equivalent.py explains that the module's last run saw survive is listed, "
+        f"not run again (`--run-explained` runs them, to check the explanations); each row is its module's last run, dated in the "
         f"last column (rows run together shared the cores). Modules not yet run: "
         f"{', '.join(n for n in TARGETS if n not in results) or 'none'}. The whole run: "
         f"{sum(r['seconds'] for r in results.values()) / 60:.0f} minutes.",
@@ -689,7 +704,8 @@ def main() -> None:
             _explain(name, r)
     for name in names:
         started = datetime.datetime.now()
-        results[name] = _run(name, work, args.workers, args.simple, args.run_explained)
+        seen = set() if args.run_explained or name not in results else _survived(results[name])
+        results[name] = _run(name, work, args.workers, args.simple, seen)
         results[name]["seconds"] = (datetime.datetime.now() - started).total_seconds()
         results[name]["run"] = f"{datetime.date.today()}, {os.cpu_count()} cores, Python {platform.python_version()}"
         results[name]["command"] = command

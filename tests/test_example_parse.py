@@ -153,6 +153,17 @@ def test_an_outline_of_a_few_entries_says_where_it_stopped(written, most):
         assert cut.cut_at is None and cut == full
 
 
+def test_an_outline_allowed_exactly_its_entries_is_whole_and_one_fewer_is_cut():
+    example = tf.train.Example(
+        features=tf.train.Features(
+            feature={n: tf.train.Feature(int64_list=tf.train.Int64List(value=[1])) for n in "abc"}
+        )
+    )
+    data = example.SerializeToString()
+    assert outline(data, max_entries=3).cut_at is None and outline(data, max_entries=3) == outline(data)
+    assert outline(data, max_entries=2).cut_at == 2 and list(outline(data, max_entries=2)) == ["a", "b"]
+
+
 @settings(max_examples=300, deadline=None, derandomize=True)
 @given(
     _example(),
