@@ -144,6 +144,7 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
                 "resume_after_a_kill_at_any_filesystem_change_gives_the_uninterrupted_bytes",
                 "a_repair_run_killed_at_its_commit_then_resumed_leaves_the_whole_dataset",  # final names
                 "resume_of_a_segmentation_run_refuses_a_picture_changed_since",  # two roots
+                "resume_of_a_segmentation_run_refuses_a_mask_changed_since",  # a file under the second root
             )
         ],  # fast ones first: most mutants fail one of them
     ),

@@ -782,6 +782,30 @@ def test_resume_of_a_segmentation_run_refuses_a_picture_changed_since(cli, tmp_p
     result = cli.convert(*args, "--resume")
     assert result.exit_code == 1, result.output
     assert f"cannot --resume: {images / '5.png'} changed (" in result.output
+    Image.new("RGB", (6, 10), (5 * 20, 5, 5)).save(images / "5.png")  # as it was, but for its time
+    os.utime(images / "5.png", ns=(0, 0))
+    result = cli.convert(*args, "--resume")
+    assert f"cannot --resume: {images / '5.png'} changed (modification time)" in result.output
+
+
+def test_resume_of_a_segmentation_run_refuses_a_mask_changed_since(cli, tmp_path):
+    """A mask is read with its picture: one redrawn since the interrupted run (same size
+    in pixels, other classes) would otherwise be mixed with the shards kept."""
+    from PIL import Image
+
+    images, masks, out = tmp_path / "images", tmp_path / "masks", tmp_path / "out"
+    images.mkdir()
+    masks.mkdir()
+    for i in range(8):
+        Image.new("RGB", (6, 5 + i), (i * 20, 5, 5)).save(images / f"{i}.png")
+        Image.new("L", (6, 5 + i), i % 2).save(masks / f"{i}.png")
+    args = ["segmentation", images, "--masks", masks, "--out", out, "--examples-per-shard", "1", "--workers", "1"]
+    assert killed_at(8, *args).returncode == -signal.SIGKILL
+    Image.new("L", (6, 5), 1).save(masks / "0.png")  # its shard was written before the kill
+    result = cli.convert(*args, "--resume")
+    assert result.exit_code == 1, result.output
+    assert f"cannot --resume: {masks / '0.png'} changed (" in result.output
+    assert cli.convert(*args, "--overwrite").exit_code == 0  # starting over takes the new mask
 
 
 def _edit_journal(out: Path, line: int, edit) -> None:

@@ -42,6 +42,26 @@ def test_a_removed_file_is_said_to_be_gone(tmp_path):
     assert now.first_change(before.stats) == f"{tmp_path / 'b.png'} is gone"
 
 
+@pytest.mark.parametrize("changed", ["pictures/b.png", "masks/a.png", "masks/c.png"])
+def test_files_under_several_roots_are_compared_and_named_under_their_own(tmp_path, changed):
+    pictures, masks = tmp_path / "pictures", tmp_path / "masks"
+    pictures.mkdir(), masks.mkdir()
+
+    def both() -> InputFiles:
+        return InputFiles.joined([files(pictures, ("a.png", "b.png")), files(masks, ("a.png", "c.png"))])
+
+    before = both()
+    assert before.names == ["a.png", "b.png", "a.png", "c.png"] and before.first_change(before.stats) is None
+    (tmp_path / changed).write_bytes(b"redrawn")
+    now = InputFiles.joined(
+        [
+            InputFiles.of(str(pictures), ["a.png", "b.png"], serial),
+            InputFiles.of(str(masks), ["a.png", "c.png"], serial),
+        ]
+    )
+    assert now.first_change(before.stats) == f"{tmp_path / changed} changed (size 50 then, 7 now; modification time)"
+
+
 def test_stats_in_parts_join_into_the_stats_of_the_whole(tmp_path):
     names = [f"{i}.png" for i in range(7)]
     for name in names:
@@ -116,10 +136,10 @@ def test_first_change_on_a_store_names_the_version_and_only_what_changed():
     import struct
 
     entry = struct.Struct("<qqq").pack
-    before = InputFiles("s3://bucket/photos", ["a.png", "b.png"], entry(5, 10, 1) + entry(7, 20, 2))
-    now = InputFiles("s3://bucket/photos", ["a.png", "b.png"], entry(5, 10, 1) + entry(7, 20, 3))
+    before = InputFiles(("s3://bucket/photos",), ["a.png", "b.png"], entry(5, 10, 1) + entry(7, 20, 2), (2,))
+    now = InputFiles(("s3://bucket/photos",), ["a.png", "b.png"], entry(5, 10, 1) + entry(7, 20, 3), (2,))
     assert now.first_change(before.stats) == "s3://bucket/photos/b.png changed (version)"
-    grown = InputFiles("s3://bucket/photos", ["a.png", "b.png"], entry(9, 10, 1) + entry(7, 20, 2))
+    grown = InputFiles(("s3://bucket/photos",), ["a.png", "b.png"], entry(9, 10, 1) + entry(7, 20, 2), (2,))
     assert grown.first_change(before.stats) == "s3://bucket/photos/a.png changed (size 5 then, 9 now)"
     # stats of other files (another count) are no change of these: the journal says the run differs
     assert now.first_change(before.stats[:24]) is None and now.first_change(before.stats + entry(1, 1, 1)) is None

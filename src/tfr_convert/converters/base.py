@@ -257,6 +257,12 @@ class Converter(ABC):
         None where `sources` fingerprints every input."""
         return None
 
+    def item_files(self, item: Hashable) -> tuple[str | None, ...]:
+        """Every file `features_of` reads for the item, one per input root, relative to it
+        (None: none there): `item_file`'s, and where an item has files under other roots
+        too (a picture's mask) those, all recorded for --resume alike."""
+        return (self.item_file(item),)
+
     def finish_loading(self) -> None:
         """Finish any loading running in the background (threads), so that the
         converter can be copied into worker processes. Engines call it first."""

@@ -172,6 +172,9 @@ class SegmentationConverter(FileItems, Converter):
 
     # ------------------------------------------------------------ converter interface
 
+    def item_files(self, item: Hashable) -> tuple[str | None, ...]:
+        return item  # type: ignore[return-value]  (the picture's path, its mask's)
+
     def features_of(self, item: Hashable) -> dict[str, Any]:
         image_rel, mask_rel = item  # type: ignore[misc]
         image_path, mask_path = fs.join(self.root, image_rel), fs.join(self.mask_root, mask_rel)

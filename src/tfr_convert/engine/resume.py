@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from .. import containers
@@ -50,14 +50,26 @@ STATS_PER_PROCESS = 200_000
 
 def input_files(converter: Converter, plan: dict[str, list[Hashable]], workers: int) -> InputFiles | None:
     """The stats of the files the plan's items are read from, in plan order (None where
-    items are not files)."""
+    items are not files); where an item has files under other roots too (a picture's
+    mask), those roots' files after the first's."""
     roots = converter.input_roots()
     items = [item for split in sorted(plan) for item in plan[split]]
     if not roots or not items or converter.item_file(items[0]) is None:
         return None
-    names = [converter.item_file(item) or "" for item in items]
-    parts = min(workers, len(names) // STATS_PER_PROCESS)
-    return InputFiles.of(roots[0], names, lambda fill, n: joined_parts(converter.input_roots(), fill, n, parts))
+    parts = min(workers, len(items) // STATS_PER_PROCESS)
+
+    def in_parts(fill: Callable[[int, int], bytes], n: int) -> bytes:
+        return joined_parts(roots, fill, n, parts)
+
+    first = InputFiles.of(roots[0], [converter.item_file(item) or "" for item in items], in_parts)
+    more = [converter.item_files(item)[1:] for item in items] if len(roots) > 1 else []
+    if not any(more):
+        return first
+    others = [
+        InputFiles.of(root, [m[at] or "" for m in more], in_parts)
+        for at, root in enumerate(roots[1 : 1 + len(more[0])])
+    ]
+    return InputFiles.joined([first, *others])
 
 
 PLAN_BLOCK = 4096  # items per block of the plan's digest

@@ -16,6 +16,7 @@ are digested in its `sources`.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import os
 import struct
@@ -68,11 +69,13 @@ def stat_remote(root: str, names: Sequence[str]) -> bytes:
 
 @dataclass
 class InputFiles:
-    """The files of a run's items, in plan order, and their packed stats."""
+    """The files of a run's items, in plan order, and their packed stats: under one root,
+    or under several (`joined`), each root's files after the one's before."""
 
-    root: str
+    roots: tuple[str, ...]
     names: Sequence[str]
     stats: bytes
+    ends: tuple[int, ...]  # where each root's files end in `names`
 
     @classmethod
     def of(
@@ -80,8 +83,15 @@ class InputFiles:
     ) -> InputFiles:
         """in_parts(fill, n): fill(0, n), possibly computed in parts elsewhere."""
         if fs.is_remote(root):
-            return cls(root, names, stat_remote(root, names))
-        return cls(root, names, in_parts(lambda lo, hi: stat_local(root, names[lo:hi]), len(names)))
+            return cls((root,), names, stat_remote(root, names), (len(names),))
+        return cls((root,), names, in_parts(lambda lo, hi: stat_local(root, names[lo:hi]), len(names)), (len(names),))
+
+    @classmethod
+    def joined(cls, groups: Sequence[InputFiles]) -> InputFiles:
+        """The files of several roots (a picture's and its mask's), one group after another."""
+        ends = tuple(sum(len(g.names) for g in groups[: i + 1]) for i in range(len(groups)))
+        names = [name for g in groups for name in g.names]
+        return cls(tuple(r for g in groups for r in g.roots), names, b"".join(g.stats for g in groups), ends)
 
     def digest(self) -> str:
         return hashlib.sha256(self.stats).hexdigest()
@@ -94,12 +104,13 @@ class InputFiles:
         size = _ENTRY.size
         i = next(i for i in range(0, len(before), size) if before[i : i + size] != self.stats[i : i + size])
         then, now = _ENTRY.unpack_from(before, i), _ENTRY.unpack_from(self.stats, i)
-        path = fs.join(self.root, self.names[i // size])
+        root = self.roots[bisect.bisect_right(self.ends, i // size)]
+        path = fs.join(root, self.names[i // size])
         if now == _MISSING:
             return f"{path} is gone"
         what = [
             f"{field} {a} then, {b} now" if field == "size" else field
-            for field, a, b in zip(REMOTE_FIELDS if fs.is_remote(self.root) else FIELDS, then, now, strict=True)
+            for field, a, b in zip(REMOTE_FIELDS if fs.is_remote(root) else FIELDS, then, now, strict=True)
             if a != b
         ]
         return f"{path} changed ({'; '.join(what)})"
