@@ -161,7 +161,8 @@ def test_an_outline_allowed_exactly_its_entries_is_whole_and_one_fewer_is_cut():
     )
     data = example.SerializeToString()
     assert outline(data, max_entries=3).cut_at is None and outline(data, max_entries=3) == outline(data)
-    assert outline(data, max_entries=2).cut_at == 2 and list(outline(data, max_entries=2)) == ["a", "b"]
+    cut = outline(data, max_entries=2)  # (protobuf writes a map's entries in no set order)
+    assert cut.cut_at == 2 and len(cut) == 2 and set(cut) < {"a", "b", "c"}
 
 
 @settings(max_examples=300, deadline=None, derandomize=True)
