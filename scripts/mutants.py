@@ -14,8 +14,9 @@ tests run in a child forked from that session with the mutated function swapped 
 live one (mutants_fork.py), or, where the change ran before the tests (at import, while
 collecting), in a child forked from this process that starts pytest afresh (`--simple`:
 every mutant so). A mutant costs its tests, not an interpreter's start nor a collection;
-its subprocesses see the copy through PYTHONPATH. A mutant that runs past twice
-its tests' time and 10 s is killed, and counts as caught (a timeout). Mutants inside
+its subprocesses see the copy through PYTHONPATH. A mutant one of whose tests runs past
+twice that test's time and 5 s (in a fresh session: past twice all its tests' time and
+10 s) is killed, and counts as caught (a timeout). Mutants inside
 annotations are skipped (`from __future__ import annotations`: never evaluated). A
 mutant the tests let through is listed in benchmarks/results/mutants.md with its line,
 unless EQUIVALENT (mutants_equivalent.py) explains it (a mutant that cannot change
@@ -549,7 +550,9 @@ def _run(name: str, work: Path, workers: int, simple: bool = False, seen: set | 
             first = index not in confirming
             if how is not None:
                 counts["swapped" if how[0] == "swap" else "file"] += first
-                servers[slot][1].send((mutant.code, chosen, timeout, how[1] if how[0] == "swap" else None))
+                # each test its own time: a mutant that loops is stopped once the test it loops in had its time
+                timeouts = [2 * selection.seconds([t]) + 5 for t in chosen]
+                servers[slot][1].send((mutant.code, chosen, timeouts, how[1] if how[0] == "swap" else None))
                 asked[slot] = index
                 continue
             counts["simple"] += first
@@ -634,7 +637,8 @@ def _write(results: dict, kept: Path, out_path: Path) -> str:
         f"replacements, the few a slip of the hand makes), each mutant in a child forked from a test session that "
         f"collected the tests once, its function swapped in (or from a fresh session where the change ran before the "
         f"tests), against those of the tests listed that reach the statement it changes (coverage per test, the "
-        f"tests' subprocesses included; fastest first, `-x`; a timeout at twice their time + 10 s counts as a kill), "
+        f"tests' subprocesses included; fastest first, `-x`; a test past twice its time + 5 s, or a "
+        f"fresh session past twice its tests' time + 10 s, counts as a kill), "
         f"one mutant per core; a mutant mutants_equivalent.py explains that the module's last run saw survive is listed, "
         f"not run again (`--run-explained` runs them, to check the explanations); each row is its module's last run, dated in the "
         f"last column (rows run together shared the cores). Modules not yet run: "

@@ -94,9 +94,9 @@ def swap(functions: list[types.FunctionType], mutated: types.CodeType) -> None:
 class Server:
     """A pytest plugin that, instead of running the collected tests, serves mutants: it
     sends ("ready", module imported?, the (name, line) of its live functions, the items'
-    node ids), then for each request (source, node ids, timeout, target or None) writes the
-    source to the module's file, runs the items in a forked child and answers whether a
-    test failed (or the child ran past the timeout)."""
+    node ids), then for each request (source, node ids, each one's timeout, target or None)
+    writes the source to the module's file, runs the items in a forked child and answers
+    whether a test failed (or one ran past its timeout)."""
 
     def __init__(self, conn, path: str):
         self.conn = conn
@@ -108,17 +108,25 @@ class Server:
         functions = live_functions(self.path) if loaded else {}
         self.conn.send(("ready", loaded, sorted(functions), sorted(items)))
         while (request := self.conn.recv()) is not None:
-            source, chosen, timeout, target = request
+            source, chosen, timeouts, target = request
             Path(self.path).write_text(source)
+            started, tell = os.pipe()  # the child writes a byte as it starts each test
             pid = os.fork()
             if pid == 0:
-                _run_mutant(session, items, chosen, source, self.path, functions.get(target[:2]) if target else None)
-            self.conn.send(_waited(pid, timeout))
+                os.close(started)
+                mutated = functions.get(target[:2]) if target else None
+                _run_mutant(session, items, chosen, source, self.path, mutated, tell)
+            os.close(tell)
+            try:
+                self.conn.send(_waited(pid, timeouts, started))
+            finally:
+                os.close(started)
         return True
 
 
-def _run_mutant(session, items, chosen, source, path, functions) -> None:
-    """In the forked child: swap the mutated function in, run the items, exit 1 at the first failure."""
+def _run_mutant(session, items, chosen, source, path, functions, tell: int) -> None:
+    """In the forked child: swap the mutated function in, run the items (a byte written to
+    `tell` as each begins), exit 1 at the first failure."""
     try:
         os.setpgid(0, 0)  # a timeout kills the subprocesses its tests start too
         if functions:
@@ -129,6 +137,7 @@ def _run_mutant(session, items, chosen, source, path, functions) -> None:
             swap(functions, mutated)
         code = 0
         for i, nodeid in enumerate(chosen):
+            os.write(tell, b".")
             following = items[chosen[i + 1]] if i + 1 < len(chosen) else None
             items[nodeid].ihook.pytest_runtest_protocol(item=items[nodeid], nextitem=following)
             if session.testsfailed:
@@ -140,14 +149,24 @@ def _run_mutant(session, items, chosen, source, path, functions) -> None:
     os._exit(code)
 
 
-def _waited(pid: int, timeout: float) -> int:
-    """The child's exit code, or -9 once it ran past `timeout` seconds and was killed."""
-    began = time.monotonic()
+def _waited(pid: int, timeouts: list[float], started: int) -> int:
+    """The child's exit code, or -9 once one of its tests ran past its timeout (read from
+    `started`: a byte as each test begins) and it was killed. A mutant that loops for ever
+    is caught as a kill, and as soon as the test it loops in has had its time."""
+    os.set_blocking(started, False)
+    begun, deadline = 0, float("inf")
     while True:
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
             return os.waitstatus_to_exitcode(status)
-        if time.monotonic() - began > timeout:  # a mutant that loops for ever is caught, as a kill
+        try:
+            news = len(os.read(started, 4096))
+        except BlockingIOError:
+            news = 0
+        if news:
+            begun += news
+            deadline = time.monotonic() + timeouts[min(begun, len(timeouts)) - 1]
+        if time.monotonic() > deadline:
             try:
                 os.killpg(pid, signal.SIGKILL)
             except ProcessLookupError:

@@ -115,3 +115,36 @@ def test_the_fast_path_kills_the_mutants_the_simple_path_kills(tmp_path):
     simple = mutants._run("naming", tmp_path, 2, simple=True)
     assert fast["paths"]["swapped"] > 0 and simple["paths"]["simple"] == simple["mutants"]
     assert fast["outcomes"] == simple["outcomes"]
+
+
+def _child_starting_tests(pauses: list[float]) -> tuple[int, int]:
+    """(pid, the read end of its pipe): a forked child that says it starts a test (a byte)
+    and then takes the pause given for it, test after test, then exits 0."""
+    import os
+    import time
+
+    started, tell = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.setpgid(0, 0)
+        for pause in pauses:
+            os.write(tell, b".")
+            time.sleep(pause)
+        os._exit(0)
+    os.close(tell)
+    return pid, started
+
+
+def test_a_mutant_is_stopped_once_the_test_it_loops_in_has_had_its_time_and_not_before():
+    import os
+    import time
+
+    mutants_fork = pytest.importorskip("mutants_fork")
+    pid, started = _child_starting_tests([0.05, 60])  # the second test "loops"
+    began = time.monotonic()
+    assert mutants_fork._waited(pid, [30.0, 0.5], started) == -9  # killed: a timeout
+    assert time.monotonic() - began < 10  # at the second test's own timeout, not the first's
+    os.close(started)
+    pid, started = _child_starting_tests([0.6, 0.6])  # slower than nothing, within each test's time
+    assert mutants_fork._waited(pid, [2.0, 2.0], started) == 0
+    os.close(started)
