@@ -78,7 +78,7 @@ EQUIVALENT[
 ] = "the field names and the literal are one interned string: `is` and `==` agree"
 EQUIVALENT[
     "fingerprints",
-    "for field, a, b in zip(REMOTE_FIELDS if fs.is_remote(self.root) else FIELDS, then, now, strict=True)",
+    "for field, a, b in zip(REMOTE_FIELDS if fs.is_remote(root) else FIELDS, then, now, strict=True)",
     "ReplaceTrueWithFalse",
 ] = "three field names, and two unpacked entries of three numbers each: the lengths never differ"
 _FAST_SORT = "if bool((ordered[1:] == ordered[:-1]).any()):"
@@ -294,7 +294,7 @@ EQUIVALENT["journal", "self._next = 0  # remote: the number of the next line's o
     "open() sets it before any line is appended"
 )
 for _line in (
-    "parts = min(workers, len(names) // STATS_PER_PROCESS)",
+    "parts = min(workers, len(items) // STATS_PER_PROCESS)",
     "parts = min(workers, sum(map(len, plan.values())) // DIGEST_ITEMS_PER_PROCESS)",
 ):
     EQUIVALENT["resume", _line, "ReplaceBinaryOperator_FloorDiv_Mul"] = (
