@@ -31,7 +31,8 @@ from ..errors import OptionError, SourceError
 from ..skips import Skips
 from ..storage import fs
 from .base import Converter, SourceContext
-from .folders import IMAGE_SUFFIXES, FileItems, ImageFolder, dataset_name, folder_runs, named, split_folders
+from .class_folders import class_folders
+from .folders import IMAGE_SUFFIXES, FileItems, ImageFolder, dataset_name, named, split_folders
 from .grouping import plan_groups
 from .imaging import DecodePolicy
 from .label_csv import LabelCsv
@@ -194,52 +195,11 @@ class ImagesConverter(FileItems, Converter):
     def _class_folders(self) -> tuple[list[tuple], dict[str, str]]:
         """(items, {file: split}): the classes are IMAGE_DIR's folders, or the folders
         inside its split folders (ROOT/SPLIT/CLASS/*), where its folders all name splits."""
-        left_out: dict[str, list[str]] = {}
-        files = self._folder.files(left_out)
-        # A link to a folder inside IMAGE_DIR adds nothing (its files are listed where they
-        # are); one leading outside is refused like a file that does.
-        for link in sorted(left_out.get("link", [])):
-            self._inside(link, os.path.join(self.root, link))
-        if left_out.get("dataset"):
-            self.warnings.append(
-                f"{self.root}: left out {named(left_out['dataset'], 'folder')}, holding tfr-convert output, not images"
-            )
-        runs = folder_runs(files)
-        splits = split_folders(self.root, [top for top, _, _ in runs if top is not None])
-        if splits is None:
-            parts = [("", files)]
-        else:
-            self._loose([f for top, start, stop in runs if top is None for f in files[start:stop]], "split")
-            parts = [(top + os.sep, files[start:stop]) for top, start, stop in runs if top is not None]
-        # (prefix, its files' runs): the class folders of IMAGE_DIR or of each split folder
-        inner = [(prefix, [f[len(prefix) :] for f in found]) for prefix, found in parts]
-        inner_runs = [(prefix, found, folder_runs(found)) for prefix, found in inner]
-        classes = sorted({top for _, _, found in inner_runs for top, _, _ in found if top is not None})
-        named_files: list[tuple[str, int | None]] = []
-        index = {name: i for i, name in enumerate(classes)}
-        for prefix, found, found_runs in inner_runs:
-            loose = [prefix + f for top, start, stop in found_runs if top is None for f in found[start:stop]]
-            if not classes:
-                named_files += [(f, None) for f in loose]  # unlabelled: just images
-                continue
-            self._loose(loose, "class")
-            for top, start, stop in found_runs:
-                if top is not None:
-                    named_files += [(prefix + f, index[top]) for f in found[start:stop]]
-        if classes:
+        found = class_folders(self._folder, IMAGE_SUFFIXES, "image", self.reject, self.warnings, self._inside)
+        if found.classes:
             self.label_feature = "label"
-            self.labels = {"label": classes}
-        # Only a link can lead outside IMAGE_DIR (links to folders are not entered): the
-        # other files skip the realpath check, which was most of the listing's cost.
-        links = set(left_out.get("file_link", ()))
-        items = [
-            (f, None, label, ())
-            for f, label in named_files
-            if f not in links or self._inside(f, os.path.join(self.root, f))
-        ]
-        if splits is None:
-            return items, {}
-        return items, {item[0]: splits[item[0].split(os.sep, 1)[0]] for item in items}
+            self.labels = {"label": found.classes}
+        return [(f, None, label, ()) for f, label in found.files], found.split_of
 
     def _split_folders_of(self, items: list[tuple]) -> dict[str, str]:
         """{file: split} where every file a labels CSV names lies in a split folder."""
@@ -247,17 +207,6 @@ class ImagesConverter(FileItems, Converter):
             return {}
         splits = split_folders(self.root, {item[0].split(os.sep, 1)[0] for item in items})
         return {} if splits is None else {item[0]: splits[item[0].split(os.sep, 1)[0]] for item in items}
-
-    def _loose(self, files: list[str], kind: str) -> None:
-        """Files beside the class (or split) folders: an image there has no label (or no
-        split) and is refused; anything else (a README, a labels file) is not data."""
-        others = [f for f in files if not f.lower().endswith(IMAGE_SUFFIXES)]
-        if others:
-            self.warnings.append(f"{self.root}: left out {named(others)}, beside the {kind} folders (not images)")
-        why = "image outside the class folders (no label)" if kind == "class" else "image outside the split folders"
-        for f in files:
-            if f not in others:
-                self.reject(os.path.join(self.root, f), why)
 
     def _inside(self, rel: str, where: str) -> bool:
         """Whether a file really lives under IMAGE_DIR (symlinks resolved); rejected if not."""
