@@ -56,3 +56,12 @@ def pyarrow(what: str) -> ModuleType:
     except ImportError:
         raise MissingExtra(f"{what} needs pyarrow: {extra_hint('parquet')}") from None
     return pyarrow
+
+
+def soundfile(what: str) -> ModuleType:
+    """The soundfile module (libsndfile, in its wheels); `what` names what needs it."""
+    try:
+        import soundfile
+    except (ImportError, OSError):  # OSError: the module is there, its libsndfile is not
+        raise MissingExtra(f"{what} needs soundfile: {extra_hint('audio')}") from None
+    return soundfile

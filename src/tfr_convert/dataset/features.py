@@ -33,7 +33,8 @@ class FeatureSpec:
 
     kind: "tensor" (dtype int64 / float32 / string, fixed shape), "image"
     (encoded PNG/JPEG bytes with a shape), "raw_image" (uint8 pixels stored as one
-    bytes value, of one fixed shape) or "class_label" (int64 with names).
+    bytes value, of one fixed shape), "class_label" (int64 with names) or "audio"
+    (TFDS's Audio: samples of `dtype`, or with `encoding` a file of that format's bytes).
     per_object: one value per object of the example (a detection's boxes), which
     TFDS sees as a Sequence.
     """
@@ -47,6 +48,8 @@ class FeatureSpec:
     #: kind "described": a feature as another dataset's features.json describes it (JSON,
     #: kept as text so that the spec stays hashable), written back as it was
     described: str | None = None
+    sample_rate: int | None = None  # an audio feature's
+    lazy: bool = False  # an audio feature holding each file's bytes (TFDS decodes them when read)
 
     @classmethod
     def from_tfds(cls, description: dict[str, Any]) -> FeatureSpec:
@@ -76,6 +79,15 @@ class FeatureSpec:
         return cls("text", "string")
 
     @classmethod
+    def audio(
+        cls, dtype: str, channels: int | None, sample_rate: int | None, file_format: str | None, encoded: bool
+    ) -> FeatureSpec:
+        """Samples of `dtype` ((None,) one channel, (None, channels) more), or `encoded`:
+        each a file's bytes (of `file_format`, where all share one), decoded by the reader."""
+        shape = (None,) if channels == 1 else (None, channels)
+        return cls("audio", dtype, shape, file_format, sample_rate=sample_rate, lazy=encoded)
+
+    @classmethod
     def raw_image(cls, shape: tuple[int | None, ...]) -> FeatureSpec:
         return cls("raw_image", "uint8", shape)
 
@@ -103,6 +115,13 @@ class FeatureSpec:
                 "pythonClassName": TFDS_FEATURES + "class_label_feature.ClassLabel",
                 "classLabel": {"numClasses": str(self.num_classes)},
             }
+        if self.kind == "audio":
+            audio: dict[str, Any] = {"shape": dims, "dtype": self.dtype, "encoding": "NONE"}
+            if self.sample_rate is not None:
+                audio["sampleRate"] = str(self.sample_rate)
+            if self.lazy:
+                audio |= {"lazyDecode": True, **({"fileFormat": self.encoding} if self.encoding else {})}
+            return {"pythonClassName": TFDS_FEATURES + "audio_feature.Audio", "audio": audio}
         if self.kind == "text":
             return {"pythonClassName": TFDS_FEATURES + "text_feature.Text", "text": {}}
         if self.kind == "raw_image":  # TFDS decodes the bytes (decode_raw) and reshapes them

@@ -1,0 +1,40 @@
+"""`tfr-convert audio`: a folder of recordings, labelled by class sub-folders."""
+
+from __future__ import annotations
+
+import click
+
+from ..options import common_options, on_error_option, split_options, usage_error_if
+from ..running import run_conversion, source_context
+from ..types import LocalOrRemotePath
+
+CONVERTERS = ("tfr_convert.converters.audio:AudioConverter",)
+
+
+@click.command()
+@click.argument("root", type=LocalOrRemotePath(exists=True, file_okay=False))
+@split_options("Keep label proportions in every split.")
+@click.option(
+    "--audio-format",
+    type=click.Choice(["raw", "keep", "wav", "flac"]),
+    default="raw",
+    show_default=True,
+    help="raw: the samples (int16 for 16-bit PCM); keep: each file's bytes; wav, flac: re-encoded, 16-bit PCM.",
+)
+@click.option("--mono", is_flag=True, help="Average the channels into one.")
+@click.option("--clip-seconds", type=click.FloatRange(min=0, min_open=True), help="Keep the first S seconds.")
+@click.option("--pad", "shorter", flag_value="pad", help="With --clip-seconds: silence after a shorter recording.")
+@click.option("--drop", "shorter", flag_value="drop", help="With --clip-seconds: leave shorter recordings out.")
+@on_error_option("skip: leave out recordings that cannot be read, and list them.")
+@common_options
+def command(root, split, stratify, audio_format, mono, clip_seconds, shorter, on_error, **common) -> None:
+    """A folder of recordings (WAV, FLAC, OGG...), labelled by class sub-folders."""
+    from ...converters.audio import AudioConverter, AudioOptions
+
+    options = AudioOptions(audio_format, mono, clip_seconds, shorter, split, stratify)
+    usage_error_if(options.problem())
+
+    def make_converter():
+        return AudioConverter(root, options, source_context(common, on_error))
+
+    run_conversion(make_converter, on_error=on_error, **common)

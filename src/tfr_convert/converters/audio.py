@@ -1,0 +1,263 @@
+"""A folder of recordings -> examples in TFDS's Audio feature, labelled by class folders.
+
+ROOT/CLASS/file or ROOT/SPLIT/CLASS/file (class_folders.py); files are read with
+soundfile (libsndfile: WAV, FLAC, OGG, and MP3 where the installed libsndfile reads it).
+Every file's header is read while listing (rate, channels, length, sample format), so
+what would make one dataset of them impossible is said before anything is written:
+two sample rates, two channel counts (without --mono), two sample formats, a file
+shorter than --clip-seconds without --pad or --drop.
+
+--audio-format:
+  raw (default)  the samples, as TFDS's Audio feature holds them: int16 for integer
+                 PCM of up to 16 bits, int32 for wider integer PCM, float32 otherwise
+                 (float files, Vorbis, MP3); (samples,) for one channel, (samples,
+                 channels) for more, stored row after row.
+  keep           the file's own bytes (TFDS's Audio with lazy decoding, in the file's
+                 format).
+  wav, flac      the samples re-encoded as 16-bit PCM in that container.
+--mono averages the channels (rounded to the nearest integer for integer samples);
+--clip-seconds S keeps the first S seconds, and pads a shorter file with silence
+(--pad) or leaves it out (--drop, listed as skipped).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..dataset.features import FeatureSpec
+from ..dataset.splits import SplitSpec, split_by_ratio
+from ..errors import OptionError, SourceError
+from ..optional import soundfile
+from ..skips import Skips
+from ..storage import fs
+from .base import Converter, SourceContext
+from .class_folders import class_folders
+from .folders import FileItems, ImageFolder, dataset_name
+
+AUDIO_SUFFIXES = (".wav", ".flac", ".ogg", ".oga", ".mp3", ".aiff", ".aif", ".au", ".w64", ".caf")
+AUDIO_FORMATS = ("raw", "keep", "wav", "flac")
+SHORTER = ("pad", "drop")
+# libsndfile's integer PCM subtypes by what they widen to when read whole
+_SMALL_INTEGERS = {"PCM_S8", "PCM_U8", "PCM_16", "ULAW", "ALAW", "DWVW_12", "DWVW_16", "DPCM_8", "DPCM_16"}
+_WIDE_INTEGERS = {"PCM_24", "PCM_32", "DWVW_24"}
+
+
+@dataclass(frozen=True)
+class AudioOptions:
+    """What `tfr-convert audio` takes besides the options every converter shares."""
+
+    audio_format: str = "raw"
+    mono: bool = False
+    clip_seconds: float | None = None
+    shorter: str | None = None  # pad, drop: what --clip-seconds does with a shorter file
+    split: SplitSpec | None = None
+    stratify: bool = False
+
+    def problem(self) -> str | None:
+        if self.audio_format not in AUDIO_FORMATS:
+            return f"--audio-format {self.audio_format}: choose {', '.join(AUDIO_FORMATS)}"
+        if self.shorter is not None and self.shorter not in SHORTER:
+            return f"{self.shorter}: choose --pad or --drop"
+        if self.shorter is not None and self.clip_seconds is None:
+            return "--pad and --drop say what --clip-seconds does with a shorter file: give --clip-seconds"
+        if self.clip_seconds is not None and not self.clip_seconds > 0:
+            return f"--clip-seconds {self.clip_seconds:g}: give a length above 0"
+        if self.audio_format == "keep" and (self.mono or self.clip_seconds is not None):
+            return "--mono and --clip-seconds change the samples: use --audio-format raw, wav or flac"
+        return None
+
+
+def samples_dtype(subtype: str) -> str:
+    """The dtype a file's samples are stored as in raw mode, by its libsndfile subtype."""
+    if subtype in _SMALL_INTEGERS:
+        return "int16"
+    if subtype in _WIDE_INTEGERS:
+        return "int32"
+    return "float32"
+
+
+class AudioConverter(FileItems, Converter):
+    command = "audio"
+    description = "Recordings from a folder, labelled by class sub-folders, in TFDS's Audio feature."
+    chunk_size = 16
+
+    def __init__(self, root: str, options: AudioOptions | None = None, context: SourceContext | None = None) -> None:
+        self._o = options = options or AudioOptions()
+        self.context = context = context or SourceContext()
+        problem = options.problem()
+        if problem is not None:
+            raise OptionError(problem)
+        sf = soundfile("tfr-convert audio")
+        self.root = root
+        self._folder = ImageFolder(root, context.out, context.in_parts)
+        self._real_root = None if self._folder.remote else self._folder.real_root
+        self.skipped = Skips()
+        self.warnings: list[str] = []
+        self.dataset_name = dataset_name(root)
+        found = class_folders(self._folder, AUDIO_SUFFIXES, "recording", self.reject, self.warnings, self._inside)
+        self.labels = {"label": found.classes} if found.classes else {}
+        items = []
+        heard: dict[str, tuple[Any, str]] = {}  # what the files must share -> (value, the first file with it)
+        for rel, label in found.files:
+            where = fs.join(root, rel)
+            try:
+                with fs.open_input(where) as f:
+                    info = sf.info(f)
+            except (OSError, RuntimeError, sf.LibsndfileError) as e:
+                self.reject(where, f"not a recording libsndfile reads ({e})")
+                continue
+            frames = info.frames
+            if options.clip_seconds is not None and frames < round(options.clip_seconds * info.samplerate):
+                if options.shorter == "drop":
+                    self.skipped.add(where, f"shorter than --clip-seconds {options.clip_seconds:g} (--drop)")
+                    continue
+                if options.shorter is None:
+                    raise SourceError(
+                        f"{where}: {frames / info.samplerate:g} s, shorter than --clip-seconds "
+                        f"{options.clip_seconds:g}: give --pad (silence after it) or --drop (leave such files out)"
+                    )
+            shared = {"sample rate": info.samplerate}
+            if options.audio_format == "raw":
+                shared["sample format"] = samples_dtype(info.subtype)
+            if not options.mono:
+                shared["channel count"] = info.channels
+            if options.audio_format == "keep":
+                shared = {}
+            for what, value in shared.items():
+                first = heard.setdefault(what, (value, where))
+                if first[0] != value:
+                    raise SourceError(
+                        f"{first[1]} and {where} differ in {what} ({first[0]} and {value}): one dataset holds one"
+                        + (" (--mono makes every recording one channel)" if what == "channel count" else "")
+                    )
+            items.append((rel, label, info.samplerate, info.channels, info.format))
+        if not items:
+            raise SourceError(f"{root}: no recordings to convert")
+        self._splits = self._split(items, found.split_of)
+        self._folder.listed()
+        rate = heard.get("sample rate", (None, ""))[0]
+        channels = 1 if options.mono else heard.get("channel count", (None, ""))[0]
+        formats = {item[4] for item in items}
+        self.features = {
+            "audio": FeatureSpec.audio(
+                heard.get("sample format", ("int16", ""))[0] if options.audio_format != "keep" else "int16",
+                channels,
+                rate,
+                formats.pop().lower() if options.audio_format == "keep" and len(formats) == 1 else None,
+                options.audio_format != "raw",
+            ),
+            "filename": FeatureSpec.tensor("string"),
+            "sample_rate": FeatureSpec.tensor("int64"),
+            "channels": FeatureSpec.tensor("int64"),
+            "duration": FeatureSpec.tensor("float32"),
+        }
+        if options.audio_format in ("wav", "flac"):
+            self.features["audio"] = FeatureSpec.audio("int16", channels, rate, options.audio_format, True)
+        if found.classes:
+            self.features["label"] = FeatureSpec.class_label(len(found.classes))
+        if found.classes:
+            self.supervised_keys = {"tuple": {"items": [{"featureKey": "audio"}, {"featureKey": "label"}]}}
+
+    def _inside(self, rel: str, where: str) -> bool:
+        real = self._folder.outside(rel)
+        if real is not None:
+            self.reject(where, f"resolves to {real}, outside ROOT (symlink)")
+            return False
+        return True
+
+    def _split(self, items: list[tuple], split_of: dict[str, str]) -> dict[str, list[tuple]]:
+        o = self._o
+        if o.stratify and o.split is not None and not self.labels:
+            raise SourceError(f"{self.root}: --stratify needs labels (class folders)")
+        if split_of and o.split is None:
+            out: dict[str, list[tuple]] = {}
+            for item in items:
+                out.setdefault(split_of[item[0]], []).append(item)
+            return out
+        if o.split is None:
+            return {"train": items}
+        if split_of:
+            self.warnings.append(f"{self.root}: --split re-splits the recordings of its split folders by its fractions")
+        stratum = (lambda item: item[1]) if o.stratify else None
+        splits, said = split_by_ratio(items, self.key, o.split, self.context.seed, stratum, None)
+        self.warnings += [said] if said else []
+        return splits
+
+    # ------------------------------------------------------------ converter interface
+
+    def features_of(self, item: Hashable) -> dict[str, Any]:
+        rel, label, rate, channels, _ = item  # type: ignore[misc]
+        o = self._o
+        try:
+            data = fs.read_bytes(fs.join(self.root, rel), inside=self._real_root)
+        except OSError as e:
+            raise SourceError(f"cannot read: {e.strerror or e}") from None
+        filename = rel.replace(os.sep, "/")
+        features: dict[str, Any] = {"filename": filename, "sample_rate": rate}
+        if o.audio_format == "keep":
+            sf = soundfile("tfr-convert audio")
+            try:
+                frames = sf.info(io.BytesIO(data)).frames
+            except (RuntimeError, sf.LibsndfileError) as e:
+                raise SourceError(f"not a recording libsndfile reads ({e})") from None
+            features |= {"audio": data, "channels": channels, "duration": frames / rate}
+        else:
+            samples = self._samples(data)
+            features |= {"channels": samples.shape[1], "duration": samples.shape[0] / rate}
+            if o.audio_format == "raw":
+                features["audio"] = samples[:, 0] if samples.shape[1] == 1 else samples
+            else:
+                features["audio"] = _encoded(samples, rate, o.audio_format)
+        if self.labels:
+            features["label"] = label
+        return features
+
+    def _samples(self, data: bytes) -> np.ndarray:
+        """The file's samples, (frames, channels), clipped, padded and made mono as asked."""
+        sf = soundfile("tfr-convert audio")
+        o = self._o
+        try:
+            with sf.SoundFile(io.BytesIO(data)) as f:
+                dtype = samples_dtype(f.subtype) if o.audio_format == "raw" else "int16"
+                frames = f.frames if o.clip_seconds is None else min(f.frames, round(o.clip_seconds * f.samplerate))
+                samples = f.read(frames, dtype=dtype, always_2d=True)
+                wanted = frames if o.clip_seconds is None else round(o.clip_seconds * f.samplerate)
+        except (RuntimeError, sf.LibsndfileError) as e:
+            raise SourceError(f"not a recording libsndfile reads ({e})") from None
+        if len(samples) < wanted:  # --pad (a shorter file without it was refused while listing)
+            samples = np.concatenate([samples, np.zeros((wanted - len(samples), samples.shape[1]), samples.dtype)])
+        if o.mono and samples.shape[1] > 1:
+            mean = samples.astype(np.float64).mean(axis=1, keepdims=True)
+            samples = np.rint(mean).astype(samples.dtype) if samples.dtype.kind == "i" else mean.astype(samples.dtype)
+        return samples
+
+    def input_roots(self) -> list[str]:
+        return [self.root]
+
+    def sources(self) -> list[dict[str, Any]]:
+        return []  # the recordings are its items: their stats are recorded (item_file)
+
+    def options(self) -> dict[str, Any]:
+        o = self._o
+        return {
+            "audio_format": o.audio_format,
+            "mono": o.mono,
+            "clip_seconds": o.clip_seconds,
+            "shorter": o.shorter,
+            "split": o.split.describe() if o.split else None,
+            "stratify": o.stratify,
+        }
+
+
+def _encoded(samples: np.ndarray, rate: int, container: str) -> bytes:
+    """16-bit PCM samples in a WAV or FLAC file's bytes."""
+    sf = soundfile("tfr-convert audio")
+    out = io.BytesIO()
+    sf.write(out, samples, rate, format=container.upper(), subtype="PCM_16")
+    return out.getvalue()

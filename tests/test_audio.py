@@ -1,0 +1,199 @@
+"""`tfr-convert audio`: recordings the tests write (numpy tones and noise, as WAV and
+FLAC), read back through TensorFlow Datasets and TensorFlow's own parser."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sf = pytest.importorskip("soundfile", reason="tfr-convert audio needs soundfile (the audio extra)")
+
+
+def _tone(n: int, seed: int, channels: int = 1, dtype: str = "int16") -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    t = np.arange(n)[:, None] * (0.03 + 0.01 * np.arange(channels))[None, :]
+    wave = np.sin(t) * 0.4 + rng.normal(0, 0.05, (n, channels))
+    samples = (wave * 32767).astype(np.int16) if dtype == "int16" else wave.astype(np.float32)
+    return samples[:, 0] if channels == 1 else samples
+
+
+def _write(path: Path, samples: np.ndarray, rate: int = 16000, subtype: str = "PCM_16") -> np.ndarray:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sf.write(path, samples, rate, format=path.suffix[1:].upper(), subtype=subtype)
+    return samples
+
+
+def _recordings(root: Path) -> dict[str, np.ndarray]:
+    """Two classes, WAV and FLAC, of several lengths: {relative path: samples}."""
+    written = {}
+    for c, (name, suffix) in enumerate([("cat", ".flac"), ("dog", ".wav")]):
+        for i in range(4):
+            rel = f"{name}/{i}{suffix}"
+            written[rel] = _write(root / rel, _tone(1600 + 137 * i, 10 * c + i))
+    return written
+
+
+def _tfds_examples(out: Path, split: str = "train") -> list[dict]:
+    import tensorflow_datasets as tfds
+
+    return list(tfds.as_numpy(tfds.builder_from_directory(str(out)).as_dataset(split=split)))
+
+
+def _parsed(out: Path) -> list[dict]:
+    """Every record of the output's shards, through tf.io.parse_single_example."""
+    import tensorflow as tf
+
+    spec = {
+        "audio": tf.io.VarLenFeature(tf.string),
+        "filename": tf.io.FixedLenFeature([], tf.string),
+        "channels": tf.io.FixedLenFeature([], tf.int64),
+        "duration": tf.io.FixedLenFeature([], tf.float32),
+    }
+    found = []
+    for shard in sorted(out.glob("*.tfrecord-*")):
+        for record in tf.data.TFRecordDataset(str(shard)):
+            parsed = tf.io.parse_single_example(record, spec)
+            found.append({k: (tf.sparse.to_dense(v) if k == "audio" else v).numpy() for k, v in parsed.items()})
+    return found
+
+
+def test_class_folders_of_wav_and_flac_come_back_sample_for_sample_through_tfds(cli, tmp_path):
+    written = _recordings(tmp_path / "sounds")
+    result = cli.convert("audio", tmp_path / "sounds", "--out", tmp_path / "out", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["splits"]["train"]["examples"] == 8
+    examples = _tfds_examples(tmp_path / "out")
+    assert sorted(e["filename"].decode() for e in examples) == sorted(written)
+    for e in examples:
+        rel = e["filename"].decode()
+        assert e["audio"].dtype == np.int16 and np.array_equal(e["audio"], written[rel])
+        assert e["label"] == ["cat", "dog"].index(rel.split("/")[0])
+        assert (e["sample_rate"], e["channels"]) == (16000, 1)
+        assert e["duration"] == pytest.approx(len(written[rel]) / 16000)
+    import tensorflow_datasets as tfds
+
+    builder = tfds.builder_from_directory(str(tmp_path / "out"))
+    assert builder.info.features["audio"].sample_rate == 16000
+    assert builder.info.features["label"].names == ["cat", "dog"]
+    assert builder.info.supervised_keys == ("audio", "label")
+
+
+def test_stereo_float_recordings_keep_their_channels_and_mono_averages_them(cli, tmp_path):
+    written = {f"a/{i}.wav": _tone(900 + i, i, channels=2, dtype="float32") for i in range(3)}
+    for rel, samples in written.items():
+        _write(tmp_path / "src" / rel, samples, 8000, subtype="FLOAT")
+    assert cli.convert("audio", tmp_path / "src", "--out", tmp_path / "stereo").exit_code == 0
+    for e in _tfds_examples(tmp_path / "stereo"):
+        assert e["audio"].dtype == np.float32 and e["audio"].shape == (len(written[e["filename"].decode()]), 2)
+        assert np.array_equal(e["audio"], written[e["filename"].decode()])
+    assert cli.convert("audio", tmp_path / "src", "--out", tmp_path / "mono", "--mono").exit_code == 0
+    for e in _tfds_examples(tmp_path / "mono"):
+        expected = written[e["filename"].decode()].astype(np.float64).mean(axis=1).astype(np.float32)
+        assert e["audio"].shape == expected.shape and np.array_equal(e["audio"], expected)
+        assert e["channels"] == 1
+
+
+def test_int16_channels_averaged_are_rounded_to_the_nearest_integer(cli, tmp_path):
+    stereo = np.array([[1, 2], [-3, -4], [5, 6], [100, -100]] * 50, np.int16)
+    _write(tmp_path / "src" / "x" / "a.wav", stereo)
+    assert cli.convert("audio", tmp_path / "src", "--out", tmp_path / "out", "--mono").exit_code == 0
+    (e,) = _tfds_examples(tmp_path / "out")
+    assert np.array_equal(e["audio"], np.rint(stereo.mean(axis=1)).astype(np.int16))
+
+
+def test_keep_stores_each_files_bytes_and_wav_and_flac_re_encode_16_bit_pcm(cli, tmp_path):
+    written = _recordings(tmp_path / "sounds")
+    assert (
+        cli.convert("audio", tmp_path / "sounds", "--out", tmp_path / "keep", "--audio-format", "keep").exit_code == 0
+    )
+    features = json.loads((tmp_path / "keep" / "features.json").read_text())["featuresDict"]["features"]
+    assert features["audio"]["audio"]["lazyDecode"] is True and "fileFormat" not in features["audio"]["audio"]
+    for e in _parsed(tmp_path / "keep"):
+        assert e["audio"][0] == (tmp_path / "sounds" / e["filename"].decode()).read_bytes()
+    for container in ("wav", "flac"):
+        out = tmp_path / container
+        assert cli.convert("audio", tmp_path / "sounds", "--out", out, "--audio-format", container).exit_code == 0
+        described = json.loads((out / "features.json").read_text())["featuresDict"]["features"]["audio"]["audio"]
+        assert described["fileFormat"] == container
+        for e in _parsed(out):
+            import io
+
+            samples, rate = sf.read(io.BytesIO(e["audio"][0]), dtype="int16")
+            assert rate == 16000 and np.array_equal(samples, written[e["filename"].decode()])
+            assert sf.info(io.BytesIO(e["audio"][0])).format == container.upper()
+
+
+def test_clip_seconds_pads_or_drops_a_shorter_recording_and_refuses_one_without_a_choice(cli, tmp_path):
+    src = tmp_path / "src"
+    long, short = _write(src / "a" / "long.wav", _tone(2400, 1)), _write(src / "a" / "short.wav", _tone(1000, 2))
+    refused = cli.convert("audio", src, "--out", tmp_path / "none", "--clip-seconds", "0.1")
+    assert refused.exit_code == 1
+    assert f"{src / 'a' / 'short.wav'}: 0.0625 s, shorter than --clip-seconds 0.1" in refused.output
+    assert "--pad" in refused.output and not (tmp_path / "none").exists()
+    assert cli.convert("audio", src, "--out", tmp_path / "pad", "--clip-seconds", "0.1", "--pad").exit_code == 0
+    clips = {e["filename"].decode(): e["audio"] for e in _tfds_examples(tmp_path / "pad")}
+    assert np.array_equal(clips["a/long.wav"], long[:1600])
+    assert np.array_equal(clips["a/short.wav"], np.concatenate([short, np.zeros(600, np.int16)]))
+    dropped = cli.convert("audio", src, "--out", tmp_path / "drop", "--clip-seconds", "0.1", "--drop", "--json")
+    assert dropped.exit_code == 0
+    assert [e["filename"].decode() for e in _tfds_examples(tmp_path / "drop")] == ["a/long.wav"]
+    assert json.loads(dropped.stdout)["skipped"] == [
+        {"item": str(src / "a" / "short.wav"), "reason": "shorter than --clip-seconds 0.1 (--drop)"}
+    ]
+
+
+def test_recordings_of_two_sample_rates_or_channel_counts_are_refused_naming_two_files(cli, tmp_path):
+    src = tmp_path / "src"
+    _write(src / "a" / "0.wav", _tone(800, 0), 16000)
+    _write(src / "a" / "1.wav", _tone(800, 1), 22050)
+    result = cli.convert("audio", src, "--out", tmp_path / "out")
+    assert result.exit_code == 1 and not (tmp_path / "out").exists()
+    assert f"{src / 'a' / '0.wav'} and {src / 'a' / '1.wav'} differ in sample rate (16000 and 22050)" in result.output
+    _write(src / "a" / "1.wav", _tone(800, 1, channels=2), 16000)
+    result = cli.convert("audio", src, "--out", tmp_path / "out")
+    assert result.exit_code == 1 and "differ in channel count (1 and 2)" in result.output and "--mono" in result.output
+    assert cli.convert("audio", src, "--out", tmp_path / "out", "--mono").exit_code == 0
+
+
+def test_a_damaged_recording_is_named_and_left_out_under_on_error_skip(cli, tmp_path):
+    written = _recordings(tmp_path / "sounds")
+    (tmp_path / "sounds" / "dog" / "9.wav").write_bytes(b"RIFF\x00\x00\x00\x00WAVEnot really")
+    result = cli.convert("audio", tmp_path / "sounds", "--out", tmp_path / "out")
+    assert result.exit_code == 1 and "9.wav" in result.output and "not a recording libsndfile reads" in result.output
+    assert "Traceback" not in result.output and not (tmp_path / "out").exists()
+    skipped = cli.convert("audio", tmp_path / "sounds", "--out", tmp_path / "out", "--on-error", "skip", "--json")
+    assert skipped.exit_code == 0
+    assert [s["item"] for s in json.loads(skipped.stdout)["skipped"]] == [str(tmp_path / "sounds" / "dog" / "9.wav")]
+    assert len(_tfds_examples(tmp_path / "out")) == len(written)
+
+
+def test_split_folders_ratios_and_two_workers_give_the_bytes_of_one(cli, tmp_path):
+    for split in ("train", "test"):
+        _recordings(tmp_path / "by_folder" / split)
+    assert cli.convert("audio", tmp_path / "by_folder", "--out", tmp_path / "folders").exit_code == 0
+    assert sorted(p.name for p in (tmp_path / "folders").glob("*.tfrecord-*")) == [
+        "by_folder-test.tfrecord-00000-of-00001",
+        "by_folder-train.tfrecord-00000-of-00001",
+    ]
+    _recordings(tmp_path / "sounds")
+    args = ["audio", tmp_path / "sounds", "--split", "train=0.5,test=0.5", "--stratify", "--examples-per-shard", "3"]
+    for workers in ("1", "2"):
+        assert cli.convert(*args, "--out", tmp_path / f"w{workers}", "--workers", workers).exit_code == 0
+    one = {p.name: p.read_bytes() for p in (tmp_path / "w1").glob("*.tfrecord-*")}
+    two = {p.name: p.read_bytes() for p in (tmp_path / "w2").glob("*.tfrecord-*")}
+    assert one == two and len(one) == 4
+    labels = [e["label"] for e in _tfds_examples(tmp_path / "w1", "test")]
+    assert sorted(labels) == [0, 0, 1, 1]  # stratified: half of each class
+
+
+def test_options_that_cannot_go_together_are_usage_errors(cli, tmp_path):
+    _recordings(tmp_path / "sounds")
+    for args, said in [
+        (["--pad"], "give --clip-seconds"),
+        (["--audio-format", "keep", "--mono"], "use --audio-format raw, wav or flac"),
+    ]:
+        result = cli.convert("audio", tmp_path / "sounds", "--out", tmp_path / "out", *args)
+        assert result.exit_code == 2 and said in result.output
