@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tfr_convert.containers import get as container
@@ -141,6 +141,8 @@ def test_default_policy_is_one_shard_for_small_data_else_at_least_64_mib():
     chunk=st.integers(1, 17),
     skips=st.integers(0, 3),
 )
+# a shard begun in one chunk and closed in the next (its bytes so far count toward the size)
+@example(policy=ShardPolicy(shard_size=45), sizes=[20] * 10, chunk=2, skips=0)
 def test_split_writer_cuts_exactly_where_the_policy_says(tmp_path_factory, policy, sizes, chunk, skips):
     out = tmp_path_factory.mktemp("w")
     with LocalOutput(str(out / "o"), overwrite=False, resume=False) as od:
