@@ -197,3 +197,12 @@ def test_options_that_cannot_go_together_are_usage_errors(cli, tmp_path):
     ]:
         result = cli.convert("audio", tmp_path / "sounds", "--out", tmp_path / "out", *args)
         assert result.exit_code == 2 and said in result.output
+
+
+def test_24_bit_recordings_are_stored_as_int32_as_libsndfile_reads_them(cli, tmp_path):
+    samples = (_tone(700, 3).astype(np.int32) * 256 + 17) * 2  # values 24-bit PCM holds
+    _write(tmp_path / "src" / "a" / "x.wav", samples, 48000, subtype="PCM_24")
+    assert cli.convert("audio", tmp_path / "src", "--out", tmp_path / "out").exit_code == 0
+    (e,) = _tfds_examples(tmp_path / "out")
+    expected, _ = sf.read(tmp_path / "src" / "a" / "x.wav", dtype="int32")
+    assert e["audio"].dtype == np.int32 and np.array_equal(e["audio"], expected) and e["sample_rate"] == 48000
