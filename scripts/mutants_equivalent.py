@@ -77,6 +77,9 @@ EQUIVALENT[
     "fingerprints", 'f"{field} {a} then, {b} now" if field == "size" else field', "ReplaceComparisonOperator_Eq_Is"
 ] = "the field names and the literal are one interned string: `is` and `==` agree"
 EQUIVALENT[
+    "fingerprints", "root = self.roots[bisect.bisect_right(self.ends, i // size)]", "ReplaceBinaryOperator_FloorDiv_Div"
+] = "i steps through the stats by the entry size, so i / size is that whole number as a float: bisect places it alike"
+EQUIVALENT[
     "fingerprints",
     "for field, a, b in zip(REMOTE_FIELDS if fs.is_remote(root) else FIELDS, then, now, strict=True)",
     "ReplaceTrueWithFalse",
