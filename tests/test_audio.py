@@ -206,3 +206,35 @@ def test_24_bit_recordings_are_stored_as_int32_as_libsndfile_reads_them(cli, tmp
     (e,) = _tfds_examples(tmp_path / "out")
     expected, _ = sf.read(tmp_path / "src" / "a" / "x.wav", dtype="int32")
     assert e["audio"].dtype == np.int32 and np.array_equal(e["audio"], expected) and e["sample_rate"] == 48000
+
+
+def test_a_labels_csv_names_each_recordings_class_split_and_other_columns(cli, tmp_path):
+    root = tmp_path / "clips"
+    written = {f"{i:02d}.wav": _write(root / f"{i:02d}.wav", _tone(500 + 10 * i, i)) for i in range(8)}
+    _write(root / "stray.wav", _tone(500, 99))  # in no row: left out, and said so
+    rows = ["file,word,speaker,split"] + [
+        f"{name},{['yes', 'no'][i % 2]},{i // 2},{['train', 'test'][i // 6]}" for i, name in enumerate(written)
+    ]
+    rows.append("missing.wav,yes,9,train")
+    (tmp_path / "labels.csv").write_text("\n".join(rows) + "\n")
+    args = ["audio", root, "--labels", tmp_path / "labels.csv", "--label-column", "word", "--split-column", "split"]
+    refused = cli.convert(*args, "--out", tmp_path / "out")
+    assert refused.exit_code == 1
+    assert f"{tmp_path / 'labels.csv'} line 10: recording 'missing.wav' not found in {root}" in refused.output
+    result = cli.convert(*args, "--out", tmp_path / "out", "--on-error", "skip")
+    assert result.exit_code == 0, result.output
+    assert "1 recording (stray.wav) not in" in result.output
+    train, test = _tfds_examples(tmp_path / "out", "train"), _tfds_examples(tmp_path / "out", "test")
+    assert len(train) == 6 and len(test) == 2
+    for e in train + test:
+        name = e["filename"].decode()
+        i = list(written).index(name)
+        assert np.array_equal(e["audio"], written[name]) and e["word"] == ["no", "yes"].index(["yes", "no"][i % 2])
+        assert e["speaker"] == i // 2
+    grouped = cli.convert(
+        "audio", root, "--labels", tmp_path / "labels.csv", "--group-column", "speaker", "--split",
+        "train=0.5,test=0.5", "--on-error", "skip", "--out", tmp_path / "grouped",
+    )  # fmt: skip
+    assert grouped.exit_code == 0, grouped.output
+    speakers = {s: {int(e["speaker"]) for e in _tfds_examples(tmp_path / "grouped", s)} for s in ("train", "test")}
+    assert not speakers["train"] & speakers["test"] and len(speakers["train"] | speakers["test"]) == 4

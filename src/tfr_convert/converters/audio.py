@@ -1,6 +1,9 @@
-"""A folder of recordings -> examples in TFDS's Audio feature, labelled by class folders.
+"""A folder of recordings -> examples in TFDS's Audio feature, labelled by class folders
+or by a CSV.
 
-ROOT/CLASS/file or ROOT/SPLIT/CLASS/file (class_folders.py); files are read with
+ROOT/CLASS/file or ROOT/SPLIT/CLASS/file (class_folders.py), or --labels CSV read as
+`images --labels` reads one (label_csv.py: a path column, --label-column a ClassLabel,
+--split-column, --group-column, the other columns features); files are read with
 soundfile (libsndfile: WAV, FLAC, OGG, and MP3 where the installed libsndfile reads it).
 Every file's header is read while listing (rate, channels, length, sample format), so
 what would make one dataset of them impossible is said before anything is written:
@@ -36,13 +39,16 @@ from ..errors import OptionError, SourceError
 from ..optional import soundfile
 from ..skips import Skips
 from ..storage import fs
-from .base import Converter, SourceContext
+from .base import Converter, SourceContext, fingerprint
 from .class_folders import class_folders
 from .folders import FileItems, ImageFolder, dataset_name
+from .label_csv import LabelCsv
 
 AUDIO_SUFFIXES = (".wav", ".flac", ".ogg", ".oga", ".mp3", ".aiff", ".aif", ".au", ".w64", ".caf")
 AUDIO_FORMATS = ("raw", "keep", "wav", "flac")
 SHORTER = ("pad", "drop")
+# the features this converter writes: no CSV column may take one of the names
+RESERVED = {"audio", "filename", "sample_rate", "channels", "duration"}
 # libsndfile's integer PCM subtypes by what they widen to when read whole
 _SMALL_INTEGERS = {"PCM_S8", "PCM_U8", "PCM_16", "ULAW", "ALAW", "DWVW_12", "DWVW_16", "DPCM_8", "DPCM_16"}
 _WIDE_INTEGERS = {"PCM_24", "PCM_32", "DWVW_24"}
@@ -58,8 +64,21 @@ class AudioOptions:
     shorter: str | None = None  # pad, drop: what --clip-seconds does with a shorter file
     split: SplitSpec | None = None
     stratify: bool = False
+    labels_csv: str | None = None
+    delimiter: str | None = None  # None: detected
+    path_column: str | None = None
+    label_column: str | None = None
+    split_column: str | None = None
+    group_column: str | None = None
 
     def problem(self) -> str | None:
+        csv_only = (self.path_column, self.label_column, self.split_column, self.group_column, self.delimiter)
+        if self.labels_csv is None and any(csv_only):
+            return "--path-column, --label-column, --split-column, --group-column and --delimiter need --labels"
+        if self.group_column and self.split is None:
+            return "--group-column keeps groups whole across --split's fractions: give --split"
+        if self.split is not None and self.split_column is not None:
+            return "give --split or --split-column, not both"
         if self.audio_format not in AUDIO_FORMATS:
             return f"--audio-format {self.audio_format}: choose {', '.join(AUDIO_FORMATS)}"
         if self.shorter is not None and self.shorter not in SHORTER:
@@ -100,14 +119,15 @@ class AudioConverter(FileItems, Converter):
         self.skipped = Skips()
         self.warnings: list[str] = []
         self.dataset_name = dataset_name(root)
-        found = class_folders(self._folder, AUDIO_SUFFIXES, "recording", self.reject, self.warnings, self._inside)
-        self.labels = {"label": found.classes} if found.classes else {}
+        self.columns: list[tuple[str, str]] = []  # a CSV's other columns: (feature, dtype)
+        self._group_of: dict[str, str] = {}
+        listed, split_of = self._listed()
         items = []
         heard: dict[str, tuple[Any, str]] = {}  # what the files must share -> (value, the first file with it)
-        for rel, label in found.files:
-            where = fs.join(root, rel)
+        for rel, line, label, extras in listed:
+            where = self.describe((rel, line))
             try:
-                with fs.open_input(where) as f:
+                with fs.open_input(fs.join(root, rel)) as f:
                     info = sf.info(f)
             except (OSError, RuntimeError, sf.LibsndfileError) as e:
                 self.reject(where, f"not a recording libsndfile reads ({e})")
@@ -136,14 +156,14 @@ class AudioConverter(FileItems, Converter):
                         f"{first[1]} and {where} differ in {what} ({first[0]} and {value}): one dataset holds one"
                         + (" (--mono makes every recording one channel)" if what == "channel count" else "")
                     )
-            items.append((rel, label, info.samplerate, info.channels, info.format))
+            items.append((rel, line, label, extras, info.samplerate, info.channels, info.format))
         if not items:
             raise SourceError(f"{root}: no recordings to convert")
-        self._splits = self._split(items, found.split_of)
+        self._splits = self._split(items, split_of)
         self._folder.listed()
         rate = heard.get("sample rate", (None, ""))[0]
         channels = 1 if options.mono else heard.get("channel count", (None, ""))[0]
-        formats = {item[4] for item in items}
+        formats = {item[6] for item in items}
         self.features = {
             "audio": FeatureSpec.audio(
                 heard.get("sample format", ("int16", ""))[0] if options.audio_format != "keep" else "int16",
@@ -159,10 +179,31 @@ class AudioConverter(FileItems, Converter):
         }
         if options.audio_format in ("wav", "flac"):
             self.features["audio"] = FeatureSpec.audio("int16", channels, rate, options.audio_format, True)
-        if found.classes:
-            self.features["label"] = FeatureSpec.class_label(len(found.classes))
-        if found.classes:
-            self.supervised_keys = {"tuple": {"items": [{"featureKey": "audio"}, {"featureKey": "label"}]}}
+        if self.label_feature is not None:
+            self.features[self.label_feature] = FeatureSpec.class_label(len(self.labels[self.label_feature]))
+            self.supervised_keys = {"tuple": {"items": [{"featureKey": "audio"}, {"featureKey": self.label_feature}]}}
+        for name, dtype in self.columns:
+            self.features[name] = FeatureSpec.tensor(dtype)
+
+    def _listed(self) -> tuple[list[tuple], dict[str, str]]:
+        """((relative path, CSV line or None, label, the CSV's other values) of each file,
+        {file: split} from split folders or --split-column)."""
+        o = self._o
+        self.label_feature: str | None = None
+        if o.labels_csv is None:
+            found = class_folders(self._folder, AUDIO_SUFFIXES, "recording", self.reject, self.warnings, self._inside)
+            self.labels = {"label": found.classes} if found.classes else {}
+            self.label_feature = "label" if found.classes else None
+            return [(rel, None, label, ()) for rel, label in found.files], found.split_of
+        table = LabelCsv(
+            self._folder, o.labels_csv, o.delimiter, RESERVED, self.reject, self._inside, "recording", AUDIO_SUFFIXES,
+            "ROOT",
+        )  # fmt: skip
+        listed, split_of = table.with_header(o.path_column, o.label_column, o.split_column, o.group_column)
+        self.columns, self.labels, self.label_feature = table.columns, table.labels, table.label_feature
+        self._group_of = table.group_of
+        self.warnings += table.warnings
+        return listed, split_of
 
     def _inside(self, rel: str, where: str) -> bool:
         real = self._folder.outside(rel)
@@ -174,7 +215,7 @@ class AudioConverter(FileItems, Converter):
     def _split(self, items: list[tuple], split_of: dict[str, str]) -> dict[str, list[tuple]]:
         o = self._o
         if o.stratify and o.split is not None and not self.labels:
-            raise SourceError(f"{self.root}: --stratify needs labels (class folders)")
+            raise SourceError(f"{self.root}: --stratify needs labels (class folders or --label-column)")
         if split_of and o.split is None:
             out: dict[str, list[tuple]] = {}
             for item in items:
@@ -184,15 +225,21 @@ class AudioConverter(FileItems, Converter):
             return {"train": items}
         if split_of:
             self.warnings.append(f"{self.root}: --split re-splits the recordings of its split folders by its fractions")
-        stratum = (lambda item: item[1]) if o.stratify else None
-        splits, said = split_by_ratio(items, self.key, o.split, self.context.seed, stratum, None)
+        stratum = (lambda item: item[2]) if o.stratify else None
+        groups = [self._group_of[item[0]] for item in items] if o.group_column else None
+        splits, said = split_by_ratio(items, self.key, o.split, self.context.seed, stratum, groups)
         self.warnings += [said] if said else []
         return splits
 
     # ------------------------------------------------------------ converter interface
 
+    def describe(self, item: Hashable) -> str:
+        rel, line = item[0], item[1]  # type: ignore[index]
+        path = fs.join(self.root, rel)
+        return f"{path} ({self._o.labels_csv} line {line})" if line is not None else path
+
     def features_of(self, item: Hashable) -> dict[str, Any]:
-        rel, label, rate, channels, _ = item  # type: ignore[misc]
+        rel, _, label, extras, rate, channels, _ = item  # type: ignore[misc]
         o = self._o
         try:
             data = fs.read_bytes(fs.join(self.root, rel), inside=self._real_root)
@@ -214,8 +261,10 @@ class AudioConverter(FileItems, Converter):
                 features["audio"] = samples[:, 0] if samples.shape[1] == 1 else samples
             else:
                 features["audio"] = _encoded(samples, rate, o.audio_format)
-        if self.labels:
-            features["label"] = label
+        if self.label_feature is not None:
+            features[self.label_feature] = label
+        for (name, _), value in zip(self.columns, extras, strict=True):
+            features[name] = value
         return features
 
     def _samples(self, data: bytes) -> np.ndarray:
@@ -241,7 +290,10 @@ class AudioConverter(FileItems, Converter):
         return [self.root]
 
     def sources(self) -> list[dict[str, Any]]:
-        return []  # the recordings are its items: their stats are recorded (item_file)
+        """The labels CSV (the recordings are the items: their stats are recorded)."""
+        if self._o.labels_csv is None:
+            return []
+        return [fingerprint(self._o.labels_csv, fs.read_bytes(self._o.labels_csv))]
 
     def options(self) -> dict[str, Any]:
         o = self._o
@@ -252,6 +304,12 @@ class AudioConverter(FileItems, Converter):
             "shorter": o.shorter,
             "split": o.split.describe() if o.split else None,
             "stratify": o.stratify,
+            "labels_csv": o.labels_csv,
+            "path_column": o.path_column,
+            "label_column": o.label_column,
+            "split_column": o.split_column,
+            "group_column": o.group_column,
+            "delimiter": o.delimiter,
         }
 
 

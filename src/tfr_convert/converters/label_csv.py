@@ -1,5 +1,5 @@
-"""A label CSV (`tfr-convert images --labels`) read against its image folder: one item
-per usable row, (relative path, CSV line, label index, the other columns' values).
+"""A label CSV (`tfr-convert images --labels`, `audio --labels`) read against its folder:
+one item per usable row, (relative path, CSV line, label index, the other columns' values).
 
 The path column is named (--path-column), known by name, or the one whose every value
 is a file here; --label-column becomes a class label (integers keep their numbers,
@@ -33,6 +33,12 @@ PATH_COLUMN_NAMES = (
     "image_file",
     "img",
     "img_path",
+    "audio",
+    "audio_path",
+    "audio_file",
+    "recording",
+    "wav",
+    "sound",
 )
 # Column names that say "this is the class": a CSV with one and no --label-column is told
 LABEL_LIKE = ("label", "labels", "class", "category", "target")
@@ -51,11 +57,16 @@ class LabelCsv:
         reserved: set[str],
         reject: Callable[[str, str], None],
         inside: Callable[[str, str], bool],
+        noun: str = "image",
+        suffixes: tuple[str, ...] = IMAGE_SUFFIXES,
+        root_name: str = "IMAGE_DIR",
     ) -> None:
         """reserved: feature names the converter writes itself (no column may take one);
         reject(where, why): a row left out or fatal; inside(rel, where): whether a path
-        stays inside the folder (rejecting it if not)."""
+        stays inside the folder (rejecting it if not); noun, suffixes, root_name: what
+        the folder holds (its files by suffix), and how the command names the folder."""
         self.folder, self.csv_path, self.delimiter, self.reserved = folder, csv_path, delimiter, reserved
+        self.noun, self.suffixes, self.root_name = noun, suffixes, root_name
         self.reject, self.inside = reject, inside
         self.columns: list[tuple[str, str]] = []  # features besides the label: (name, dtype)
         self.labels: dict[str, list[str]] = {}
@@ -71,11 +82,11 @@ class LabelCsv:
             self.reject(where, "empty path")
             return None
         if os.path.isabs(path) or re.match(r"^[A-Za-z]:[\\/]", path):
-            self.reject(where, f"absolute path {path!r}: paths must be relative to IMAGE_DIR")
+            self.reject(where, f"absolute path {path!r}: paths must be relative to {self.root_name}")
             return None
         rel = os.path.normpath(path.replace("\\", "/"))
         if rel == ".." or rel.startswith(".." + os.sep):
-            self.reject(where, f"path {path!r} escapes IMAGE_DIR")
+            self.reject(where, f"path {path!r} escapes {self.root_name}")
             return None
         if rel in seen:
             self.reject(where, f"duplicate row: {path!r} is already on line {seen[rel]}")
@@ -85,9 +96,9 @@ class LabelCsv:
         if not self.folder.is_file(rel):
             full = os.path.join(self.folder.root, rel)
             if not self.folder.remote and os.path.islink(full):
-                self.reject(where, f"image {path!r} is a symlink that loops or leads nowhere")
+                self.reject(where, f"{self.noun} {path!r} is a symlink that loops or leads nowhere")
             else:
-                self.reject(where, f"image {path!r} not found in {self.folder.root}")
+                self.reject(where, f"{self.noun} {path!r} not found in {self.folder.root}")
             return None
         seen[rel] = line
         return rel
@@ -101,7 +112,7 @@ class LabelCsv:
         lines = sorted([(r.line, r) for r in table.rows] + [(line, reason) for line, reason in table.problems])
         if len(files) != len(lines):
             raise SourceError(
-                f"{self.csv_path}: {len(lines)} labels for {len(files)} images in {self.folder.root} "
+                f"{self.csv_path}: {len(lines)} labels for {len(files)} {self.noun}s in {self.folder.root} "
                 "(--headerless-labels matches them one to one, in sorted file order)"
             )
         name = re.sub(r"\W", "_", os.path.splitext(os.path.basename(self.csv_path))[0]) or "label"
@@ -179,12 +190,12 @@ class LabelCsv:
         return items, split_of
 
     def _warn_unlisted(self, listed: dict[str, int]) -> None:
-        """Images under IMAGE_DIR that no CSV row names: left out, and said so once."""
+        """Files under the folder that no CSV row names: left out, and said so once."""
         unlisted = [
-            f for f in self.folder.files() if f.lower().endswith(IMAGE_SUFFIXES) and os.path.normpath(f) not in listed
+            f for f in self.folder.files() if f.lower().endswith(self.suffixes) and os.path.normpath(f) not in listed
         ]
         if unlisted:
-            self.warnings.append(f"{self.folder.root}: {named(unlisted, 'image')} not in {self.csv_path}, left out")
+            self.warnings.append(f"{self.folder.root}: {named(unlisted, self.noun)} not in {self.csv_path}, left out")
 
     def _path_column(self, table: csvtable.Table, chosen: str | None) -> str:
         header = list(table.header)
@@ -211,11 +222,11 @@ class LabelCsv:
                     f"but its lines split on {csvtable.delimiter_name(other)}: use --delimiter '{flag}'"
                 )
             raise OptionError(
-                f"{table.path}: one column and no image paths in it; if it holds one value per image in "
+                f"{table.path}: one column and no {self.noun} paths in it; if it holds one value per {self.noun} in "
                 "sorted file order (like the face/age tutorial's age.csv), add --headerless-labels"
             )
         raise OptionError(
-            f"{table.path}: cannot tell which column holds the image paths ({self._columns_seen(table)}); "
+            f"{table.path}: cannot tell which column holds the {self.noun} paths ({self._columns_seen(table)}); "
             "use --path-column, or --delimiter if the separator is wrong"
         )
 

@@ -1,4 +1,4 @@
-"""`tfr-convert audio`: a folder of recordings, labelled by class sub-folders."""
+"""`tfr-convert audio`: a folder of recordings, labelled by a CSV or by class sub-folders."""
 
 from __future__ import annotations
 
@@ -6,14 +6,22 @@ import click
 
 from ..options import common_options, on_error_option, split_options, usage_error_if
 from ..running import run_conversion, source_context
-from ..types import LocalOrRemotePath
+from ..types import Delimiter, LocalOrRemotePath
 
 CONVERTERS = ("tfr_convert.converters.audio:AudioConverter",)
 
 
 @click.command()
 @click.argument("root", type=LocalOrRemotePath(exists=True, file_okay=False))
+@click.option(
+    "--labels", "labels_csv", type=LocalOrRemotePath(exists=True, dir_okay=False), help="CSV of paths and columns."
+)
+@click.option("--delimiter", type=Delimiter(), help="The CSV's separator: , ; tab | [default: detected].")
+@click.option("--path-column", help="CSV column with the recordings' paths [default: detected].")
+@click.option("--label-column", help="CSV column holding the class: it becomes a ClassLabel with names.")
 @split_options("Keep label proportions in every split.")
+@click.option("--split-column", help="CSV column naming each row's split.")
+@click.option("--group-column", help="CSV column whose rows must share a split (a speaker, a session).")
 @click.option(
     "--audio-format",
     type=click.Choice(["raw", "keep", "wav", "flac"]),
@@ -27,11 +35,40 @@ CONVERTERS = ("tfr_convert.converters.audio:AudioConverter",)
 @click.option("--drop", "shorter", flag_value="drop", help="With --clip-seconds: leave shorter recordings out.")
 @on_error_option("skip: leave out recordings that cannot be read, and list them.")
 @common_options
-def command(root, split, stratify, audio_format, mono, clip_seconds, shorter, on_error, **common) -> None:
-    """A folder of recordings (WAV, FLAC, OGG...), labelled by class sub-folders."""
+def command(
+    root,
+    labels_csv,
+    delimiter,
+    path_column,
+    label_column,
+    split,
+    stratify,
+    split_column,
+    group_column,
+    audio_format,
+    mono,
+    clip_seconds,
+    shorter,
+    on_error,
+    **common,
+) -> None:
+    """A folder of recordings (WAV, FLAC, OGG...), labelled by a CSV (--labels) or by class sub-folders."""
     from ...converters.audio import AudioConverter, AudioOptions
 
-    options = AudioOptions(audio_format, mono, clip_seconds, shorter, split, stratify)
+    options = AudioOptions(
+        audio_format,
+        mono,
+        clip_seconds,
+        shorter,
+        split,
+        stratify,
+        labels_csv,
+        delimiter,
+        path_column,
+        label_column,
+        split_column,
+        group_column,
+    )
     usage_error_if(options.problem())
 
     def make_converter():
