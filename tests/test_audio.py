@@ -238,3 +238,28 @@ def test_a_labels_csv_names_each_recordings_class_split_and_other_columns(cli, t
     assert grouped.exit_code == 0, grouped.output
     speakers = {s: {int(e["speaker"]) for e in _tfds_examples(tmp_path / "grouped", s)} for s in ("train", "test")}
     assert not speakers["train"] & speakers["test"] and len(speakers["train"] | speakers["test"]) == 4
+
+
+def test_sample_rate_resamples_as_scipy_does_and_lets_recordings_of_other_rates_mix(cli, tmp_path):
+    from scipy.signal import resample
+
+    src = tmp_path / "src"
+    written = {
+        "a/0.wav": (_write(src / "a" / "0.wav", _tone(1600, 0, dtype="float32"), 16000, "FLOAT"), 16000),
+        "a/1.wav": (_write(src / "a" / "1.wav", _tone(2205, 1, dtype="float32"), 22050, "FLOAT"), 22050),
+        "b/2.wav": (_write(src / "b" / "2.wav", _tone(800, 2), 8000), 8000),
+    }
+    result = cli.convert("audio", src, "--out", tmp_path / "out", "--sample-rate", "11025")
+    assert result.exit_code == 1 and "differ in sample format (float32 and int16)" in result.output
+    (src / "b" / "2.wav").unlink()
+    assert cli.convert("audio", src, "--out", tmp_path / "out", "--sample-rate", "11025").exit_code == 0
+    for e in _tfds_examples(tmp_path / "out"):
+        samples, rate = written[e["filename"].decode()]
+        expected = resample(samples.astype(np.float64), round(len(samples) * 11025 / rate)).astype(np.float32)
+        assert e["sample_rate"] == 11025 and np.allclose(e["audio"], expected, rtol=0, atol=1e-6)
+    import tensorflow_datasets as tfds
+
+    assert tfds.builder_from_directory(str(tmp_path / "out")).info.features["audio"].sample_rate == 11025
+    clipped = cli.convert("audio", src, "--out", tmp_path / "clip", "--sample-rate", "8000", "--clip-seconds", "0.1")
+    assert clipped.exit_code == 0, clipped.output
+    assert {len(e["audio"]) for e in _tfds_examples(tmp_path / "clip")} == {800}

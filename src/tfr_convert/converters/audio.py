@@ -18,6 +18,9 @@ shorter than --clip-seconds without --pad or --drop.
   keep           the file's own bytes (TFDS's Audio with lazy decoding, in the file's
                  format).
   wav, flac      the samples re-encoded as 16-bit PCM in that container.
+--sample-rate R resamples every recording to R by Fourier (band-limited) resampling:
+the recording's spectrum (numpy's real FFT) cut at, or padded with zeros to, the new
+length, as scipy.signal.resample does; integer samples rounded and clipped.
 --mono averages the channels (rounded to the nearest integer for integer samples);
 --clip-seconds S keeps the first S seconds, and pads a shorter file with silence
 (--pad) or leaves it out (--drop, listed as skipped).
@@ -61,6 +64,7 @@ class AudioOptions:
     audio_format: str = "raw"
     mono: bool = False
     clip_seconds: float | None = None
+    sample_rate: int | None = None  # every recording resampled to it
     shorter: str | None = None  # pad, drop: what --clip-seconds does with a shorter file
     split: SplitSpec | None = None
     stratify: bool = False
@@ -87,8 +91,10 @@ class AudioOptions:
             return "--pad and --drop say what --clip-seconds does with a shorter file: give --clip-seconds"
         if self.clip_seconds is not None and not self.clip_seconds > 0:
             return f"--clip-seconds {self.clip_seconds:g}: give a length above 0"
-        if self.audio_format == "keep" and (self.mono or self.clip_seconds is not None):
-            return "--mono and --clip-seconds change the samples: use --audio-format raw, wav or flac"
+        if self.sample_rate is not None and not self.sample_rate > 0:
+            return f"--sample-rate {self.sample_rate}: give a rate above 0"
+        if self.audio_format == "keep" and (self.mono or self.clip_seconds is not None or self.sample_rate):
+            return "--mono, --clip-seconds and --sample-rate change the samples: use --audio-format raw, wav or flac"
         return None
 
 
@@ -142,7 +148,7 @@ class AudioConverter(FileItems, Converter):
                         f"{where}: {frames / info.samplerate:g} s, shorter than --clip-seconds "
                         f"{options.clip_seconds:g}: give --pad (silence after it) or --drop (leave such files out)"
                     )
-            shared = {"sample rate": info.samplerate}
+            shared = {} if options.sample_rate else {"sample rate": info.samplerate}
             if options.audio_format == "raw":
                 shared["sample format"] = samples_dtype(info.subtype)
             if not options.mono:
@@ -161,7 +167,7 @@ class AudioConverter(FileItems, Converter):
             raise SourceError(f"{root}: no recordings to convert")
         self._splits = self._split(items, split_of)
         self._folder.listed()
-        rate = heard.get("sample rate", (None, ""))[0]
+        rate = options.sample_rate or heard.get("sample rate", (None, ""))[0]
         channels = 1 if options.mono else heard.get("channel count", (None, ""))[0]
         formats = {item[6] for item in items}
         self.features = {
@@ -246,6 +252,7 @@ class AudioConverter(FileItems, Converter):
         except OSError as e:
             raise SourceError(f"cannot read: {e.strerror or e}") from None
         filename = rel.replace(os.sep, "/")
+        rate = o.sample_rate or rate
         features: dict[str, Any] = {"filename": filename, "sample_rate": rate}
         if o.audio_format == "keep":
             sf = soundfile("tfr-convert audio")
@@ -276,9 +283,13 @@ class AudioConverter(FileItems, Converter):
                 dtype = samples_dtype(f.subtype) if o.audio_format == "raw" else "int16"
                 frames = f.frames if o.clip_seconds is None else min(f.frames, round(o.clip_seconds * f.samplerate))
                 samples = f.read(frames, dtype=dtype, always_2d=True)
-                wanted = frames if o.clip_seconds is None else round(o.clip_seconds * f.samplerate)
+                rate = o.sample_rate or f.samplerate
+                if rate != f.samplerate:
+                    samples = resampled(samples, round(len(samples) * rate / f.samplerate))
+                wanted = len(samples) if o.clip_seconds is None else round(o.clip_seconds * rate)
         except (RuntimeError, sf.LibsndfileError) as e:
             raise SourceError(f"not a recording libsndfile reads ({e})") from None
+        samples = samples[:wanted]  # (a resampled clip may round to one sample more)
         if len(samples) < wanted:  # --pad (a shorter file without it was refused while listing)
             samples = np.concatenate([samples, np.zeros((wanted - len(samples), samples.shape[1]), samples.dtype)])
         if o.mono and samples.shape[1] > 1:
@@ -301,6 +312,7 @@ class AudioConverter(FileItems, Converter):
             "audio_format": o.audio_format,
             "mono": o.mono,
             "clip_seconds": o.clip_seconds,
+            "sample_rate": o.sample_rate,
             "shorter": o.shorter,
             "split": o.split.describe() if o.split else None,
             "stratify": o.stratify,
@@ -311,6 +323,26 @@ class AudioConverter(FileItems, Converter):
             "group_column": o.group_column,
             "delimiter": o.delimiter,
         }
+
+
+def resampled(samples: np.ndarray, length: int) -> np.ndarray:
+    """(frames, channels) samples resampled to `length` frames by their spectrum: cut, or
+    padded with zeros (numpy's real FFT; scipy.signal.resample's method, the Nyquist
+    bin of an even length halved as it does); integers rounded and clipped to their type."""
+    n = len(samples)
+    if n == 0 or length == n:
+        return samples
+    spectrum = np.fft.rfft(samples.astype(np.float64), axis=0)
+    kept = min(n, length) // 2 + 1
+    out = np.zeros((length // 2 + 1, samples.shape[1]), complex)
+    out[:kept] = spectrum[:kept]
+    if min(n, length) % 2 == 0:  # the Nyquist bin of the shorter length is shared by two halves
+        out[kept - 1] *= 0.5 if length > n else 2.0
+    waves = np.fft.irfft(out, n=length, axis=0) * (length / n)
+    if samples.dtype.kind == "i":
+        info = np.iinfo(samples.dtype)
+        return np.clip(np.rint(waves), info.min, info.max).astype(samples.dtype)
+    return waves.astype(samples.dtype)
 
 
 def _encoded(samples: np.ndarray, rate: int, container: str) -> bytes:

@@ -29,6 +29,11 @@ CONVERTERS = ("tfr_convert.converters.audio:AudioConverter",)
     show_default=True,
     help="raw: the samples (int16 for 16-bit PCM); keep: each file's bytes; wav, flac: re-encoded, 16-bit PCM.",
 )
+@click.option(
+    "--sample-rate",
+    type=click.IntRange(min=1),
+    help="Resample every recording to R (Fourier, band-limited) [default: the files' own, which must agree].",
+)
 @click.option("--mono", is_flag=True, help="Average the channels into one.")
 @click.option("--clip-seconds", type=click.FloatRange(min=0, min_open=True), help="Keep the first S seconds.")
 @click.option("--pad", "shorter", flag_value="pad", help="With --clip-seconds: silence after a shorter recording.")
@@ -46,6 +51,7 @@ def command(
     split_column,
     group_column,
     audio_format,
+    sample_rate,
     mono,
     clip_seconds,
     shorter,
@@ -56,18 +62,19 @@ def command(
     from ...converters.audio import AudioConverter, AudioOptions
 
     options = AudioOptions(
-        audio_format,
-        mono,
-        clip_seconds,
-        shorter,
-        split,
-        stratify,
-        labels_csv,
-        delimiter,
-        path_column,
-        label_column,
-        split_column,
-        group_column,
+        audio_format=audio_format,
+        mono=mono,
+        clip_seconds=clip_seconds,
+        shorter=shorter,
+        sample_rate=sample_rate,
+        split=split,
+        stratify=stratify,
+        labels_csv=labels_csv,
+        delimiter=delimiter,
+        path_column=path_column,
+        label_column=label_column,
+        split_column=split_column,
+        group_column=group_column,
     )
     usage_error_if(options.problem())
 
