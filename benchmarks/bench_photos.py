@@ -29,7 +29,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from common import SCRIPTS, bench_parser, compile_package, machine, measure, median, settle, write_results
+from common import SCRIPTS, bench_parser, compile_package, inner_time, machine, measure, median, write_results
 
 CONVERT = str(SCRIPTS / "tfr-convert")
 
@@ -144,23 +144,6 @@ if __name__ == "__main__":
 """
     subprocess.run([sys.executable, "-c", script], check=True)
     done.write_text("")
-
-
-# Runs a loop that prints its own time; reports that time and the peak RSS of the largest
-# process (the loop's, or a worker's).
-_TIMED = (
-    "import resource, subprocess, sys\n"
-    "done = subprocess.run(sys.argv[1:], check=True, capture_output=True, text=True)\n"
-    "print(done.stdout.split()[-1], resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
-)
-
-
-def inner_time(code: str, src: Path, *args: object) -> tuple[float, float]:
-    """(the loop's own seconds, as it prints them; peak RSS MiB), its input read first."""
-    settle([src])
-    argv = [sys.executable, "-c", _TIMED, sys.executable, "-c", code, str(src), *map(str, args)]
-    seconds, kib = subprocess.run(argv, check=True, capture_output=True, text=True).stdout.split()
-    return float(seconds), int(kib) / 1024
 
 
 def main() -> None:

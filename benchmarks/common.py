@@ -151,3 +151,20 @@ def recorded(name: str) -> Iterator[None]:
     out = REPO / "benchmarks" / "results" / f"{name}.md"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(f"# {name} ({datetime.date.today()}, {machine()})\n\n`{command}`\n\n```\n{captured.getvalue()}```\n")
+
+
+# Runs a loop that prints its own time; reports that time and the peak RSS of the largest
+# process (the loop's, or a worker's).
+_TIMED = (
+    "import resource, subprocess, sys\n"
+    "done = subprocess.run(sys.argv[1:], check=True, capture_output=True, text=True)\n"
+    "print(done.stdout.split()[-1], resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+)
+
+
+def inner_time(code: str, src: Path, *args: object) -> tuple[float, float]:
+    """(the loop's own seconds, as it prints them; peak RSS MiB), its input read first."""
+    settle([src])
+    argv = [sys.executable, "-c", _TIMED, sys.executable, "-c", code, str(src), *map(str, args)]
+    seconds, kib = subprocess.run(argv, check=True, capture_output=True, text=True).stdout.split()
+    return float(seconds), int(kib) / 1024

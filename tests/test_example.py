@@ -287,3 +287,23 @@ def test_key_order_and_key_field_are_the_order_and_key_bytes_serialize_writes():
     for name in names:
         assert key_field(name) == b"\x0a" + bytes([len(name)]) + name.encode()
         assert key_field(name) + b"\x12" in data
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 3 * 32), st.integers(0, 2**32 - 1), st.sampled_from([np.int16, np.int32, np.int64, np.uint32]))
+def test_an_int_array_long_enough_to_be_packed_with_numpy_gives_tensorflows_bytes(length, seed, dtype):
+    """Arrays below and past the length packed with numpy (PACK_WITH_NUMPY), values from
+    every varint width, negatives (ten bytes each) included."""
+    from tfr_convert.dataset.example import PACK_WITH_NUMPY
+
+    assert PACK_WITH_NUMPY <= 3 * 32
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(seed)
+    whole = rng.integers(info.min, info.max, length, dtype=dtype, endpoint=True)
+    array = (whole >> rng.integers(0, info.bits, length).astype(dtype)).astype(dtype)  # every width
+    expected = tf.train.Example(
+        features=tf.train.Features(
+            feature={"x": tf.train.Feature(int64_list=tf.train.Int64List(value=array.astype(np.int64).tolist()))}
+        )
+    ).SerializeToString(deterministic=True)
+    assert serialize({"x": array}) == expected

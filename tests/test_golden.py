@@ -179,6 +179,14 @@ GOLDEN = {
         "pets-test.tfrecord-00000-of-00001": "46cd969c0106e13789a46e1ad4a9a527f8c1418f3b704e401bd94efed512ea93",
         "pets-train.tfrecord-00000-of-00001": "b169e81cf337aa073cbd2f8e97a031aa5aaf3fcd23db70052d04e0fb025ac074",
     },
+    "audio_mono": {
+        "dataset_info.json": "d13ffeed86705f9894dcdb9c7c341a04b599e5a36626f9f4541ed7af1908f132",
+        "features.json": "bf64c9d967cd0f73469f47f71107a820a0bb7a4723d8967a57905c6f25c9959b",
+        "label.labels.txt": "30463273a862b461430d60c781573a11e07e433af8215905dc6e33182770167c",
+        "manifest.json": "269362a7ef85dccf3604acbc64e52998eef6980d2bfdf9fd97558b4d7d3daf26",
+        "sounds-test.tfrecord-00000-of-00001": "76cc0ad8510fc0c457a8f493fbff3d767776f9cf0cca7829618fd4adb953b98b",
+        "sounds-train.tfrecord-00000-of-00001": "89c415e8f3138a990aa021db7b945cc10c76415081584d5b8778b9d1021baf85",
+    },
 }
 
 
@@ -344,6 +352,7 @@ def conversions(tmp: Path) -> dict[str, list[str]]:
     boxes_dir, boxes = write_boxes(tmp / "boxes")
     seg_images, seg_masks = write_segmentation(tmp / "seg")
     table = write_table_csv(tmp / "table")
+    audio = write_audio_folder(tmp / "sounds")
     return {
         "mnist_raw": ["mnist", mnist, "--validation-size", "5", "--examples-per-shard", "10"],
         "mnist_gzip": ["mnist", mnist, "--num-shards", "2", "--compression", "gzip", "--seed", "3"],
@@ -370,7 +379,21 @@ def conversions(tmp: Path) -> dict[str, list[str]]:
         "records_copy": ["records", tmp / "out" / "mnist_raw", "--no-shuffle", "--num-shards", "3"],
         "table_csv": ["table", table, "--label-column", "kind", "--split", "train=0.75,test=0.25", "--stratify",
                       "--key-column", "id", "--nulls", "omit", "--rename", "kind=label", "--workers", "2"],
+        "audio_mono": ["audio", audio, "--mono", "--split", "train=0.5,test=0.5", "--stratify", "--workers", "2"],
     }  # fmt: skip
+
+
+def write_audio_folder(root: Path) -> Path:
+    """8 stereo 16-bit WAV recordings of two classes, of several lengths (tones and noise)."""
+    import soundfile
+
+    rng = np.random.default_rng(12)
+    for i in range(8):
+        n = 300 + 37 * i
+        wave = np.sin(np.arange(n)[:, None] * [0.05 + 0.01 * i, 0.11]) * 9000 + rng.normal(0, 500, (n, 2))
+        (root / ["hum", "hiss"][i % 2]).mkdir(parents=True, exist_ok=True)
+        soundfile.write(root / ["hum", "hiss"][i % 2] / f"r{i}.wav", wave.astype(np.int16), 8000, subtype="PCM_16")
+    return root
 
 
 def write_table_csv(root: Path) -> Path:

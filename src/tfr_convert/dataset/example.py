@@ -46,6 +46,34 @@ def _varint(n: int) -> bytes:
     return bytes(out)
 
 
+_VARINT_STEPS = np.array([1 << (7 * k) for k in range(1, 10)], np.uint64)
+# An int64 list of at least this many values is packed with numpy (below, one varint at a time)
+PACK_WITH_NUMPY = 32
+
+
+def varints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Base-128 varints of unsigned 64-bit values: ((m, w) uint8, padded to the longest
+    one's w bytes; lengths (m,))."""
+    v = values.astype(np.uint64, copy=False)
+    m = len(v)
+    top = int(v.max()) if m else 0
+    width = max(1, (top.bit_length() + 6) // 7)  # the longest varint here: no wider matrix
+    if width == 1:  # every value below 128 (lengths, small ints): each is its own byte
+        return v.astype(np.uint8).reshape(m, 1), np.ones(m, np.int64)
+    lengths = np.searchsorted(_VARINT_STEPS[: width - 1], v, side="right").astype(np.int64) + 1
+    groups = np.empty((m, width), np.uint8)
+    for k in range(width):
+        groups[:, k] = ((v >> np.uint64(7 * k)) & np.uint64(0x7F)).astype(np.uint8)
+    groups[np.arange(width)[None, :] < (lengths - 1)[:, None]] |= 0x80  # every byte but the last
+    return groups, lengths
+
+
+def _packed_varints(values: np.ndarray) -> bytes:
+    """The varints of int64 values back to back (negatives as their two's complement, 10 bytes)."""
+    groups, lengths = varints(values.astype(np.int64, copy=False).view(np.uint64))
+    return groups[np.arange(groups.shape[1])[None, :] < lengths[:, None]].tobytes()
+
+
 def _delimited(tag: bytes, payload: bytes) -> bytes:
     return tag + _varint(len(payload)) + payload
 
@@ -136,7 +164,10 @@ def _list_message(kind: str, values: list[Any] | np.ndarray) -> bytes:
         with np.errstate(over="ignore"):
             packed = np.asarray(values, dtype=np.float64).astype("<f4").tobytes()
     else:
-        packed = b"".join([_varint(v if v >= 0 else v + (1 << 64)) for v in map(int, values)])
+        if isinstance(values, np.ndarray) and len(values) >= PACK_WITH_NUMPY:
+            packed = _packed_varints(values)
+        else:
+            packed = b"".join([_varint(v if v >= 0 else v + (1 << 64)) for v in map(int, values)])
     return _delimited(b"\x0a", packed)
 
 

@@ -21,11 +21,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .example import BYTES, FLOAT, INT64, key_field, key_order
+from .example import BYTES, FLOAT, INT64, key_field, key_order, varints
 
 _TAG = {BYTES: 0x0A, FLOAT: 0x12, INT64: 0x1A}
 # the smallest value of each varint length past one byte: 2**7, 2**14, ... 2**63
-_VARINT_STEPS = np.array([1 << (7 * k) for k in range(1, 10)], np.uint64)
 
 
 @dataclass(frozen=True)
@@ -45,23 +44,6 @@ class FeatureColumn:
     offsets: np.ndarray | None = None
     value_offsets: np.ndarray | None = None
     present: np.ndarray | None = None
-
-
-def varints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Base-128 varints of unsigned 64-bit values: ((m, w) uint8, padded to the longest
-    one's w bytes; lengths (m,))."""
-    v = values.astype(np.uint64, copy=False)
-    m = len(v)
-    top = int(v.max()) if m else 0
-    width = max(1, (top.bit_length() + 6) // 7)  # the longest varint here: no wider matrix
-    if width == 1:  # every value below 128 (lengths, small ints): each is its own byte
-        return v.astype(np.uint8).reshape(m, 1), np.ones(m, np.int64)
-    lengths = np.searchsorted(_VARINT_STEPS[: width - 1], v, side="right").astype(np.int64) + 1
-    groups = np.empty((m, width), np.uint8)
-    for k in range(width):
-        groups[:, k] = ((v >> np.uint64(7 * k)) & np.uint64(0x7F)).astype(np.uint8)
-    groups[np.arange(width)[None, :] < (lengths - 1)[:, None]] |= 0x80  # every byte but the last
-    return groups, lengths
 
 
 def _varint_width(n: np.ndarray) -> np.ndarray:
