@@ -766,8 +766,8 @@ def test_resume_of_a_detection_run_refuses_an_image_changed_since(cli, tmp_path)
     assert f"cannot --resume: {images / '5.png'} changed (" in result.output
 
 
-def test_resume_of_a_segmentation_run_refuses_a_picture_changed_since(cli, tmp_path):
-    """Its items' files are the pictures, under the first of its two roots (the masks' is the other)."""
+def _interrupted_segmentation(tmp_path: Path) -> tuple[Path, Path, list]:
+    """(pictures, masks, the arguments of a segmentation run killed after its 8th change)."""
     from PIL import Image
 
     images, masks, out = tmp_path / "images", tmp_path / "masks", tmp_path / "out"
@@ -778,6 +778,14 @@ def test_resume_of_a_segmentation_run_refuses_a_picture_changed_since(cli, tmp_p
         Image.new("L", (6, 5 + i), i % 2).save(masks / f"{i}.png")
     args = ["segmentation", images, "--masks", masks, "--out", out, "--examples-per-shard", "1", "--workers", "1"]
     assert killed_at(8, *args).returncode == -signal.SIGKILL
+    return images, masks, args
+
+
+def test_resume_of_a_segmentation_run_refuses_a_picture_changed_since(cli, tmp_path):
+    """Its items' files are the pictures, under the first of its two roots (the masks' is the other)."""
+    from PIL import Image
+
+    images, _, args = _interrupted_segmentation(tmp_path)
     Image.new("RGB", (6, 10), (0, 0, 0)).save(images / "5.png")  # redrawn, same size in pixels
     result = cli.convert(*args, "--resume")
     assert result.exit_code == 1, result.output
@@ -793,14 +801,7 @@ def test_resume_of_a_segmentation_run_refuses_a_mask_changed_since(cli, tmp_path
     in pixels, other classes) would otherwise be mixed with the shards kept."""
     from PIL import Image
 
-    images, masks, out = tmp_path / "images", tmp_path / "masks", tmp_path / "out"
-    images.mkdir()
-    masks.mkdir()
-    for i in range(8):
-        Image.new("RGB", (6, 5 + i), (i * 20, 5, 5)).save(images / f"{i}.png")
-        Image.new("L", (6, 5 + i), i % 2).save(masks / f"{i}.png")
-    args = ["segmentation", images, "--masks", masks, "--out", out, "--examples-per-shard", "1", "--workers", "1"]
-    assert killed_at(8, *args).returncode == -signal.SIGKILL
+    _, masks, args = _interrupted_segmentation(tmp_path)
     Image.new("L", (6, 5), 1).save(masks / "0.png")  # its shard was written before the kill
     result = cli.convert(*args, "--resume")
     assert result.exit_code == 1, result.output
