@@ -263,3 +263,26 @@ def test_sample_rate_resamples_as_scipy_does_and_lets_recordings_of_other_rates_
     clipped = cli.convert("audio", src, "--out", tmp_path / "clip", "--sample-rate", "8000", "--clip-seconds", "0.1")
     assert clipped.exit_code == 0, clipped.output
     assert {len(e["audio"]) for e in _tfds_examples(tmp_path / "clip")} == {800}
+
+
+def test_grid_draws_each_recording_as_its_waveform_a_band_per_channel(cli, tmp_path):
+    from PIL import Image
+
+    from tfr_convert.inspect.waveform import HEIGHT, WAVE, WIDTH, waveform
+
+    loud = np.sin(np.arange(4000) * 0.01) * 30000
+    drawn = waveform(np.stack([loud, loud * 0], axis=1).ravel(), 2)
+    assert drawn.shape == (HEIGHT, WIDTH, 3)
+    rows = np.flatnonzero((drawn == WAVE).all(axis=2).any(axis=1))
+    assert rows.min() <= 2 and rows.max() >= HEIGHT // 2 - 3  # the first channel spans its band
+    silent = np.flatnonzero((drawn[HEIGHT // 2 :] == WAVE).all(axis=2).any(axis=1))
+    assert silent.tolist() == [HEIGHT // 4]  # the silent channel: a flat line through its band's middle
+    _recordings(tmp_path / "sounds")
+    assert cli.convert("audio", tmp_path / "sounds", "--out", tmp_path / "out").exit_code == 0
+    result = cli.inspect(tmp_path / "out", "--grid", tmp_path / "grid.png", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) | {"out": None} == {"mode": "grid", "out": None, "images": 8, "feature": "audio"}
+    sheet = np.asarray(Image.open(tmp_path / "grid.png").convert("RGB"))
+    blue = sheet[..., 2].astype(int) - sheet[..., 0] > 50  # the wave's colour, scaled into its tile
+    cells = [blue[r * 110 : r * 110 + 96, c * 96 : c * 96 + 96] for r in range(3) for c in range(3)]
+    assert sum(cell.sum() > 300 for cell in cells) == 8  # a waveform drawn in each of the 8 tiles

@@ -1,4 +1,5 @@
-"""--grid OUT.png: a labelled contact sheet of the first N images, drawn with Pillow.
+"""--grid OUT.png: a labelled contact sheet of the first N images, drawn with Pillow
+(or, for a dataset of sound and no pictures, of its recordings' waveforms: waveform.py).
 
 The image feature is the first bytes feature whose values are PNG/JPEG/...
 (by magic bytes), else one named like `image`, holding raw uint8 pixels whose
@@ -28,6 +29,7 @@ from .keypoints import keypoints_of
 from .masks import instance_masks_of, is_mask, mask_of, overlay, overlay_instances
 from .paths import resolve
 from .summary import examples_of
+from .waveform import audio_features, waveform
 
 CELL = 96  # pixels per tile side
 # Images larger than this are reported, not decoded (--max-pixels raises it): a tile is
@@ -151,7 +153,10 @@ class Pictures:
         self.feature: str | None = None
         self.max_pixels = max_pixels
         self.skeleton: list[tuple[int, int]] = []
+        self.sounds: dict[str, int] = {}  # the sound features holding samples: their channels
+        self.sound: str | None = None  # the one drawn
         for d in inputs.datasets:
+            self.sounds.update(audio_features(ExistingDataset(d)))
             self.names.update(class_names(d))
             self.raw_shape = manifest_raw_shape(ExistingDataset(d)) or self.raw_shape
             self.skeleton = ExistingDataset(d).skeleton or self.skeleton
@@ -166,7 +171,14 @@ class Pictures:
         from PIL import Image
 
         self.feature = self.feature or image_feature(example)
-        if self.feature is None or not example.get(self.feature, (None, []))[1]:
+        if self.feature is None:  # a recording is drawn as its waveform
+            self.sound = self.sound or next((n for n in self.sounds if example.get(n, (None, []))[1]), None)
+            if self.sound is None or not example.get(self.sound, (None, []))[1]:
+                return None
+            label, names_file = caption(example, self.names)
+            drawn = waveform(example[self.sound][1], self.sounds[self.sound])
+            return Picture(drawn, label, [], [label], tail=names_file)
+        if not example.get(self.feature, (None, []))[1]:
             return None
         try:
             pixels = _pixels(example[self.feature][1][0], example, self.raw_shape, self.max_pixels)
@@ -269,4 +281,4 @@ def grid(
     if not fs.is_remote(out):
         os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     fs.put_bytes(out, picture.getvalue())
-    return {"mode": "grid", "out": out, "images": len(tiles), "feature": pictures.feature}
+    return {"mode": "grid", "out": out, "images": len(tiles), "feature": pictures.feature or pictures.sound}
