@@ -304,6 +304,13 @@ for _line in (
         "forked parts even for a few items: the same bytes, computed in parts (test_plan_digest holds any number of parts "
         "to one answer; `/`, a fraction of a part, is caught)"
     )
+for _operator in ("ReplaceComparisonOperator_Gt_GtE", "NumberReplacer"):
+    EQUIVALENT[
+        "resume", "more = [converter.item_files(item)[1:] for item in items] if len(roots) > 1 else []", _operator
+    ] = (
+        "a converter of one root gives no file past its first (item_files[1:] is empty for every item): `any(more)` "
+        "is false and the first root's files are the answer either way; only the empty tuples are made"
+    )
 # resume: sizes that shape how the work is split, not what it gives
 for _line, _why in (
     ("STATS_PER_PROCESS = 200_000", "files stat'ed per forked process"),

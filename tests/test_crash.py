@@ -767,14 +767,15 @@ def test_resume_of_a_detection_run_refuses_an_image_changed_since(cli, tmp_path)
 
 
 def _interrupted_segmentation(tmp_path: Path) -> tuple[Path, Path, list]:
-    """(pictures, masks, the arguments of a segmentation run killed after its 8th change)."""
+    """(pictures, masks, the arguments of a segmentation run killed after its 8th change);
+    the pictures are JPEGs, the masks PNGs: a picture and its mask have two names."""
     from PIL import Image
 
     images, masks, out = tmp_path / "images", tmp_path / "masks", tmp_path / "out"
     images.mkdir()
     masks.mkdir()
     for i in range(8):
-        Image.new("RGB", (6, 5 + i), (i * 20, 5, 5)).save(images / f"{i}.png")
+        Image.new("RGB", (6, 5 + i), (i * 20, 5, 5)).save(images / f"{i}.jpg")
         Image.new("L", (6, 5 + i), i % 2).save(masks / f"{i}.png")
     args = ["segmentation", images, "--masks", masks, "--out", out, "--examples-per-shard", "1", "--workers", "1"]
     assert killed_at(8, *args).returncode == -signal.SIGKILL
@@ -786,14 +787,14 @@ def test_resume_of_a_segmentation_run_refuses_a_picture_changed_since(cli, tmp_p
     from PIL import Image
 
     images, _, args = _interrupted_segmentation(tmp_path)
-    Image.new("RGB", (6, 10), (0, 0, 0)).save(images / "5.png")  # redrawn, same size in pixels
+    Image.new("RGB", (6, 10), (0, 0, 0)).save(images / "5.jpg")  # redrawn, same size in pixels
     result = cli.convert(*args, "--resume")
     assert result.exit_code == 1, result.output
-    assert f"cannot --resume: {images / '5.png'} changed (" in result.output
-    Image.new("RGB", (6, 10), (5 * 20, 5, 5)).save(images / "5.png")  # as it was, but for its time
-    os.utime(images / "5.png", ns=(0, 0))
+    assert f"cannot --resume: {images / '5.jpg'} changed (" in result.output
+    Image.new("RGB", (6, 10), (5 * 20, 5, 5)).save(images / "5.jpg")  # as it was, but for its time
+    os.utime(images / "5.jpg", ns=(0, 0))
     result = cli.convert(*args, "--resume")
-    assert f"cannot --resume: {images / '5.png'} changed (modification time)" in result.output
+    assert f"cannot --resume: {images / '5.jpg'} changed (modification time)" in result.output
 
 
 def test_resume_of_a_segmentation_run_refuses_a_mask_changed_since(cli, tmp_path):
