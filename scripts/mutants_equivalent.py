@@ -496,11 +496,20 @@ for _line, _operators, _why in (
 ):  # fmt: skip
     for _operator in _operators:
         EQUIVALENT["jpeg_check", _line, _operator] = _why
+_IN_THE_SERIALIZER = {
+    "v = values.astype(np.uint64, copy=False)",
+    "groups, lengths = varints(values.astype(np.int64, copy=False).view(np.uint64))",
+    "top = int(v.max()) if m else 0",
+    "if width == 1:  # every value below 128 (lengths, small ints): each is its own byte",
+    'lengths = np.searchsorted(_VARINT_STEPS[: width - 1], v, side="right").astype(np.int64) + 1',
+}
 # The columnar serializer: shortcuts and views whose other forms take the general route,
 # which writes the same bytes (the tests hold every row to example.serialize)
 for _line, _operators, _why in (
     ("@dataclass(frozen=True)", ("ReplaceTrueWithFalse",), "nothing assigns to a column or hashes one"),
     ("v = values.astype(np.uint64, copy=False)", ("ReplaceFalseWithTrue",), "a copy instead of a view: the same values"),
+    ("groups, lengths = varints(values.astype(np.int64, copy=False).view(np.uint64))", ("ReplaceFalseWithTrue",),
+     "a copy instead of a view: the same values"),
     ("groups, widths = varints(column.values.astype(np.int64, copy=False).view(np.uint64))", ("ReplaceFalseWithTrue",),
      "a copy instead of a view: the same values"),
     ("top = int(v.max()) if m else 0", ("NumberReplacer",), "with no values the width is max(1, ...) = 1 whichever"),
@@ -532,7 +541,9 @@ for _line, _operators, _why in (
      "a view with more rows than can start a run: only rows where a run starts are written, all inside the data"),
 ):  # fmt: skip
     for _operator in _operators:
-        EQUIVALENT["example_columns", _line, _operator] = _why
+        # varints is example.py's (the one serializer packs long int lists with it too)
+        _module = "example" if _line in _IN_THE_SERIALIZER else "example_columns"
+        EQUIVALENT[_module, _line, _operator] = _why
 EQUIVALENT["commit", "for entry in os.listdir(self.build):", "ZeroIterationForLoop"] = (
     "keep_only clears a resumed run's build of what it does not keep, and every such file is one the resumed "
     "run writes again under the same name before its commit (a shard's temporary is named by its split and "
