@@ -65,10 +65,7 @@ def input_files(converter: Converter, plan: dict[str, list[Hashable]], workers: 
     more = [converter.item_files(item)[1:] for item in items] if len(roots) > 1 else []
     if not any(more):
         return first
-    others = [
-        InputFiles.of(root, [m[at] or "" for m in more], in_parts)
-        for at, root in enumerate(roots[1 : 1 + len(more[0])])
-    ]
+    others = [InputFiles.of(root, [m[at] or "" for m in more], in_parts) for at, root in enumerate(roots[1:])]
     return InputFiles.joined([first, *others])
 
 
