@@ -496,6 +496,19 @@ for _line, _operators, _why in (
 ):  # fmt: skip
     for _operator in _operators:
         EQUIVALENT["jpeg_check", _line, _operator] = _why
+# Which int arrays the serializer packs with numpy: both routes write the same varints
+# (the tests hold each, either side of the threshold, to TensorFlow's bytes)
+for _line, _operators in (
+    ("PACK_WITH_NUMPY = 32", ("NumberReplacer",)),
+    (
+        "if isinstance(values, np.ndarray) and len(values) >= PACK_WITH_NUMPY:",
+        ("ReplaceComparisonOperator_GtE_Lt", "ReplaceComparisonOperator_GtE_Gt"),
+    ),
+):
+    for _operator in _operators:
+        EQUIVALENT["example", _line, _operator] = (
+            "another threshold for packing int arrays with numpy: both routes write the same varints"
+        )
 _IN_THE_SERIALIZER = {
     "v = values.astype(np.uint64, copy=False)",
     "groups, lengths = varints(values.astype(np.int64, copy=False).view(np.uint64))",

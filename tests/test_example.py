@@ -307,3 +307,5 @@ def test_an_int_array_long_enough_to_be_packed_with_numpy_gives_tensorflows_byte
         )
     ).SerializeToString(deterministic=True)
     assert serialize({"x": array}) == expected
+    if length:  # (an empty list has no type: refused)
+        assert serialize({"x": array.tolist()}) == expected  # a list of Python ints: one varint at a time
