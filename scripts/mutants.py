@@ -315,8 +315,12 @@ def _child(src: Path, log: Path) -> None:
     builtins.CosmicRayTestingException = CosmicRayTestingException  # type: ignore[attr-defined]
     sys.path.insert(0, str(src))
     # the package and the tests as the copy has them, even where this process (a test of
-    # this script) had imported them from the checkout
+    # this script) had imported them from the checkout; but the servers' helper stays, and
+    # with it the S3 server the parent started for every child (SeaweedS3.shared): a child
+    # that started its own would pay for its start, and leave it running if killed
     for module_name, module in list(sys.modules.items()):
+        if module_name == "object_stores":
+            continue
         if str(getattr(module, "__file__", None) or "").startswith((str(REPO / "src"), str(REPO / "tests"))):
             del sys.modules[module_name]
     os.chdir(REPO)
