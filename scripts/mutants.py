@@ -372,6 +372,20 @@ def _cover(src: Path, tests: list[str], log: Path, rc: Path, durations: Path) ->
     os._exit(code)
 
 
+def _split_tests(tests: list[str], parts: int) -> list[list[str]]:
+    """A target's tests in `parts` (its files and node ids dealt out in turn; its options,
+    such as `-k EXPR`, given to every part)."""
+    paths, options, i = [], [], 0
+    while i < len(tests):
+        if tests[i].startswith("-"):
+            options += tests[i : i + 2] if tests[i] in ("-k", "-m") else [tests[i]]
+            i += 2 if tests[i] in ("-k", "-m") else 1
+        else:
+            paths.append(tests[i])
+            i += 1
+    return [[*paths[k::parts], *options] if paths[k::parts] else [] for k in range(max(parts, 1))]
+
+
 def _statement_lines(tree: ast.Module, line: int) -> set[int]:
     """The lines whose execution runs the mutated code on `line`: the innermost statement
     holding it (a compound one's header only, not its body), and the line itself."""
@@ -457,17 +471,27 @@ def _run(name: str, work: Path, workers: int, simple: bool = False, seen: set | 
     source = (REPO / module).read_text()
     mutants = _mutants(name, work)
 
-    rc, took = work / f"{name}.coveragerc", work / f"{name}.durations.json"
+    rc = work / f"{name}.coveragerc"
     rc.write_text(_COVERAGE_RC.format(data=work / f"{name}.coverage", module=slots[0] / relative))
-    pid = os.fork()
-    if pid == 0:
-        _cover(slots[0], tests, work / f"{name}-coverage.log", rc, took)
-    _, status = os.waitpid(pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit(f"{name}: the tests fail on the unmutated module (see {work / f'{name}-coverage.log'})")
+    # the unmutated tests under coverage, split between the cores (one copy of src/, so
+    # that every part measures the same file)
+    parts = [part for part in _split_tests(tests, workers) if part]
+    children = []
+    for i, part in enumerate(parts):
+        took = work / f"{name}.durations-{i}.json"
+        pid = os.fork()
+        if pid == 0:
+            _cover(slots[0], part, work / f"{name}-coverage-{i}.log", rc, took)
+        children.append((pid, took))
+    took_all: dict[str, float] = {}
+    for i, (pid, took) in enumerate(children):
+        _, status = os.waitpid(pid, 0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            sys.exit(f"{name}: the tests fail on the unmutated module (see {work / f'{name}-coverage-{i}.log'})")
+        took_all |= json.loads(took.read_text())
     measured = coverage.Coverage(config_file=str(rc))
     measured.combine()
-    selection = Selection(measured.get_data(), str(relative), json.loads(took.read_text()), source)
+    selection = Selection(measured.get_data(), str(relative), took_all, source)
 
     servers = []  # (pid, connection) of each worker's session
     for slot in range(workers):

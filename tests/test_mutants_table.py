@@ -148,3 +148,13 @@ def test_a_mutant_is_stopped_once_the_test_it_loops_in_has_had_its_time_and_not_
     pid, started = _child_starting_tests([0.6, 0.6])  # slower than nothing, within each test's time
     assert mutants_fork._waited(pid, [2.0, 2.0], started) == 0
     os.close(started)
+
+
+def test_a_targets_tests_are_dealt_between_the_coverage_runs_each_with_the_options():
+    split = mutants._split_tests
+    assert split(["a.py", "b.py::t", "c.py", "-k", "not slow", "-x"], 2) == [
+        ["a.py", "c.py", "-k", "not slow", "-x"],
+        ["b.py::t", "-k", "not slow", "-x"],
+    ]
+    assert split(["only.py", "-k", "x"], 2) == [["only.py", "-k", "x"], []]  # (an empty part is not run)
+    assert split(["a.py", "b.py"], 1) == [["a.py", "b.py"]]
