@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from .. import containers
-from .types import ByteSize, DatasetName, LocalOrRemotePath, Size2D, Split, StorageOptions
+from .types import ByteSize, DatasetName, Delimiter, LocalOrRemotePath, Size2D, Split, StorageOptions
 
 
 def configure_storage(ctx: click.Context, param: click.Parameter, value: dict[str, Any] | None) -> None:
@@ -309,6 +309,34 @@ def max_record_option(what: str):
         metavar="SIZE",
         help=f"Largest record {what}; each is held in memory once per worker. [default: 64MiB]",
     )
+
+
+def labels_csv_options(files: str):
+    """--labels CSV and how it is read (--delimiter, --path-column, --label-column), for a
+    folder of `files` (images, recordings)."""
+
+    def decorate(f):
+        for option in reversed(
+            [
+                click.option(
+                    "--labels",
+                    "labels_csv",
+                    type=LocalOrRemotePath(exists=True, dir_okay=False),
+                    help="CSV of paths and columns.",
+                ),
+                click.option(
+                    "--delimiter", type=Delimiter(), help="The CSV's separator: , ; tab | [default: detected]."
+                ),
+                click.option("--path-column", help=f"CSV column with the {files}' paths [default: detected]."),
+                click.option(
+                    "--label-column", help="CSV column holding the class: it becomes a ClassLabel with names."
+                ),
+            ]
+        ):
+            f = option(f)
+        return f
+
+    return decorate
 
 
 def usage_error_if(problem: str | None) -> None:

@@ -167,9 +167,10 @@ class AudioConverter(FileItems, Converter):
             raise SourceError(f"{root}: no recordings to convert")
         self._splits = self._split(items, split_of)
         self._folder.listed()
-        rate = options.sample_rate or heard.get("sample rate", (None, ""))[0]
-        channels = 1 if options.mono else heard.get("channel count", (None, ""))[0]
-        formats = {item[6] for item in items}
+        # (keep mode requires nothing shared: what all its files share is still said)
+        rates, counts, formats = ({item[at] for item in items} for at in (4, 5, 6))
+        rate = options.sample_rate or (rates.pop() if len(rates) == 1 else None)
+        channels = 1 if options.mono else (counts.pop() if len(counts) == 1 else None)
         self.features = {
             "audio": FeatureSpec.audio(
                 heard.get("sample format", ("int16", ""))[0] if options.audio_format != "keep" else "int16",

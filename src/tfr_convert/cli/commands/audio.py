@@ -4,21 +4,16 @@ from __future__ import annotations
 
 import click
 
-from ..options import common_options, on_error_option, split_options, usage_error_if
+from ..options import common_options, labels_csv_options, on_error_option, split_options, usage_error_if
 from ..running import run_conversion, source_context
-from ..types import Delimiter, LocalOrRemotePath
+from ..types import LocalOrRemotePath
 
 CONVERTERS = ("tfr_convert.converters.audio:AudioConverter",)
 
 
 @click.command()
 @click.argument("root", type=LocalOrRemotePath(exists=True, file_okay=False))
-@click.option(
-    "--labels", "labels_csv", type=LocalOrRemotePath(exists=True, dir_okay=False), help="CSV of paths and columns."
-)
-@click.option("--delimiter", type=Delimiter(), help="The CSV's separator: , ; tab | [default: detected].")
-@click.option("--path-column", help="CSV column with the recordings' paths [default: detected].")
-@click.option("--label-column", help="CSV column holding the class: it becomes a ClassLabel with names.")
+@labels_csv_options("recordings")
 @split_options("Keep label proportions in every split.")
 @click.option("--split-column", help="CSV column naming each row's split.")
 @click.option("--group-column", help="CSV column whose rows must share a split (a speaker, a session).")

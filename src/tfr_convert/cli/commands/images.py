@@ -12,25 +12,21 @@ from ..options import (
     QUALITY,
     common_options,
     image_format_option,
+    labels_csv_options,
     on_error_option,
     resize_option,
     split_options,
     usage_error_if,
 )
 from ..running import run_conversion, source_context
-from ..types import Color, Delimiter, LocalOrRemotePath
+from ..types import Color, LocalOrRemotePath
 
 CONVERTERS = ("tfr_convert.converters.images:ImagesConverter",)
 
 
 @click.command()
 @click.argument("image_dir", type=LocalOrRemotePath(exists=True, file_okay=False))
-@click.option(
-    "--labels", "labels_csv", type=LocalOrRemotePath(exists=True, dir_okay=False), help="CSV of paths and columns."
-)
-@click.option("--delimiter", type=Delimiter(), help="The CSV's separator: , ; tab | [default: detected].")
-@click.option("--path-column", help="CSV column with image paths [default: detected].")
-@click.option("--label-column", help="CSV column holding the class: it becomes a ClassLabel with names.")
+@labels_csv_options("images")
 @click.option(
     "--headerless-labels",
     is_flag=True,
