@@ -156,10 +156,11 @@ class Pictures:
         self.sounds: dict[str, int] = {}  # the sound features holding samples: their channels
         self.sound: str | None = None  # the one drawn
         for d in inputs.datasets:
-            self.sounds.update(audio_features(ExistingDataset(d)))
+            dataset = ExistingDataset(d)  # (its metadata read once)
+            self.sounds.update(audio_features(dataset))
             self.names.update(class_names(d))
-            self.raw_shape = manifest_raw_shape(ExistingDataset(d)) or self.raw_shape
-            self.skeleton = ExistingDataset(d).skeleton or self.skeleton
+            self.raw_shape = manifest_raw_shape(dataset) or self.raw_shape
+            self.skeleton = dataset.skeleton or self.skeleton
 
     def _background(self, mask: str) -> int | None:
         """The mask's class left untinted: 0 where the dataset names it the background."""
