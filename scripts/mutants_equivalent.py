@@ -321,8 +321,8 @@ EQUIVALENT["resume", "PLAN_BLOCK = 4096  # items per block of the plan's digest"
     "blocks of another size give another digest, the same for the same plan: a journal is only compared "
     "with a run of the same tool, and any one item still changes it (test_plan_digest)"
 )
-EQUIVALENT["resume", "if not roots or not items or converter.item_file(items[0]) is None:", "NumberReplacer"] = (
-    "items[-1] or items[1] instead of the first: a converter's items are all files or none"
+EQUIVALENT["resume", "if not roots or not firsts or converter.item_file(firsts[0]) is None:", "NumberReplacer"] = (
+    "the first item of the last split instead of the first's: a converter's items are all files or none"
 )
 for _operator in ("ExceptionReplacer", "ReplaceFalseWithTrue"):
     for _line in ("except (RecordError, OSError):", "return False"):

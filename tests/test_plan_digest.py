@@ -106,3 +106,30 @@ def test_an_empty_plan_has_no_input_files_to_compare(tmp_path):
             return f"f{item}"
 
     assert resume.input_files(Files(), {"train": [], "test": []}, 1) is None
+
+
+def test_a_split_planned_as_a_range_has_the_digest_of_the_list_it_stands_for(tmp_path):
+    """A table in source order is planned as a range of rows (no int per row); resuming
+    compares it with the same rows however they were held."""
+    n = PLAN_BLOCK + 7
+    assert _digest({"train": range(n), "test": range(n, n + 2)}, tmp_path) == _digest(
+        {"train": list(range(n)), "test": [n, n + 1]}, tmp_path
+    )
+    assert _digest({"train": range(n)}, tmp_path) != _digest({"train": range(1, n + 1)}, tmp_path)
+
+
+def test_the_input_files_of_a_plan_begin_with_its_first_splits_first_item(tmp_path):
+    from tfr_convert.engine import resume
+
+    asked = []
+
+    class Files(Given):
+        def input_roots(self):
+            return [str(tmp_path)]
+
+        def item_file(self, item):
+            asked.append(item)
+            return None
+
+    assert resume.input_files(Files(), {"train": [5, 6], "test": [], "b": [7]}, 1) is None
+    assert asked == [7]  # "b" sorts first; the empty "test" has none

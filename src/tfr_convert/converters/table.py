@@ -1,12 +1,13 @@
 """Tables in (`tfr-convert table`): one Example per row of CSV / TSV, Parquet, JSON
 Lines, Arrow / Feather files or Hugging Face `save_to_disk` folders.
 
-Every SRC is read whole while listing (table_files.py), the parts joined into one
-Arrow table; each column becomes a feature by its Arrow type (arrow_features.py).
+Every SRC is opened while listing (table_files.py): read whole and the parts joined
+into one Arrow table, or, local Parquet files, read a column or a run of rows at a time
+(table_rows.py). Each column becomes a feature by its Arrow type (arrow_features.py).
 Whatever can be known before writing is checked then, so a bad table writes nothing:
 a null where --nulls error forbids one, a label, split or key that is missing, a key
-seen twice, a label outside its names. Items are row numbers; a batch of rows is
-taken from the table at once and turned into features column by column.
+seen twice, a label outside its names. Items are row numbers (a split in source order
+is a range); a batch of rows is taken at once and turned into features column by column.
 
 Options name columns as the table names them (`a/b` for a struct's field); --rename
 changes the feature's name only.
@@ -28,7 +29,7 @@ from ..dataset.features import FeatureSpec
 from ..dataset.splits import SPLIT_NAME, SplitSpec, split_by_ratio
 from ..errors import OptionError, SourceError
 from ..optional import pyarrow
-from . import arrow_features, table_files
+from . import arrow_features, table_files, table_rows
 from .arrow_features import Column, NullInside
 from .base import ColumnBatch, Converter, SourceContext
 from .table_columns import feature_column
@@ -104,22 +105,22 @@ class TableConverter(Converter):
         for part in self._parts:
             for line, why in part.problems:
                 self.reject(f"{part.path}: line {line}", why)
-        table = table_files.joined(self._parts)
+        source = table_rows.Joined([part.table for part in self._parts], lambda: table_files.joined(self._parts))
         self.dataset_name = "table" if isinstance(paths, table_files.Opened) else table_files.dataset_name_of(paths[0])
         exported = [p.exported for p in self._parts]
         if all(exported):  # tfr-export's Parquet files: the dataset comes back as it was
             self.keeps_order = True
             self.dataset_name = exported[0].get("name") or self.dataset_name
-        pictures = self._picture_columns(table, opened.hf_features)
-        flat = arrow_features.flatten(table, whole=set(pictures))
+        pictures = self._picture_columns(source.column_names, opened.hf_features)
+        flat = source.columns(set(pictures))
         self._check_named(flat)
         renamed = dict(options.rename)
         self._images = TableImages(
-            [image_column(s, renamed.get(s, s), flat[s].type, options.images.root) for s in pictures],
+            [image_column(s, renamed.get(s, s), flat.type_of(s), options.images.root) for s in pictures],
             options.images,
         )
         self._columns = [
-            arrow_features.column_of(renamed.get(source, source), source, flat[source].type)
+            arrow_features.column_of(renamed.get(source, source), source, flat.type_of(source))
             for source in self._chosen(flat)
             if source not in (options.split_column, options.label_column, *pictures)
         ]
@@ -127,7 +128,7 @@ class TableConverter(Converter):
         self.labels: dict[str, list[str]] = {}
         self._class_labels = {}  # feature -> names, for ClassLabel features
         self._label_values: np.ndarray | None = None  # the label column's class index per row
-        n = table.num_rows
+        n = self._starts[-1]
         ok = np.ones(n, bool)  # rows kept (under --on-error skip a bad one is not)
         self._hf_labels(opened.hf_features)
         for name, names in (exported[0].get("class_names") or {}).items() if all(exported) else ():
@@ -137,25 +138,31 @@ class TableConverter(Converter):
             ok &= self._label(flat[options.label_column], options.label_column, opened.hf_features)
         absent_allowed = set()
         for column in self._columns:
-            array = flat[column.source]
-            if array.null_count and options.nulls == "omit":
+            nulls = flat.null_count(column.source)
+            if nulls and options.nulls == "omit":
                 absent_allowed.add(column.name)
-            elif array.null_count and options.nulls == "error":
-                ok &= self._no_nulls(array, column.source, "--nulls omit or fill keeps the row")
+            elif nulls and options.nulls == "error":
+                ok &= self._no_nulls(flat[column.source], column.source, "--nulls omit or fill keeps the row")
             if column.shape:
-                ok &= self._no_null_inside(column, array)
-            lost = arrow_features.float32_losses(array)
+                ok &= self._no_null_inside(column, flat[column.source])
+            lost = (
+                arrow_features.float32_losses(flat[column.source])
+                if pa.types.is_float64(flat.type_of(column.source))
+                else 0
+            )
             if lost:
                 self.warnings.append(
                     f"column {column.source!r}: {lost} float64 value{'s' if lost > 1 else ''} changed when stored "
                     "as float32 (a TFRecord float list is 32-bit)"
                 )
         for picture in self._images.columns:
-            array = flat[picture.source]
-            if array.null_count and options.nulls == "omit":
+            nulls = flat.null_count(picture.source)
+            if nulls and options.nulls == "omit":
                 absent_allowed.add(picture.name)
-            elif array.null_count:
-                ok &= self._no_nulls(array, picture.source, "--nulls omit leaves the picture out of the row's Example")
+            elif nulls:
+                ok &= self._no_nulls(
+                    flat[picture.source], picture.source, "--nulls omit leaves the picture out of the row's Example"
+                )
         self._absent_allowed = frozenset(absent_allowed)
         self.optional_features = self._absent_allowed
         self.features: dict[str, FeatureSpec] = {}
@@ -177,10 +184,9 @@ class TableConverter(Converter):
             self._carry_features(exported[0].get("features"))
         self._keys = self._key_values(flat, ok)
         sources = [c.source for c in self._columns] + [p.source for p in self._images.columns]
-        # one chunk a column: taking rows from several chunks costs several times more
-        self._table = pa.table({source: flat[source] for source in sources}).combine_chunks()
+        self._held = source.rows(flat, sources)
         # what the manifest says of each input, now: their tables are let go (the rows
-        # written are in self._table, one copy)
+        # written are in self._held, one copy, or in the Parquet files)
         self._sources = [table_files.described(part) for part in self._parts]
         for part in self._parts:
             part.table = None
@@ -200,20 +206,18 @@ class TableConverter(Converter):
             return
         self.features = {name: FeatureSpec.from_tfds(described[name]) for name in self.features}
 
-    def _picture_columns(self, table: Any, hf_features: dict[str, Any]) -> list[str]:
+    def _picture_columns(self, names: list[str], hf_features: dict[str, Any]) -> list[str]:
         """--image-column's columns, and every Hugging Face Image feature not left out."""
         o = self._o
         found = list(o.image_columns)
-        for name in table.column_names:
+        for name in names:
             described = hf_features.get(name)
             if isinstance(described, dict) and described.get("_type") == "Image" and name not in found:
                 if name not in o.drop and (not o.columns or name in o.columns):
                     found.append(name)
         for name in found:
-            if name not in table.column_names:
-                raise OptionError(
-                    f"no column {name!r} in {self._parts[0].path} (its columns: {', '.join(table.column_names)})"
-                )
+            if name not in names:
+                raise OptionError(f"no column {name!r} in {self._parts[0].path} (its columns: {', '.join(names)})")
         return found
 
     def _chosen(self, flat: dict[str, Any]) -> list[str]:
@@ -352,11 +356,11 @@ class TableConverter(Converter):
                     )
                 named.setdefault(text, []).append(row)
             return named
-        splits: dict[str, list[Hashable]] = {}
+        runs: dict[str, list[np.ndarray]] = {}
         for number, part in enumerate(self._parts):
             start, stop = self._starts[number], self._starts[number + 1]
-            rows = np.flatnonzero(ok[start:stop]) + start
-            splits.setdefault(part.split or "train", []).extend(rows.tolist())
+            runs.setdefault(part.split or "train", []).append(np.flatnonzero(ok[start:stop]) + start)
+        splits = {split: table_rows.compact(np.concatenate(found)) for split, found in runs.items()}
         if o.split is None:
             return splits
         rows = [row for found in splits.values() for row in found]
@@ -394,7 +398,7 @@ class TableConverter(Converter):
     def features_of(self, item: Hashable) -> dict[str, Any]:
         row = self._rows([item])[0]
         if self._images.columns:
-            pictures = self._table.select([p.source for p in self._images.columns]).slice(int(item), 1)  # type: ignore[call-overload]
+            pictures = self._held.slice(int(item), 1).select([p.source for p in self._images.columns])  # type: ignore[call-overload]
             row |= self._images.values(pictures.to_pylist()[0])
         return row
 
@@ -418,10 +422,9 @@ class TableConverter(Converter):
     def _taken(self, items: list[Hashable]) -> Any:
         """The rows of a batch: a slice where they are a run (an unshuffled split), else taken."""
         first = int(items[0]) if items else 0  # type: ignore[call-overload]
-        if items and int(items[-1]) - first == len(items) - 1 and items == list(range(first, first + len(items))):  # type: ignore[call-overload]
-            return self._table.slice(first, len(items))
-        pa = pyarrow("tfr-convert table")
-        return self._table.take(pa.array(items, pa.int64()))
+        if items and list(items) == list(range(first, first + len(items))):
+            return self._held.slice(first, len(items))
+        return self._held.take(items)  # type: ignore[arg-type]
 
     def features_of_each(self, items: list[Hashable]) -> list[dict[str, Any]] | None:
         # pictures one row at a time: what was stored of each is observed right after it

@@ -24,6 +24,7 @@ from ..optional import pyarrow
 from ..storage import fs
 from . import csvtable
 from .folders import dataset_name
+from .table_rows import ParquetFileTable
 
 CSV_SUFFIXES = (".csv", ".tsv", ".txt")
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -39,7 +40,9 @@ class Part:
 
     path: str
     split: str | None
-    table: Any  # pyarrow.Table (None once the converter has joined the parts)
+    table: (
+        Any  # pyarrow.Table, or a local Parquet file's ParquetFileTable (None once the converter has joined the parts)
+    )
     kind: str  # csv, parquet, jsonl, arrow, huggingface, python (tables handed to write())
     lines: list[int] | None = None  # a CSV's line of each row, for messages
     #: what `tfr-export --to parquet` wrote into the file's metadata (a dataset's name,
@@ -157,12 +160,13 @@ def _parquet_folder(path: str) -> list[Part]:
 def _parquet(path: str) -> Part:
     """A Parquet file; one that tfr-export wrote names its split and its dataset."""
     pa = pyarrow("tfr-convert table")
+    table: Any
     try:
         if fs.is_remote(path):  # in ranges, through fsspec
             with fs.open_input(path) as f:
                 table = pa.parquet.read_table(f)
-        else:  # by name: pyarrow's own reader, several times faster than through a file object
-            table = pa.parquet.read_table(path)
+        else:  # by its footer: its rows are read when asked, by pyarrow's own reader
+            table = ParquetFileTable(path)
     except pa.ArrowInvalid as e:
         raise SourceError(f"{path}: {_arrow_message(e)}") from None
     exported = _exported(path, (table.schema.metadata or {}).get(b"tfr_convert"))
@@ -263,8 +267,9 @@ def joined(parts: list[Part]) -> Any:
                 f"{part.path} has columns {', '.join(part.table.column_names)}; {first.path} has "
                 f"{', '.join(first.table.column_names)}: give tables of one schema"
             )
+    tables = [p.table.read() if isinstance(p.table, ParquetFileTable) else p.table for p in parts]
     try:
-        return pa.concat_tables([p.table for p in parts], promote_options="permissive")
+        return pa.concat_tables(tables, promote_options="permissive")
     except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
         raise SourceError(f"{first.path} and the other tables have columns of different types ({e})") from None
 

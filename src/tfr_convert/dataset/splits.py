@@ -165,7 +165,8 @@ def assign(
     with `shuffle` each split is then put in seeded order, otherwise it keeps
     the source order. `ranker` computes the ranks (any ranker gives the same).
     """
-    splits = {name: list(items) for name, items in source_splits.items()}
+    # a range stays one (a table's rows in source order): a copy of it would be a list of millions
+    splits = {name: items if isinstance(items, range) else list(items) for name, items in source_splits.items()}
     if validation_size:
         if "train" not in splits:
             raise SourceError("--validation-size needs a train split to carve from")

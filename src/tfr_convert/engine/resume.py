@@ -53,9 +53,10 @@ def input_files(converter: Converter, plan: dict[str, list[Hashable]], workers: 
     items are not files); where an item has files under other roots too (a picture's
     mask), those roots' files after the first's."""
     roots = converter.input_roots()
+    firsts = [plan[split][0] for split in sorted(plan) if plan[split]]
+    if not roots or not firsts or converter.item_file(firsts[0]) is None:
+        return None  # before the plan is joined into one list: a table's may hold millions of rows
     items = [item for split in sorted(plan) for item in plan[split]]
-    if not roots or not items or converter.item_file(items[0]) is None:
-        return None
     parts = min(workers, len(items) // STATS_PER_PROCESS)
 
     def in_parts(fill: Callable[[int, int], bytes], n: int) -> bytes:
@@ -91,6 +92,8 @@ def _plan_digest(converter: Converter, plan: dict[str, list[Hashable]], workers:
         digests = []
         for items, start in blocks[lo:hi]:
             block = items[start : start + PLAN_BLOCK]
+            if isinstance(block, range):  # the bytes of the list it stands for
+                block = list(block)
             try:
                 # marshal's version 2 writes equal values as equal bytes (no references, no
                 # interning flags), several times faster than repr; it is only compared

@@ -1,0 +1,259 @@
+"""A table's columns and rows as the table converter asks for them: held in memory, or
+read from local Parquet files when asked.
+
+Listing needs whole columns, one at a time (a label, a split, the nulls of each); a
+batch needs a run of rows of every column. Tables in memory (CSV, JSON Lines, Arrow
+files, Hugging Face folders, what tfr_convert.write() is handed) answer both from the
+one Arrow table. Local Parquet files of one flat schema are never read whole: a
+column's nulls come from the files' statistics where every row group has them, a
+column is read alone when its values are needed and let go at the next, and a run of
+rows is read from the row groups it spans (each process keeps the last two it read, so
+a split written in source order decodes each row group once per process). Only
+`take` (rows in any order: a shuffled split) reads every row-group column once and
+keeps them. Both give the same Arrow values, so the same bytes.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+from ..errors import SourceError
+from ..optional import pyarrow
+from . import arrow_features
+
+ROW_GROUPS_KEPT = 2  # per process: a batch may span the end of one and the start of the next
+
+
+class Joined:
+    """Every part's rows as one table: read whole and joined (`join()`), or, for local
+    Parquet files of one flat schema, read when asked."""
+
+    def __init__(self, tables: list[Any], join: Callable[[], Any]) -> None:
+        self._tables = tables
+        self.lazy = lazy_parquet(tables)
+        self._table = None if self.lazy else join()
+        self.column_names: list[str] = tables[0].column_names if self.lazy else self._table.column_names
+
+    def columns(self, whole: set[str]) -> FlatColumns:
+        """The flattened columns (struct fields as `a/b`); those in `whole` as they are."""
+        if self.lazy:
+            return ParquetColumns(self._tables)
+        return FlatColumns(arrow_features.flatten(self._table, whole=whole))
+
+    def rows(self, columns: FlatColumns, names: list[str]) -> HeldRows | ParquetRows:
+        """What a batch's rows are taken from: `names`' columns (the table's own copy is let go)."""
+        if self.lazy:
+            return ParquetRows(self._tables, names)
+        pa = pyarrow("tfr-convert table")
+        held = HeldRows(pa.table({name: columns[name] for name in names}))
+        self._table = None
+        return held
+
+
+def compact(rows: Any) -> Sequence[int]:
+    """Increasing row numbers (numpy) as a list, or a range where they are one run: a
+    table of millions of rows in source order holds no Python int per row."""
+    if len(rows) and rows[-1] - rows[0] == len(rows) - 1:
+        return range(int(rows[0]), int(rows[-1]) + 1)
+    return rows.tolist()
+
+
+class FlatColumns(Mapping):
+    """{name: ChunkedArray} of a table's flattened columns, with each column's type and
+    null count known without its values."""
+
+    def __init__(self, columns: dict[str, Any]) -> None:
+        self._columns = columns
+
+    def __getitem__(self, name: str) -> Any:
+        return self._columns[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._columns)
+
+    def __len__(self) -> int:
+        return len(self._columns)
+
+    def type_of(self, name: str) -> Any:
+        return self._columns[name].type
+
+    def null_count(self, name: str) -> int:
+        return self._columns[name].null_count
+
+
+class HeldRows:
+    """Rows of a table held in memory (its columns as one chunk each)."""
+
+    def __init__(self, table: Any) -> None:
+        self._table = table.combine_chunks()
+
+    def slice(self, first: int, count: int) -> Any:
+        return self._table.slice(first, count)
+
+    def take(self, rows: list[int]) -> Any:
+        pa = pyarrow("tfr-convert table")
+        return self._table.take(pa.array(rows, pa.int64()))
+
+
+class ParquetFileTable:
+    """A local Parquet file known by its footer alone: schema, rows, row groups."""
+
+    def __init__(self, path: str) -> None:
+        pa = pyarrow("tfr-convert table")
+        footer = pa.parquet.ParquetFile(path)
+        self.path = path
+        self.schema = footer.schema_arrow
+        self.column_names = self.schema.names
+        meta = footer.metadata
+        self.group_rows = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+        self.num_rows = meta.num_rows
+        self._nulls = _statistics_nulls(meta, self.column_names)
+
+    def read(self, columns: list[str] | None = None) -> Any:
+        pa = pyarrow("tfr-convert table")
+        return read_parquet(self.path, lambda path: pa.parquet.read_table(path, columns=columns))
+
+    def null_count(self, name: str) -> int | None:
+        """From the statistics, or None where a row group has none for the column."""
+        return self._nulls.get(name)
+
+
+def read_parquet(path: str, read: Callable[[str], Any], where: str = "") -> Any:
+    """read(path); a file Arrow cannot read is an error naming it (and the part read)."""
+    pa = pyarrow("tfr-convert table")
+    try:
+        return read(path)
+    except (pa.ArrowException, OSError) as e:
+        text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise SourceError(f"{path}: {where + ': ' if where else ''}{text}") from None
+
+
+def _statistics_nulls(meta: Any, names: list[str]) -> dict[str, int]:
+    found: dict[str, int] = {}
+    complete = set(names)
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        for c in range(group.num_columns):
+            chunk = group.column(c)
+            name = chunk.path_in_schema
+            stats = chunk.statistics if chunk.is_stats_set else None
+            if stats is None or not stats.has_null_count:
+                complete.discard(name)
+            else:
+                found[name] = found.get(name, 0) + stats.null_count
+    return {name: n for name, n in found.items() if name in complete}
+
+
+def lazy_parquet(tables: list[Any]) -> bool:
+    """Whether parts can be read when asked: all local Parquet files of one schema with
+    no struct column (structs are flattened in memory)."""
+    if not tables or not all(isinstance(t, ParquetFileTable) for t in tables):
+        return False
+    pa = pyarrow("tfr-convert table")
+    first = tables[0].schema.remove_metadata()
+    if any(pa.types.is_struct(f.type) for f in first):
+        return False
+    return all(t.schema.remove_metadata().equals(first) for t in tables[1:])
+
+
+class ParquetColumns(FlatColumns):
+    """The columns of local Parquet files, each read (from every file) when asked; the
+    last one read is kept, the one before let go."""
+
+    def __init__(self, tables: list[ParquetFileTable]) -> None:
+        self._tables = tables
+        self._types = {f.name: f.type for f in tables[0].schema}
+        self._last: tuple[str, Any] | None = None
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._types:
+            raise KeyError(name)
+        if self._last is None or self._last[0] != name:
+            self._last = None  # let go before the next is read
+            pa = pyarrow("tfr-convert table")
+            chunks = [chunk for t in self._tables for chunk in t.read([name]).column(0).chunks]
+            self._last = (name, pa.chunked_array(chunks, self._types[name]))
+        return self._last[1]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._types  # Mapping's would read the column
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._types)
+
+    def __len__(self) -> int:
+        return len(self._types)
+
+    def type_of(self, name: str) -> Any:
+        return self._types[name]
+
+    def null_count(self, name: str) -> int:
+        counts = [t.null_count(name) for t in self._tables]
+        if all(n is not None for n in counts):
+            return sum(counts)  # type: ignore[arg-type]
+        return self[name].null_count
+
+
+class ParquetRows:
+    """Rows of chosen columns of local Parquet files, read by row group when asked."""
+
+    def __init__(self, tables: list[ParquetFileTable], columns: list[str]) -> None:
+        pa = pyarrow("tfr-convert table")
+        self._paths = [t.path for t in tables]
+        self._columns = columns
+        self._schema = pa.schema([tables[0].schema.field(c) for c in columns])
+        # (file, row group) of each row group in order, and the row each starts at
+        self._groups = [(f, g) for f, t in enumerate(tables) for g in range(len(t.group_rows))]
+        sizes = [n for t in tables for n in t.group_rows]
+        self._starts = [0]
+        for n in sizes:
+            self._starts.append(self._starts[-1] + n)
+        self._kept: dict[int, Any] = {}
+        self._pid = os.getpid()
+        self._whole: Any = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return self.__dict__ | {"_kept": {}, "_whole": None}  # a spawned worker reads its own
+
+    def _group(self, index: int) -> Any:
+        if self._pid != os.getpid():  # a forked worker: its parent's row groups are not its own to keep
+            self._kept, self._pid = {}, os.getpid()
+        found = self._kept.get(index)
+        if found is None:
+            pa = pyarrow("tfr-convert table")
+            file, group = self._groups[index]
+            found = read_parquet(
+                self._paths[file],
+                lambda path: pa.parquet.ParquetFile(path).read_row_group(group, self._columns, use_threads=False),
+                f"row group {group}",
+            )
+            while len(self._kept) >= ROW_GROUPS_KEPT:
+                del self._kept[next(iter(self._kept))]
+            self._kept[index] = found
+        return found
+
+    def slice(self, first: int, count: int) -> Any:
+        pa = pyarrow("tfr-convert table")
+        stop = first + count
+        pieces = []
+        index = bisect.bisect_right(self._starts, first) - 1
+        while count > 0 and index < len(self._groups) and self._starts[index] < stop:
+            start = self._starts[index]
+            lo, hi = max(first, start) - start, min(stop, self._starts[index + 1]) - start
+            pieces.append(self._group(index).slice(lo, hi - lo))
+            index += 1
+        if not pieces:
+            return self._schema.empty_table()
+        return pa.concat_tables(pieces).combine_chunks()
+
+    def take(self, rows: list[int]) -> Any:
+        pa = pyarrow("tfr-convert table")
+        if self._whole is None:
+            tables = [
+                read_parquet(path, lambda p: pa.parquet.read_table(p, columns=self._columns)) for path in self._paths
+            ]
+            self._whole = pa.concat_tables(tables).combine_chunks()
+        return self._whole.take(pa.array(rows, pa.int64()))
