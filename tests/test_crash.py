@@ -534,8 +534,13 @@ def test_resume_rewrites_a_finished_shard_that_was_damaged(cli, mnist, tmp_path)
 
 
 def _start(*args) -> subprocess.Popen:
+    # SIGINT as a terminal gives it: a suite started in the background by a shell without
+    # job control has it ignored, and a child would inherit that
     return subprocess.Popen(
-        [str(SCRIPTS / "tfr-convert"), *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        [str(SCRIPTS / "tfr-convert"), *map(str, args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
 

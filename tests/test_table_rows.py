@@ -149,3 +149,77 @@ def test_a_damaged_parquet_file_is_exit_1_naming_it_and_writes_nothing(cli, tmp_
     assert result.exit_code == 1, result.stderr
     assert f"{paths[0]}: row group 2: " in result.stderr and "Traceback" not in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_rows_laid_out_in_a_shuffled_plan_encode_the_bytes_of_the_table_in_memory(tmp_path, monkeypatch):
+    """Two splits shuffled, a row left out; spill files of 4 rows, so batches begin and
+    end inside them and span several."""
+    import os
+
+    from tfr_convert.converters import table_rows
+    from tfr_convert.dataset import splits
+
+    monkeypatch.setattr(table_rows, "SPILL_ROWS", 4)
+    paths, _ = _parts(tmp_path)
+    held = TableConverter(
+        table_files.in_memory([(None, pq.read_table(p)) for p in paths], "table"), TableOptions(nulls="omit")
+    )
+    lazy = TableConverter(paths, TableOptions(nulls="omit"))
+    source = {"train": range(0, 13), "test": [13, 14, 16, 17, 18, 19]}  # row 15 is not written
+    plan = splits.assign(source, str, seed=4, shuffle=True)
+    assert isinstance(plan["train"], splits.RowNumbers) and sorted(plan["train"]) == list(range(13))
+    lazy.planned(plan)
+    spill = lazy._held
+    assert isinstance(spill, table_rows.SpilledRows) and len(os.listdir(spill._folder)) == 5  # 19 rows, 4 a file
+    for items in plan.values():
+        for size in (1, 3, 5, len(items)):
+            for at in range(0, len(items), size):
+                batch = list(items[at : at + size])
+                got = encode_items(lazy, batch).blob
+                assert bytes(got) == bytes(encode_items(held, batch).blob), batch
+    odd = [3, 1, 2]  # not a run of the plan: read whole, still the same values
+    assert bytes(encode_items(lazy, odd).blob) == bytes(encode_items(held, odd).blob)
+    folder = spill._folder
+    del lazy, spill
+    import gc
+
+    gc.collect()
+    assert not os.path.exists(folder)
+
+
+def test_a_run_in_source_order_is_not_laid_out_again(tmp_path):
+    paths, _ = _parts(tmp_path)
+    lazy = TableConverter(paths, TableOptions(nulls="omit"))
+    lazy.planned({"train": range(20)})
+    assert isinstance(lazy._held, ParquetRows)
+
+
+def test_a_forked_worker_leaves_its_parents_spill_folder_alone(tmp_path):
+    """A worker that reads from the spill and lets go of it (its finalizer runs there
+    too) removes nothing; the parent's letting go removes the folder."""
+    import gc
+    import os
+
+    from tfr_convert.dataset import splits
+
+    paths, _ = _parts(tmp_path)
+    lazy = TableConverter(paths, TableOptions(nulls="omit"))
+    plan = splits.assign({"train": range(20)}, str, seed=0, shuffle=True)
+    lazy.planned(plan)
+    folder = lazy._held._folder
+    child = os.fork()
+    if child == 0:
+        code = 1
+        try:
+            encode_items(lazy, plan["train"][:5])
+            del lazy
+            gc.collect()
+            code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(child, 0)
+    assert status == 0
+    assert os.path.isdir(folder) and os.listdir(folder)
+    del lazy
+    gc.collect()
+    assert not os.path.exists(folder)

@@ -13,7 +13,7 @@ import hashlib
 import os
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -266,6 +266,12 @@ class Converter(ABC):
     def finish_loading(self) -> None:
         """Finish any loading running in the background (threads), so that the
         converter can be copied into worker processes. Engines call it first."""
+        return None
+
+    def planned(self, plan: dict[str, Sequence[Hashable]]) -> None:
+        """The run's plan (each split's items in the order they are written), told once
+        before any batch is encoded and before workers start: a converter may lay its
+        reads out in that order. Nothing may rely on it being called (a dry run, Beam)."""
         return None
 
     def observe(self, features: dict[str, Any]) -> Hashable | None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -401,6 +401,10 @@ class TableConverter(Converter):
             pictures = self._held.slice(int(item), 1).select([p.source for p in self._images.columns])  # type: ignore[call-overload]
             row |= self._images.values(pictures.to_pylist()[0])
         return row
+
+    def planned(self, plan: dict[str, Sequence[Hashable]]) -> None:
+        if isinstance(self._held, table_rows.ParquetRows) and not all(isinstance(i, range) for i in plan.values()):
+            self._held = self._held.spilled(plan, self._starts[-1])  # type: ignore[arg-type]
 
     def columns_of(self, items: list[Hashable]) -> ColumnBatch | None:
         """The batch column by column (no Python object per row), where every column allows."""

@@ -8,15 +8,21 @@ one Arrow table. Local Parquet files of one flat schema are never read whole: a
 column's nulls come from the files' statistics where every row group has them, a
 column is read alone when its values are needed and let go at the next, and a run of
 rows is read from the row groups it spans (each process keeps the last two it read, so
-a split written in source order decodes each row group once per process). Only
-`take` (rows in any order: a shuffled split) reads every row-group column once and
-keeps them. Both give the same Arrow values, so the same bytes.
+a split written in source order decodes each row group once per process). A run in
+another order (shuffled splits) is told its plan first (`spilled`): every row group is
+read once and its rows written, uncompressed, into files of consecutive plan positions
+in a temporary folder (TMPDIR), which batches then read a file at a time. Rows asked
+for in an order no plan said are read whole once. All give the same Arrow values, so
+the same bytes.
 """
 
 from __future__ import annotations
 
 import bisect
 import os
+import shutil
+import tempfile
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -25,6 +31,8 @@ from ..optional import pyarrow
 from . import arrow_features
 
 ROW_GROUPS_KEPT = 2  # per process: a batch may span the end of one and the start of the next
+SPILL_ROWS = 1 << 16  # rows per file of a spilled plan, at least (a batch's rows span one or two)
+SPILL_FILES = 256  # at most: each is open while the spill is written
 
 
 class Joined:
@@ -218,6 +226,9 @@ class ParquetRows:
     def __getstate__(self) -> dict[str, Any]:
         return self.__dict__ | {"_kept": {}, "_whole": None}  # a spawned worker reads its own
 
+    def column_names(self) -> list[str]:
+        return list(self._columns)
+
     def _group(self, index: int) -> Any:
         if self._pid != os.getpid():  # a forked worker: its parent's row groups are not its own to keep
             self._kept, self._pid = {}, os.getpid()
@@ -247,7 +258,7 @@ class ParquetRows:
             index += 1
         if not pieces:
             return self._schema.empty_table()
-        return pa.concat_tables(pieces).combine_chunks()
+        return pieces[0] if len(pieces) == 1 else pa.concat_tables(pieces).combine_chunks()
 
     def take(self, rows: list[int]) -> Any:
         pa = pyarrow("tfr-convert table")
@@ -257,3 +268,115 @@ class ParquetRows:
             ]
             self._whole = pa.concat_tables(tables).combine_chunks()
         return self._whole.take(pa.array(rows, pa.int64()))
+
+    def spilled(self, plan: dict[str, Sequence[int]], total: int) -> SpilledRows:
+        """These rows laid out in the plan's order (its splits one after another)."""
+        return SpilledRows(self, plan, total)
+
+    def groups(self) -> Iterator[tuple[int, Any]]:
+        """(first row, rows) of each row group, in order, each read once."""
+        for index in range(len(self._groups)):
+            yield self._starts[index], self._group(index)
+
+
+class SpilledRows:
+    """ParquetRows laid out in a plan's order in files of SPILL_ROWS consecutive
+    positions or more: a batch of consecutive positions is read from one or two files."""
+
+    def __init__(self, rows: ParquetRows, plan: dict[str, Sequence[int]], total: int) -> None:
+        import numpy as np
+
+        pa = pyarrow("tfr-convert table")
+        from pyarrow import ipc
+
+        planned = sum(len(items) for items in plan.values())
+        dtype = np.int32 if max(planned, total) < 2**31 else np.int64
+        self._position = np.full(total, -1, dtype)  # each row's place in the plan (-1: not written)
+        at = 0
+        for items in plan.values():
+            self._position[np.asarray(items, np.int64)] = np.arange(at, at + len(items), dtype=dtype)
+            at += len(items)
+        self._rows = rows
+        self._size = max(SPILL_ROWS, -(-planned // SPILL_FILES))
+        self._folder = tempfile.mkdtemp(prefix="tfr-convert-shuffle-")
+        weakref.finalize(self, _remove, self._folder, os.getpid())
+        self._kept: dict[int, Any] = {}
+        self._pid = os.getpid()
+        self._mark = "position"
+        while self._mark in rows.column_names():
+            self._mark += "_"
+        writers: dict[int, Any] = {}
+        try:
+            for start, group in rows.groups():
+                places = self._position[start : start + group.num_rows]
+                keep = np.flatnonzero(places >= 0)
+                if not len(keep):
+                    continue
+                files = places[keep] // self._size
+                order = np.argsort(files, kind="stable")
+                counts = np.bincount(files, minlength=1).tolist()
+                laid = group.take(keep[order]).append_column(self._mark, pa.array(places[keep][order]))
+                at = 0
+                for file, count in enumerate(counts):
+                    if count:
+                        if file not in writers:
+                            writers[file] = ipc.new_file(self._path(file), laid.schema)
+                        writers[file].write_table(laid.slice(at, count))
+                        at += count
+        except OSError as e:
+            raise SourceError(
+                f"cannot lay the shuffled rows out in {self._folder}: {e.strerror or e}; "
+                "set TMPDIR to a folder with room for the table's columns"
+            ) from None
+        finally:
+            for writer in writers.values():
+                writer.close()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return self.__dict__ | {"_kept": {}}
+
+    def _path(self, file: int) -> str:
+        return os.path.join(self._folder, f"{file}.arrow")
+
+    def _file(self, file: int) -> Any:
+        import numpy as np
+
+        if self._pid != os.getpid():
+            self._kept, self._pid = {}, os.getpid()
+        found = self._kept.get(file)
+        if found is None:
+            pa = pyarrow("tfr-convert table")
+            from pyarrow import ipc
+
+            with pa.OSFile(self._path(file)) as f:
+                table = ipc.open_file(f).read_all()
+            order = np.argsort(table.column(self._mark).to_numpy())
+            found = table.drop_columns([self._mark]).take(order).combine_chunks()
+            while len(self._kept) >= ROW_GROUPS_KEPT:
+                del self._kept[next(iter(self._kept))]
+            self._kept[file] = found
+        return found
+
+    def take(self, rows: list[int]) -> Any:
+        import numpy as np
+
+        places = self._position[np.asarray(rows, np.int64)]
+        if not len(places):
+            return self._rows.slice(0, 0)
+        first = int(places[0])
+        if first < 0 or not np.array_equal(places, np.arange(first, first + len(places))):
+            return self._rows.take(rows)  # not a run of the plan
+        pa = pyarrow("tfr-convert table")
+        pieces, stop = [], first + len(places)
+        for file in range(first // self._size, (stop - 1) // self._size + 1):
+            lo, hi = max(first, file * self._size), min(stop, (file + 1) * self._size)
+            pieces.append(self._file(file).slice(lo - file * self._size, hi - lo))
+        return pa.concat_tables(pieces).combine_chunks()
+
+    def slice(self, first: int, count: int) -> Any:
+        return self._rows.slice(first, count)
+
+
+def _remove(folder: str, pid: int) -> None:
+    if os.getpid() == pid:  # a forked worker leaves its parent's folder alone
+        shutil.rmtree(folder, ignore_errors=True)

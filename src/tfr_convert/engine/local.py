@@ -181,6 +181,7 @@ def run(
         tally.warnings += converter.warnings
         tally.merge(done.tally)
         results: list[SplitResult] = []
+        converter.planned(plan)  # before workers fork: they share what it lays out
         pool, shared = (
             (None, False)
             if _runs_inline(converter, plan, options.workers)
