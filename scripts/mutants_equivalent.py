@@ -672,3 +672,11 @@ EQUIVALENT["resume", "data = marshal.dumps(block, 2)", "NumberReplacer"] = (
 EQUIVALENT["commit", "at_fdcwd, rename_exchange = -100, 2", "NumberReplacer"] = (
     "-101 or -99 for AT_FDCWD: renameat2 ignores the directory descriptor for an absolute path, and both are (realpath)"
 )
+# RowNumbers: a shuffled range held as int32 where its values fit
+_ROWS_DTYPE = "dtype = np.int32 if max(abs(items.start), abs(items.stop)) < 2**31 else np.int64  # half the memory"
+EQUIVALENT["splits", _ROWS_DTYPE, "ReplaceComparisonOperator_Lt_LtE"] = (
+    "a range's stop is exclusive: one stopping at 2**31 holds values int32 holds too"
+)
+EQUIVALENT["splits", _ROWS_DTYPE, "NumberReplacer"] = (
+    "2** 30: a range below 2**31 held as int64 instead, the same values (more memory); the other numbers are killed"
+)

@@ -131,5 +131,5 @@ def test_the_input_files_of_a_plan_begin_with_its_first_splits_first_item(tmp_pa
             asked.append(item)
             return None
 
-    assert resume.input_files(Files(), {"train": [5, 6], "test": [], "b": [7]}, 1) is None
+    assert resume.input_files(Files(), {"train": [5, 6], "test": [], "b": [7, 8]}, 1) is None
     assert asked == [7]  # "b" sorts first; the empty "test" has none

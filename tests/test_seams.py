@@ -433,3 +433,33 @@ def test_what_no_example_achieved_is_said_as_nothing():
 
     said = achieved({"a": [], "b": []}, SplitSpec.parse("a=0.5,b=0.5"), 0)
     assert said == "split 0 examples in 0 whole groups: a 0.000, b 0.000 (asked 0.5, 0.5)"
+
+
+def test_a_shuffled_range_is_one_array_read_as_the_list_of_ints_it_stands_for():
+    """A table's rows in seeded order: RowNumbers, not a Python int per row; it reads,
+    slices, compares and digests as the list the same shuffle of a list gives."""
+    import numpy as np
+
+    from tfr_convert.dataset import splits
+
+    items = range(10, 90)
+    order = splits.seeded_order(items, str, 3, "shuffle:train")
+    as_list = splits.seeded_order(list(items), str, 3, "shuffle:train")
+    assert isinstance(order, splits.RowNumbers) and order == as_list and as_list == order
+    assert len(order) == 80 and list(order) == as_list and [order[i] for i in range(80)] == as_list
+    assert order[3:7] == as_list[3:7] and isinstance(order[3:7], list) and type(order[0]) is int
+    assert order != as_list[:-1] and order != [*as_list[:-1], -1] and order != tuple(as_list)
+    assert order == splits.RowNumbers(np.array(as_list)) and sorted(order) == list(items)
+    assert np.asarray(order).dtype == np.int32 and np.asarray(order, np.int64).dtype == np.int64
+    big = splits.seeded_order(range(2**31, 2**31 + 5), str, 0, "shuffle:train")
+    assert np.asarray(big).dtype == np.int64 and sorted(big) == list(range(2**31, 2**31 + 5))
+    long = splits.RowNumbers(np.arange(70_000))  # read in pieces of 65 536
+    assert list(long) == list(range(70_000))
+
+
+def test_assign_keeps_a_range_in_source_order_and_copies_a_list():
+    from tfr_convert.dataset import splits
+
+    rows, names = range(3, 9), ["b", "a"]
+    plan = splits.assign({"train": rows, "test": names}, str, seed=0, shuffle=False)
+    assert plan["train"] is rows and plan["test"] == names and plan["test"] is not names

@@ -58,6 +58,15 @@ def pyarrow(what: str) -> ModuleType:
     return pyarrow
 
 
+def av(what: str) -> ModuleType:
+    """PyAV (FFmpeg, in its wheels); `what` names what needs it."""
+    try:
+        import av
+    except ImportError:
+        raise MissingExtra(f"{what} needs PyAV: {extra_hint('video')}") from None
+    return av
+
+
 def soundfile(what: str) -> ModuleType:
     """The soundfile module (libsndfile, in its wheels); `what` names what needs it."""
     try:

@@ -37,15 +37,13 @@ from typing import Any
 import numpy as np
 
 from ..dataset.features import FeatureSpec
-from ..dataset.splits import SplitSpec, split_by_ratio
 from ..errors import OptionError, SourceError
 from ..optional import soundfile
 from ..skips import Skips
 from ..storage import fs
-from .base import Converter, SourceContext, fingerprint
-from .class_folders import class_folders
-from .folders import FileItems, ImageFolder, dataset_name
-from .label_csv import LabelCsv
+from .base import Converter, SourceContext
+from .folders import ImageFolder, dataset_name
+from .media_folders import Labelling, MediaFolder
 
 AUDIO_SUFFIXES = (".wav", ".flac", ".ogg", ".oga", ".mp3", ".aiff", ".aif", ".au", ".w64", ".caf")
 AUDIO_FORMATS = ("raw", "keep", "wav", "flac")
@@ -58,7 +56,7 @@ _WIDE_INTEGERS = {"PCM_24", "PCM_32", "DWVW_24"}
 
 
 @dataclass(frozen=True)
-class AudioOptions:
+class AudioOptions(Labelling):
     """What `tfr-convert audio` takes besides the options every converter shares."""
 
     audio_format: str = "raw"
@@ -66,23 +64,10 @@ class AudioOptions:
     clip_seconds: float | None = None
     sample_rate: int | None = None  # every recording resampled to it
     shorter: str | None = None  # pad, drop: what --clip-seconds does with a shorter file
-    split: SplitSpec | None = None
-    stratify: bool = False
-    labels_csv: str | None = None
-    delimiter: str | None = None  # None: detected
-    path_column: str | None = None
-    label_column: str | None = None
-    split_column: str | None = None
-    group_column: str | None = None
 
     def problem(self) -> str | None:
-        csv_only = (self.path_column, self.label_column, self.split_column, self.group_column, self.delimiter)
-        if self.labels_csv is None and any(csv_only):
-            return "--path-column, --label-column, --split-column, --group-column and --delimiter need --labels"
-        if self.group_column and self.split is None:
-            return "--group-column keeps groups whole across --split's fractions: give --split"
-        if self.split is not None and self.split_column is not None:
-            return "give --split or --split-column, not both"
+        if super().problem() is not None:
+            return super().problem()
         if self.audio_format not in AUDIO_FORMATS:
             return f"--audio-format {self.audio_format}: choose {', '.join(AUDIO_FORMATS)}"
         if self.shorter is not None and self.shorter not in SHORTER:
@@ -107,7 +92,8 @@ def samples_dtype(subtype: str) -> str:
     return "float32"
 
 
-class AudioConverter(FileItems, Converter):
+class AudioConverter(MediaFolder, Converter):
+    SUFFIXES, NOUN, RESERVED = AUDIO_SUFFIXES, "recording", frozenset(RESERVED)
     command = "audio"
     description = "Recordings from a folder, labelled by class sub-folders, in TFDS's Audio feature."
     chunk_size = 16
@@ -125,7 +111,6 @@ class AudioConverter(FileItems, Converter):
         self.skipped = Skips()
         self.warnings: list[str] = []
         self.dataset_name = dataset_name(root)
-        self.columns: list[tuple[str, str]] = []  # a CSV's other columns: (feature, dtype)
         self._group_of: dict[str, str] = {}
         listed, split_of = self._listed()
         items = []
@@ -192,58 +177,7 @@ class AudioConverter(FileItems, Converter):
         for name, dtype in self.columns:
             self.features[name] = FeatureSpec.tensor(dtype)
 
-    def _listed(self) -> tuple[list[tuple], dict[str, str]]:
-        """((relative path, CSV line or None, label, the CSV's other values) of each file,
-        {file: split} from split folders or --split-column)."""
-        o = self._o
-        self.label_feature: str | None = None
-        if o.labels_csv is None:
-            found = class_folders(self._folder, AUDIO_SUFFIXES, "recording", self.reject, self.warnings, self._inside)
-            self.labels = {"label": found.classes} if found.classes else {}
-            self.label_feature = "label" if found.classes else None
-            return [(rel, None, label, ()) for rel, label in found.files], found.split_of
-        table = LabelCsv(
-            self._folder, o.labels_csv, o.delimiter, RESERVED, self.reject, self._inside, "recording", AUDIO_SUFFIXES,
-            "ROOT",
-        )  # fmt: skip
-        listed, split_of = table.with_header(o.path_column, o.label_column, o.split_column, o.group_column)
-        self.columns, self.labels, self.label_feature = table.columns, table.labels, table.label_feature
-        self._group_of = table.group_of
-        self.warnings += table.warnings
-        return listed, split_of
-
-    def _inside(self, rel: str, where: str) -> bool:
-        real = self._folder.outside(rel)
-        if real is not None:
-            self.reject(where, f"resolves to {real}, outside ROOT (symlink)")
-            return False
-        return True
-
-    def _split(self, items: list[tuple], split_of: dict[str, str]) -> dict[str, list[tuple]]:
-        o = self._o
-        if o.stratify and o.split is not None and not self.labels:
-            raise SourceError(f"{self.root}: --stratify needs labels (class folders or --label-column)")
-        if split_of and o.split is None:
-            out: dict[str, list[tuple]] = {}
-            for item in items:
-                out.setdefault(split_of[item[0]], []).append(item)
-            return out
-        if o.split is None:
-            return {"train": items}
-        if split_of:
-            self.warnings.append(f"{self.root}: --split re-splits the recordings of its split folders by its fractions")
-        stratum = (lambda item: item[2]) if o.stratify else None
-        groups = [self._group_of[item[0]] for item in items] if o.group_column else None
-        splits, said = split_by_ratio(items, self.key, o.split, self.context.seed, stratum, groups)
-        self.warnings += [said] if said else []
-        return splits
-
     # ------------------------------------------------------------ converter interface
-
-    def describe(self, item: Hashable) -> str:
-        rel, line = item[0], item[1]  # type: ignore[index]
-        path = fs.join(self.root, rel)
-        return f"{path} ({self._o.labels_csv} line {line})" if line is not None else path
 
     def features_of(self, item: Hashable) -> dict[str, Any]:
         rel, _, label, extras, rate, channels, _ = item  # type: ignore[misc]
@@ -298,15 +232,6 @@ class AudioConverter(FileItems, Converter):
             samples = np.rint(mean).astype(samples.dtype) if samples.dtype.kind == "i" else mean.astype(samples.dtype)
         return samples
 
-    def input_roots(self) -> list[str]:
-        return [self.root]
-
-    def sources(self) -> list[dict[str, Any]]:
-        """The labels CSV (the recordings are the items: their stats are recorded)."""
-        if self._o.labels_csv is None:
-            return []
-        return [fingerprint(self._o.labels_csv, fs.read_bytes(self._o.labels_csv))]
-
     def options(self) -> dict[str, Any]:
         o = self._o
         return {
@@ -315,14 +240,7 @@ class AudioConverter(FileItems, Converter):
             "clip_seconds": o.clip_seconds,
             "sample_rate": o.sample_rate,
             "shorter": o.shorter,
-            "split": o.split.describe() if o.split else None,
-            "stratify": o.stratify,
-            "labels_csv": o.labels_csv,
-            "path_column": o.path_column,
-            "label_column": o.label_column,
-            "split_column": o.split_column,
-            "group_column": o.group_column,
-            "delimiter": o.delimiter,
+            **o.described(),
         }
 
 

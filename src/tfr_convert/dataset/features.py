@@ -33,8 +33,9 @@ class FeatureSpec:
 
     kind: "tensor" (dtype int64 / float32 / string, fixed shape), "image"
     (encoded PNG/JPEG bytes with a shape), "raw_image" (uint8 pixels stored as one
-    bytes value, of one fixed shape), "class_label" (int64 with names) or "audio"
-    (TFDS's Audio: samples of `dtype`, or with `encoding` a file of that format's bytes).
+    bytes value, of one fixed shape), "class_label" (int64 with names), "audio"
+    (TFDS's Audio: samples of `dtype`, or with `encoding` a file of that format's bytes)
+    or "video" (TFDS's Video: a bytes value per frame, each a picture of `encoding`).
     per_object: one value per object of the example (a detection's boxes), which
     TFDS sees as a Sequence.
     """
@@ -88,6 +89,11 @@ class FeatureSpec:
         return cls("audio", dtype, shape, file_format, sample_rate=sample_rate, lazy=encoded)
 
     @classmethod
+    def video(cls, shape: tuple[int | None, ...], encoding: str) -> FeatureSpec:
+        """TFDS's Video: (frames, height, width, channels), one encoded picture per frame."""
+        return cls("video", "uint8", shape, encoding)
+
+    @classmethod
     def raw_image(cls, shape: tuple[int | None, ...]) -> FeatureSpec:
         return cls("raw_image", "uint8", shape)
 
@@ -122,6 +128,9 @@ class FeatureSpec:
             if self.lazy:
                 audio |= {"lazyDecode": True, **({"fileFormat": self.encoding} if self.encoding else {})}
             return {"pythonClassName": TFDS_FEATURES + "audio_feature.Audio", "audio": audio}
+        if self.kind == "video":
+            video = {"shape": dims, "dtype": self.dtype, "encodingFormat": self.encoding}
+            return {"pythonClassName": TFDS_FEATURES + "video_feature.Video", "video": video}
         if self.kind == "text":
             return {"pythonClassName": TFDS_FEATURES + "text_feature.Text", "text": {}}
         if self.kind == "raw_image":  # TFDS decodes the bytes (decode_raw) and reshapes them

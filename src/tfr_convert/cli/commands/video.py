@@ -1,0 +1,97 @@
+"""`tfr-convert video`: a folder of clips, labelled by a CSV or by class sub-folders."""
+
+from __future__ import annotations
+
+import click
+
+from ..options import (
+    QUALITY,
+    common_options,
+    labels_csv_options,
+    on_error_option,
+    resize_option,
+    split_options,
+    usage_error_if,
+)
+from ..running import run_conversion, source_context
+from ..types import LocalOrRemotePath
+
+CONVERTERS = ("tfr_convert.converters.video:VideoConverter",)
+
+
+@click.command()
+@click.argument("root", type=LocalOrRemotePath(exists=True, file_okay=False))
+@labels_csv_options("clips")
+@split_options("Keep label proportions in every split.")
+@click.option("--split-column", help="CSV column naming each row's split.")
+@click.option("--group-column", help="CSV column whose rows must share a split (a person, a scene).")
+@click.option(
+    "--frame-format",
+    type=click.Choice(["png", "jpeg"]),
+    default="png",
+    show_default=True,
+    help="How each frame is stored: png (lossless) or jpeg (--quality).",
+)
+@QUALITY
+@click.option(
+    "--fps",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Resample every clip to F frames a second by timestamps [default: the clip's own frames].",
+)
+@click.option("--max-frames", type=click.IntRange(min=1), help="Keep a clip's first N frames.")
+@resize_option("Make every frame WxH (see --fit).")
+@click.option(
+    "--fit",
+    type=click.Choice(["stretch", "crop", "pad"]),
+    default="stretch",
+    show_default=True,
+    help="With --resize: stretch to WxH, crop to cover it, or pad to fit inside it (black).",
+)
+@on_error_option("skip: leave out clips that cannot be read, and list them.")
+@common_options
+def command(
+    root,
+    labels_csv,
+    delimiter,
+    path_column,
+    label_column,
+    split,
+    stratify,
+    split_column,
+    group_column,
+    frame_format,
+    quality,
+    fps,
+    max_frames,
+    resize,
+    fit,
+    on_error,
+    **common,
+) -> None:
+    """A folder of clips (MP4, MKV, AVI, WebM...), labelled by a CSV (--labels) or by class sub-folders."""
+    from ...converters.video import VideoConverter, VideoOptions
+
+    if fit != "stretch" and not resize:
+        raise click.UsageError("--fit needs --resize WxH")
+    options = VideoOptions(
+        frame_format=frame_format,
+        quality=quality,
+        fps=fps,
+        max_frames=max_frames,
+        resize=resize,
+        fit=fit,
+        split=split,
+        stratify=stratify,
+        labels_csv=labels_csv,
+        delimiter=delimiter,
+        path_column=path_column,
+        label_column=label_column,
+        split_column=split_column,
+        group_column=group_column,
+    )
+    usage_error_if(options.problem())
+
+    def make_converter():
+        return VideoConverter(root, options, source_context(common, on_error))
+
+    run_conversion(make_converter, on_error=on_error, **common)

@@ -1,0 +1,244 @@
+"""A folder of clips -> examples in TFDS's Video feature (a sequence of encoded frames),
+labelled by class folders or by a CSV.
+
+ROOT/CLASS/clip or ROOT/SPLIT/CLASS/clip (class_folders.py), or --labels CSV as `audio`
+and `images` read one (media_folders.py). Clips are decoded with PyAV (FFmpeg in its
+wheels: the `[video]` extra): the first video stream of each, every frame as RGB.
+Every clip is opened while listing (its stream, size and frame rate), so a file that
+is not a clip is said before anything is written (exit 1 naming it, or left out under
+--on-error skip); a clip damaged past its header fails when it is converted, naming it.
+
+Frames are stored one by one as PNG (lossless, the default) or JPEG (--frame-format,
+--quality), TFDS's Video: one bytes value per frame, shape (frames, height, width, 3).
+--fps F resamples by timestamps: frame k of the output, at k/F seconds after the clip's
+first frame, is the last frame shown at that time (frames repeat when F is above the
+clip's rate and are dropped when below), while k/F is before the clip's end (its last
+frame's time plus one frame's duration). --max-frames N keeps the first N (decoding
+stops there). --resize WxH (with --fit) makes every frame that size, as `images`
+resizes a picture. A worker holds one clip's encoded frames at a time, never its
+decoded ones: each frame is encoded as soon as it is decoded.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Hashable, Iterator
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from ..dataset.features import FeatureSpec
+from ..errors import OptionError, SourceError
+from ..optional import av
+from ..skips import Skips
+from ..storage import fs
+from .base import Converter, SourceContext
+from .folders import ImageFolder, dataset_name
+from .imaging import encode, fitted
+from .media_folders import Labelling, MediaFolder
+
+VIDEO_SUFFIXES = (".mp4", ".m4v", ".mov", ".avi", ".mkv", ".webm", ".mpg", ".mpeg", ".wmv", ".flv", ".ogv", ".3gp")
+FRAME_FORMATS = ("png", "jpeg")
+FITS = ("stretch", "crop", "pad")
+# the features this converter writes: no CSV column may take one of the names
+RESERVED = {"video", "filename", "fps", "frames"}
+
+
+@dataclass(frozen=True)
+class VideoOptions(Labelling):
+    """What `tfr-convert video` takes besides the options every converter shares."""
+
+    frame_format: str = "png"
+    quality: int = 95
+    fps: float | None = None
+    max_frames: int | None = None
+    resize: tuple[int, int] | None = None  # (width, height)
+    fit: str = "stretch"
+
+    def problem(self) -> str | None:
+        if super().problem() is not None:
+            return super().problem()
+        if self.frame_format not in FRAME_FORMATS:
+            return f"--frame-format {self.frame_format}: choose {', '.join(FRAME_FORMATS)}"
+        if self.fit not in FITS:
+            return f"--fit {self.fit}: choose {', '.join(FITS)}"
+        if not 1 <= self.quality <= 100:
+            return f"--quality {self.quality}: give 1 to 100"
+        if self.fps is not None and not self.fps > 0:
+            return f"--fps {self.fps:g}: give a rate above 0"
+        if self.max_frames is not None and self.max_frames < 1:
+            return f"--max-frames {self.max_frames}: give 1 or more"
+        if self.resize is not None and min(self.resize) < 1:
+            return f"--resize {self.resize[0]}x{self.resize[1]}: give a size of 1x1 or more"
+        return None
+
+
+class VideoConverter(MediaFolder, Converter):
+    SUFFIXES, NOUN, RESERVED = VIDEO_SUFFIXES, "clip", frozenset(RESERVED)
+    command = "video"
+    description = "Clips from a folder, labelled by class sub-folders, in TFDS's Video feature."
+    chunk_size = 2  # a clip is many frames' work
+
+    def __init__(self, root: str, options: VideoOptions | None = None, context: SourceContext | None = None) -> None:
+        self._o = options = options or VideoOptions()
+        self.context = context = context or SourceContext()
+        problem = options.problem()
+        if problem is not None:
+            raise OptionError(problem)
+        av("tfr-convert video")
+        self.root = root
+        self._folder = ImageFolder(root, context.out, context.in_parts)
+        self._real_root = None if self._folder.remote else self._folder.real_root
+        self.skipped = Skips()
+        self.warnings: list[str] = []
+        self.dataset_name = dataset_name(root)
+        self._group_of: dict[str, str] = {}
+        listed, split_of = self._listed()
+        items, sizes = [], set()
+        for rel, line, label, extras in listed:
+            where = self.describe((rel, line))
+            try:
+                with fs.open_input(fs.join(root, rel)) as f:
+                    width, height = _probe(f)
+            except SourceError as e:
+                self.reject(where, str(e))
+                continue
+            sizes.add((width, height))
+            items.append((rel, line, label, extras))
+        if not items:
+            raise SourceError(f"{root}: no clips to convert")
+        self._splits = self._split(items, split_of)
+        self._folder.listed()
+        size = options.resize or (sizes.pop() if len(sizes) == 1 else None)
+        shape = (None, size[1], size[0], 3) if size else (None, None, None, 3)
+        self.features = {
+            "video": FeatureSpec.video(shape, options.frame_format),
+            "filename": FeatureSpec.tensor("string"),
+            "fps": FeatureSpec.tensor("float32"),
+            "frames": FeatureSpec.tensor("int64"),
+        }
+        if self.label_feature is not None:
+            self.features[self.label_feature] = FeatureSpec.class_label(len(self.labels[self.label_feature]))
+            self.supervised_keys = {"tuple": {"items": [{"featureKey": "video"}, {"featureKey": self.label_feature}]}}
+        for name, dtype in self.columns:
+            self.features[name] = FeatureSpec.tensor(dtype)
+
+    # ------------------------------------------------------------ converter interface
+
+    def features_of(self, item: Hashable) -> dict[str, Any]:
+        rel, _, label, extras = item  # type: ignore[misc]
+        o = self._o
+        try:
+            data = fs.read_bytes(fs.join(self.root, rel), inside=self._real_root)
+        except OSError as e:
+            raise SourceError(f"cannot read: {e.strerror or e}") from None
+        frames, rate = clip_frames(data, o.fps, o.max_frames)
+        encoded: list[bytes] = []
+        last: tuple[int, bytes] | None = None  # a frame shown again (--fps above the clip's rate) is encoded once
+        for number, pixels in frames:
+            if last is None or last[0] != number:
+                if o.resize is not None:
+                    pixels = fitted(pixels, o.resize, o.fit, (0, 0, 0))
+                last = (number, encode(pixels, o.frame_format, o.quality))
+            encoded.append(last[1])
+        if not encoded:
+            raise SourceError("no frames decoded")
+        features: dict[str, Any] = {
+            "video": encoded,
+            "filename": rel.replace(os.sep, "/"),
+            "fps": float(o.fps or rate),
+            "frames": len(encoded),
+        }
+        if self.label_feature is not None:
+            features[self.label_feature] = label
+        for (name, _), value in zip(self.columns, extras, strict=True):
+            features[name] = value
+        return features
+
+    def options(self) -> dict[str, Any]:
+        o = self._o
+        return {
+            "frame_format": o.frame_format,
+            "quality": o.quality if o.frame_format == "jpeg" else None,
+            "fps": o.fps,
+            "max_frames": o.max_frames,
+            "resize": list(o.resize) if o.resize else None,
+            "fit": o.fit if o.resize else None,
+            **o.described(),
+        }
+
+
+def _probe(f: Any) -> tuple[int, int]:
+    """(width, height) of a clip's first video stream; SourceError if it has none."""
+    lib = av("tfr-convert video")
+    try:
+        with lib.open(f) as container:
+            if not container.streams.video:
+                raise SourceError("no video stream in it")
+            stream = container.streams.video[0]
+            return stream.codec_context.width, stream.codec_context.height
+    except (lib.FFmpegError, ValueError) as e:
+        raise SourceError(f"not a clip PyAV reads ({e})") from None
+
+
+def clip_frames(
+    data: bytes, fps: float | None, max_frames: int | None
+) -> tuple[Iterator[tuple[int, np.ndarray]], Fraction]:
+    """(the frames to store: (number of the source frame, RGB pixels) each, in order;
+    the stream's frame rate). With `fps` a source frame may come several times or not
+    at all (see the module's note); decoding stops after `max_frames`."""
+    lib = av("tfr-convert video")
+    try:
+        container = lib.open(io.BytesIO(data))
+    except (lib.FFmpegError, ValueError) as e:
+        raise SourceError(f"not a clip PyAV reads ({e})") from None
+    if not container.streams.video:
+        container.close()
+        raise SourceError("no video stream in it")
+    stream = container.streams.video[0]
+    rate = stream.average_rate or stream.guessed_rate or Fraction(25)
+
+    def decoded() -> Iterator[tuple[int, float, Any]]:
+        number = 0
+        try:
+            for frame in container.decode(stream):
+                yield number, (frame.time if frame.time is not None else number / rate), frame
+                number += 1
+        except (lib.FFmpegError, ValueError) as e:
+            raise SourceError(f"cannot decode frame {number + 1}: {e}") from None
+        finally:
+            container.close()
+
+    def chosen() -> Iterator[tuple[int, np.ndarray]]:
+        count = 0
+        if fps is None:
+            for number, _, frame in decoded():
+                if max_frames is not None and count >= max_frames:
+                    return
+                count += 1
+                yield number, frame.to_ndarray(format="rgb24")
+            return
+        start: float | None = None
+        shown: tuple[int, float, Any] | None = None  # the frame on screen
+        for number, time, frame in decoded():
+            start = time if start is None else start
+            # the output times before this frame's own are the frame before it's
+            while shown is not None and start + count / fps < time - 1e-9:
+                if max_frames is not None and count >= max_frames:
+                    return
+                count += 1
+                yield shown[0], shown[2].to_ndarray(format="rgb24")
+            shown = (number, time, frame)
+        if shown is None:
+            return
+        end = shown[1] + 1 / float(rate)  # the last frame is shown for one frame's time
+        while start is not None and start + count / fps < end - 1e-9:
+            if max_frames is not None and count >= max_frames:
+                return
+            count += 1
+            yield shown[0], shown[2].to_ndarray(format="rgb24")
+
+    return chosen(), rate

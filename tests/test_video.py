@@ -1,0 +1,155 @@
+"""`tfr-convert video`: clips the tests encode losslessly (FFV1, so frames compare exactly)
+become TFDS Video features whose frames equal the sources' through TFDS and through a
+plain tf.io parse; --fps by timestamps, --max-frames, JPEG frames and --resize; class
+folders, split folders and a labels CSV; a file that is no clip named or skipped; 2
+workers and Beam give the bytes of one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+av = pytest.importorskip("av", reason="tfr-convert video needs PyAV (the video extra)")
+
+
+def _clip(path: Path, frames: np.ndarray, rate: int = 10) -> np.ndarray:
+    """An FFV1 clip (lossless: it decodes to exactly `frames`)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("ffv1", rate=rate)
+        stream.width, stream.height, stream.pix_fmt = frames.shape[2], frames.shape[1], "bgr0"
+        for frame in frames:
+            out.mux(stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")))
+        out.mux(stream.encode())
+    return frames
+
+
+def _frames(n: int, seed: int, size: tuple[int, int] = (24, 32)) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 256, (n, *size, 3), dtype=np.uint8)
+
+
+def _clips(root: Path) -> dict[str, np.ndarray]:
+    made = {}
+    for c, cls in enumerate(("cat", "dog")):
+        for i in range(3):
+            made[f"{cls}/{i}.mkv"] = _clip(root / cls / f"{i}.mkv", _frames(4 + i, 10 * c + i))
+    return made
+
+
+def _tfds(out: Path, split: str = "train") -> list[dict]:
+    import tensorflow_datasets as tfds
+
+    builder = tfds.builder_from_directory(str(out))
+    return list(tfds.as_numpy(builder.as_dataset(split=split, shuffle_files=False)))
+
+
+def _shards(out: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(out.iterdir()) if ".tfrecord-" in p.name}
+
+
+def test_clips_become_videos_whose_frames_equal_the_sources_through_tfds_and_tf_io(cli, tmp_path):
+    import tensorflow as tf
+
+    made = _clips(tmp_path / "clips")
+    result = cli.convert("video", tmp_path / "clips", "--out", tmp_path / "out", "--quiet")
+    assert result.exit_code == 0, result.stderr
+    rows = _tfds(tmp_path / "out")
+    assert sorted(r["filename"].decode() for r in rows) == sorted(made)
+    for row in rows:
+        name = row["filename"].decode()
+        assert np.array_equal(row["video"], made[name]) and row["frames"] == len(made[name])
+        assert row["label"] == ("cat", "dog").index(name.split("/")[0]) and row["fps"] == 10.0
+    described = json.loads((tmp_path / "out" / "features.json").read_text())["featuresDict"]["features"]["video"]
+    assert described["pythonClassName"].endswith("video_feature.Video")
+    assert described["video"]["shape"]["dimensions"] == ["-1", "24", "32", "3"]
+    assert described["video"]["encodingFormat"] == "png"
+    spec = {"video": tf.io.VarLenFeature(tf.string), "filename": tf.io.FixedLenFeature([], tf.string)}
+    shard = next((tmp_path / "out").glob("*.tfrecord-*"))
+    for record in tf.data.TFRecordDataset(str(shard)):
+        parsed = tf.io.parse_single_example(record, spec)
+        frames = tf.map_fn(tf.io.decode_png, tf.sparse.to_dense(parsed["video"]), fn_output_signature=tf.uint8)
+        assert np.array_equal(frames.numpy(), made[parsed["filename"].numpy().decode()])
+
+
+@pytest.mark.parametrize(
+    ("fps", "expected"),
+    [(5, [0, 2, 4]), (4, [0, 2, 5]), (20, [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5]), (10, [0, 1, 2, 3, 4, 5])],
+)
+def test_fps_shows_at_each_output_time_the_last_frame_shown_by_then(cli, tmp_path, fps, expected):
+    """Six frames at 10 a second (0.0 ... 0.5 s, the clip ending at 0.6 s)."""
+    frames = _clip(tmp_path / "clips" / "a" / "c.mkv", _frames(6, 1))
+    out = tmp_path / "out"
+    assert cli.convert("video", tmp_path / "clips", "--out", out, "--quiet", "--fps", str(fps)).exit_code == 0
+    (row,) = _tfds(out)
+    assert np.array_equal(row["video"], frames[expected]) and row["fps"] == fps
+    out2 = tmp_path / "out2"
+    result = cli.convert("video", tmp_path / "clips", "--out", out2, "--quiet", "--fps", str(fps), "--max-frames", "2")
+    assert result.exit_code == 0, result.stderr
+    assert np.array_equal(_tfds(out2)[0]["video"], frames[expected[:2]])
+
+
+def test_jpeg_frames_and_resize_give_frames_of_that_size_and_format(cli, tmp_path):
+    _clip(tmp_path / "clips" / "a" / "c.mkv", _frames(3, 2))
+    _clip(tmp_path / "clips" / "b" / "d.mkv", _frames(2, 3, (40, 20)))  # another size: --resize makes one
+    out = tmp_path / "out"
+    args = ["--frame-format", "jpeg", "--quality", "90", "--resize", "16x12", "--quiet"]
+    assert cli.convert("video", tmp_path / "clips", "--out", out, *args).exit_code == 0
+    rows = _tfds(out)
+    assert sorted(r["video"].shape for r in rows) == [(2, 12, 16, 3), (3, 12, 16, 3)]
+    described = json.loads((out / "features.json").read_text())["featuresDict"]["features"]["video"]["video"]
+    assert described["encodingFormat"] == "jpeg" and described["shape"]["dimensions"] == ["-1", "12", "16", "3"]
+    mixed = tmp_path / "mixed"
+    assert cli.convert("video", tmp_path / "clips", "--out", mixed, "--quiet").exit_code == 0
+    described = json.loads((mixed / "features.json").read_text())["featuresDict"]["features"]["video"]["video"]
+    assert described["shape"]["dimensions"] == ["-1", "-1", "-1", "3"]  # two sizes: left open
+    assert sorted(r["video"].shape for r in _tfds(mixed)) == [(2, 40, 20, 3), (3, 24, 32, 3)]
+
+
+def test_a_file_that_is_no_clip_is_exit_1_naming_it_or_skipped_and_listed(cli, tmp_path):
+    _clips(tmp_path / "clips")
+    bad = tmp_path / "clips" / "cat" / "bad.mp4"
+    bad.write_bytes(b"not a video at all" * 10)
+    result = cli.convert("video", tmp_path / "clips", "--out", tmp_path / "out", "--quiet")
+    assert result.exit_code == 1 and str(bad) in result.stderr and "not a clip PyAV reads" in result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "out").exists()
+    result = cli.convert("video", tmp_path / "clips", "--out", tmp_path / "out", "--on-error", "skip", "--json")
+    assert result.exit_code == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["splits"]["train"]["examples"] == 6 and [s["item"] for s in summary["skipped"]] == [str(bad)]
+
+
+def test_split_folders_and_a_labels_csv_label_and_split_the_clips(cli, tmp_path):
+    made = {}
+    for split, n in (("train", 3), ("test", 2)):
+        for i in range(n):
+            made[f"{split}/{'ab'[i % 2]}/{i}.mkv"] = _clip(
+                tmp_path / "s" / split / "ab"[i % 2] / f"{i}.mkv", _frames(3, i)
+            )
+    assert cli.convert("video", tmp_path / "s", "--out", tmp_path / "o1", "--quiet").exit_code == 0
+    assert len(_tfds(tmp_path / "o1", "train")) == 3 and len(_tfds(tmp_path / "o1", "test")) == 2
+    flat = tmp_path / "flat"
+    for i in range(4):
+        _clip(flat / f"v{i}.mkv", _frames(2, 50 + i))
+    (flat / "labels.csv").write_text(
+        "path,action,take\n" + "".join(f"v{i}.mkv,{'run walk'.split()[i % 2]},{i}\n" for i in range(4))
+    )
+    args = ["--labels", flat / "labels.csv", "--label-column", "action", "--quiet"]
+    assert cli.convert("video", flat, "--out", tmp_path / "o2", *args).exit_code == 0
+    rows = sorted(_tfds(tmp_path / "o2"), key=lambda r: r["filename"])
+    assert [int(r["action"]) for r in rows] == [0, 1, 0, 1] and [int(r["take"]) for r in rows] == [0, 1, 2, 3]
+
+
+def test_two_workers_and_beam_write_the_bytes_of_one(cli, tmp_path):
+    _clips(tmp_path / "clips")
+    outs = {}
+    for name, extra in (("one", ["--workers", "1"]), ("two", ["--workers", "2"]), ("beam", ["--engine", "beam"])):
+        if name == "beam":
+            pytest.importorskip("apache_beam")
+        result = cli.convert("video", tmp_path / "clips", "--out", tmp_path / name, "--quiet", "--fps", "15",
+                             "--split", "train=0.5,test=0.5", "--examples-per-shard", "2", *extra)  # fmt: skip
+        assert result.exit_code == 0, result.stderr
+        outs[name] = _shards(tmp_path / name)
+    assert len(outs["one"]) > 2 and outs["one"] == outs["two"] == outs["beam"]
