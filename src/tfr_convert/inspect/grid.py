@@ -1,5 +1,6 @@
 """--grid OUT.png: a labelled contact sheet of the first N images, drawn with Pillow
-(or, for a dataset of sound and no pictures, of its recordings' waveforms: waveform.py).
+(a clip as a strip of its frames: frames.py; for a dataset of sound and no pictures,
+its recordings' waveforms: waveform.py).
 
 The image feature is the first bytes feature whose values are PNG/JPEG/...
 (by magic bytes), else one named like `image`, holding raw uint8 pixels whose
@@ -25,6 +26,7 @@ from ..dataset.imageformat import sniff_format
 from ..errors import OptionError, SourceError
 from ..storage import fs
 from .boxes import box_labels, box_names, boxes_of
+from .frames import frames_shown, strip, video_features
 from .keypoints import keypoints_of
 from .masks import instance_masks_of, is_mask, mask_of, overlay, overlay_instances
 from .paths import resolve
@@ -155,9 +157,11 @@ class Pictures:
         self.skeleton: list[tuple[int, int]] = []
         self.sounds: dict[str, int] = {}  # the sound features holding samples: their channels
         self.sound: str | None = None  # the one drawn
+        self.videos: set[str] = set()  # Video features: a strip of frames each
         for d in inputs.datasets:
             dataset = ExistingDataset(d)  # (its metadata read once)
             self.sounds.update(audio_features(dataset))
+            self.videos |= video_features(dataset)
             self.names.update(class_names(d))
             self.raw_shape = manifest_raw_shape(dataset) or self.raw_shape
             self.skeleton = dataset.skeleton or self.skeleton
@@ -181,8 +185,12 @@ class Pictures:
             return Picture(drawn, label, [], [label], tail=names_file)
         if not example.get(self.feature, (None, []))[1]:
             return None
+        values = example[self.feature][1]
         try:
-            pixels = _pixels(example[self.feature][1][0], example, self.raw_shape, self.max_pixels)
+            if self.feature in self.videos:  # a clip: a few of its frames side by side
+                pixels = strip([_pixels(values[i], example, None, self.max_pixels) for i in frames_shown(len(values))])
+            else:
+                pixels = _pixels(values[0], example, self.raw_shape, self.max_pixels)
         except (OSError, ValueError, Image.DecompressionBombError) as e:
             raise SourceError(f"{path}: record {index}: cannot draw {self.feature!r}: {e}") from None
         except SourceError as e:
