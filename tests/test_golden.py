@@ -187,6 +187,14 @@ GOLDEN = {
         "sounds-test.tfrecord-00000-of-00001": "76cc0ad8510fc0c457a8f493fbff3d767776f9cf0cca7829618fd4adb953b98b",
         "sounds-train.tfrecord-00000-of-00001": "89c415e8f3138a990aa021db7b945cc10c76415081584d5b8778b9d1021baf85",
     },
+    "video_fps": {
+        "clips-test.tfrecord-00000-of-00001": "9391805ac7d5f20f8c0ea6b259a45f8af6b87ebc1cf265b0554b084314424310",
+        "clips-train.tfrecord-00000-of-00001": "d8ca81d789ab7a75f7a3b4cb44e317a4373681eead0bb428a54b7d6bdc0f621f",
+        "dataset_info.json": "ba870127f0fd3dd4333e410fbcaedfe43015d521fa16aea8698f9bf950779f32",
+        "features.json": "213cb404ef9ae5555d015334d0296f75fcaf664c8236b61a2fe691387aa8f2bd",
+        "label.labels.txt": "27e08351cab3453fd1f8945451ced27f75e4d3c02d22dfdca52222ae32d43c71",
+        "manifest.json": "5a57852af20eea9b42d59394fc80feb486d13d9a993c55a8b265675a092c32e7",
+    },
 }
 
 
@@ -353,6 +361,7 @@ def conversions(tmp: Path) -> dict[str, list[str]]:
     seg_images, seg_masks = write_segmentation(tmp / "seg")
     table = write_table_csv(tmp / "table")
     audio = write_audio_folder(tmp / "sounds")
+    clips = write_video_folder(tmp / "clips")
     return {
         "mnist_raw": ["mnist", mnist, "--validation-size", "5", "--examples-per-shard", "10"],
         "mnist_gzip": ["mnist", mnist, "--num-shards", "2", "--compression", "gzip", "--seed", "3"],
@@ -380,6 +389,7 @@ def conversions(tmp: Path) -> dict[str, list[str]]:
         "table_csv": ["table", table, "--label-column", "kind", "--split", "train=0.75,test=0.25", "--stratify",
                       "--key-column", "id", "--nulls", "omit", "--rename", "kind=label", "--workers", "2"],
         "audio_mono": ["audio", audio, "--mono", "--split", "train=0.5,test=0.5", "--stratify", "--workers", "2"],
+        "video_fps": ["video", clips, "--fps", "15", "--split", "train=0.5,test=0.5", "--stratify", "--workers", "2"],
     }  # fmt: skip
 
 
@@ -393,6 +403,24 @@ def write_audio_folder(root: Path) -> Path:
         wave = np.sin(np.arange(n)[:, None] * [0.05 + 0.01 * i, 0.11]) * 9000 + rng.normal(0, 500, (n, 2))
         (root / ["hum", "hiss"][i % 2]).mkdir(parents=True, exist_ok=True)
         soundfile.write(root / ["hum", "hiss"][i % 2] / f"r{i}.wav", wave.astype(np.int16), 8000, subtype="PCM_16")
+    return root
+
+
+def write_video_folder(root: Path) -> Path:
+    """6 FFV1 clips (lossless: their frames decode alike wherever FFmpeg runs) of two
+    classes, 3 to 5 frames of 12x16 at 10 a second."""
+    import av
+
+    rng = np.random.default_rng(21)
+    for i in range(6):
+        folder = root / ["run", "walk"][i % 2]
+        folder.mkdir(parents=True, exist_ok=True)
+        with av.open(str(folder / f"c{i}.mkv"), "w") as out:
+            stream = out.add_stream("ffv1", rate=10)
+            stream.width, stream.height, stream.pix_fmt = 16, 12, "bgr0"
+            for pixels in rng.integers(0, 256, (3 + i % 3, 12, 16, 3), dtype=np.uint8):
+                out.mux(stream.encode(av.VideoFrame.from_ndarray(pixels, format="rgb24")))
+            out.mux(stream.encode())
     return root
 
 

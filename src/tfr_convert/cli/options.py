@@ -311,6 +311,25 @@ def max_record_option(what: str):
     )
 
 
+# What audio and video label and split their files by (converters/media_folders.py's
+# Labelling): their options, taken out of the command's keyword arguments together.
+LABELLING = (
+    "split",
+    "stratify",
+    "labels_csv",
+    "delimiter",
+    "path_column",
+    "label_column",
+    "split_column",
+    "group_column",
+)
+
+
+def labelling_of(given: dict) -> dict:
+    """The labelling options, removed from `given` (what stays is the shared options)."""
+    return {name: given.pop(name) for name in LABELLING}
+
+
 def labels_csv_options(files: str):
     """--labels CSV and how it is read (--delimiter, --path-column, --label-column), for a
     folder of `files` (images, recordings)."""

@@ -171,21 +171,14 @@ class AudioConverter(MediaFolder, Converter):
         }
         if options.audio_format in ("wav", "flac"):
             self.features["audio"] = FeatureSpec.audio("int16", channels, rate, options.audio_format, True)
-        if self.label_feature is not None:
-            self.features[self.label_feature] = FeatureSpec.class_label(len(self.labels[self.label_feature]))
-            self.supervised_keys = {"tuple": {"items": [{"featureKey": "audio"}, {"featureKey": self.label_feature}]}}
-        for name, dtype in self.columns:
-            self.features[name] = FeatureSpec.tensor(dtype)
+        self._label_features("audio")
 
     # ------------------------------------------------------------ converter interface
 
     def features_of(self, item: Hashable) -> dict[str, Any]:
         rel, _, label, extras, rate, channels, _ = item  # type: ignore[misc]
         o = self._o
-        try:
-            data = fs.read_bytes(fs.join(self.root, rel), inside=self._real_root)
-        except OSError as e:
-            raise SourceError(f"cannot read: {e.strerror or e}") from None
+        data = self._read(rel)
         filename = rel.replace(os.sep, "/")
         rate = o.sample_rate or rate
         features: dict[str, Any] = {"filename": filename, "sample_rate": rate}
@@ -203,11 +196,7 @@ class AudioConverter(MediaFolder, Converter):
                 features["audio"] = samples[:, 0] if samples.shape[1] == 1 else samples
             else:
                 features["audio"] = _encoded(samples, rate, o.audio_format)
-        if self.label_feature is not None:
-            features[self.label_feature] = label
-        for (name, _), value in zip(self.columns, extras, strict=True):
-            features[name] = value
-        return features
+        return self._labelled(features, label, extras)
 
     def _samples(self, data: bytes) -> np.ndarray:
         """The file's samples, (frames, channels), clipped, padded and made mono as asked."""

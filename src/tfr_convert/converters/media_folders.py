@@ -15,6 +15,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
+from ..dataset.features import FeatureSpec
 from ..dataset.splits import SplitSpec, split_by_ratio
 from ..errors import SourceError
 from ..storage import fs
@@ -70,6 +71,9 @@ class MediaFolder(FileItems):
     _folder: ImageFolder
     warnings: list[str]
     _group_of: dict[str, str]
+    _real_root: str | None  # None for a remote ROOT
+    features: dict[str, FeatureSpec]
+    supervised_keys: dict[str, Any] | None
     reject: Callable[[str, str], None]  # the Converter's
 
     def _listed(self) -> tuple[list[tuple], dict[str, str]]:
@@ -92,6 +96,30 @@ class MediaFolder(FileItems):
         self._group_of = table.group_of
         self.warnings += table.warnings
         return listed, split_of
+
+    def _read(self, rel: str) -> bytes:
+        """A file's bytes, read where it really is under ROOT (as listed)."""
+        try:
+            return fs.read_bytes(fs.join(self.root, rel), inside=self._real_root)
+        except OSError as e:
+            raise SourceError(f"cannot read: {e.strerror or e}") from None
+
+    def _label_features(self, main: str) -> None:
+        """The label's ClassLabel (paired with the `main` feature as the supervised keys)
+        and the CSV's other columns, after the converter's own features."""
+        if self.label_feature is not None:
+            self.features[self.label_feature] = FeatureSpec.class_label(len(self.labels[self.label_feature]))
+            self.supervised_keys = {"tuple": {"items": [{"featureKey": main}, {"featureKey": self.label_feature}]}}
+        for name, dtype in self.columns:
+            self.features[name] = FeatureSpec.tensor(dtype)
+
+    def _labelled(self, features: dict[str, Any], label: Any, extras: tuple) -> dict[str, Any]:
+        """An item's features with its label and its CSV values."""
+        if self.label_feature is not None:
+            features[self.label_feature] = label
+        for (name, _), value in zip(self.columns, extras, strict=True):
+            features[name] = value
+        return features
 
     def _inside(self, rel: str, where: str) -> bool:
         real = self._folder.outside(rel)

@@ -120,21 +120,14 @@ class VideoConverter(MediaFolder, Converter):
             "fps": FeatureSpec.tensor("float32"),
             "frames": FeatureSpec.tensor("int64"),
         }
-        if self.label_feature is not None:
-            self.features[self.label_feature] = FeatureSpec.class_label(len(self.labels[self.label_feature]))
-            self.supervised_keys = {"tuple": {"items": [{"featureKey": "video"}, {"featureKey": self.label_feature}]}}
-        for name, dtype in self.columns:
-            self.features[name] = FeatureSpec.tensor(dtype)
+        self._label_features("video")
 
     # ------------------------------------------------------------ converter interface
 
     def features_of(self, item: Hashable) -> dict[str, Any]:
         rel, _, label, extras = item  # type: ignore[misc]
         o = self._o
-        try:
-            data = fs.read_bytes(fs.join(self.root, rel), inside=self._real_root)
-        except OSError as e:
-            raise SourceError(f"cannot read: {e.strerror or e}") from None
+        data = self._read(rel)
         frames, rate = clip_frames(data, o.fps, o.max_frames)
         encoded: list[bytes] = []
         last: tuple[int, bytes] | None = None  # a frame shown again (--fps above the clip's rate) is encoded once
@@ -152,11 +145,7 @@ class VideoConverter(MediaFolder, Converter):
             "fps": float(o.fps or rate),
             "frames": len(encoded),
         }
-        if self.label_feature is not None:
-            features[self.label_feature] = label
-        for (name, _), value in zip(self.columns, extras, strict=True):
-            features[name] = value
-        return features
+        return self._labelled(features, label, extras)
 
     def options(self) -> dict[str, Any]:
         o = self._o

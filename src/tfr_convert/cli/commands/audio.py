@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..options import common_options, labels_csv_options, on_error_option, split_options, usage_error_if
+from ..options import common_options, labelling_of, labels_csv_options, on_error_option, split_options, usage_error_if
 from ..running import run_conversion, source_context
 from ..types import LocalOrRemotePath
 
@@ -37,14 +37,6 @@ CONVERTERS = ("tfr_convert.converters.audio:AudioConverter",)
 @common_options
 def command(
     root,
-    labels_csv,
-    delimiter,
-    path_column,
-    label_column,
-    split,
-    stratify,
-    split_column,
-    group_column,
     audio_format,
     sample_rate,
     mono,
@@ -62,14 +54,7 @@ def command(
         clip_seconds=clip_seconds,
         shorter=shorter,
         sample_rate=sample_rate,
-        split=split,
-        stratify=stratify,
-        labels_csv=labels_csv,
-        delimiter=delimiter,
-        path_column=path_column,
-        label_column=label_column,
-        split_column=split_column,
-        group_column=group_column,
+        **labelling_of(common),
     )
     usage_error_if(options.problem())
 

@@ -7,6 +7,7 @@ import click
 from ..options import (
     QUALITY,
     common_options,
+    labelling_of,
     labels_csv_options,
     on_error_option,
     resize_option,
@@ -51,14 +52,6 @@ CONVERTERS = ("tfr_convert.converters.video:VideoConverter",)
 @common_options
 def command(
     root,
-    labels_csv,
-    delimiter,
-    path_column,
-    label_column,
-    split,
-    stratify,
-    split_column,
-    group_column,
     frame_format,
     quality,
     fps,
@@ -80,14 +73,7 @@ def command(
         max_frames=max_frames,
         resize=resize,
         fit=fit,
-        split=split,
-        stratify=stratify,
-        labels_csv=labels_csv,
-        delimiter=delimiter,
-        path_column=path_column,
-        label_column=label_column,
-        split_column=split_column,
-        group_column=group_column,
+        **labelling_of(common),
     )
     usage_error_if(options.problem())
 
