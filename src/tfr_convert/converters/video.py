@@ -80,7 +80,7 @@ class VideoConverter(MediaFolder, Converter):
     SUFFIXES, NOUN, RESERVED = VIDEO_SUFFIXES, "clip", frozenset(RESERVED)
     command = "video"
     description = "Clips from a folder, labelled by class sub-folders, in TFDS's Video feature."
-    chunk_size = 2  # a clip is many frames' work
+    chunk_size = 1  # a clip is many frames' work: one a batch, so a worker holds one clip's frames
 
     def __init__(self, root: str, options: VideoOptions | None = None, context: SourceContext | None = None) -> None:
         self._o = options = options or VideoOptions()
