@@ -153,3 +153,52 @@ def test_two_workers_and_beam_write_the_bytes_of_one(cli, tmp_path):
         assert result.exit_code == 0, result.stderr
         outs[name] = _shards(tmp_path / name)
     assert len(outs["one"]) > 2 and outs["one"] == outs["two"] == outs["beam"]
+
+
+def test_as_sequence_example_a_clip_is_its_frames_and_times_in_feature_lists(cli, tmp_path):
+    """MediaPipe's layout: image/encoded and image/timestamp (microseconds) per stored
+    frame, the rest in the context; tf.io reads both, TFDS the context, tfr-inspect
+    counts the steps and draws the frames."""
+    import tensorflow as tf
+
+    made = {name: frames for name, frames in _clips(tmp_path / "clips").items()}
+    out = tmp_path / "out"
+    args = ["--as", "sequence-example", "--fps", "20", "--quiet"]
+    assert cli.convert("video", tmp_path / "clips", "--out", out, *args).exit_code == 0
+    context = {
+        "clip/data_path": tf.io.FixedLenFeature([], tf.string),
+        "clip/frames": tf.io.FixedLenFeature([], tf.int64),
+        "clip/label/index": tf.io.FixedLenFeature([], tf.int64),
+        "clip/label/string": tf.io.FixedLenFeature([], tf.string),
+        "image/height": tf.io.FixedLenFeature([], tf.int64),
+        "image/frame_rate": tf.io.FixedLenFeature([], tf.float32),
+    }
+    lists = {
+        "image/encoded": tf.io.FixedLenSequenceFeature([], tf.string),
+        "image/timestamp": tf.io.FixedLenSequenceFeature([], tf.int64),
+    }
+    seen = 0
+    for shard in sorted(out.glob("*.tfrecord-*")):
+        for record in tf.data.TFRecordDataset(str(shard)):
+            ctx, steps = tf.io.parse_single_sequence_example(record, context, lists)
+            name = ctx["clip/data_path"].numpy().decode()
+            source = made[name]  # 10 a second: each source frame twice at 20
+            expected = source[[k // 2 for k in range(2 * len(source))]]
+            frames = np.stack([tf.io.decode_png(f).numpy() for f in steps["image/encoded"]])
+            assert np.array_equal(frames, expected) and int(ctx["clip/frames"]) == len(expected)
+            assert steps["image/timestamp"].numpy().tolist() == [50_000 * k for k in range(len(expected))]
+            cls = name.split("/")[0]
+            assert (
+                int(ctx["clip/label/index"]) == ("cat", "dog").index(cls) and ctx["clip/label/string"] == cls.encode()
+            )
+            assert int(ctx["image/height"]) == 24 and float(ctx["image/frame_rate"]) == 20.0
+            seen += 1
+    assert seen == len(made)
+    rows = _tfds(out)  # TFDS reads the context (an Example parser passes over the lists)
+    assert sorted(r["clip"]["data_path"].decode() for r in rows) == sorted(made)
+    stats = json.loads(cli.inspect(out, "--stats", "--json").stdout)
+    assert stats["features"]["image/encoded"]["steps"] == {"min": 8, "max": 12, "mean": 10.0}
+    assert cli.inspect(out, "--grid", tmp_path / "g.png").exit_code == 0
+    again = tmp_path / "two"
+    assert cli.convert("video", tmp_path / "clips", "--out", again, *args, "--workers", "2").exit_code == 0
+    assert _shards(again) == _shards(out)

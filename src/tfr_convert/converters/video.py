@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..dataset.features import FeatureSpec
+from ..dataset.sequence_example import serialize_sequence
 from ..errors import OptionError, SourceError
 from ..optional import av
 from ..skips import Skips
@@ -57,6 +58,7 @@ class VideoOptions(Labelling):
     max_frames: int | None = None
     resize: tuple[int, int] | None = None  # (width, height)
     fit: str = "stretch"
+    as_sequence: bool = False  # one SequenceExample per clip instead of an Example
 
     def problem(self) -> str | None:
         if super().problem() is not None:
@@ -114,6 +116,9 @@ class VideoConverter(MediaFolder, Converter):
         self._folder.listed()
         size = options.resize or (sizes.pop() if len(sizes) == 1 else None)
         shape = (None, size[1], size[0], 3) if size else (None, None, None, 3)
+        if options.as_sequence:
+            self._sequence_features()
+            return
         self.features = {
             "video": FeatureSpec.video(shape, options.frame_format),
             "filename": FeatureSpec.tensor("string"),
@@ -121,6 +126,28 @@ class VideoConverter(MediaFolder, Converter):
             "frames": FeatureSpec.tensor("int64"),
         }
         self._label_features("video")
+
+    def _sequence_features(self) -> None:
+        """What the metadata says of SequenceExamples: their context, as TFDS reads it (an
+        Example parser takes a SequenceExample's context and passes over its frames)."""
+        self.serialized = True  # features_of gives each record's bytes
+        self.nested_features = True  # clip/..., image/...
+        self.features = {
+            "clip/data_path": FeatureSpec.tensor("string"),
+            "clip/frames": FeatureSpec.tensor("int64"),
+            "image/format": FeatureSpec.tensor("string"),
+            "image/frame_rate": FeatureSpec.tensor("float32"),
+            "image/height": FeatureSpec.tensor("int64"),
+            "image/width": FeatureSpec.tensor("int64"),
+        }
+        if self.label_feature is not None:
+            names = self.labels.pop(self.label_feature)
+            self.label_feature = "clip/label/index"
+            self.labels[self.label_feature] = names
+            self.features["clip/label/index"] = FeatureSpec.class_label(len(names))
+            self.features["clip/label/string"] = FeatureSpec.tensor("string")
+        for name, dtype in self.columns:
+            self.features[name] = FeatureSpec.tensor(dtype)
 
     # ------------------------------------------------------------ converter interface
 
@@ -130,15 +157,20 @@ class VideoConverter(MediaFolder, Converter):
         data = self._read(rel)
         frames, rate = clip_frames(data, o.fps, o.max_frames)
         encoded: list[bytes] = []
+        times: list[int] = []  # microseconds after the first frame
+        size = (0, 0)
         last: tuple[int, bytes] | None = None  # a frame shown again (--fps above the clip's rate) is encoded once
-        for number, pixels in frames:
+        for number, time, pixels in frames:
             if last is None or last[0] != number:
                 if o.resize is not None:
                     pixels = fitted(pixels, o.resize, o.fit, (0, 0, 0))
-                last = (number, encode(pixels, o.frame_format, o.quality))
+                last, size = (number, encode(pixels, o.frame_format, o.quality)), pixels.shape[:2]
             encoded.append(last[1])
+            times.append(round(time * 1e6))
         if not encoded:
             raise SourceError("no frames decoded")
+        if o.as_sequence:
+            return self._sequence(rel, label, extras, encoded, times, size, float(o.fps or rate))  # type: ignore[return-value]
         features: dict[str, Any] = {
             "video": encoded,
             "filename": rel.replace(os.sep, "/"),
@@ -147,9 +179,29 @@ class VideoConverter(MediaFolder, Converter):
         }
         return self._labelled(features, label, extras)
 
+    def _sequence(
+        self, rel: str, label: Any, extras: tuple, frames: list[bytes], times: list[int], size: tuple, rate: float
+    ) -> bytes:
+        """The clip as a SequenceExample: MediaPipe's keys (frames and their times in
+        feature lists, the rest in the context)."""
+        context = {
+            "clip/data_path": rel.replace(os.sep, "/"),
+            "clip/frames": len(frames),
+            "image/format": self._o.frame_format,
+            "image/frame_rate": rate,
+            "image/height": int(size[0]),
+            "image/width": int(size[1]),
+        }
+        if self.label_feature is not None:
+            context |= {"clip/label/index": label, "clip/label/string": self.labels[self.label_feature][label]}
+        for (name, _), value in zip(self.columns, extras, strict=True):
+            context[name] = value
+        return serialize_sequence(context, {"image/encoded": frames, "image/timestamp": times})
+
     def options(self) -> dict[str, Any]:
         o = self._o
         return {
+            "as": "sequence-example" if o.as_sequence else "example",
             "frame_format": o.frame_format,
             "quality": o.quality if o.frame_format == "jpeg" else None,
             "fps": o.fps,
@@ -175,8 +227,9 @@ def _probe(f: Any) -> tuple[int, int]:
 
 def clip_frames(
     data: bytes, fps: float | None, max_frames: int | None
-) -> tuple[Iterator[tuple[int, np.ndarray]], Fraction]:
-    """(the frames to store: (number of the source frame, RGB pixels) each, in order;
+) -> tuple[Iterator[tuple[int, float, np.ndarray]], Fraction]:
+    """(the frames to store: (number of the source frame, seconds after the first frame,
+    RGB pixels) each, in order;
     the stream's frame rate). With `fps` a source frame may come several times or not
     at all (see the module's note); decoding stops after `max_frames`."""
     lib = av("tfr-convert video")
@@ -201,16 +254,17 @@ def clip_frames(
         finally:
             container.close()
 
-    def chosen() -> Iterator[tuple[int, np.ndarray]]:
+    def chosen() -> Iterator[tuple[int, float, np.ndarray]]:
         count = 0
+        start: float | None = None
         if fps is None:
-            for number, _, frame in decoded():
+            for number, time, frame in decoded():
+                start = time if start is None else start
                 if max_frames is not None and count >= max_frames:
                     return
                 count += 1
-                yield number, frame.to_ndarray(format="rgb24")
+                yield number, time - start, frame.to_ndarray(format="rgb24")
             return
-        start: float | None = None
         shown: tuple[int, float, Any] | None = None  # the frame on screen
         for number, time, frame in decoded():
             start = time if start is None else start
@@ -219,7 +273,7 @@ def clip_frames(
                 if max_frames is not None and count >= max_frames:
                     return
                 count += 1
-                yield shown[0], shown[2].to_ndarray(format="rgb24")
+                yield shown[0], (count - 1) / fps, shown[2].to_ndarray(format="rgb24")
             shown = (number, time, frame)
         if shown is None:
             return
@@ -228,6 +282,6 @@ def clip_frames(
             if max_frames is not None and count >= max_frames:
                 return
             count += 1
-            yield shown[0], shown[2].to_ndarray(format="rgb24")
+            yield shown[0], (count - 1) / fps, shown[2].to_ndarray(format="rgb24")
 
     return chosen(), rate

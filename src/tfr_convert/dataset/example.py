@@ -74,7 +74,8 @@ def _packed_varints(values: np.ndarray) -> bytes:
     return groups[np.arange(groups.shape[1])[None, :] < lengths[:, None]].tobytes()
 
 
-def _delimited(tag: bytes, payload: bytes) -> bytes:
+def delimited(tag: bytes, payload: bytes) -> bytes:
+    """A length-delimited protobuf field: its tag, the payload's length, the payload."""
     return tag + _varint(len(payload)) + payload
 
 
@@ -168,7 +169,7 @@ def _list_message(kind: str, values: list[Any] | np.ndarray) -> bytes:
             packed = _packed_varints(values)
         else:
             packed = b"".join([_varint(v if v >= 0 else v + (1 << 64)) for v in map(int, values)])
-    return _delimited(b"\x0a", packed)
+    return delimited(b"\x0a", packed)
 
 
 def feature_bytes(name: str, value: Any) -> bytes:
@@ -188,7 +189,7 @@ def feature_bytes(name: str, value: Any) -> bytes:
         packed = _varint(value)  # at most 10 bytes: every length below fits one byte
         return b"\x1a" + bytes((len(packed) + 2, 0x0A, len(packed))) + packed
     kind, values = classify(name, value)
-    return _delimited(_FEATURE_TAG[kind], _list_message(kind, values))
+    return delimited(_FEATURE_TAG[kind], _list_message(kind, values))
 
 
 # int64 features of 0..127 (labels, sizes, channel counts) as ready-made bytes
@@ -208,7 +209,7 @@ def _key(name: Any) -> tuple[bytes, bytes]:
         # every longer key it is a prefix of ("image_raw" before "image"). UTF-8
         # never contains 0xFF, so appending it gives exactly that order.
         # (The C++ and pure-Python backends put the prefix first; all are valid.)
-        cached = (encoded + b"\xff", _delimited(b"\x0a", encoded))
+        cached = (encoded + b"\xff", delimited(b"\x0a", encoded))
         if len(_KEY_CACHE) < 4096:
             _KEY_CACHE[name] = cached
     return cached

@@ -1,12 +1,17 @@
 """A clip as --grid and --report draw it: four of its frames in two rows of two (a
 square, as a tile is; fewer for a shorter clip), read left to right, top to bottom
-(TFDS's Video feature: one encoded picture per frame)."""
+(TFDS's Video feature: one encoded picture per frame; or a SequenceExample's feature
+list of them)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from ..dataset.example import BYTES
 from ..dataset.existing import ExistingDataset
+from ..dataset.imageformat import sniff_format
 
 STRIP_FRAMES = 4  # drawn per clip: the first, the last and evenly between
 
@@ -18,6 +23,15 @@ def video_features(dataset: ExistingDataset) -> set[str]:
         for name, (description, per_object, _) in dataset.flat_features.items()
         if description.get("pythonClassName", "").endswith("video_feature.Video") and not per_object
     }
+
+
+def frame_list(example: dict[str, tuple[str | None, list[Any]]]) -> str | None:
+    """A SequenceExample's feature list of encoded pictures (MediaPipe's image/encoded),
+    if the record has one: its steps are a clip's frames."""
+    for name, (kind, steps) in sorted(example.items()):
+        if kind == f"feature_list[{BYTES}]" and steps and steps[0] and sniff_format(steps[0][0]):
+            return name
+    return None
 
 
 def frames_shown(count: int) -> list[int]:

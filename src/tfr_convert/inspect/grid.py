@@ -26,7 +26,7 @@ from ..dataset.imageformat import sniff_format
 from ..errors import OptionError, SourceError
 from ..storage import fs
 from .boxes import box_labels, box_names, boxes_of
-from .frames import frames_shown, strip, video_features
+from .frames import frame_list, frames_shown, strip, video_features
 from .keypoints import keypoints_of
 from .masks import instance_masks_of, is_mask, mask_of, overlay, overlay_instances
 from .paths import resolve
@@ -158,6 +158,7 @@ class Pictures:
         self.sounds: dict[str, int] = {}  # the sound features holding samples: their channels
         self.sound: str | None = None  # the one drawn
         self.videos: set[str] = set()  # Video features: a strip of frames each
+        self.frames: str | None = None  # a SequenceExample's feature list of frames ("" none: not looked again)
         for d in inputs.datasets:
             dataset = ExistingDataset(d)  # (its metadata read once)
             self.sounds.update(audio_features(dataset))
@@ -175,6 +176,19 @@ class Pictures:
         """The record's image with its caption and boxes, or None when it holds no image."""
         from PIL import Image
 
+        if self.frames is None:
+            self.frames = frame_list(example) or ""
+        if self.frames:  # a SequenceExample's clip: its frames are the steps of a feature list
+            self.feature = self.frames  # (what the grid says it drew)
+            frames = [step[0] for step in example.get(self.frames, (None, []))[1] if step]
+            if not frames:
+                return None
+            try:
+                pixels = strip([_pixels(frames[i], example, None, self.max_pixels) for i in frames_shown(len(frames))])
+            except (OSError, ValueError, Image.DecompressionBombError, SourceError) as e:
+                raise SourceError(f"{path}: record {index}: cannot draw {self.frames!r}: {e}") from None
+            label, names_file = caption(example, self.names)
+            return Picture(pixels, label, [], [label], tail=names_file)
         self.feature = self.feature or image_feature(example)
         if self.feature is None:  # a recording is drawn as its waveform
             self.sound = self.sound or next((n for n in self.sounds if example.get(n, (None, []))[1]), None)

@@ -181,6 +181,7 @@ def stats(paths: list[str], max_record: int = MAX_RECORD_BYTES, sound_only: bool
     histograms: dict[str, Counter[int]] = {}
     per_split: dict[str, dict[str, Any]] = {}  # split -> {records, histograms}, for a dataset directory
     kinds: dict[str, set[str | None]] = {}
+    steps: dict[str, NumberStats] = {}  # a SequenceExample's feature lists: steps per record
     # leakage: digest of an image value -> {split: first (file, record, its filename feature)}
     seen_in: dict[tuple[str, bytes], dict[str, tuple[str, int, str | None]]] = {}
     in_dataset = {p for d in inputs.datasets for p in inputs.files if p.startswith(d.rstrip("/") + "/")}
@@ -217,6 +218,8 @@ def stats(paths: list[str], max_record: int = MAX_RECORD_BYTES, sound_only: bool
                             orders.setdefault((split, name), array("q")).append(values[0])
                         if split_stats is not None:
                             split_stats["histograms"].setdefault(name, Counter()).update(values)
+                elif kind is not None and kind.startswith("feature_list"):
+                    steps.setdefault(name, NumberStats()).add([len(values)])
                 elif kind == BYTES:
                     acc = strings.setdefault(name, BytesStats(_image_like(name)))
                     acc.add(values)
@@ -245,6 +248,8 @@ def stats(paths: list[str], max_record: int = MAX_RECORD_BYTES, sound_only: bool
         entry["missing_share"] = round((decoded - present[name]) / decoded, 6) if decoded else 0.0
         if name in numbers:
             entry.update(numbers[name].to_dict())
+        if name in steps:
+            entry["steps"] = {k: v for k, v in steps[name].to_dict().items() if k in ("min", "max", "mean")}
         if name in strings:
             entry.update(strings[name].to_dict())
         mask = masks[name].to_dict() if name in masks else None
@@ -408,6 +413,8 @@ def format_stats(report: dict[str, Any]) -> str:
                 f"  min {f['min']:g}  max {f['max']:g}  mean {f['mean']:.4g}  std {f['std']:.4g}  "
                 f"zeros {f['zeros']}  nans {f['nans']}"
             )
+        if "steps" in f:
+            lines.append(f"  steps per record {f['steps']['min']}..{f['steps']['max']} (mean {f['steps']['mean']:.4g})")
         if f.get("missing"):
             records = "record" if f["missing"] == 1 else "records"
             lines.append(f"  missing in {f['missing']} {records} ({f['missing_share']:.1%})")

@@ -48,6 +48,15 @@ CONVERTERS = ("tfr_convert.converters.video:VideoConverter",)
     show_default=True,
     help="With --resize: stretch to WxH, crop to cover it, or pad to fit inside it (black).",
 )
+@click.option(
+    "--as",
+    "record_kind",
+    type=click.Choice(["example", "sequence-example"]),
+    default="example",
+    show_default=True,
+    help="example: TFDS's Video feature; sequence-example: one tf.train.SequenceExample per clip, the frames "
+    "and their times in feature lists (image/encoded, image/timestamp), the rest in the context (MediaPipe's keys).",
+)
 @on_error_option("skip: leave out clips that cannot be read, and list them.")
 @common_options
 def command(
@@ -58,6 +67,7 @@ def command(
     max_frames,
     resize,
     fit,
+    record_kind,
     on_error,
     **common,
 ) -> None:
@@ -73,6 +83,7 @@ def command(
         max_frames=max_frames,
         resize=resize,
         fit=fit,
+        as_sequence=record_kind == "sequence-example",
         **labelling_of(common),
     )
     usage_error_if(options.problem())
