@@ -286,3 +286,25 @@ def test_grid_draws_each_recording_as_its_waveform_a_band_per_channel(cli, tmp_p
     blue = sheet[..., 2].astype(int) - sheet[..., 0] > 50  # the wave's colour, scaled into its tile
     cells = [blue[r * 110 : r * 110 + 96, c * 96 : c * 96 + 96] for r in range(3) for c in range(3)]
     assert sum(cell.sum() > 300 for cell in cells) == 8  # a waveform drawn in each of the 8 tiles
+
+
+def test_load_gives_each_recordings_samples_in_their_type_and_channels(cli, tmp_path):
+    """tfr_convert.load() decodes the Audio feature as TFDS does: int16 mono (samples,),
+    float32 stereo (samples, 2); keep mode's files come back as their bytes."""
+    import tfr_convert
+
+    mono = _recordings(tmp_path / "mono")
+    stereo = {f"a/{i}.wav": _tone(700 + i, i, channels=2, dtype="float32") for i in range(2)}
+    for rel, samples in stereo.items():
+        _write(tmp_path / "stereo" / rel, samples, 8000, subtype="FLOAT")
+    for name, written in (("mono", mono), ("stereo", stereo)):
+        assert cli.convert("audio", tmp_path / name, "--out", tmp_path / f"out-{name}", "--quiet").exit_code == 0
+        found = {e["filename"].numpy().decode(): e["audio"].numpy() for e in tfr_convert.load(tmp_path / f"out-{name}")}
+        assert found.keys() == written.keys()
+        for rel, samples in written.items():
+            expected = samples[:, 0] if samples.ndim == 2 and samples.shape[1] == 1 else samples
+            assert found[rel].dtype == expected.dtype and np.array_equal(found[rel], expected), rel
+    out = tmp_path / "keep"
+    assert cli.convert("audio", tmp_path / "mono", "--out", out, "--audio-format", "keep", "--quiet").exit_code == 0
+    for e in tfr_convert.load(out):
+        assert e["audio"].numpy() == (tmp_path / "mono" / e["filename"].numpy().decode()).read_bytes()

@@ -202,3 +202,15 @@ def test_as_sequence_example_a_clip_is_its_frames_and_times_in_feature_lists(cli
     again = tmp_path / "two"
     assert cli.convert("video", tmp_path / "clips", "--out", again, *args, "--workers", "2").exit_code == 0
     assert _shards(again) == _shards(out)
+
+
+def test_load_gives_each_clip_as_its_frames(cli, tmp_path):
+    import tfr_convert
+
+    made = _clips(tmp_path / "clips")
+    out = tmp_path / "out"
+    assert cli.convert("video", tmp_path / "clips", "--out", out, "--quiet").exit_code == 0
+    dataset = tfr_convert.load(out)
+    assert dataset.element_spec["video"].shape.as_list() == [None, 24, 32, 3]
+    found = {e["filename"].numpy().decode(): e["video"].numpy() for e in dataset}
+    assert found.keys() == made.keys() and all(np.array_equal(found[k], made[k]) for k in made)

@@ -106,6 +106,29 @@ def _decoders(dataset: ExistingDataset):
                 return pixels
 
             decode[name] = image
+        elif "video" in feature:  # one encoded picture per frame: (frames, height, width, channels)
+            dims = [int(d) for d in feature["video"].get("shape", {}).get("dimensions", [])] or [-1, -1, -1, 3]
+            spec[name] = tf.io.VarLenFeature(tf.string)
+
+            def video(x, dims=dims):
+                frames = tf.map_fn(
+                    lambda f: tf.io.decode_image(f, channels=dims[3], expand_animations=False),
+                    tf.sparse.to_dense(x),
+                    fn_output_signature=tf.TensorSpec([None, None, dims[3]], tf.uint8),
+                )
+                frames.set_shape([d if d > 0 else None for d in dims])
+                return frames
+
+            decode[name] = video
+        elif "audio" in feature and feature["audio"].get("lazyDecode"):  # a file's bytes, decoded by the reader
+            spec[name] = tf.io.FixedLenFeature([], tf.string)
+        elif "audio" in feature:  # samples of the file's type, stored as an int64 or float list
+            dims = [int(d) for d in feature["audio"].get("shape", {}).get("dimensions", [])] or [-1]
+            dtype = tf.dtypes.as_dtype(feature["audio"].get("dtype", "int16"))
+            spec[name] = tf.io.VarLenFeature(tf.float32 if dtype.is_floating else tf.int64)
+            decode[name] = lambda x, dims=dims, dtype=dtype: tf.reshape(
+                tf.cast(tf.sparse.to_dense(x), dtype), [-1, *dims[1:]]
+            )
         elif "tensor" in feature and feature["tensor"].get("encoding") == "bytes":  # raw pixels, one bytes value
             shape = [int(d) for d in feature["tensor"]["shape"]["dimensions"]]
             dtype = tf.dtypes.as_dtype(feature["tensor"]["dtype"])
