@@ -308,3 +308,27 @@ def test_load_gives_each_recordings_samples_in_their_type_and_channels(cli, tmp_
     assert cli.convert("audio", tmp_path / "mono", "--out", out, "--audio-format", "keep", "--quiet").exit_code == 0
     for e in tfr_convert.load(out):
         assert e["audio"].numpy() == (tmp_path / "mono" / e["filename"].numpy().decode()).read_bytes()
+
+
+def test_export_to_audio_writes_each_recording_back_and_they_convert_to_the_same_shards(cli, tmp_path):
+    """Raw 16-bit samples come back as WAV files byte for byte (libsndfile writes them
+    alike); kept files as they were; and either converts again to the same shards."""
+    written = {rel: s for rel, s in _recordings(tmp_path / "src").items() if rel.endswith(".wav")}
+    for rel in [r for r in (tmp_path / "src").rglob("*.flac")]:
+        rel.unlink()
+    out, exported, back = tmp_path / "out", tmp_path / "exported", tmp_path / "back"
+    args = ["--no-shuffle", "--quiet", "--name", "sounds"]
+    assert cli.convert("audio", tmp_path / "src", "--out", out, *args).exit_code == 0
+    result = cli.export(out, "--to", "audio", "--out", exported, "--quiet")
+    assert result.exit_code == 0, result.stderr
+    for rel in written:
+        assert (exported / "train" / rel).read_bytes() == (tmp_path / "src" / rel).read_bytes(), rel
+    assert cli.convert("audio", exported / "train", "--out", back, *args).exit_code == 0
+    assert {p.name: p.read_bytes() for p in back.glob("*.tfrecord-*")} == {
+        p.name: p.read_bytes() for p in out.glob("*.tfrecord-*")
+    }
+    kept, again = tmp_path / "kept", tmp_path / "kept-exported"
+    assert cli.convert("audio", tmp_path / "src", "--out", kept, "--audio-format", "keep", "--quiet").exit_code == 0
+    assert cli.export(kept, "--to", "audio", "--out", again, "--quiet").exit_code == 0
+    for rel in written:
+        assert (again / "train" / rel).read_bytes() == (tmp_path / "src" / rel).read_bytes(), rel

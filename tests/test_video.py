@@ -214,3 +214,20 @@ def test_load_gives_each_clip_as_its_frames(cli, tmp_path):
     assert dataset.element_spec["video"].shape.as_list() == [None, 24, 32, 3]
     found = {e["filename"].numpy().decode(): e["video"].numpy() for e in dataset}
     assert found.keys() == made.keys() and all(np.array_equal(found[k], made[k]) for k in made)
+
+
+def test_export_to_video_writes_lossless_clips_that_convert_back_to_the_same_shards(cli, tmp_path):
+    made = _clips(tmp_path / "clips")
+    out, exported, back = tmp_path / "out", tmp_path / "exported", tmp_path / "back"
+    assert cli.convert("video", tmp_path / "clips", "--out", out, "--no-shuffle", "--quiet").exit_code == 0
+    result = cli.export(out, "--to", "video", "--out", exported, "--json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["layout"] == "folders"
+    files = sorted(str(p.relative_to(exported / "train")) for p in exported.rglob("*.mkv"))
+    assert files == sorted(made)
+    for name, frames in made.items():
+        with av.open(str(exported / "train" / name)) as clip:
+            assert np.array_equal(np.stack([f.to_ndarray(format="rgb24") for f in clip.decode(video=0)]), frames)
+    args = ["--no-shuffle", "--quiet", "--name", "clips"]
+    assert cli.convert("video", exported / "train", "--out", back, *args).exit_code == 0
+    assert _shards(back) == _shards(out)

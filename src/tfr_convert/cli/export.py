@@ -100,14 +100,14 @@ def export(
     from ..engine.run_options import default_workers
     from ..engine.workers import can_fork
     from ..errors import OptionError, OutputError
-    from ..export import boxes, images, parquet
+    from ..export import boxes, images, media, parquet
     from ..export.engine import ExportOptions
     from ..export.source import ExportSource
     from ..skips import Skips, skipped_fields
     from ..storage import fs
 
-    if target != "images" and layout:
-        raise OptionError("--layout is for --to images")
+    if target not in ("images", *media.MEDIA) and layout:
+        raise OptionError("--layout is for --to images, audio and video")
     if target == "parquet" and (image_feature or label_feature):
         raise OptionError("--image-feature and --label-feature are for --to images and the box formats")
     if target not in boxes.FORMATS and box_features:
@@ -127,7 +127,13 @@ def export(
         fork=can_fork([out, *paths]),
         dry_run=dry_run,
     )
-    plan = images.plan(source, layout, image_feature, label_feature) if target == "images" else None
+    plan = (
+        images.plan(source, layout, image_feature, label_feature)
+        if target == "images"
+        else media.media_plan(source, target, layout, image_feature, label_feature)
+        if target in media.MEDIA
+        else None
+    )
     try:
         if plan is not None:
             written = images.write(source, out, plan, options)

@@ -4,6 +4,7 @@
                 the schema (inferred from the records) and what metadata says of it
     parquet.py  --to parquet: a file per split, one row per record, row groups of bounded size
     images.py   --to images: pictures to files, in class folders or beside one labels.csv
+    media.py    --to audio|video: recordings (WAV, or the file kept) and clips (FFV1) the same way
     boxes.py    --to coco|yolo|voc|csv: a detection dataset's pictures and boxes, as
                 `tfr-convert detection` reads them
     staging.py  files written aside and moved into place once all are written
@@ -11,4 +12,4 @@
 It reads as inspect/ does and imports no converter and no writer of shards.
 """
 
-TARGETS = ("parquet", "images", "coco", "yolo", "voc", "csv")
+TARGETS = ("parquet", "images", "audio", "video", "coco", "yolo", "voc", "csv")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import io
 import posixpath
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,6 +60,12 @@ class Plan:
     raw_shape: tuple[int, ...] | None = None
     mask: str | None = None  # the segmentation mask (layout masks)
     mask_names: list[str] = field(default_factory=list)  # its classes' names
+    media: str | None = None  # --to audio|video (media.py): the feature is a recording or a clip
+    # media.py's: (the record -> file bytes, extension, made here rather than kept)
+    render: Callable[[dict, Plan], tuple[bytes, str, bool]] | None = None
+    media_dtype: str = ""  # a recording's samples' type
+    media_channels: int = 1
+    media_rate: int = 0  # the feature's sample rate (0: none said)
 
     def label_text(self, index: int) -> str:
         """The label as the CSV or folder shows it: the class name where names are known
@@ -245,12 +252,18 @@ def write(
 
 def _item(example: dict, plan: Plan, split: str, position: int) -> tuple[str, bytes, list[str] | None]:
     """(path relative to OUT, file bytes, CSV row or None) of one record."""
-    kind, values = example.get(plan.image, (None, []))
-    if kind != BYTES or len(values) != 1:
-        raise SourceError(f"no picture in {plan.image!r}")
-    data, extension = _picture(values[0], example, plan)
+    made = False
+    if plan.render is not None:
+        data, extension, made = plan.render(example, plan)
+    else:
+        kind, values = example.get(plan.image, (None, []))
+        if kind != BYTES or len(values) != 1:
+            raise SourceError(f"no picture in {plan.image!r}")
+        data, extension = _picture(values[0], example, plan)
     if plan.filename is not None:
         name = checked_relative(_cell(*example.get(plan.filename, (None, [b""])), plan.filename))
+        if made:  # written in another format than the file it came from: named for it
+            name = checked_relative(posixpath.splitext(name)[0] + "." + extension)
     else:
         name = f"{position:06d}.{extension}" if plan.layout != "csv" else f"{split}/{position:06d}.{extension}"
     index = None
