@@ -193,7 +193,7 @@ def test_options_that_cannot_go_together_are_usage_errors(cli, tmp_path):
     _recordings(tmp_path / "sounds")
     for args, said in [
         (["--pad"], "give --clip-seconds"),
-        (["--audio-format", "keep", "--mono"], "use --audio-format raw, wav or flac"),
+        (["--audio-format", "keep", "--mono"], "use --audio-format raw, bytes, wav or flac"),
     ]:
         result = cli.convert("audio", tmp_path / "sounds", "--out", tmp_path / "out", *args)
         assert result.exit_code == 2 and said in result.output
@@ -332,3 +332,38 @@ def test_export_to_audio_writes_each_recording_back_and_they_convert_to_the_same
     assert cli.export(kept, "--to", "audio", "--out", again, "--quiet").exit_code == 0
     for rel in written:
         assert (again / "train" / rel).read_bytes() == (tmp_path / "src" / rel).read_bytes(), rel
+
+
+def test_bytes_mode_holds_the_samples_as_one_value_that_tfds_load_export_and_grid_read(cli, tmp_path):
+    """--audio-format bytes: TFDS's Audio with encoding BYTES (2 bytes a 16-bit sample);
+    TFDS and load() give the samples back, the grid draws them, the export writes the
+    source WAV back byte for byte."""
+    import tfr_convert
+
+    written = {rel: s for rel, s in _recordings(tmp_path / "src").items() if rel.endswith(".wav")}
+    for flac in list((tmp_path / "src").rglob("*.flac")):
+        flac.unlink()
+    stereo = {f"s/{i}.wav": _tone(500 + i, i, channels=2) for i in range(2)}
+    for rel, samples in stereo.items():
+        _write(tmp_path / "stereo" / rel, samples, 8000)
+    for name, made in (("src", written), ("stereo", stereo)):
+        out = tmp_path / f"out-{name}"
+        result = cli.convert("audio", tmp_path / name, "--out", out, "--audio-format", "bytes", "--quiet")
+        assert result.exit_code == 0, result.stderr
+        described = json.loads((out / "features.json").read_text())["featuresDict"]["features"]["audio"]["audio"]
+        assert described["encoding"] == "BYTES" and described["dtype"] == "int16"
+        for e in _tfds_examples(out):
+            expected = made[e["filename"].decode()]
+            expected = expected[:, 0] if expected.ndim == 2 and expected.shape[1] == 1 else expected
+            assert np.array_equal(e["audio"], expected)
+        for e in tfr_convert.load(out):
+            expected = made[e["filename"].numpy().decode()]
+            expected = expected[:, 0] if expected.ndim == 2 and expected.shape[1] == 1 else expected
+            assert np.array_equal(e["audio"].numpy(), expected)
+        assert cli.inspect(out, "--grid", tmp_path / f"{name}.png").exit_code == 0
+        assert cli.export(out, "--to", "audio", "--out", tmp_path / f"exported-{name}", "--quiet").exit_code == 0
+        for rel in made:
+            assert (tmp_path / f"exported-{name}" / "train" / rel).read_bytes() == (tmp_path / name / rel).read_bytes()
+    raw_size = sum(p.stat().st_size for p in (tmp_path / "out-src").glob("*.tfrecord-*"))
+    assert cli.convert("audio", tmp_path / "src", "--out", tmp_path / "raw", "--quiet").exit_code == 0
+    assert sum(p.stat().st_size for p in (tmp_path / "raw").glob("*.tfrecord-*")) > 2 * raw_size

@@ -15,6 +15,9 @@ shorter than --clip-seconds without --pad or --drop.
                  PCM of up to 16 bits, int32 for wider integer PCM, float32 otherwise
                  (float files, Vorbis, MP3); (samples,) for one channel, (samples,
                  channels) for more, stored row after row.
+  bytes          the same samples as one bytes value, row after row, little-endian
+                 (TFDS's Audio with encoding BYTES: 2 bytes a 16-bit sample, where an
+                 int64 list takes 1 to 10)
   keep           the file's own bytes (TFDS's Audio with lazy decoding, in the file's
                  format).
   wav, flac      the samples re-encoded as 16-bit PCM in that container.
@@ -46,7 +49,8 @@ from .folders import ImageFolder, dataset_name
 from .media_folders import Labelling, MediaFolder
 
 AUDIO_SUFFIXES = (".wav", ".flac", ".ogg", ".oga", ".mp3", ".aiff", ".aif", ".au", ".w64", ".caf")
-AUDIO_FORMATS = ("raw", "keep", "wav", "flac")
+AUDIO_FORMATS = ("raw", "bytes", "keep", "wav", "flac")
+SAMPLES = ("raw", "bytes")  # the modes that store the samples themselves
 SHORTER = ("pad", "drop")
 # the features this converter writes: no CSV column may take one of the names
 RESERVED = {"audio", "filename", "sample_rate", "channels", "duration"}
@@ -79,7 +83,7 @@ class AudioOptions(Labelling):
         if self.sample_rate is not None and not self.sample_rate > 0:
             return f"--sample-rate {self.sample_rate}: give a rate above 0"
         if self.audio_format == "keep" and (self.mono or self.clip_seconds is not None or self.sample_rate):
-            return "--mono, --clip-seconds and --sample-rate change the samples: use --audio-format raw, wav or flac"
+            return "--mono, --clip-seconds and --sample-rate change the samples: use --audio-format raw, bytes, wav or flac"
         return None
 
 
@@ -134,7 +138,7 @@ class AudioConverter(MediaFolder, Converter):
                         f"{options.clip_seconds:g}: give --pad (silence after it) or --drop (leave such files out)"
                     )
             shared = {} if options.sample_rate else {"sample rate": info.samplerate}
-            if options.audio_format == "raw":
+            if options.audio_format in SAMPLES:
                 shared["sample format"] = samples_dtype(info.subtype)
             if not options.mono:
                 shared["channel count"] = info.channels
@@ -162,7 +166,8 @@ class AudioConverter(MediaFolder, Converter):
                 channels,
                 rate,
                 formats.pop().lower() if options.audio_format == "keep" and len(formats) == 1 else None,
-                options.audio_format != "raw",
+                options.audio_format not in SAMPLES,
+                raw_bytes=options.audio_format == "bytes",
             ),
             "filename": FeatureSpec.tensor("string"),
             "sample_rate": FeatureSpec.tensor("int64"),
@@ -194,6 +199,8 @@ class AudioConverter(MediaFolder, Converter):
             features |= {"channels": samples.shape[1], "duration": samples.shape[0] / rate}
             if o.audio_format == "raw":
                 features["audio"] = samples[:, 0] if samples.shape[1] == 1 else samples
+            elif o.audio_format == "bytes":  # row after row, little-endian, as TFDS decodes them
+                features["audio"] = samples.astype(samples.dtype.newbyteorder("<"), copy=False).tobytes()
             else:
                 features["audio"] = _encoded(samples, rate, o.audio_format)
         return self._labelled(features, label, extras)
@@ -204,7 +211,7 @@ class AudioConverter(MediaFolder, Converter):
         o = self._o
         try:
             with sf.SoundFile(io.BytesIO(data)) as f:
-                dtype = samples_dtype(f.subtype) if o.audio_format == "raw" else "int16"
+                dtype = samples_dtype(f.subtype) if o.audio_format in SAMPLES else "int16"
                 frames = f.frames if o.clip_seconds is None else min(f.frames, round(o.clip_seconds * f.samplerate))
                 samples = f.read(frames, dtype=dtype, always_2d=True)
                 rate = o.sample_rate or f.samplerate

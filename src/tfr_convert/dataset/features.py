@@ -81,12 +81,20 @@ class FeatureSpec:
 
     @classmethod
     def audio(
-        cls, dtype: str, channels: int | None, sample_rate: int | None, file_format: str | None, encoded: bool
+        cls,
+        dtype: str,
+        channels: int | None,
+        sample_rate: int | None,
+        file_format: str | None,
+        encoded: bool,
+        raw_bytes: bool = False,
     ) -> FeatureSpec:
-        """Samples of `dtype` ((None,) one channel, (None, channels) more), or `encoded`:
-        each a file's bytes (of `file_format`, where all share one), decoded by the reader."""
+        """Samples of `dtype` ((None,) one channel, (None, channels) more), as a list or,
+        `raw_bytes`, as one bytes value; or `encoded`: each a file's bytes (of
+        `file_format`, where all share one), decoded by the reader."""
         shape = (None,) if channels == 1 else (None, channels)
-        return cls("audio", dtype, shape, file_format, sample_rate=sample_rate, lazy=encoded)
+        encoding = "bytes" if raw_bytes else file_format
+        return cls("audio", dtype, shape, encoding, sample_rate=sample_rate, lazy=encoded)
 
     @classmethod
     def video(cls, shape: tuple[int | None, ...], encoding: str) -> FeatureSpec:
@@ -122,7 +130,8 @@ class FeatureSpec:
                 "classLabel": {"numClasses": str(self.num_classes)},
             }
         if self.kind == "audio":
-            audio: dict[str, Any] = {"shape": dims, "dtype": self.dtype, "encoding": "NONE"}
+            raw_bytes = self.encoding == "bytes" and not self.lazy
+            audio: dict[str, Any] = {"shape": dims, "dtype": self.dtype, "encoding": "BYTES" if raw_bytes else "NONE"}
             if self.sample_rate is not None:
                 audio["sampleRate"] = str(self.sample_rate)
             if self.lazy:

@@ -122,6 +122,11 @@ def _decoders(dataset: ExistingDataset):
             decode[name] = video
         elif "audio" in feature and feature["audio"].get("lazyDecode"):  # a file's bytes, decoded by the reader
             spec[name] = tf.io.FixedLenFeature([], tf.string)
+        elif "audio" in feature and str(feature["audio"].get("encoding", "")).upper() == "BYTES":  # one bytes value
+            dims = [int(d) for d in feature["audio"].get("shape", {}).get("dimensions", [])] or [-1]
+            dtype = tf.dtypes.as_dtype(feature["audio"].get("dtype", "int16"))
+            spec[name] = tf.io.FixedLenFeature([], tf.string)
+            decode[name] = lambda x, dims=dims, dtype=dtype: tf.reshape(tf.io.decode_raw(x, dtype), [-1, *dims[1:]])
         elif "audio" in feature:  # samples of the file's type, stored as an int64 or float list
             dims = [int(d) for d in feature["audio"].get("shape", {}).get("dimensions", [])] or [-1]
             dtype = tf.dtypes.as_dtype(feature["audio"].get("dtype", "int16"))

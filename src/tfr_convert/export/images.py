@@ -66,6 +66,7 @@ class Plan:
     media_dtype: str = ""  # a recording's samples' type
     media_channels: int = 1
     media_rate: int = 0  # the feature's sample rate (0: none said)
+    media_packed: bool = False  # a recording's samples as one bytes value (TFDS's encoding BYTES)
 
     def label_text(self, index: int) -> str:
         """The label as the CSV or folder shows it: the class name where names are known

@@ -6,7 +6,8 @@
   unchanged; samples (raw mode) become a WAV of their own type (16-bit PCM for int16,
   32-bit PCM for int32, 32-bit float for float32) at the record's `sample_rate` (else
   the feature's), in as many channels as it has. A 16-bit recording converted in raw mode
-  comes back byte for byte as libsndfile writes it.
+  comes back byte for byte as libsndfile writes it; so do samples held as one bytes
+  value (bytes mode).
 - video: the frames become one clip, FFV1 (lossless) in Matroska (`.mkv`), at the
   record's `fps` (else 25), so that `tfr-convert video` on the export decodes the very
   frames again (PNG frames: the same bytes).
@@ -59,6 +60,7 @@ def media_plan(source: ExportSource, target: str, layout: str | None, feature: s
         media_dtype=description.get("dtype", "int16"),
         media_channels=dims[1] if target == "audio" and len(dims) == 2 and dims[1] > 0 else 1,
         media_rate=int(description.get("sampleRate") or 0),
+        media_packed=str(description.get("encoding", "")).upper() == "BYTES",
     )
 
 
@@ -68,9 +70,9 @@ def media_file(example: dict, plan: Plan) -> tuple[bytes, str, bool]:
     if not values:
         raise SourceError(f"no {plan.media} in {plan.image!r}")
     if plan.media == "audio":
-        if kind == BYTES:
-            if len(values) != 1:
-                raise SourceError(f"{plan.image!r} holds {len(values)} files, not one")
+        if kind == BYTES and len(values) != 1:
+            raise SourceError(f"{plan.image!r} holds {len(values)} values, not one")
+        if kind == BYTES and not plan.media_packed:
             return values[0], _KEPT.get(values[0][:4], "bin"), False
         return _wav(values, example, plan), "wav", True
     return _clip([v for v in values if isinstance(v, bytes)], example), "mkv", True
@@ -88,7 +90,9 @@ def _wav(values: list[Any], example: dict, plan: Plan) -> bytes:
     if not rate:
         raise SourceError("no sample rate (a sample_rate feature, or the feature's sampleRate)")
     dtype = plan.media_dtype if plan.media_dtype in _SUBTYPES else "float32"
-    samples = np.asarray(values, dtype)
+    samples = (
+        np.frombuffer(values[0], np.dtype(dtype).newbyteorder("<")) if plan.media_packed else np.asarray(values, dtype)
+    )
     if len(samples) % channels:
         raise SourceError(f"{len(samples)} samples do not make {channels} channels")
     out = io.BytesIO()

@@ -31,7 +31,7 @@ from .keypoints import keypoints_of
 from .masks import instance_masks_of, is_mask, mask_of, overlay, overlay_instances
 from .paths import resolve
 from .summary import examples_of
-from .waveform import audio_features, waveform
+from .waveform import Sound, audio_features, samples_of, waveform
 
 CELL = 96  # pixels per tile side
 # Images larger than this are reported, not decoded (--max-pixels raises it): a tile is
@@ -155,7 +155,7 @@ class Pictures:
         self.feature: str | None = None
         self.max_pixels = max_pixels
         self.skeleton: list[tuple[int, int]] = []
-        self.sounds: dict[str, int] = {}  # the sound features holding samples: their channels
+        self.sounds: dict[str, Sound] = {}  # the sound features holding samples
         self.sound: str | None = None  # the one drawn
         self.videos: set[str] = set()  # Video features: a strip of frames each
         self.frames: str | None = None  # a SequenceExample's feature list of frames ("" none: not looked again)
@@ -195,7 +195,8 @@ class Pictures:
             if self.sound is None or not example.get(self.sound, (None, []))[1]:
                 return None
             label, names_file = caption(example, self.names)
-            drawn = waveform(example[self.sound][1], self.sounds[self.sound])
+            sound = self.sounds[self.sound]
+            drawn = waveform(samples_of(example[self.sound][1], sound), sound.channels)
             return Picture(drawn, label, [], [label], tail=names_file)
         if not example.get(self.feature, (None, []))[1]:
             return None

@@ -1,13 +1,13 @@
 """A recording drawn for --grid and --report: its waveform, channel by channel.
 
 Which features are sound comes from the dataset's features.json (TFDS's Audio, holding
-samples: a lazily decoded file's bytes are not drawn); the samples are what the record
-holds, flat, `channels` to a frame.
+samples, as a list or as one bytes value: a lazily decoded file's bytes are not drawn);
+the samples are what the record holds, flat, `channels` to a frame.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -17,8 +17,13 @@ WIDTH, HEIGHT = 192, 96
 BACKGROUND, WAVE, AXIS = (255, 255, 255), (31, 119, 180), (200, 200, 200)
 
 
-def audio_features(dataset: ExistingDataset) -> dict[str, int]:
-    """{feature: channels} of the dataset's sound features that hold samples."""
+class Sound(NamedTuple):
+    channels: int
+    packed: str | None  # the samples' dtype where they are one bytes value (encoding BYTES), else None
+
+
+def audio_features(dataset: ExistingDataset) -> dict[str, Sound]:
+    """{feature: Sound} of the dataset's sound features that hold samples."""
     found = {}
     for name, (description, per_object, _) in dataset.flat_features.items():
         audio = (
@@ -26,8 +31,17 @@ def audio_features(dataset: ExistingDataset) -> dict[str, int]:
         )
         if isinstance(audio, dict) and not audio.get("lazyDecode") and not per_object:
             dimensions = (audio.get("shape") or {}).get("dimensions") or ["-1"]
-            found[name] = int(dimensions[1]) if len(dimensions) == 2 and int(dimensions[1]) > 0 else 1
+            channels = int(dimensions[1]) if len(dimensions) == 2 and int(dimensions[1]) > 0 else 1
+            packed = str(audio.get("dtype", "int16")) if str(audio.get("encoding", "")).upper() == "BYTES" else None
+            found[name] = Sound(channels, packed)
     return found
+
+
+def samples_of(values: list[Any], sound: Sound) -> list[Any] | np.ndarray:
+    """A record's samples, flat: its list, or its one bytes value read as little-endian `packed`."""
+    if sound.packed is None:
+        return values
+    return np.frombuffer(values[0], np.dtype(sound.packed).newbyteorder("<")) if values else np.zeros(0)
 
 
 def waveform(values: list[Any] | np.ndarray, channels: int) -> np.ndarray:
