@@ -42,10 +42,8 @@ import numpy as np
 from ..dataset.features import FeatureSpec
 from ..errors import OptionError, SourceError
 from ..optional import soundfile
-from ..skips import Skips
 from ..storage import fs
 from .base import Converter, SourceContext
-from .folders import ImageFolder, dataset_name
 from .media_folders import Labelling, MediaFolder
 
 AUDIO_SUFFIXES = (".wav", ".flac", ".ogg", ".oga", ".mp3", ".aiff", ".aif", ".au", ".w64", ".caf")
@@ -103,20 +101,12 @@ class AudioConverter(MediaFolder, Converter):
     chunk_size = 16
 
     def __init__(self, root: str, options: AudioOptions | None = None, context: SourceContext | None = None) -> None:
-        self._o = options = options or AudioOptions()
-        self.context = context = context or SourceContext()
+        options = options or AudioOptions()
         problem = options.problem()
         if problem is not None:
             raise OptionError(problem)
-        sf = soundfile("tfr-convert audio")
-        self.root = root
-        self._folder = ImageFolder(root, context.out, context.in_parts)
-        self._real_root = None if self._folder.remote else self._folder.real_root
-        self.skipped = Skips()
-        self.warnings: list[str] = []
-        self.dataset_name = dataset_name(root)
-        self._group_of: dict[str, str] = {}
-        listed, split_of = self._listed()
+        sf = soundfile("tfr-convert audio")  # (before listing: a missing extra is said first)
+        listed, split_of = self._open(root, options, context or SourceContext())
         items = []
         heard: dict[str, tuple[Any, str]] = {}  # what the files must share -> (value, the first file with it)
         for rel, line, label, extras in listed:

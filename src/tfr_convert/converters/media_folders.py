@@ -18,10 +18,11 @@ from typing import Any
 from ..dataset.features import FeatureSpec
 from ..dataset.splits import SplitSpec, split_by_ratio
 from ..errors import SourceError
+from ..skips import Skips
 from ..storage import fs
-from .base import fingerprint
+from .base import SourceContext, fingerprint
 from .class_folders import class_folders
-from .folders import FileItems, ImageFolder
+from .folders import FileItems, ImageFolder, dataset_name
 from .label_csv import LabelCsv
 
 
@@ -68,6 +69,8 @@ class MediaFolder(FileItems):
 
     context: Any
     _o: Any
+    skipped: Skips
+    dataset_name: str
     _folder: ImageFolder
     warnings: list[str]
     _group_of: dict[str, str]
@@ -75,6 +78,17 @@ class MediaFolder(FileItems):
     features: dict[str, FeatureSpec]
     supervised_keys: dict[str, Any] | None
     reject: Callable[[str, str], None]  # the Converter's
+
+    def _open(self, root: str, options: Labelling, context: SourceContext) -> tuple[list[tuple], dict[str, str]]:
+        """Takes the (checked) options, reads ROOT and lists its files: `_listed`'s answer."""
+        self._o, self.context, self.root = options, context, root
+        self._folder = ImageFolder(root, context.out, context.in_parts)
+        self._real_root = None if self._folder.remote else self._folder.real_root
+        self.skipped = Skips()
+        self.warnings = []
+        self.dataset_name = dataset_name(root)
+        self._group_of = {}
+        return self._listed()
 
     def _listed(self) -> tuple[list[tuple], dict[str, str]]:
         """((relative path, CSV line or None, label, the CSV's other values) of each file,

@@ -34,10 +34,8 @@ from ..dataset.features import FeatureSpec
 from ..dataset.sequence_example import serialize_sequence
 from ..errors import OptionError, SourceError
 from ..optional import av
-from ..skips import Skips
 from ..storage import fs
 from .base import Converter, SourceContext
-from .folders import ImageFolder, dataset_name
 from .imaging import encode, fitted
 from .media_folders import Labelling, MediaFolder
 
@@ -85,20 +83,12 @@ class VideoConverter(MediaFolder, Converter):
     chunk_size = 1  # a clip is many frames' work: one a batch, so a worker holds one clip's frames
 
     def __init__(self, root: str, options: VideoOptions | None = None, context: SourceContext | None = None) -> None:
-        self._o = options = options or VideoOptions()
-        self.context = context = context or SourceContext()
+        options = options or VideoOptions()
         problem = options.problem()
         if problem is not None:
             raise OptionError(problem)
-        av("tfr-convert video")
-        self.root = root
-        self._folder = ImageFolder(root, context.out, context.in_parts)
-        self._real_root = None if self._folder.remote else self._folder.real_root
-        self.skipped = Skips()
-        self.warnings: list[str] = []
-        self.dataset_name = dataset_name(root)
-        self._group_of: dict[str, str] = {}
-        listed, split_of = self._listed()
+        av("tfr-convert video")  # (before listing: a missing extra is said first)
+        listed, split_of = self._open(root, options, context or SourceContext())
         items, sizes = [], set()
         for rel, line, label, extras in listed:
             where = self.describe((rel, line))
