@@ -4,6 +4,7 @@ FLAC), read back through TensorFlow Datasets and TensorFlow's own parser."""
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 
 import numpy as np
@@ -367,3 +368,15 @@ def test_bytes_mode_holds_the_samples_as_one_value_that_tfds_load_export_and_gri
     raw_size = sum(p.stat().st_size for p in (tmp_path / "out-src").glob("*.tfrecord-*"))
     assert cli.convert("audio", tmp_path / "src", "--out", tmp_path / "raw", "--quiet").exit_code == 0
     assert sum(p.stat().st_size for p in (tmp_path / "raw").glob("*.tfrecord-*")) > 2 * raw_size
+
+
+def test_a_run_killed_midway_resumes_to_the_uninterrupted_bytes(cli, tmp_path):
+    from test_crash import files, killed_at
+
+    _recordings(tmp_path / "src")
+    out, reference = tmp_path / "out", tmp_path / "reference"
+    args = ["audio", tmp_path / "src", "--examples-per-shard", "1", "--workers", "1", "--audio-format", "bytes"]
+    assert killed_at(8, *args, "--out", out).returncode == -signal.SIGKILL
+    assert cli.convert(*args, "--out", out, "--resume").exit_code == 0
+    assert cli.convert(*args, "--out", reference).exit_code == 0
+    assert files(out) == files(reference)

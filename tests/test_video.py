@@ -7,6 +7,7 @@ workers and Beam give the bytes of one."""
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,7 @@ import pytest
 av = pytest.importorskip("av", reason="tfr-convert video needs PyAV (the video extra)")
 
 
-def _clip(path: Path, frames: np.ndarray, rate: int = 10) -> np.ndarray:
+def make_clip(path: Path, frames: np.ndarray, rate: int = 10) -> np.ndarray:
     """An FFV1 clip (lossless: it decodes to exactly `frames`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with av.open(str(path), "w") as out:
@@ -35,7 +36,7 @@ def _clips(root: Path) -> dict[str, np.ndarray]:
     made = {}
     for c, cls in enumerate(("cat", "dog")):
         for i in range(3):
-            made[f"{cls}/{i}.mkv"] = _clip(root / cls / f"{i}.mkv", _frames(4 + i, 10 * c + i))
+            made[f"{cls}/{i}.mkv"] = make_clip(root / cls / f"{i}.mkv", _frames(4 + i, 10 * c + i))
     return made
 
 
@@ -80,7 +81,7 @@ def test_clips_become_videos_whose_frames_equal_the_sources_through_tfds_and_tf_
 )
 def test_fps_shows_at_each_output_time_the_last_frame_shown_by_then(cli, tmp_path, fps, expected):
     """Six frames at 10 a second (0.0 ... 0.5 s, the clip ending at 0.6 s)."""
-    frames = _clip(tmp_path / "clips" / "a" / "c.mkv", _frames(6, 1))
+    frames = make_clip(tmp_path / "clips" / "a" / "c.mkv", _frames(6, 1))
     out = tmp_path / "out"
     assert cli.convert("video", tmp_path / "clips", "--out", out, "--quiet", "--fps", str(fps)).exit_code == 0
     (row,) = _tfds(out)
@@ -92,8 +93,8 @@ def test_fps_shows_at_each_output_time_the_last_frame_shown_by_then(cli, tmp_pat
 
 
 def test_jpeg_frames_and_resize_give_frames_of_that_size_and_format(cli, tmp_path):
-    _clip(tmp_path / "clips" / "a" / "c.mkv", _frames(3, 2))
-    _clip(tmp_path / "clips" / "b" / "d.mkv", _frames(2, 3, (40, 20)))  # another size: --resize makes one
+    make_clip(tmp_path / "clips" / "a" / "c.mkv", _frames(3, 2))
+    make_clip(tmp_path / "clips" / "b" / "d.mkv", _frames(2, 3, (40, 20)))  # another size: --resize makes one
     out = tmp_path / "out"
     args = ["--frame-format", "jpeg", "--quality", "90", "--resize", "16x12", "--quiet"]
     assert cli.convert("video", tmp_path / "clips", "--out", out, *args).exit_code == 0
@@ -125,14 +126,14 @@ def test_split_folders_and_a_labels_csv_label_and_split_the_clips(cli, tmp_path)
     made = {}
     for split, n in (("train", 3), ("test", 2)):
         for i in range(n):
-            made[f"{split}/{'ab'[i % 2]}/{i}.mkv"] = _clip(
+            made[f"{split}/{'ab'[i % 2]}/{i}.mkv"] = make_clip(
                 tmp_path / "s" / split / "ab"[i % 2] / f"{i}.mkv", _frames(3, i)
             )
     assert cli.convert("video", tmp_path / "s", "--out", tmp_path / "o1", "--quiet").exit_code == 0
     assert len(_tfds(tmp_path / "o1", "train")) == 3 and len(_tfds(tmp_path / "o1", "test")) == 2
     flat = tmp_path / "flat"
     for i in range(4):
-        _clip(flat / f"v{i}.mkv", _frames(2, 50 + i))
+        make_clip(flat / f"v{i}.mkv", _frames(2, 50 + i))
     (flat / "labels.csv").write_text(
         "path,action,take\n" + "".join(f"v{i}.mkv,{'run walk'.split()[i % 2]},{i}\n" for i in range(4))
     )
@@ -231,3 +232,23 @@ def test_export_to_video_writes_lossless_clips_that_convert_back_to_the_same_sha
     args = ["--no-shuffle", "--quiet", "--name", "clips"]
     assert cli.convert("video", exported / "train", "--out", back, *args).exit_code == 0
     assert _shards(back) == _shards(out)
+
+
+def test_a_run_killed_midway_resumes_to_the_uninterrupted_bytes_and_refuses_a_changed_clip(cli, tmp_path):
+    """SIGKILLed at its 8th filesystem change (kill_at.py, as the crash tests do); then
+    --resume gives what one uninterrupted run gives; a clip rewritten since is refused."""
+    from test_crash import files, killed_at, work_dir
+
+    _clips(tmp_path / "clips")
+    out, reference = tmp_path / "out", tmp_path / "reference"
+    args = ["video", tmp_path / "clips", "--examples-per-shard", "1", "--workers", "1", "--fps", "15"]
+    assert killed_at(8, *args, "--out", out).returncode == -signal.SIGKILL
+    assert work_dir(out).exists() and not out.exists()
+    assert cli.convert(*args, "--out", out, "--resume").exit_code == 0
+    assert cli.convert(*args, "--out", reference).exit_code == 0
+    assert files(out) == files(reference)
+    again = tmp_path / "again"
+    assert killed_at(8, *args, "--out", again).returncode == -signal.SIGKILL
+    make_clip(tmp_path / "clips" / "dog" / "1.mkv", _frames(5, 99))  # rewritten since
+    result = cli.convert(*args, "--out", again, "--resume")
+    assert result.exit_code == 1 and f"{tmp_path / 'clips' / 'dog' / '1.mkv'} changed" in result.output

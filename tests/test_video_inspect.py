@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("av", reason="tfr-convert video needs PyAV (the video extra)")
 
-from test_video import _clip
+from test_video import make_clip
 from tfr_convert.inspect.frames import frames_shown, strip
 
 
@@ -33,7 +33,7 @@ def test_the_grid_draws_each_clip_as_its_chosen_frames(cli, tmp_path):
     from tfr_convert.inspect.summary import examples_of
 
     colours = np.arange(10)[:, None, None, None] * 20 + np.zeros((10, 8, 8, 3), np.uint8)
-    _clip(tmp_path / "clips" / "a" / "c.mkv", colours.astype(np.uint8))
+    make_clip(tmp_path / "clips" / "a" / "c.mkv", colours.astype(np.uint8))
     out = tmp_path / "out"
     assert cli.convert("video", tmp_path / "clips", "--out", out, "--quiet").exit_code == 0
     pictures = Pictures([str(out)])
