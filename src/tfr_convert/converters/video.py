@@ -22,6 +22,7 @@ decoded ones: each frame is encoded as soon as it is decoded.
 from __future__ import annotations
 
 import io
+import itertools
 import os
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
@@ -202,35 +203,36 @@ class VideoConverter(MediaFolder, Converter):
         }
 
 
-def _probe(f: Any) -> tuple[int, int]:
-    """(width, height) of a clip's first video stream; SourceError if it has none."""
+def _opened(source: Any) -> tuple[Any, Any]:
+    """(the container, its first video stream) of a clip (a file object); SourceError
+    where PyAV cannot open it or it has no video stream."""
     lib = av("tfr-convert video")
     try:
-        with lib.open(f) as container:
-            if not container.streams.video:
-                raise SourceError("no video stream in it")
-            stream = container.streams.video[0]
-            return stream.codec_context.width, stream.codec_context.height
+        container = lib.open(source)
     except (lib.FFmpegError, ValueError) as e:
         raise SourceError(f"not a clip PyAV reads ({e})") from None
+    if not container.streams.video:
+        container.close()
+        raise SourceError("no video stream in it")
+    return container, container.streams.video[0]
+
+
+def _probe(f: Any) -> tuple[int, int]:
+    """(width, height) of a clip's first video stream."""
+    container, stream = _opened(f)
+    with container:
+        return stream.codec_context.width, stream.codec_context.height
 
 
 def clip_frames(
     data: bytes, fps: float | None, max_frames: int | None
 ) -> tuple[Iterator[tuple[int, float, np.ndarray]], Fraction]:
     """(the frames to store: (number of the source frame, seconds after the first frame,
-    RGB pixels) each, in order;
-    the stream's frame rate). With `fps` a source frame may come several times or not
-    at all (see the module's note); decoding stops after `max_frames`."""
+    RGB pixels) each, in order; the stream's frame rate). With `fps` a source frame may
+    come several times or not at all (see the module's note); decoding stops after
+    `max_frames` (the generator is closed, and the clip with it)."""
     lib = av("tfr-convert video")
-    try:
-        container = lib.open(io.BytesIO(data))
-    except (lib.FFmpegError, ValueError) as e:
-        raise SourceError(f"not a clip PyAV reads ({e})") from None
-    if not container.streams.video:
-        container.close()
-        raise SourceError("no video stream in it")
-    stream = container.streams.video[0]
+    container, stream = _opened(io.BytesIO(data))
     rate = stream.average_rate or stream.guessed_rate or Fraction(25)
 
     def decoded() -> Iterator[tuple[int, float, Any]]:
@@ -245,33 +247,26 @@ def clip_frames(
             container.close()
 
     def chosen() -> Iterator[tuple[int, float, np.ndarray]]:
-        count = 0
         start: float | None = None
         if fps is None:
             for number, time, frame in decoded():
                 start = time if start is None else start
-                if max_frames is not None and count >= max_frames:
-                    return
-                count += 1
                 yield number, time - start, frame.to_ndarray(format="rgb24")
             return
+        count = 0
         shown: tuple[int, float, Any] | None = None  # the frame on screen
         for number, time, frame in decoded():
             start = time if start is None else start
             # the output times before this frame's own are the frame before it's
             while shown is not None and start + count / fps < time - 1e-9:
-                if max_frames is not None and count >= max_frames:
-                    return
+                yield shown[0], count / fps, shown[2].to_ndarray(format="rgb24")
                 count += 1
-                yield shown[0], (count - 1) / fps, shown[2].to_ndarray(format="rgb24")
             shown = (number, time, frame)
         if shown is None:
             return
         end = shown[1] + 1 / float(rate)  # the last frame is shown for one frame's time
         while start is not None and start + count / fps < end - 1e-9:
-            if max_frames is not None and count >= max_frames:
-                return
+            yield shown[0], count / fps, shown[2].to_ndarray(format="rgb24")
             count += 1
-            yield shown[0], (count - 1) / fps, shown[2].to_ndarray(format="rgb24")
 
-    return chosen(), rate
+    return itertools.islice(chosen(), max_frames), rate
