@@ -35,7 +35,7 @@ import io
 import os
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
@@ -45,6 +45,7 @@ from ..optional import soundfile
 from ..storage import fs
 from .base import Converter, SourceContext
 from .media_folders import Labelling, MediaFolder
+from .wav_header import wav_info, wav_samples
 
 AUDIO_SUFFIXES = (".wav", ".flac", ".ogg", ".oga", ".mp3", ".aiff", ".aif", ".au", ".w64", ".caf")
 AUDIO_FORMATS = ("raw", "bytes", "keep", "wav", "flac")
@@ -85,6 +86,18 @@ class AudioOptions(Labelling):
         return None
 
 
+def _header(f: IO[bytes], sf: Any) -> Any:
+    """A recording's soundfile.info, or as much of it as listing reads: from the header
+    itself for a plain WAV (wav_header.py), else from libsndfile."""
+    size = f.seek(0, io.SEEK_END)
+    f.seek(0)
+    info = wav_info(f, size)
+    if info is None:
+        f.seek(0)
+        return sf.info(f)
+    return info
+
+
 def samples_dtype(subtype: str) -> str:
     """The dtype a file's samples are stored as in raw mode, by its libsndfile subtype."""
     if subtype in _SMALL_INTEGERS:
@@ -113,7 +126,7 @@ class AudioConverter(MediaFolder, Converter):
             where = self.describe((rel, line))
             try:
                 with fs.open_input(fs.join(root, rel)) as f:
-                    info = sf.info(f)
+                    info = _header(f, sf)
             except (OSError, RuntimeError, sf.LibsndfileError) as e:
                 self.reject(where, f"not a recording libsndfile reads ({e})")
                 continue
@@ -180,7 +193,7 @@ class AudioConverter(MediaFolder, Converter):
         if o.audio_format == "keep":
             sf = soundfile("tfr-convert audio")
             try:
-                frames = sf.info(io.BytesIO(data)).frames
+                frames = _header(io.BytesIO(data), sf).frames
             except (RuntimeError, sf.LibsndfileError) as e:
                 raise SourceError(f"not a recording libsndfile reads ({e})") from None
             features |= {"audio": data, "channels": channels, "duration": frames / rate}
@@ -197,19 +210,12 @@ class AudioConverter(MediaFolder, Converter):
 
     def _samples(self, data: bytes) -> np.ndarray:
         """The file's samples, (frames, channels), clipped, padded and made mono as asked."""
-        sf = soundfile("tfr-convert audio")
         o = self._o
-        try:
-            with sf.SoundFile(io.BytesIO(data)) as f:
-                dtype = samples_dtype(f.subtype) if o.audio_format in SAMPLES else "int16"
-                frames = f.frames if o.clip_seconds is None else min(f.frames, round(o.clip_seconds * f.samplerate))
-                samples = f.read(frames, dtype=dtype, always_2d=True)
-                rate = o.sample_rate or f.samplerate
-                if rate != f.samplerate:
-                    samples = resampled(samples, round(len(samples) * rate / f.samplerate))
-                wanted = len(samples) if o.clip_seconds is None else round(o.clip_seconds * rate)
-        except (RuntimeError, sf.LibsndfileError) as e:
-            raise SourceError(f"not a recording libsndfile reads ({e})") from None
+        samples, stored_rate = self._stored(data)
+        rate = o.sample_rate or stored_rate
+        if rate != stored_rate:
+            samples = resampled(samples, round(len(samples) * rate / stored_rate))
+        wanted = len(samples) if o.clip_seconds is None else round(o.clip_seconds * rate)
         samples = samples[:wanted]  # (a resampled clip may round to one sample more)
         if len(samples) < wanted:  # --pad (a shorter file without it was refused while listing)
             samples = np.concatenate([samples, np.zeros((wanted - len(samples), samples.shape[1]), samples.dtype)])
@@ -217,6 +223,30 @@ class AudioConverter(MediaFolder, Converter):
             mean = samples.astype(np.float64).mean(axis=1, keepdims=True)
             samples = np.rint(mean).astype(samples.dtype) if samples.dtype.kind == "i" else mean.astype(samples.dtype)
         return samples
+
+    def _stored(self, data: bytes) -> tuple[np.ndarray, int]:
+        """(the file's samples as read, up to --clip-seconds; its sample rate): straight
+        from a plain WAV's bytes where they are stored in the type wanted, else decoded
+        by libsndfile."""
+        o = self._o
+        header = wav_info(io.BytesIO(data), len(data))
+        if header is not None:
+            dtype = samples_dtype(header.subtype) if o.audio_format in SAMPLES else "int16"
+            samples = wav_samples(data, header, dtype)
+            if samples is not None:
+                return samples[: self._clipped(header.frames, header.samplerate)], header.samplerate
+        sf = soundfile("tfr-convert audio")
+        try:
+            with sf.SoundFile(io.BytesIO(data)) as f:
+                dtype = samples_dtype(f.subtype) if o.audio_format in SAMPLES else "int16"
+                return f.read(self._clipped(f.frames, f.samplerate), dtype=dtype, always_2d=True), f.samplerate
+        except (RuntimeError, sf.LibsndfileError) as e:
+            raise SourceError(f"not a recording libsndfile reads ({e})") from None
+
+    def _clipped(self, frames: int, rate: int) -> int:
+        """How many of a file's frames are read: up to --clip-seconds."""
+        clip = self._o.clip_seconds
+        return frames if clip is None else min(frames, round(clip * rate))
 
     def options(self) -> dict[str, Any]:
         o = self._o
