@@ -309,3 +309,25 @@ def test_an_int_array_long_enough_to_be_packed_with_numpy_gives_tensorflows_byte
     assert serialize({"x": array}) == expected
     if length:  # (an empty list has no type: refused)
         assert serialize({"x": array.tolist()}) == expected  # a list of Python ints: one varint at a time
+
+
+@pytest.mark.parametrize(
+    "low, high, dtype",
+    [
+        (-(2**15), 2**15 - 1, np.int16),  # raw audio's samples: every width, negatives 10 bytes each
+        (0, 127, np.int16),
+        (0, 2**15 - 1, np.int64),
+        (-5, 300, np.int32),
+        (-(2**15), 2**15, np.int64),  # one past the table's range: computed instead
+        (-(2**15) - 1, 0, np.int64),
+    ],
+)
+def test_a_long_array_of_small_integers_packed_from_the_table_gives_tensorflows_bytes(low, high, dtype):
+    """An int64 list of at least _SMALL_RANGE_AT values within 16 bits is packed from a
+    table of ready-made varints; its bytes are protobuf's, as are those of a run with a
+    value just past the range (computed column by column)."""
+    from tfr_convert.dataset.example import _SMALL_RANGE_AT
+
+    rng = np.random.default_rng(high - low)
+    array = np.concatenate([[low, high], rng.integers(low, high, 4 * _SMALL_RANGE_AT, endpoint=True)]).astype(dtype)
+    assert serialize({"x": array}) == tf_example({"x": int64_feature(array.astype(np.int64).tolist())})

@@ -4,7 +4,6 @@ any rows, each Example it lays out is `example.serialize`'s bytes of that row.""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -107,25 +106,3 @@ def test_lengths_and_integers_at_each_varint_edge_lay_out_as_the_serializer_writ
         for row, size in zip(rows, sizes.tolist(), strict=True):
             assert bytes(blob[at + head : at + size - tail]) == serialize(row)
             at += size
-
-
-@pytest.mark.parametrize(
-    "low, high",
-    [(-(1 << 15), (1 << 15) - 1), (0, 127), (0, 128), (0, 16383), (0, 16384), (0, (1 << 15) - 1), (-1, 0), (-5, 300)],
-)
-def test_small_integers_looked_up_in_the_table_are_the_computed_varints(low, high):
-    """Long runs of values within 16 bits (raw audio's samples) take a table of ready-made
-    varints: the same matrix (padded to the same width) and lengths as computing them."""
-    from tfr_convert.dataset.example import _SMALL_RANGE_AT, _computed_varints
-
-    rng = np.random.default_rng(high - low)
-    values = np.concatenate([[low, high], rng.integers(low, high + 1, 4 * _SMALL_RANGE_AT)]).astype(np.int64)
-    groups, lengths = varints(values.view(np.uint64))
-    expected_groups, expected_lengths = _computed_varints(values.view(np.uint64))
-    assert groups.shape == expected_groups.shape
-    assert np.array_equal(groups, expected_groups) and np.array_equal(lengths, expected_lengths)
-    # a value past the range anywhere in the run: computed, and still the same bytes
-    values[len(values) // 2] = 1 << 15
-    wide, wide_lengths = varints(values.view(np.uint64))
-    expected_wide, expected_wide_lengths = _computed_varints(values.view(np.uint64))
-    assert np.array_equal(wide, expected_wide) and np.array_equal(wide_lengths, expected_wide_lengths)

@@ -55,45 +55,6 @@ def varints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Base-128 varints of unsigned 64-bit values: ((m, w) uint8, padded to the longest
     one's w bytes; lengths (m,))."""
     v = values.astype(np.uint64, copy=False)
-    span = _small_span(v.view(np.int64))
-    if span is None:
-        return _computed_varints(v)
-    low, high = span
-    table, lengths = _small_table()
-    width = 10 if low < 0 else max(1, (high.bit_length() + 6) // 7)  # as _computed_varints pads
-    at = v.view(np.int64) + _SMALL_RANGE
-    return table[at, :width], lengths[at]
-
-
-# Long runs of small integers (16-bit samples of raw audio, negatives included: 10 bytes
-# each as int64) are looked up in a table of every varint from -2**15 to 2**15 - 1, made
-# once by _computed_varints, instead of computed one byte column at a time.
-_SMALL_RANGE = 1 << 15
-_SMALL_RANGE_AT = 256  # fewer values than this: the table's passes cost more than they save
-_SMALL_TABLE: tuple[np.ndarray, np.ndarray] | None = None
-
-
-def _small_span(signed: np.ndarray) -> tuple[int, int] | None:
-    """(min, max) of int64 values for the table, or None where it does not serve."""
-    if len(signed) < _SMALL_RANGE_AT:
-        return None
-    low, high = int(signed.min()), int(signed.max())
-    return (low, high) if -_SMALL_RANGE <= low and high < _SMALL_RANGE else None
-
-
-def _small_table() -> tuple[np.ndarray, np.ndarray]:
-    """(every varint of the range, 10 bytes a row, zero-padded; their lengths, int32)."""
-    global _SMALL_TABLE
-    if _SMALL_TABLE is None:
-        every = np.arange(-_SMALL_RANGE, _SMALL_RANGE, dtype=np.int64)
-        groups, lengths = _computed_varints(every.view(np.uint64))
-        table = np.zeros((len(every), 10), np.uint8)
-        table[:, : groups.shape[1]] = groups
-        _SMALL_TABLE = table, lengths.astype(np.int32)
-    return _SMALL_TABLE
-
-
-def _computed_varints(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     m = len(v)
     top = int(v.max()) if m else 0
     width = max(1, (top.bit_length() + 6) // 7)  # the longest varint here: no wider matrix
@@ -107,10 +68,37 @@ def _computed_varints(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return groups, lengths
 
 
+# A long int64 list of small integers (16-bit samples of raw audio, negatives included:
+# 10 bytes each) is packed from a table of every varint from -2**15 to 2**15 - 1, made
+# once by `varints`, instead of computed one byte column at a time.
+_SMALL_RANGE = 1 << 15
+_SMALL_RANGE_AT = 256  # fewer values than this: the table's passes cost more than they save
+_SMALL_TABLE: tuple[np.ndarray, np.ndarray] | None = None
+
+
+def _in_small_range(signed: np.ndarray) -> bool:
+    """Whether int64 values are packed through the table."""
+    if len(signed) < _SMALL_RANGE_AT:
+        return False
+    return -_SMALL_RANGE <= int(signed.min()) and int(signed.max()) < _SMALL_RANGE
+
+
+def _small_table() -> tuple[np.ndarray, np.ndarray]:
+    """(every varint of the range, 10 bytes a row, zero-padded; their lengths, int32)."""
+    global _SMALL_TABLE
+    if _SMALL_TABLE is None:
+        every = np.arange(-_SMALL_RANGE, _SMALL_RANGE, dtype=np.int64)
+        groups, lengths = varints(every.view(np.uint64))
+        table = np.zeros((len(every), 10), np.uint8)
+        table[:, : groups.shape[1]] = groups
+        _SMALL_TABLE = table, lengths.astype(np.int32)
+    return _SMALL_TABLE
+
+
 def _packed_varints(values: np.ndarray) -> bytes:
     """The varints of int64 values back to back (negatives as their two's complement, 10 bytes)."""
     signed = values.astype(np.int64, copy=False)
-    if _small_span(signed) is not None:
+    if _in_small_range(signed):
         # each value's row of the table, cut to its length, taken by one flat index
         table, lengths = _small_table()
         at = signed.astype(np.int32) + _SMALL_RANGE
