@@ -13,7 +13,7 @@ its per-row time times rows (a million-row loop takes minutes). The floor: a Pyt
 process that imports pyarrow, reads the file and writes as many bytes as ours wrote.
 Medians of --repeat interleaved rounds; peak RSS of ours from the kernel (ru_maxrss).
 --rss-rows N also reports our peak RSS on an N-row table (one run in source order, one
-shuffled).
+shuffled, one split by --split ratios and shuffled).
 
 What it prints is written to benchmarks/results/table.md too (common.recorded), with the
 date, the machine and the command.
@@ -148,7 +148,11 @@ def main() -> None:
         if not big.exists():
             make_table(big, args.rss_rows)
         out = work / "out-big"
-        for label, extra in (("--no-shuffle", ["--no-shuffle"]), ("shuffled (the default)", [])):
+        for label, extra in (
+            ("--no-shuffle", ["--no-shuffle"]),
+            ("shuffled (the default)", []),
+            ("--split train=0.9,test=0.1, shuffled", ["--split", "train=0.9,test=0.1"]),
+        ):
             shutil.rmtree(out, ignore_errors=True)
             seconds, peak = measure([convert, "table", big, "--out", out, "--quiet", *extra], inputs=[big])
             print(f"{args.rss_rows:,} rows, {label}: {seconds:.1f} s, peak RSS {peak / 1024:.0f} MiB")

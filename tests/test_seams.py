@@ -463,3 +463,38 @@ def test_assign_keeps_a_range_in_source_order_and_copies_a_list():
     rows, names = range(3, 9), ["b", "a"]
     plan = splits.assign({"train": rows, "test": names}, str, seed=0, shuffle=False)
     assert plan["train"] is rows and plan["test"] == names and plan["test"] is not names
+
+
+@pytest.mark.parametrize("stratified", [False, True])
+@pytest.mark.parametrize("rows", [range(5, 405), range(0, 1200, 3)])
+def test_ratio_splits_of_integer_rows_are_arrays_that_equal_the_lists_of_the_same_split(rows, stratified):
+    """A table's rows (a range, or RowNumbers) split by ratio, carved and shuffled as
+    arrays: the same rows in the same order as the same split of the list they stand for."""
+    import numpy as np
+
+    from tfr_convert.dataset import splits
+
+    spec = SplitSpec.parse("train=0.7,validation=0.2,test=0.1")
+    labels = {row: f"class{row % 7 % 3}" for row in rows}  # unequal strata, named out of order
+    group = labels.__getitem__ if stratified else None
+    for held in (rows, splits.RowNumbers(np.array(list(rows), np.int64))):
+        found = assign_by_ratio(held, str, spec, 4, group)
+        expected = assign_by_ratio(list(rows), str, spec, 4, group)
+        assert list(found) == list(expected)
+        for name, items in found.items():
+            assert isinstance(items, splits.RowNumbers) and items == expected[name]
+            assert np.asarray(items).dtype == np.int32
+        plan = splits.assign({"train": found["train"]}, str, seed=4, shuffle=True, validation_size=30)
+        listed = splits.assign({"train": expected["train"]}, str, seed=4, shuffle=True, validation_size=30)
+        assert list(plan) == list(listed) == ["train", "validation"]
+        for name in plan:
+            assert isinstance(plan[name], splits.RowNumbers) and plan[name] == listed[name]
+
+
+def test_integer_rows_that_share_a_key_are_named_both_as_a_list_of_them_is():
+    from tfr_convert.dataset import splits
+
+    spec = SplitSpec.parse("train=0.5,test=0.5")
+    with pytest.raises(splits.SharedKey) as raised:
+        assign_by_ratio(range(10), lambda row: str(row % 9), spec, 0)
+    assert {raised.value.first, raised.value.second} == {0, 9}

@@ -114,14 +114,15 @@ def test_a_converter_reading_parquet_when_asked_encodes_the_bytes_of_the_table_i
             assert bytes(encode_items(lazy, batch).blob) == bytes(encode_items(held, batch).blob), (nulls, batch)
 
 
-def test_rows_left_out_by_their_nulls_leave_a_list_of_rows_not_a_range(tmp_path):
+def test_rows_left_out_by_their_nulls_leave_an_array_of_the_others_not_a_range(tmp_path):
     from tfr_convert.converters.base import SourceContext
+    from tfr_convert.dataset.splits import RowNumbers
 
     paths, _ = _parts(tmp_path)
     assert TableConverter(paths, TableOptions(nulls="omit")).source_splits() == {"train": range(20)}
     skipping = TableConverter(paths, TableOptions(columns=("i", "s")), SourceContext(on_error="skip"))
     rows = skipping.source_splits()["train"]
-    assert isinstance(rows, list) and rows == [r for r in range(20) if r % 4 != 1]
+    assert isinstance(rows, RowNumbers) and rows == [r for r in range(20) if r % 4 != 1]
 
 
 def test_a_damaged_row_group_is_an_error_naming_the_file_and_the_group(tmp_path):

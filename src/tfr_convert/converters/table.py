@@ -26,7 +26,7 @@ import numpy as np
 from ..dataset.example import INT64
 from ..dataset.example_columns import FeatureColumn
 from ..dataset.features import FeatureSpec
-from ..dataset.splits import SPLIT_NAME, SplitSpec, split_by_ratio
+from ..dataset.splits import SPLIT_NAME, RowNumbers, SplitSpec, row_array, split_by_ratio
 from ..errors import OptionError, SourceError
 from ..optional import pyarrow
 from . import arrow_features, table_files, table_rows
@@ -340,22 +340,11 @@ class TableConverter(Converter):
                 )
         return keys
 
-    def _split(self, flat: dict[str, Any], ok: np.ndarray) -> dict[str, list[Hashable]]:
+    def _split(self, flat: dict[str, Any], ok: np.ndarray) -> dict[str, Sequence[int]]:
         o = self._o
         if o.split_column is not None:
             ok &= self._no_nulls(flat[o.split_column], o.split_column, "each row needs a split")
-            named: dict[str, list[Hashable]] = {}
-            for row, value in enumerate(flat[o.split_column].to_pylist()):
-                if not ok[row]:
-                    continue
-                text = _text(value)
-                if not SPLIT_NAME.fullmatch(text):
-                    raise SourceError(
-                        f"{self.describe(row)}: --split-column {o.split_column} is {text!r}, "
-                        "not a split name like train, validation or test"
-                    )
-                named.setdefault(text, []).append(row)
-            return named
+            return self._named_splits(flat[o.split_column], ok)
         runs: dict[str, list[np.ndarray]] = {}
         for number, part in enumerate(self._parts):
             start, stop = self._starts[number], self._starts[number + 1]
@@ -363,9 +352,13 @@ class TableConverter(Converter):
         splits = {split: table_rows.compact(np.concatenate(found)) for split, found in runs.items()}
         if o.split is None:
             return splits
-        rows = [row for found in splits.values() for row in found]
         if len(splits) > 1:
             self.warnings.append(f"--split re-splits the rows of the source's splits ({', '.join(splits)})")
+        rows: Sequence[int] = (
+            next(iter(splits.values()))
+            if len(splits) == 1
+            else RowNumbers(np.concatenate([row_array(found) for found in splits.values()]))
+        )
         labels = self._label_values
         groups = None
         if o.group_column is not None:
@@ -377,6 +370,27 @@ class TableConverter(Converter):
         found, said = split_by_ratio(rows, self.key, o.split, self.context.seed, stratum, groups)
         self.warnings += [said] if said else []
         return found
+
+    def _named_splits(self, column: Any, ok: np.ndarray) -> dict[str, Sequence[int]]:
+        """--split-column: the rows of each split the column names (its distinct values
+        read once each, not a Python string per row)."""
+        import pyarrow.compute as pc
+
+        distinct = column.unique()
+        at = pc.index_in(column, value_set=distinct).fill_null(-1).to_numpy(zero_copy_only=False)
+        at = np.where(ok, at, -1)
+        rows_of = [np.flatnonzero(at == k) for k in range(len(distinct))]
+        named: dict[str, list[np.ndarray]] = {}
+        # in the order the rows first name them, so that the first row in error is named
+        for k in sorted((k for k in range(len(distinct)) if len(rows_of[k])), key=lambda k: rows_of[k][0]):
+            text = _text(distinct[k].as_py())
+            if not SPLIT_NAME.fullmatch(text):
+                raise SourceError(
+                    f"{self.describe(int(rows_of[k][0]))}: --split-column {self._o.split_column} is {text!r}, "
+                    "not a split name like train, validation or test"
+                )
+            named.setdefault(text, []).append(rows_of[k])
+        return {text: table_rows.compact(np.sort(np.concatenate(found))) for text, found in named.items()}
 
     # ------------------------------------------------------------ the Converter interface
 

@@ -26,6 +26,7 @@ import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+from ..dataset.splits import RowNumbers, row_array
 from ..errors import SourceError
 from ..optional import pyarrow
 from . import arrow_features
@@ -62,11 +63,11 @@ class Joined:
 
 
 def compact(rows: Any) -> Sequence[int]:
-    """Increasing row numbers (numpy) as a list, or a range where they are one run: a
-    table of millions of rows in source order holds no Python int per row."""
+    """Increasing row numbers (numpy) as a range where they are one run, else as
+    RowNumbers: a table of millions of rows holds no Python int per row."""
     if len(rows) and rows[-1] - rows[0] == len(rows) - 1:
         return range(int(rows[0]), int(rows[-1]) + 1)
-    return rows.tolist()
+    return RowNumbers(row_array(rows))
 
 
 class FlatColumns(Mapping):

@@ -64,12 +64,14 @@ def rank(seed: int, purpose: str, key: str) -> bytes:
 
 
 #: how ranks are computed: (items, key, seed, purpose) -> the 8-byte big-endian ranks,
-#: concatenated. rank_bytes here; an engine may run the same function in parts elsewhere.
-Ranker = Callable[[Sequence[T], Callable[[T], str], int, str], bytes]
+#: concatenated (bytes or a bytearray). rank_bytes here; an engine may run the same
+#: function in parts elsewhere.
+Ranker = Callable[[Sequence[T], Callable[[T], str], int, str], bytes | bytearray]
 
 
-def rank_bytes(items: Sequence[T], key: Callable[[T], str], seed: int, purpose: str) -> bytes:
-    """rank(seed, purpose, key(item)) of every item, concatenated."""
+def rank_bytes(items: Sequence[T], key: Callable[[T], str], seed: int, purpose: str) -> bytearray:
+    """rank(seed, purpose, key(item)) of every item, concatenated (the buffer itself: a
+    copy as bytes would double the memory of ten million ranks)."""
     base = _rank_prefix(seed, purpose)
     out = bytearray(8 * len(items))  # filled in place: no bytes object kept per item
     view = memoryview(out)  # (a memoryview's slice takes exactly as many bytes as it holds)
@@ -80,7 +82,7 @@ def rank_bytes(items: Sequence[T], key: Callable[[T], str], seed: int, purpose: 
         view[at : at + 8] = h.digest()
         at += 8
     view.release()
-    return bytes(out)
+    return out
 
 
 class SharedKey(SourceError):
@@ -111,8 +113,8 @@ def _ranked(
     import numpy as np
 
     ranks = np.frombuffer(ranker(items, key, seed, purpose), ">u8").astype(np.uint64)
-    order = rank_order(ranks)
-    ordered = ranks[order]
+    order, ordered = _sorted(ranks)
+    del ranks  # (ten million ranks: 80 MB, let go before the ties are looked at)
     for at in np.flatnonzero(ordered[1:] == ordered[:-1]).tolist():  # equal keys rank alike
         first, second = items[order[at]], items[order[at + 1]]
         if key(first) == key(second):
@@ -127,13 +129,19 @@ def rank_order(ranks: np.ndarray) -> np.ndarray:
     and 64-bit hash ranks almost never tie; the sorted ranks show whether two did, and
     only then is the stable sort needed to keep tied items in source order.
     """
+    return _sorted(ranks)[0]
+
+
+def _sorted(ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(rank_order(ranks), the ranks in that order)."""
     import numpy as np
 
     order = np.argsort(ranks)
     ordered = ranks[order]
     if bool((ordered[1:] == ordered[:-1]).any()):
-        return np.argsort(ranks, kind="stable")
-    return order
+        order = np.argsort(ranks, kind="stable")
+        ordered = ranks[order]
+    return order, ordered
 
 
 def seeded_order(
@@ -142,12 +150,27 @@ def seeded_order(
     """The items sorted by their rank: a shuffle fixed by the seed. A range (a table's
     rows) gives RowNumbers: one array, not a Python int per row."""
     order = _ranked(items, key, seed, purpose, ranker)
-    if isinstance(items, range):
-        import numpy as np
-
-        dtype = np.int32 if max(abs(items.start), abs(items.stop)) < 2**31 else np.int64  # half the memory
-        return RowNumbers(np.arange(items.start, items.stop, items.step, dtype=dtype)[order])  # type: ignore[return-value]
+    if isinstance(items, (range, RowNumbers)):
+        return RowNumbers(row_array(items)[order])  # type: ignore[return-value]
     return list(map(items.__getitem__, order.tolist()))
+
+
+def row_array(rows: range | RowNumbers | Sequence[int]) -> np.ndarray:
+    """Integer rows as one numpy array: int32 where every value fits (half the memory)."""
+    import numpy as np
+
+    if isinstance(rows, range):
+        wide = max(abs(rows.start), abs(rows.stop)) >= 2**31
+        return np.arange(rows.start, rows.stop, rows.step, dtype=np.int64 if wide else np.int32)
+    values = np.asarray(rows, dtype=np.int64) if not isinstance(rows, RowNumbers) else rows.values
+    if len(values) and values.dtype != np.int32 and -(2**31) <= int(values.min()) and int(values.max()) < 2**31:
+        return values.astype(np.int32)
+    return values
+
+
+def is_rows(items: object) -> bool:
+    """Whether items are integer rows held without a Python int each (a range, RowNumbers)."""
+    return isinstance(items, (range, RowNumbers))
 
 
 class RowNumbers(Sequence[int]):
@@ -156,6 +179,10 @@ class RowNumbers(Sequence[int]):
 
     def __init__(self, values: np.ndarray) -> None:
         self._values = values
+
+    @property
+    def values(self) -> np.ndarray:
+        return self._values
 
     def __len__(self) -> int:
         return len(self._values)
@@ -186,6 +213,14 @@ def carve(
     """(n items chosen by the seed, the rest); both keep the source order."""
     if not 0 <= n <= len(items):
         raise SourceError(f"cannot take {n} examples for {purpose}: the source split has only {len(items)}")
+    if is_rows(items):  # the same choice, as arrays
+        import numpy as np
+
+        values = row_array(items)  # type: ignore[arg-type]
+        picked_mask = np.zeros(len(values), bool)
+        if n:
+            picked_mask[_ranked(items, key, seed, purpose, ranker)[:n]] = True
+        return RowNumbers(values[picked_mask]), RowNumbers(values[~picked_mask])  # type: ignore[return-value]
     chosen = set(_ranked_indices(items, key, seed, purpose, ranker)[:n]) if n else set()
     picked = [x for i, x in enumerate(items) if i in chosen]
     rest = [x for i, x in enumerate(items) if i not in chosen]
@@ -212,8 +247,8 @@ def assign(
     with `shuffle` each split is then put in seeded order, otherwise it keeps
     the source order. `ranker` computes the ranks (any ranker gives the same).
     """
-    # a range stays one (a table's rows in source order): a copy of it would be a list of millions
-    splits = {name: items if isinstance(items, range) else list(items) for name, items in source_splits.items()}
+    # integer rows stay an array (a table's): a copy of them would be a list of millions
+    splits = {name: items if is_rows(items) else list(items) for name, items in source_splits.items()}
     if validation_size:
         if "train" not in splits:
             raise SourceError("--validation-size needs a train split to carve from")
@@ -280,6 +315,8 @@ def assign_by_ratio(
     """Exact-count splits from a seeded ranking; with `group`, within each group
     (stratification: every split keeps the groups' proportions). Each split keeps
     the source order."""
+    if is_rows(items):
+        return _rows_by_ratio(items, key, spec, seed, group)  # type: ignore[arg-type,return-value]
     groups: dict[Hashable, list[int]] = {}
     for i, item in enumerate(items):
         groups.setdefault(group(item) if group else None, []).append(i)
@@ -292,6 +329,42 @@ def assign_by_ratio(
             chosen[name] += [members[j] for j in ranked[start : start + count]]
             start += count
     return {name: [items[i] for i in sorted(indices)] for name, indices in chosen.items()}
+
+
+def _rows_by_ratio(
+    items: range | RowNumbers,
+    key: Callable[[int], str],
+    spec: SplitSpec,
+    seed: int,
+    group: Callable[[int], Hashable] | None,
+) -> dict[str, RowNumbers]:
+    """assign_by_ratio of integer rows (a table's), with arrays where it holds lists: the
+    same splits, with no Python int per row."""
+    import numpy as np
+
+    values = row_array(items)
+    n = len(values)
+    if group is None:  # one stratum of every row: ranked as they are, no array of positions
+        strata: list[tuple[Hashable, np.ndarray | None]] = [(None, None)]
+    else:
+        codes: dict[Hashable, int] = {}
+        coded = np.fromiter((codes.setdefault(group(row), len(codes)) for row in items), np.int64, n)
+        by_code = np.argsort(coded, kind="stable")  # each stratum's positions, in source order
+        ends = np.cumsum(np.bincount(coded, minlength=len(codes)))
+        strata = [(g, by_code[ends[c - 1] if c else 0 : ends[c]]) for g, c in codes.items()]
+    chosen: dict[str, list[np.ndarray]] = {name: [] for name, _ in spec.ratios}
+    for _, members in sorted(strata, key=lambda g: repr(g[0])):
+        ranked = _ranked(items if members is None else RowNumbers(values[members]), key, seed, "split")
+        counts = exact_counts(len(ranked), [f for _, f in spec.ratios])
+        start = 0
+        for (name, _), count in zip(spec.ratios, counts, strict=True):
+            taken = ranked[start : start + count]
+            chosen[name].append(taken if members is None else members[taken])
+            start += count
+    return {
+        name: RowNumbers(values[np.sort(np.concatenate(parts))] if parts else values[:0])
+        for name, parts in chosen.items()
+    }
 
 
 def assign_groups_by_ratio(
