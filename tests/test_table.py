@@ -208,6 +208,30 @@ def test_a_split_column_names_each_rows_split_and_is_not_written(cli, tmp_path):
     assert all("fold" not in e for e in records(tmp_path / "out", "train"))
 
 
+
+def test_a_split_column_of_any_arrow_type_is_read_by_its_distinct_values(cli, tmp_path):
+    """Split names as strings, dictionary-encoded strings or with nulls among them (a
+    null row rejected, named): each row goes to the split its value names; the first
+    row (in file order) whose value is no split name is the one named."""
+    folds = ["test", "train", None, "train", "validation", "test"]
+    for kind, column in (
+        ("plain", pa.array(folds)),
+        ("dictionary", pa.array(folds).dictionary_encode()),
+    ):
+        src = tmp_path / f"{kind}.parquet"
+        pq.write_table(pa.table({"x": list(range(6)), "fold": column}), src)
+        out = tmp_path / f"out-{kind}"
+        result = convert(cli, src, "--out", out, "--split-column", "fold", "--on-error", "skip")
+        assert result.exit_code == 0, result.stderr
+        got = {split: [values(e, "x")[0] for e in records(out, split)] for split in ("train", "validation", "test")}
+        assert got == {"train": [1, 3], "validation": [4], "test": [0, 5]}
+    src = tmp_path / "bad.parquet"
+    pq.write_table(pa.table({"x": list(range(5)), "fold": ["train", "2nd", "train", "x y", "2nd"]}), src)
+    result = convert(cli, src, "--out", tmp_path / "bad", "--split-column", "fold")
+    assert result.exit_code == 1 and "bad.parquet: row 1: --split-column fold is '2nd'" in result.stderr
+    assert not (tmp_path / "bad").exists()
+
+
 def test_ratio_splits_keep_label_proportions_and_groups_whole(cli, tmp_path):
     n = 400
     src = tmp_path / "r.parquet"

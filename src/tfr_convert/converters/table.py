@@ -374,8 +374,11 @@ class TableConverter(Converter):
     def _named_splits(self, column: Any, ok: np.ndarray) -> dict[str, Sequence[int]]:
         """--split-column: the rows of each split the column names (its distinct values
         read once each, not a Python string per row)."""
+        import pyarrow as pa
         import pyarrow.compute as pc
 
+        if pa.types.is_dictionary(column.type):  # its values, not its codes (each chunk has its own)
+            column = column.cast(column.type.value_type)
         distinct = column.unique()
         at = pc.index_in(column, value_set=distinct).fill_null(-1).to_numpy(zero_copy_only=False)
         at = np.where(ok, at, -1)
