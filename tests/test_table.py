@@ -208,7 +208,6 @@ def test_a_split_column_names_each_rows_split_and_is_not_written(cli, tmp_path):
     assert all("fold" not in e for e in records(tmp_path / "out", "train"))
 
 
-
 def test_a_split_column_of_any_arrow_type_is_read_by_its_distinct_values(cli, tmp_path):
     """Split names as strings, dictionary-encoded strings or with nulls among them (a
     null row rejected, named): each row goes to the split its value names; the first
