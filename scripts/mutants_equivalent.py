@@ -672,11 +672,34 @@ EQUIVALENT["resume", "data = marshal.dumps(block, 2)", "NumberReplacer"] = (
 EQUIVALENT["commit", "at_fdcwd, rename_exchange = -100, 2", "NumberReplacer"] = (
     "-101 or -99 for AT_FDCWD: renameat2 ignores the directory descriptor for an absolute path, and both are (realpath)"
 )
-# RowNumbers: a shuffled range held as int32 where its values fit
-_ROWS_DTYPE = "dtype = np.int32 if max(abs(items.start), abs(items.stop)) < 2**31 else np.int64  # half the memory"
-EQUIVALENT["splits", _ROWS_DTYPE, "ReplaceComparisonOperator_Lt_LtE"] = (
-    "a range's stop is exclusive: one stopping at 2**31 holds values int32 holds too"
+# The serializer's table of small varints (raw audio's samples): which of two paths that
+# give the same bytes a long int64 list takes, decided by its length and its range
+_PATH = "a choice of path: the table and the computed varints give the same bytes (test_example holds both to "
+_PATH += "TensorFlow's), so a list packed by the other one, or a table of another range, writes the same list"
+for _line, _operators in (
+    ("_SMALL_RANGE = 1 << 15", ("ReplaceBinaryOperator_LShift_RShift", "NumberReplacer")),
+    (
+        "_SMALL_RANGE_AT = 256  # fewer values than this: the table's passes cost more than they save",
+        ("NumberReplacer",),
+    ),
+    (
+        "if len(signed) < _SMALL_RANGE_AT:",
+        ("ReplaceComparisonOperator_Lt_LtE", "ReplaceComparisonOperator_Lt_GtE", "AddNot"),
+    ),
+    (
+        "return -_SMALL_RANGE <= int(signed.min()) and int(signed.max()) < _SMALL_RANGE",
+        ("ReplaceComparisonOperator_LtE_Lt", "ReplaceUnaryOperator_USub_UAdd", "ReplaceUnaryOperator_Delete_USub"),
+    ),
+):
+    for _operator in _operators:
+        EQUIVALENT["example", _line, _operator] = _PATH
+EQUIVALENT["example", "at = signed.astype(np.int32) + _SMALL_RANGE", "ReplaceBinaryOperator_Add_Sub"] = (
+    "the table holds exactly 2 * _SMALL_RANGE rows, so value - _SMALL_RANGE, negative, indexes from its end the "
+    "very row value + _SMALL_RANGE does (numpy's take and indexing both wrap a negative index once)"
 )
-EQUIVALENT["splits", _ROWS_DTYPE, "NumberReplacer"] = (
-    "2** 30: a range below 2**31 held as int64 instead, the same values (more memory); the other numbers are killed"
+EQUIVALENT["example", "signed = values.astype(np.int64, copy=False)", "ReplaceFalseWithTrue"] = (
+    "a copy of the values instead of the array itself: read only, the same bytes"
+)
+EQUIVALENT["example", "table[:, : groups.shape[1]] = groups", "NumberReplacer"] = (
+    "shape[0] (65,536) for shape[1] (10): a slice past the table's 10 columns stops at its last, the same columns"
 )
