@@ -252,3 +252,28 @@ def test_a_run_killed_midway_resumes_to_the_uninterrupted_bytes_and_refuses_a_ch
     make_clip(tmp_path / "clips" / "dog" / "1.mkv", _frames(5, 99))  # rewritten since
     result = cli.convert(*args, "--out", again, "--resume")
     assert result.exit_code == 1 and f"{tmp_path / 'clips' / 'dog' / '1.mkv'} changed" in result.output
+
+
+@pytest.mark.parametrize(
+    "codec, pix_fmt",
+    [("libx264", "yuv420p"), ("mpeg4", "yuv420p"), ("ffv1", "yuv444p"), ("ffv1", "gray"), ("ffv1", "bgr0")],
+)
+def test_frames_converted_by_one_reformatter_per_clip_are_each_frames_own_rgb(tmp_path, codec, pix_fmt):
+    """The clip's frames go to RGB through one converter kept for the clip (the fast way):
+    the very pixels each decoded frame's own to_ndarray gives, whatever its pixel format."""
+    from tfr_convert.converters.video import clip_frames
+
+    frames = _frames(6, 3, (48, 64))
+    path = tmp_path / "c.mkv"
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream(codec, rate=10)
+        stream.width, stream.height, stream.pix_fmt = 64, 48, pix_fmt
+        for frame in frames:
+            out.mux(stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")))
+        out.mux(stream.encode())
+    with av.open(str(path)) as clip:
+        expected = [frame.to_ndarray(format="rgb24") for frame in clip.decode(video=0)]
+    got, _ = clip_frames(path.read_bytes(), None, None)
+    pixels = [p for _, _, p in got]
+    assert len(pixels) == len(expected) == 6
+    assert all(np.array_equal(a, b) for a, b in zip(pixels, expected, strict=True))

@@ -234,6 +234,12 @@ def clip_frames(
     lib = av("tfr-convert video")
     container, stream = _opened(io.BytesIO(data))
     rate = stream.average_rate or stream.guessed_rate or Fraction(25)
+    # One converter to RGB for the clip: a frame's own to_ndarray sets up a new one for
+    # every frame, which costs several times the decode itself (the pixels are the same).
+    reformatter = lib.video.reformatter.VideoReformatter()
+
+    def rgb(frame: Any) -> np.ndarray:
+        return reformatter.reformat(frame, format="rgb24").to_ndarray()
 
     def decoded() -> Iterator[tuple[int, float, Any]]:
         number = 0
@@ -251,7 +257,7 @@ def clip_frames(
         if fps is None:
             for number, time, frame in decoded():
                 start = time if start is None else start
-                yield number, time - start, frame.to_ndarray(format="rgb24")
+                yield number, time - start, rgb(frame)
             return
         count = 0
         shown: tuple[int, float, Any] | None = None  # the frame on screen
@@ -259,14 +265,14 @@ def clip_frames(
             start = time if start is None else start
             # the output times before this frame's own are the frame before it's
             while shown is not None and start + count / fps < time - 1e-9:
-                yield shown[0], count / fps, shown[2].to_ndarray(format="rgb24")
+                yield shown[0], count / fps, rgb(shown[2])
                 count += 1
             shown = (number, time, frame)
         if shown is None:
             return
         end = shown[1] + 1 / float(rate)  # the last frame is shown for one frame's time
         while start is not None and start + count / fps < end - 1e-9:
-            yield shown[0], count / fps, shown[2].to_ndarray(format="rgb24")
+            yield shown[0], count / fps, rgb(shown[2])
             count += 1
 
     return itertools.islice(chosen(), max_frames), rate
