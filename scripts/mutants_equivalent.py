@@ -703,3 +703,7 @@ EQUIVALENT["example", "signed = values.astype(np.int64, copy=False)", "ReplaceFa
 EQUIVALENT["example", "table[:, : groups.shape[1]] = groups", "NumberReplacer"] = (
     "shape[0] (65,536) for shape[1] (10): a slice past the table's 10 columns stops at its last, the same columns"
 )
+EQUIVALENT["splits", "for _, members in sorted(strata, key=lambda g: repr(g[0])):", "NumberReplacer"] = (
+    "the strata of a table's rows are taken in another order: each is ranked on its own and every split's rows "
+    "are sorted at the end, so the order they are taken in changes no split"
+)

@@ -498,3 +498,42 @@ def test_integer_rows_that_share_a_key_are_named_both_as_a_list_of_them_is():
     with pytest.raises(splits.SharedKey) as raised:
         assign_by_ratio(range(10), lambda row: str(row % 9), spec, 0)
     assert {raised.value.first, raised.value.second} == {0, 9}
+
+
+@pytest.mark.parametrize(
+    "values, narrow",
+    [
+        ([0, 2**31 - 1], True),
+        ([-(2**31), 5], True),
+        ([0, 2**31], False),
+        ([-(2**31) - 1, 0], False),
+        ([7], True),
+    ],
+)
+def test_rows_are_held_as_int32_exactly_where_every_value_fits(values, narrow):
+    """row_array: a list, an int64 array, RowNumbers or a range (either direction) of rows
+    becomes int32 where all its values fit, int64 otherwise; the values are kept."""
+    import numpy as np
+
+    from tfr_convert.dataset import splits
+
+    expected = np.int32 if narrow else np.int64
+    for held in (values, np.array(values, np.int64), splits.RowNumbers(np.array(values, np.int64))):
+        found = splits.row_array(held)
+        assert found.dtype == expected and found.tolist() == values
+    low, high = min(values), max(values)
+    for rows in (range(low, high + 1, max(1, high - low)), range(high, low - 1, -max(1, high - low))):
+        found = splits.row_array(rows)
+        assert found.dtype == expected and found.tolist() == list(rows)
+    assert splits.row_array(range(0)).tolist() == [] and splits.row_array(np.zeros(0, np.int64)).tolist() == []
+
+
+def test_no_rows_split_by_ratio_give_every_split_empty():
+    from tfr_convert.dataset import splits
+
+    spec = SplitSpec.parse("train=0.8,test=0.2")
+    for group in (None, lambda row: row % 2):
+        found = assign_by_ratio(range(0), str, spec, 0, group)
+        assert list(found) == ["train", "test"] and all(
+            isinstance(v, splits.RowNumbers) and len(v) == 0 for v in found.values()
+        )

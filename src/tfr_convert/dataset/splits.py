@@ -160,12 +160,16 @@ def row_array(rows: range | RowNumbers | Sequence[int]) -> np.ndarray:
     import numpy as np
 
     if isinstance(rows, range):
-        wide = max(abs(rows.start), abs(rows.stop)) >= 2**31
-        return np.arange(rows.start, rows.stop, rows.step, dtype=np.int64 if wide else np.int32)
-    values = np.asarray(rows, dtype=np.int64) if not isinstance(rows, RowNumbers) else rows.values
-    if len(values) and values.dtype != np.int32 and -(2**31) <= int(values.min()) and int(values.max()) < 2**31:
+        ends = sorted((rows[0], rows[-1])) if rows else (0, 0)
+        return np.arange(rows.start, rows.stop, rows.step, dtype=np.int32 if _fits_int32(*ends) else np.int64)
+    values = rows.values if isinstance(rows, RowNumbers) else np.asarray(rows, dtype=np.int64)
+    if values.dtype != np.int32 and len(values) and _fits_int32(int(values.min()), int(values.max())):
         return values.astype(np.int32)
     return values
+
+
+def _fits_int32(low: int, high: int) -> bool:
+    return -(2**31) <= low and high < 2**31
 
 
 def is_rows(items: object) -> bool:
@@ -362,7 +366,7 @@ def _rows_by_ratio(
             chosen[name].append(taken if members is None else members[taken])
             start += count
     return {
-        name: RowNumbers(values[np.sort(np.concatenate(parts))] if parts else values[:0])
+        name: RowNumbers(values[np.sort(np.concatenate(parts)) if parts else np.zeros(0, np.int64)])
         for name, parts in chosen.items()
     }
 
