@@ -511,7 +511,6 @@ for _line, _operators in (
         )
 _IN_THE_SERIALIZER = {
     "v = values.astype(np.uint64, copy=False)",
-    "groups, lengths = varints(values.astype(np.int64, copy=False).view(np.uint64))",
     "top = int(v.max()) if m else 0",
     "if width == 1:  # every value below 128 (lengths, small ints): each is its own byte",
     'lengths = np.searchsorted(_VARINT_STEPS[: width - 1], v, side="right").astype(np.int64) + 1',
@@ -521,8 +520,6 @@ _IN_THE_SERIALIZER = {
 for _line, _operators, _why in (
     ("@dataclass(frozen=True)", ("ReplaceTrueWithFalse",), "nothing assigns to a column or hashes one"),
     ("v = values.astype(np.uint64, copy=False)", ("ReplaceFalseWithTrue",), "a copy instead of a view: the same values"),
-    ("groups, lengths = varints(values.astype(np.int64, copy=False).view(np.uint64))", ("ReplaceFalseWithTrue",),
-     "a copy instead of a view: the same values"),
     ("groups, widths = varints(column.values.astype(np.int64, copy=False).view(np.uint64))", ("ReplaceFalseWithTrue",),
      "a copy instead of a view: the same values"),
     ("top = int(v.max()) if m else 0", ("NumberReplacer",), "with no values the width is max(1, ...) = 1 whichever"),
@@ -706,4 +703,7 @@ EQUIVALENT["example", "table[:, : groups.shape[1]] = groups", "NumberReplacer"] 
 EQUIVALENT["splits", "for _, members in sorted(strata, key=lambda g: repr(g[0])):", "NumberReplacer"] = (
     "the strata of a table's rows are taken in another order: each is ranked on its own and every split's rows "
     "are sorted at the end, so the order they are taken in changes no split"
+)
+EQUIVALENT["splits", "ends = sorted((rows[0], rows[-1])) if rows else (0, 0)", "NumberReplacer"] = (
+    "the bounds said of an empty range: it holds no value, and -1, 0 or 1 fit int32 alike, so the same empty array"
 )
