@@ -234,6 +234,43 @@ def test_export_to_video_writes_lossless_clips_that_convert_back_to_the_same_sha
     assert _shards(back) == _shards(out)
 
 
+@pytest.mark.parametrize("frame_format, suffix", [("png", "png"), ("jpeg", "jpg")])
+def test_export_to_images_writes_each_clip_as_a_folder_of_its_frames_byte_for_byte(cli, tmp_path, frame_format, suffix):
+    """A video dataset exported --to images: a folder per clip (named by its file, less
+    the suffix), its frames 000000.png... each the very bytes stored, in class folders or
+    beside a labels.csv that names the folders."""
+    import tensorflow as tf
+
+    made = _clips(tmp_path / "clips")
+    out = tmp_path / "out"
+    args = ["--no-shuffle", "--quiet", "--frame-format", frame_format]
+    assert cli.convert("video", tmp_path / "clips", "--out", out, *args).exit_code == 0
+    stored = {}
+    spec = {"video": tf.io.VarLenFeature(tf.string), "filename": tf.io.FixedLenFeature([], tf.string)}
+    for shard in out.glob("*.tfrecord-*"):
+        for record in tf.data.TFRecordDataset(str(shard)):
+            parsed = tf.io.parse_single_example(record, spec)
+            stored[parsed["filename"].numpy().decode()] = tf.sparse.to_dense(parsed["video"]).numpy().tolist()
+    for layout in ("folders", "csv"):
+        exported = tmp_path / f"exported-{layout}"
+        result = cli.export(out, "--to", "images", "--out", exported, "--layout", layout, "--json")
+        assert result.exit_code == 0, result.stderr
+        written = sorted(str(p.relative_to(exported)) for p in exported.rglob("*") if p.is_file())
+        frames = [f"{name.removesuffix('.mkv')}/{k:06d}.{suffix}" for name in made for k in range(len(made[name]))]
+        if layout == "folders":
+            assert written == sorted(f"train/{f}" for f in frames)
+        else:
+            assert written == sorted(["labels.csv", *frames])
+            rows = (exported / "labels.csv").read_text().splitlines()
+            assert rows[0].startswith("filename,split,label") and sorted(r.split(",")[0] for r in rows[1:]) == sorted(
+                name.removesuffix(".mkv") for name in made
+            )
+        base = exported / "train" if layout == "folders" else exported
+        for name, values in stored.items():
+            folder = base / name.removesuffix(".mkv")
+            assert [p.read_bytes() for p in sorted(folder.iterdir())] == values
+
+
 def test_a_run_killed_midway_resumes_to_the_uninterrupted_bytes_and_refuses_a_changed_clip(cli, tmp_path):
     """SIGKILLed at its 8th filesystem change (kill_at.py, as the crash tests do); then
     --resume gives what one uninterrupted run gives; a clip rewritten since is refused."""

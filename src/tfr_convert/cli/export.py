@@ -89,7 +89,8 @@ def export(
     as_json,
 ) -> None:
     """Export records to another format: --to parquet writes OUT/SPLIT.parquet; --to images
-    writes each picture to a file, in class folders or beside one labels.csv; --to
+    writes each picture to a file (a clip's frames to a folder of them), in class folders
+    or beside one labels.csv; --to audio|video writes recordings and clips back; --to
     coco|yolo|voc|csv writes a detection dataset's pictures to OUT/images and its boxes
     in that format, for `tfr-convert detection OUT/images --annotations ...`.
 

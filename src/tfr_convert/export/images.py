@@ -13,7 +13,9 @@
 
 NAME is the record's `filename` feature (a relative path; one that climbs out of OUT is
 an error), else `NNNNNN.EXT` by its place in the split. Encoded pictures are written as
-stored; raw pixels as PNG. Everything is staged (staging.py): a failed export leaves no file at a final name.
+stored; raw pixels as PNG. A record whose picture feature holds a list of pictures (a
+clip's frames: TFDS's Video) is a folder, NAME less its suffix, of its frames as stored,
+`000000.png`... Everything is staged (staging.py): a failed export leaves no file at a final name.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ class Plan:
     media_channels: int = 1
     media_rate: int = 0  # the feature's sample rate (0: none said)
     media_packed: bool = False  # a recording's samples as one bytes value (TFDS's encoding BYTES)
+    frames: bool = False  # the feature is a clip's frames (TFDS's Video): a folder of them each
 
     def label_text(self, index: int) -> str:
         """The label as the CSV or folder shows it: the class name where names are known
@@ -120,7 +123,9 @@ def plan(source: ExportSource, layout: str | None, image: str | None = None, lab
         columns = []
         for number, name in enumerate(names.get(label, []) if label else []):
             checked_component(name, f"class {number} of {label!r} (a folder of the export)")
-    return Plan(image, label, names.get(label, []) if label else [], filename, columns, left_out, layout, raw)
+    found = Plan(image, label, names.get(label, []) if label else [], filename, columns, left_out, layout, raw)
+    found.frames = schema[image].shape != ()  # a list of pictures in a record: a clip's frames
+    return found
 
 
 def _picture(value: bytes, example: dict, plan: Plan) -> tuple[bytes, str]:
@@ -160,6 +165,7 @@ class Placed:
     name: str
     row: list[str] | None  # its labels.csv row
     mask: str | None = None  # layout masks: where its mask goes (the Drop's name: `name` + MASK)
+    frames: tuple[str, ...] = ()  # a clip's frames: the extension of each (the Drop's `name` + FRAME % k)
 
 
 class ImagesJob(Job):
@@ -187,10 +193,16 @@ class ImagesJob(Job):
                 results.append(Failed(where, str(e)))
                 continue
             name = Drop.name(self.numbers[chunk.split], position)
-            self.drop.put(name, data)
+            extensions: tuple[str, ...] = ()
+            if isinstance(data, list):  # a clip's frames: a file each
+                for k, (frame, _) in enumerate(data):
+                    self.drop.put(name + FRAME % k, frame)
+                extensions = tuple(extension for _, extension in data)
+            else:
+                self.drop.put(name, data)
             if mask is not None:
                 self.drop.put(name + MASK, mask[1])
-            results.append(Placed(where, relative, name, row, mask and mask[0]))
+            results.append(Placed(where, relative, name, row, mask and mask[0], extensions))
         return results, None
 
     def begin(self, split: str) -> None:
@@ -211,7 +223,11 @@ class ImagesJob(Job):
             if earlier is not None:
                 return f"writes {result.mask}, as {earlier} does: file names must differ in more than suffix"
             staging.move(result.name + MASK, result.mask)
-        staging.move(result.name, result.relative)
+        if result.frames:  # the folder is claimed: the names inside it are the export's own
+            for k, extension in enumerate(result.frames):
+                staging.move(result.name + FRAME % k, f"{result.relative}/{k:06d}.{extension}")
+        else:
+            staging.move(result.name, result.relative)
         if result.row is not None:
             self._csv.row(result.row)
         return None
@@ -251,11 +267,17 @@ def write(
     return written
 
 
-def _item(example: dict, plan: Plan, split: str, position: int) -> tuple[str, bytes, list[str] | None]:
-    """(path relative to OUT, file bytes, CSV row or None) of one record."""
+def _item(
+    example: dict, plan: Plan, split: str, position: int
+) -> tuple[str, bytes | list[tuple[bytes, str]], list[str] | None]:
+    """(path relative to OUT, file bytes, CSV row or None) of one record; a clip's frames
+    are a folder there, its file bytes each frame's bytes as stored, with its extension."""
     made = False
+    data: bytes | list[tuple[bytes, str]]
     if plan.render is not None:
         data, extension, made = plan.render(example, plan)
+    elif plan.frames:
+        data, extension, made = _frames(example, plan), "", True
     else:
         kind, values = example.get(plan.image, (None, []))
         if kind != BYTES or len(values) != 1:
@@ -263,10 +285,11 @@ def _item(example: dict, plan: Plan, split: str, position: int) -> tuple[str, by
         data, extension = _picture(values[0], example, plan)
     if plan.filename is not None:
         name = checked_relative(_cell(*example.get(plan.filename, (None, [b""])), plan.filename))
-        if made:  # written in another format than the file it came from: named for it
-            name = checked_relative(posixpath.splitext(name)[0] + "." + extension)
+        if made:  # written in another format than the file it came from (or a folder): named for it
+            name = checked_relative(posixpath.splitext(name)[0] + ("." + extension if extension else ""))
     else:
-        name = f"{position:06d}.{extension}" if plan.layout != "csv" else f"{split}/{position:06d}.{extension}"
+        stem = f"{position:06d}" + ("." + extension if extension else "")
+        name = stem if plan.layout != "csv" else f"{split}/{stem}"
     index = None
     if plan.label is not None:
         kind, values = example.get(plan.label, (None, []))
@@ -289,6 +312,22 @@ def _item(example: dict, plan: Plan, split: str, position: int) -> tuple[str, by
 
 
 MASK = "-mask"  # a record's mask in the Drop, beside its picture
+FRAME = "-frame%06d"  # a clip's frame k in the Drop
+
+
+def _frames(example: dict, plan: Plan) -> list[tuple[bytes, str]]:
+    """A clip's frames as stored (TFDS's Video: one encoded picture each), with their
+    extensions; raw pixels are no frame this writes."""
+    kind, values = example.get(plan.image, (None, []))
+    if kind != BYTES or not values:
+        raise SourceError(f"no frames in {plan.image!r}")
+    frames = []
+    for k, value in enumerate(values):
+        fmt = sniff_format(value)
+        if fmt is None:
+            raise SourceError(f"frame {k} of {plan.image!r} is no encoded picture")
+        frames.append((value, EXTENSIONS.get(fmt, fmt)))
+    return frames
 
 
 def _mask(example: dict, plan: Plan, relative: str) -> tuple[str, bytes]:
