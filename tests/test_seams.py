@@ -537,3 +537,29 @@ def test_no_rows_split_by_ratio_give_every_split_empty():
         assert list(found) == ["train", "test"] and all(
             isinstance(v, splits.RowNumbers) and len(v) == 0 for v in found.values()
         )
+
+
+@pytest.mark.parametrize("rows", [range(300), range(7, 607, 2)])
+def test_whole_groups_of_integer_rows_given_as_codes_split_as_the_list_of_their_names_does(rows):
+    """A table's --group-column: each row's group as a code into the distinct names, the
+    rows an array; the splits (and what they achieved) are those of the same rows and
+    names as lists, groups of every size placed largest first."""
+    import numpy as np
+
+    from tfr_convert.dataset import splits
+
+    rng = np.random.default_rng(len(rows))
+    names = [f"g{k}" for k in range(40)]
+    codes = rng.integers(0, 40, len(rows)) ** 2 % 40  # unequal group sizes, some groups absent
+    spec = SplitSpec.parse("train=0.6,validation=0.3,test=0.1")
+    found, said = split_by_ratio(rows, str, spec, 5, groups=splits.GroupCodes(codes, names))
+    expected, expected_said = split_by_ratio(list(rows), str, spec, 5, groups=[names[c] for c in codes.tolist()])
+    assert list(found) == list(expected) and said == expected_said
+    for name, items in found.items():
+        assert isinstance(items, splits.RowNumbers) and items == expected[name]
+    # with a stratum, the list path: the same splits
+    stratum = {row: row % 3 for row in rows}.__getitem__
+    strat, _ = split_by_ratio(rows, str, spec, 5, stratum, splits.GroupCodes(codes, names))
+    assert strat == split_by_ratio(list(rows), str, spec, 5, stratum, [names[c] for c in codes.tolist()])[0]
+    nothing, _ = split_by_ratio(range(0), str, spec, 5, groups=splits.GroupCodes(np.zeros(0, np.int64), names))
+    assert all(len(v) == 0 for v in nothing.values())

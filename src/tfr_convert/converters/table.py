@@ -26,7 +26,7 @@ import numpy as np
 from ..dataset.example import INT64
 from ..dataset.example_columns import FeatureColumn
 from ..dataset.features import FeatureSpec
-from ..dataset.splits import SPLIT_NAME, RowNumbers, SplitSpec, row_array, split_by_ratio
+from ..dataset.splits import SPLIT_NAME, GroupCodes, RowNumbers, SplitSpec, row_array, split_by_ratio
 from ..errors import OptionError, SourceError
 from ..optional import pyarrow
 from . import arrow_features, table_files, table_rows
@@ -363,9 +363,10 @@ class TableConverter(Converter):
         groups = None
         if o.group_column is not None:
             ok_groups = self._no_nulls(flat[o.group_column], o.group_column, "each row needs a group")
-            texts = [_text(v) for v in flat[o.group_column].to_pylist()]
-            rows = [row for row in rows if ok_groups[row]]
-            groups = [texts[row] for row in rows]
+            held = row_array(rows)
+            held = held[ok_groups[held]]
+            codes, texts = _coded(flat[o.group_column])
+            rows, groups = RowNumbers(held), GroupCodes(codes[held], texts)
         stratum = (lambda row: int(labels[row])) if o.stratify and labels is not None else None
         found, said = split_by_ratio(rows, self.key, o.split, self.context.seed, stratum, groups)
         self.warnings += [said] if said else []
@@ -374,26 +375,22 @@ class TableConverter(Converter):
     def _named_splits(self, column: Any, ok: np.ndarray) -> dict[str, Sequence[int]]:
         """--split-column: the rows of each split the column names (its distinct values
         read once each, not a Python string per row)."""
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        if pa.types.is_dictionary(column.type):  # its values, not its codes (each chunk has its own)
-            column = column.cast(column.type.value_type)
-        distinct = column.unique()
-        at = pc.index_in(column, value_set=distinct).fill_null(-1).to_numpy(zero_copy_only=False)
-        at = np.where(ok, at, -1)
-        rows_of = [np.flatnonzero(at == k) for k in range(len(distinct))]
-        named: dict[str, list[np.ndarray]] = {}
+        codes, texts = _coded(column)
+        codes = np.where(ok, codes, -1)
+        by_code = np.argsort(codes, kind="stable")  # each text's rows in order, after the rows left out
+        counts = np.bincount(codes[codes >= 0], minlength=len(texts))
+        ends = int((codes < 0).sum()) + np.cumsum(counts)
+        rows_of = [by_code[end - count : end] for end, count in zip(ends.tolist(), counts.tolist(), strict=True)]
+        named: dict[str, Sequence[int]] = {}
         # in the order the rows first name them, so that the first row in error is named
-        for k in sorted((k for k in range(len(distinct)) if len(rows_of[k])), key=lambda k: rows_of[k][0]):
-            text = _text(distinct[k].as_py())
-            if not SPLIT_NAME.fullmatch(text):
+        for k in sorted((k for k in range(len(texts)) if len(rows_of[k])), key=lambda k: rows_of[k][0]):
+            if not SPLIT_NAME.fullmatch(texts[k]):
                 raise SourceError(
-                    f"{self.describe(int(rows_of[k][0]))}: --split-column {self._o.split_column} is {text!r}, "
+                    f"{self.describe(int(rows_of[k][0]))}: --split-column {self._o.split_column} is {texts[k]!r}, "
                     "not a split name like train, validation or test"
                 )
-            named.setdefault(text, []).append(rows_of[k])
-        return {text: table_rows.compact(np.sort(np.concatenate(found))) for text, found in named.items()}
+            named[texts[k]] = table_rows.compact(rows_of[k])
+        return named
 
     # ------------------------------------------------------------ the Converter interface
 
@@ -511,3 +508,19 @@ def _text(value: Any) -> str:
     if isinstance(value, bytes):
         return value.decode("utf-8", "backslashreplace")
     return str(value)
+
+
+def _coded(column: Any) -> tuple[np.ndarray, list[str]]:
+    """A column's values as codes, one per row (-1 where it is null), into their texts
+    (one per distinct text, in the order the rows first hold them): its distinct values
+    read once each, not a Python string per row."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_dictionary(column.type):  # its values, not its codes (each chunk has its own)
+        column = column.cast(column.type.value_type)
+    distinct = column.unique().drop_null()
+    at = pc.index_in(column, value_set=distinct).fill_null(-1).to_numpy(zero_copy_only=False)  # int32
+    texts: dict[str, int] = {}
+    code_of = [texts.setdefault(_text(value), len(texts)) for value in distinct.to_pylist()]
+    return np.array([*code_of, -1], np.int32)[at], list(texts)  # (index -1: the appended -1)

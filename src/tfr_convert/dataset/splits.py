@@ -404,6 +404,48 @@ def assign_groups_by_ratio(
     return {name: [items[i] for i in sorted(indices)] for name, indices in chosen.items()}
 
 
+@dataclass(frozen=True)
+class GroupCodes:
+    """Each item's group as a code into `names` (distinct texts): a table's group column
+    without a Python string per row."""
+
+    codes: np.ndarray  # one per item
+    names: list[str]
+
+    def as_list(self) -> list[str]:
+        return [self.names[code] for code in self.codes.tolist()]
+
+    def count(self) -> int:
+        """How many groups the items are in."""
+        import numpy as np
+
+        return int(np.count_nonzero(np.bincount(self.codes))) if len(self.codes) else 0
+
+
+def _rows_by_groups(items: range | RowNumbers, groups: GroupCodes, spec: SplitSpec, seed: int) -> dict[str, RowNumbers]:
+    """assign_groups_by_ratio of integer rows whose groups are codes (no stratum): the same
+    placement, group by group, with arrays where it holds lists."""
+    import numpy as np
+
+    values = row_array(items)
+    sizes = np.bincount(groups.codes, minlength=len(groups.names)) if len(groups.codes) else np.zeros(0, np.int64)
+    present = np.flatnonzero(sizes)
+    ranks = np.frombuffer(rank_bytes([groups.names[c] for c in present.tolist()], str, seed, "group split"), ">u8")
+    # largest first, equal sizes by rank (as bytes: big-endian integers), as the list path sorts them
+    order = present[np.lexsort((ranks.astype(np.uint64), -sizes[present]))]
+    names = [name for name, _ in spec.ratios]
+    targets = exact_counts(int(sizes.sum()), [f for _, f in spec.ratios])
+    placed = [0] * len(names)
+    split_of = np.zeros(len(groups.names), np.int64)
+    for code, size in zip(order.tolist(), sizes[order].tolist(), strict=True):
+        # furthest below target; ties to the split named first
+        split = max(range(len(names)), key=lambda i: (targets[i] - placed[i], -i))
+        placed[split] += size
+        split_of[code] = split
+    of_row = split_of[groups.codes]
+    return {name: RowNumbers(values[of_row == i]) for i, name in enumerate(names)}
+
+
 def achieved(splits: dict[str, list[T]], spec: SplitSpec, groups: int) -> str:
     """What a split of whole groups achieved, beside what was asked."""
     total = sum(len(v) for v in splits.values())
@@ -418,7 +460,7 @@ def split_by_ratio(
     spec: SplitSpec,
     seed: int,
     stratum: Callable[[T], Hashable] | None = None,
-    groups: Sequence[str] | None = None,
+    groups: Sequence[str] | GroupCodes | None = None,
 ) -> tuple[dict[str, list[T]], str | None]:
     """A converter's --split: (the splits, a line saying what whole groups achieved, or
     None). Items one by one (assign_by_ratio), or, with `groups` (items that must share
@@ -426,6 +468,11 @@ def split_by_ratio(
     then being its most frequent item stratum."""
     if groups is None:
         return assign_by_ratio(items, key, spec, seed, stratum), None
+    if isinstance(groups, GroupCodes):
+        if stratum is None and is_rows(items):
+            found = _rows_by_groups(items, groups, spec, seed)  # type: ignore[arg-type]
+            return found, achieved(found, spec, groups.count())  # type: ignore[arg-type]
+        groups = groups.as_list()
 
     def of_group(indices: list[int]) -> Hashable:
         return Counter(stratum(items[i]) for i in indices).most_common(1)[0][0]  # type: ignore[misc]
