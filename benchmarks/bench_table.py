@@ -13,7 +13,7 @@ its per-row time times rows (a million-row loop takes minutes). The floor: a Pyt
 process that imports pyarrow, reads the file and writes as many bytes as ours wrote.
 Medians of --repeat interleaved rounds; peak RSS of ours from the kernel (ru_maxrss).
 --rss-rows N also reports our peak RSS on an N-row table (one run in source order, one
-shuffled, one split by --split ratios and shuffled).
+shuffled, one split by --split ratios and shuffled, one split keeping whole groups).
 
 What it prints is written to benchmarks/results/table.md too (common.recorded), with the
 date, the machine and the command.
@@ -152,6 +152,10 @@ def main() -> None:
             ("--no-shuffle", ["--no-shuffle"]),
             ("shuffled (the default)", []),
             ("--split train=0.9,test=0.1, shuffled", ["--split", "train=0.9,test=0.1"]),
+            (
+                "--split train=0.9,test=0.1 --group-column i2 (10,100 groups), shuffled",
+                ["--split", "train=0.9,test=0.1", "--group-column", "i2"],
+            ),
         ):
             shutil.rmtree(out, ignore_errors=True)
             seconds, peak = measure([convert, "table", big, "--out", out, "--quiet", *extra], inputs=[big])

@@ -707,3 +707,16 @@ EQUIVALENT["splits", "for _, members in sorted(strata, key=lambda g: repr(g[0]))
 EQUIVALENT["splits", "ends = sorted((rows[0], rows[-1])) if rows else (0, 0)", "NumberReplacer"] = (
     "the bounds said of an empty range: it holds no value, and -1, 0 or 1 fit int32 alike, so the same empty array"
 )
+# The coded group split (a table's --group-column): as the list path's explanations say
+_PLACE = "split = max(range(len(names)), key=lambda i: (targets[i] - placed[i], -i))"
+EQUIVALENT["splits", _PLACE, "ReplaceUnaryOperator_USub_Invert"] = (
+    "~i is -i - 1: ties go to the split named first all the same"
+)
+EQUIVALENT["splits", _PLACE, "ReplaceUnaryOperator_USub_Not"] = (
+    "not i: the first split wins a tie with any other (True against False), and among the others max keeps the "
+    "first of equal keys, the one named first: the split -i picks"
+)
+EQUIVALENT["splits", "order = present[np.lexsort((ranks.astype(np.uint64), -sizes[present]))]",
+           "ReplaceUnaryOperator_USub_Invert"] = "~n is -n - 1: the groups sort in the same order, largest first"  # fmt: skip
+EQUIVALENT["splits", "for code, size in zip(order.tolist(), sizes[order].tolist(), strict=True):",
+           "ReplaceTrueWithFalse"] = "zip(strict=False): both lists are taken by one index array, one length"  # fmt: skip

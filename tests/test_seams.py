@@ -563,3 +563,9 @@ def test_whole_groups_of_integer_rows_given_as_codes_split_as_the_list_of_their_
     assert strat == split_by_ratio(list(rows), str, spec, 5, stratum, [names[c] for c in codes.tolist()])[0]
     nothing, _ = split_by_ratio(range(0), str, spec, 5, groups=splits.GroupCodes(np.zeros(0, np.int64), names))
     assert all(len(v) == 0 for v in nothing.values())
+    # groups of one size into halves: every placement a tie, each to the split named first
+    halves = SplitSpec.parse("train=0.5,test=0.5")
+    even = np.repeat(np.arange(4), 5)
+    tied, _ = split_by_ratio(range(20), str, halves, 5, groups=splits.GroupCodes(even, names[:4]))
+    assert tied == split_by_ratio(list(range(20)), str, halves, 5, groups=[names[c] for c in even.tolist()])[0]
+    assert len(tied["train"]) == len(tied["test"]) == 10
