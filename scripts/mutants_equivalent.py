@@ -720,3 +720,6 @@ EQUIVALENT["splits", "order = present[np.lexsort((ranks.astype(np.uint64), -size
            "ReplaceUnaryOperator_USub_Invert"] = "~n is -n - 1: the groups sort in the same order, largest first"  # fmt: skip
 EQUIVALENT["splits", "for code, size in zip(order.tolist(), sizes[order].tolist(), strict=True):",
            "ReplaceTrueWithFalse"] = "zip(strict=False): both lists are taken by one index array, one length"  # fmt: skip
+EQUIVALENT["splits", "placed = [0] * len(names)", "NumberReplacer"] = (
+    "every split starts from the same count, 1 or -1 for 0: the differences that place the groups are unchanged"
+)

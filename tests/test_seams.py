@@ -561,8 +561,8 @@ def test_whole_groups_of_integer_rows_given_as_codes_split_as_the_list_of_their_
     stratum = {row: row % 3 for row in rows}.__getitem__
     strat, _ = split_by_ratio(rows, str, spec, 5, stratum, splits.GroupCodes(codes, names))
     assert strat == split_by_ratio(list(rows), str, spec, 5, stratum, [names[c] for c in codes.tolist()])[0]
-    nothing, _ = split_by_ratio(range(0), str, spec, 5, groups=splits.GroupCodes(np.zeros(0, np.int64), names))
-    assert all(len(v) == 0 for v in nothing.values())
+    nothing, said = split_by_ratio(range(0), str, spec, 5, groups=splits.GroupCodes(np.zeros(0, np.int64), names))
+    assert all(len(v) == 0 for v in nothing.values()) and said == split_by_ratio([], str, spec, 5, groups=[])[1]
     # groups of one size into halves: every placement a tie, each to the split named first
     halves = SplitSpec.parse("train=0.5,test=0.5")
     even = np.repeat(np.arange(4), 5)

@@ -13,7 +13,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from ..errors import SourceError
 
@@ -404,8 +404,7 @@ def assign_groups_by_ratio(
     return {name: [items[i] for i in sorted(indices)] for name, indices in chosen.items()}
 
 
-@dataclass(frozen=True)
-class GroupCodes:
+class GroupCodes(NamedTuple):
     """Each item's group as a code into `names` (distinct texts): a table's group column
     without a Python string per row."""
 
@@ -419,7 +418,7 @@ class GroupCodes:
         """How many groups the items are in."""
         import numpy as np
 
-        return int(np.count_nonzero(np.bincount(self.codes))) if len(self.codes) else 0
+        return int(np.count_nonzero(np.bincount(self.codes)))
 
 
 def _rows_by_groups(items: range | RowNumbers, groups: GroupCodes, spec: SplitSpec, seed: int) -> dict[str, RowNumbers]:
@@ -428,7 +427,7 @@ def _rows_by_groups(items: range | RowNumbers, groups: GroupCodes, spec: SplitSp
     import numpy as np
 
     values = row_array(items)
-    sizes = np.bincount(groups.codes, minlength=len(groups.names)) if len(groups.codes) else np.zeros(0, np.int64)
+    sizes = np.bincount(groups.codes, minlength=len(groups.names))
     present = np.flatnonzero(sizes)
     ranks = np.frombuffer(rank_bytes([groups.names[c] for c in present.tolist()], str, seed, "group split"), ">u8")
     # largest first, equal sizes by rank (as bytes: big-endian integers), as the list path sorts them
