@@ -363,10 +363,12 @@ class TableConverter(Converter):
         groups = None
         if o.group_column is not None:
             ok_groups = self._no_nulls(flat[o.group_column], o.group_column, "each row needs a group")
-            held = row_array(rows)
-            held = held[ok_groups[held]]
             codes, texts = _coded(flat[o.group_column])
-            rows, groups = RowNumbers(held), GroupCodes(codes[held], texts)
+            if not (isinstance(rows, range) and rows == range(len(codes)) and ok_groups.all()):  # (else: as they are)
+                held = row_array(rows)
+                held = held[ok_groups[held]]
+                rows, codes = RowNumbers(held), codes[held]
+            groups = GroupCodes(codes, texts)
         stratum = (lambda row: int(labels[row])) if o.stratify and labels is not None else None
         found, said = split_by_ratio(rows, self.key, o.split, self.context.seed, stratum, groups)
         self.warnings += [said] if said else []
