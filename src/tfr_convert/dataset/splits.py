@@ -435,7 +435,7 @@ def _rows_by_groups(items: range | RowNumbers, groups: GroupCodes, spec: SplitSp
     names = [name for name, _ in spec.ratios]
     targets = exact_counts(int(sizes.sum()), [f for _, f in spec.ratios])
     placed = [0] * len(names)
-    split_of = np.zeros(len(groups.names), np.int8 if len(names) < 128 else np.int64)  # a byte a row below
+    split_of = np.zeros(len(groups.names), np.min_scalar_type(len(names)))  # a byte a row, for a few splits
     for code, size in zip(order.tolist(), sizes[order].tolist(), strict=True):
         # furthest below target; ties to the split named first
         split = max(range(len(names)), key=lambda i: (targets[i] - placed[i], -i))
