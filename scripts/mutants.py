@@ -84,9 +84,10 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
     "crc": ("src/tfr_convert/containers/crc.py", ["tests/test_tfrecord.py"]),
     "example": (
         "src/tfr_convert/dataset/example.py",
-        # (varints, shared with the columnar serializer, is held to every width there)
         ["tests/test_example.py", "tests/test_example_parse.py", "tests/test_example_columns.py"],
     ),
+    # (shared with the columnar serializer, which holds them to every width)
+    "varints": ("src/tfr_convert/dataset/varints.py", ["tests/test_example.py", "tests/test_example_columns.py"]),
     "salvage": (
         "src/tfr_convert/containers/salvage.py",
         ["tests/test_salvage.py", "-k", "not huge_record"],  # a 1 GiB record: slow, and what it shows others do

@@ -423,11 +423,6 @@ for _line, _operators, _why in (
     ("_SHORT = 8", ("NumberReplacer",), _CACHES),
     ("if pos < stop:  # the rest only counted", ("ReplaceComparisonOperator_Lt_LtE",),
      "at pos == stop nothing is left to count: the last varint ended below stop, and zero more are counted"),
-    ("if 0 <= n < 16384:", ("ReplaceComparisonOperator_LtE_Lt", "ReplaceComparisonOperator_LtE_Gt", "NumberReplacer"),
-     "a value left to the encoding loop instead of the table gets the same bytes, and n is never negative "
-     "(a table index past it is caught)"),
-    ("_SMALL_VARINTS = [bytes([i]) if i < 128 else bytes([(i & 0x7F) | 0x80, i >> 7]) for i in range(1 << 14)]",
-     ("NumberReplacer",), "a longer table: its entries past 16383 are never looked up (n < 16384 decides)"),
     ("if kind is int and 0 <= value <= _INT64_MAX:", ("ReplaceComparisonOperator_LtE_Lt", "NumberReplacer"),
      "0 or the int64 maximum through classify() instead: the same bytes (a negative through the fast path "
      "is caught)"),
@@ -551,8 +546,8 @@ for _line, _operators, _why in (
      "a view with more rows than can start a run: only rows where a run starts are written, all inside the data"),
 ):  # fmt: skip
     for _operator in _operators:
-        # varints is example.py's (the one serializer packs long int lists with it too)
-        _module = "example" if _line in _IN_THE_SERIALIZER else "example_columns"
+        # varints is varints.py's (the one serializer packs long int lists with it too)
+        _module = "varints" if _line in _IN_THE_SERIALIZER else "example_columns"
         EQUIVALENT[_module, _line, _operator] = _why
 EQUIVALENT["commit", "for entry in os.listdir(self.build):", "ZeroIterationForLoop"] = (
     "keep_only clears a resumed run's build of what it does not keep, and every such file is one the resumed "
@@ -669,7 +664,7 @@ EQUIVALENT["resume", "data = marshal.dumps(block, 2)", "NumberReplacer"] = (
 EQUIVALENT["commit", "at_fdcwd, rename_exchange = -100, 2", "NumberReplacer"] = (
     "-101 or -99 for AT_FDCWD: renameat2 ignores the directory descriptor for an absolute path, and both are (realpath)"
 )
-# The serializer's table of small varints (raw audio's samples): which of two paths that
+# varints.py's table of small varints (raw audio's samples): which of two paths that
 # give the same bytes a long int64 list takes, decided by its length and its range
 _PATH = "a choice of path: the table and the computed varints give the same bytes (test_example holds both to "
 _PATH += "TensorFlow's), so a list packed by the other one, or a table of another range, writes the same list"
@@ -689,15 +684,15 @@ for _line, _operators in (
     ),
 ):
     for _operator in _operators:
-        EQUIVALENT["example", _line, _operator] = _PATH
-EQUIVALENT["example", "at = signed.astype(np.int32) + _SMALL_RANGE", "ReplaceBinaryOperator_Add_Sub"] = (
+        EQUIVALENT["varints", _line, _operator] = _PATH
+EQUIVALENT["varints", "at = signed.astype(np.int32) + _SMALL_RANGE", "ReplaceBinaryOperator_Add_Sub"] = (
     "the table holds exactly 2 * _SMALL_RANGE rows, so value - _SMALL_RANGE, negative, indexes from its end the "
     "very row value + _SMALL_RANGE does (numpy's take and indexing both wrap a negative index once)"
 )
-EQUIVALENT["example", "signed = values.astype(np.int64, copy=False)", "ReplaceFalseWithTrue"] = (
+EQUIVALENT["varints", "signed = values.astype(np.int64, copy=False)", "ReplaceFalseWithTrue"] = (
     "a copy of the values instead of the array itself: read only, the same bytes"
 )
-EQUIVALENT["example", "table[:, : groups.shape[1]] = groups", "NumberReplacer"] = (
+EQUIVALENT["varints", "table[:, : groups.shape[1]] = groups", "NumberReplacer"] = (
     "shape[0] (65,536) for shape[1] (10): a slice past the table's 10 columns stops at its last, the same columns"
 )
 EQUIVALENT["splits", "for _, members in sorted(strata, key=lambda g: repr(g[0])):", "NumberReplacer"] = (
@@ -723,3 +718,14 @@ EQUIVALENT["splits", "for code, size in zip(order.tolist(), sizes[order].tolist(
 EQUIVALENT["splits", "placed = [0] * len(names)", "NumberReplacer"] = (
     "every split starts from the same count, 1 or -1 for 0: the differences that place the groups are unchanged"
 )
+# varints.py's ready-made small varints
+for _operator in ("ReplaceComparisonOperator_LtE_Lt", "ReplaceComparisonOperator_LtE_Gt", "NumberReplacer"):
+    EQUIVALENT["varints", "if 0 <= n < 16384:", _operator] = (
+        "a value left to the encoding loop instead of the table gets the same bytes, and n is never negative "
+        "(a table index past it is caught)"
+    )
+EQUIVALENT[
+    "varints",
+    "_SMALL_VARINTS = [bytes([i]) if i < 128 else bytes([(i & 0x7F) | 0x80, i >> 7]) for i in range(1 << 14)]",
+    "NumberReplacer",
+] = "a longer table: its entries past 16383 are never looked up (n < 16384 decides)"

@@ -326,7 +326,7 @@ def test_a_long_array_of_small_integers_packed_from_the_table_gives_tensorflows_
     """An int64 list of at least _SMALL_RANGE_AT values within 16 bits is packed from a
     table of ready-made varints; its bytes are protobuf's, as are those of a run with a
     value just past the range (computed column by column)."""
-    from tfr_convert.dataset.example import _SMALL_RANGE_AT
+    from tfr_convert.dataset.varints import _SMALL_RANGE_AT
 
     rng = np.random.default_rng(high - low)
     array = np.concatenate([[low, high], rng.integers(low, high, 4 * _SMALL_RANGE_AT, endpoint=True)]).astype(dtype)

@@ -26,7 +26,7 @@ import numpy as np
 from ..dataset.example import INT64
 from ..dataset.example_columns import FeatureColumn
 from ..dataset.features import FeatureSpec
-from ..dataset.splits import SPLIT_NAME, GroupCodes, RowNumbers, SplitSpec, row_array, split_by_ratio
+from ..dataset.splits import GroupCodes, RowNumbers, SplitSpec, row_array, split_by_ratio
 from ..errors import OptionError, SourceError
 from ..optional import pyarrow
 from . import arrow_features, table_files, table_rows
@@ -34,6 +34,7 @@ from .arrow_features import Column, NullInside
 from .base import ColumnBatch, Converter, SourceContext
 from .table_columns import feature_column
 from .table_images import ImagePolicy, TableImages, image_column
+from .table_splits import cell_text, coded, named_splits
 
 NULLS = ("error", "omit", "fill")
 COLUMNAR_BATCH = 16384  # rows per batch when they are encoded column by column
@@ -327,7 +328,7 @@ class TableConverter(Converter):
         if source is None:
             return None
         ok &= self._no_nulls(flat[source], source, "a key names one row")
-        keys = [_text(v) for v in flat[source].to_pylist()]
+        keys = [cell_text(v) for v in flat[source].to_pylist()]
         first: dict[str, int] = {}
         for row, key in enumerate(keys):
             if not ok[row]:
@@ -344,7 +345,7 @@ class TableConverter(Converter):
         o = self._o
         if o.split_column is not None:
             ok &= self._no_nulls(flat[o.split_column], o.split_column, "each row needs a split")
-            return self._named_splits(flat[o.split_column], ok)
+            return named_splits(flat[o.split_column], ok, self.describe, f"--split-column {o.split_column}")
         runs: dict[str, list[np.ndarray]] = {}
         for number, part in enumerate(self._parts):
             start, stop = self._starts[number], self._starts[number + 1]
@@ -363,7 +364,7 @@ class TableConverter(Converter):
         groups = None
         if o.group_column is not None:
             ok_groups = self._no_nulls(flat[o.group_column], o.group_column, "each row needs a group")
-            codes, texts = _coded(flat[o.group_column])
+            codes, texts = coded(flat[o.group_column])
             if not (isinstance(rows, range) and rows == range(len(codes)) and ok_groups.all()):  # (else: as they are)
                 held = row_array(rows)
                 held = held[ok_groups[held]]
@@ -373,26 +374,6 @@ class TableConverter(Converter):
         found, said = split_by_ratio(rows, self.key, o.split, self.context.seed, stratum, groups)
         self.warnings += [said] if said else []
         return found
-
-    def _named_splits(self, column: Any, ok: np.ndarray) -> dict[str, Sequence[int]]:
-        """--split-column: the rows of each split the column names (its distinct values
-        read once each, not a Python string per row)."""
-        codes, texts = _coded(column)
-        codes = np.where(ok, codes, -1)
-        by_code = np.argsort(codes, kind="stable")  # each text's rows in order, after the rows left out
-        counts = np.bincount(codes[codes >= 0], minlength=len(texts))
-        ends = int((codes < 0).sum()) + np.cumsum(counts)
-        rows_of = [by_code[end - count : end] for end, count in zip(ends.tolist(), counts.tolist(), strict=True)]
-        named: dict[str, Sequence[int]] = {}
-        # in the order the rows first name them, so that the first row in error is named
-        for k in sorted((k for k in range(len(texts)) if len(rows_of[k])), key=lambda k: rows_of[k][0]):
-            if not SPLIT_NAME.fullmatch(texts[k]):
-                raise SourceError(
-                    f"{self.describe(int(rows_of[k][0]))}: --split-column {self._o.split_column} is {texts[k]!r}, "
-                    "not a split name like train, validation or test"
-                )
-            named[texts[k]] = table_rows.compact(rows_of[k])
-        return named
 
     # ------------------------------------------------------------ the Converter interface
 
@@ -504,25 +485,3 @@ class TableConverter(Converter):
             "split_column": o.split_column,
             "key_column": o.key_column,
         }
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "backslashreplace")
-    return str(value)
-
-
-def _coded(column: Any) -> tuple[np.ndarray, list[str]]:
-    """A column's values as codes, one per row (-1 where it is null), into their texts
-    (one per distinct text, in the order the rows first hold them): its distinct values
-    read once each, not a Python string per row."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if pa.types.is_dictionary(column.type):  # its values, not its codes (each chunk has its own)
-        column = column.cast(column.type.value_type)
-    distinct = column.unique().drop_null()
-    at = pc.index_in(column, value_set=distinct).fill_null(-1).to_numpy(zero_copy_only=False)  # int32
-    texts: dict[str, int] = {}
-    code_of = [texts.setdefault(_text(value), len(texts)) for value in distinct.to_pylist()]
-    return np.array([*code_of, -1], np.int32)[at], list(texts)  # (index -1: the appended -1)

@@ -22,98 +22,20 @@ from typing import Any
 import numpy as np
 
 from ..errors import FeatureError, shown
+from .varints import packed_int64s, varint
 
 BYTES, FLOAT, INT64 = "bytes_list", "float_list", "int64_list"
 
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 _FEATURE_TAG = {BYTES: b"\x0a", FLOAT: b"\x12", INT64: b"\x1a"}
 _TAG_KIND = {1: BYTES, 2: FLOAT, 3: INT64}
-# Varints below 2**14 (one or two bytes) are precomputed: that covers the
-# lengths of most fields and records, labels and sizes, the hot path of every
-# conversion, without the encoding loop.
-_SMALL_VARINTS = [bytes([i]) if i < 128 else bytes([(i & 0x7F) | 0x80, i >> 7]) for i in range(1 << 14)]
-
-
-def _varint(n: int) -> bytes:
-    """Unsigned base-128 varint; negative int64s arrive here as n + 2**64."""
-    if 0 <= n < 16384:
-        return _SMALL_VARINTS[n]
-    out = bytearray()
-    while n >= 128:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-_VARINT_STEPS = np.array([1 << (7 * k) for k in range(1, 10)], np.uint64)
 # An int64 list of at least this many values is packed with numpy (below, one varint at a time)
 PACK_WITH_NUMPY = 32
 
 
-def varints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Base-128 varints of unsigned 64-bit values: ((m, w) uint8, padded to the longest
-    one's w bytes; lengths (m,))."""
-    v = values.astype(np.uint64, copy=False)
-    m = len(v)
-    top = int(v.max()) if m else 0
-    width = max(1, (top.bit_length() + 6) // 7)  # the longest varint here: no wider matrix
-    if width == 1:  # every value below 128 (lengths, small ints): each is its own byte
-        return v.astype(np.uint8).reshape(m, 1), np.ones(m, np.int64)
-    lengths = np.searchsorted(_VARINT_STEPS[: width - 1], v, side="right").astype(np.int64) + 1
-    groups = np.empty((m, width), np.uint8)
-    for k in range(width):
-        groups[:, k] = ((v >> np.uint64(7 * k)) & np.uint64(0x7F)).astype(np.uint8)
-    groups[np.arange(width)[None, :] < (lengths - 1)[:, None]] |= 0x80  # every byte but the last
-    return groups, lengths
-
-
-# A long int64 list of small integers (16-bit samples of raw audio, negatives included:
-# 10 bytes each) is packed from a table of every varint from -2**15 to 2**15 - 1, made
-# once by `varints`, instead of computed one byte column at a time.
-_SMALL_RANGE = 1 << 15
-_SMALL_RANGE_AT = 256  # fewer values than this: the table's passes cost more than they save
-_SMALL_TABLE: tuple[np.ndarray, np.ndarray] | None = None
-
-
-def _in_small_range(signed: np.ndarray) -> bool:
-    """Whether int64 values are packed through the table."""
-    if len(signed) < _SMALL_RANGE_AT:
-        return False
-    return -_SMALL_RANGE <= int(signed.min()) and int(signed.max()) < _SMALL_RANGE
-
-
-def _small_table() -> tuple[np.ndarray, np.ndarray]:
-    """(every varint of the range, 10 bytes a row, zero-padded; their lengths, int32)."""
-    global _SMALL_TABLE
-    if _SMALL_TABLE is None:
-        every = np.arange(-_SMALL_RANGE, _SMALL_RANGE, dtype=np.int64)
-        groups, lengths = varints(every.view(np.uint64))
-        table = np.zeros((len(every), 10), np.uint8)
-        table[:, : groups.shape[1]] = groups
-        _SMALL_TABLE = table, lengths.astype(np.int32)
-    return _SMALL_TABLE
-
-
-def _packed_varints(values: np.ndarray) -> bytes:
-    """The varints of int64 values back to back (negatives as their two's complement, 10 bytes)."""
-    signed = values.astype(np.int64, copy=False)
-    if _in_small_range(signed):
-        # each value's row of the table, cut to its length, taken by one flat index
-        table, lengths = _small_table()
-        at = signed.astype(np.int32) + _SMALL_RANGE
-        own = lengths[at]
-        ends = np.cumsum(own, dtype=np.int32)
-        flat = np.repeat(at * 10 - (ends - own), own)
-        flat += np.arange(int(ends[-1]), dtype=np.int32)
-        return np.take(table.ravel(), flat).tobytes()
-    groups, lengths = varints(signed.view(np.uint64))
-    return groups[np.arange(groups.shape[1])[None, :] < lengths[:, None]].tobytes()
-
-
 def delimited(tag: bytes, payload: bytes) -> bytes:
     """A length-delimited protobuf field: its tag, the payload's length, the payload."""
-    return tag + _varint(len(payload)) + payload
+    return tag + varint(len(payload)) + payload
 
 
 # ---------------------------------------------------------------- classify
@@ -194,7 +116,7 @@ def classify(name: str, value: Any) -> tuple[str, list[Any] | np.ndarray]:
 
 def _list_message(kind: str, values: list[Any] | np.ndarray) -> bytes:
     if kind == BYTES:
-        return b"".join([b"\x0a" + _varint(len(v)) + v for v in values])
+        return b"".join([b"\x0a" + varint(len(v)) + v for v in values])
     if len(values) == 0:  # proto3 omits an empty packed field
         return b""
     if kind == FLOAT:
@@ -203,9 +125,9 @@ def _list_message(kind: str, values: list[Any] | np.ndarray) -> bytes:
             packed = np.asarray(values, dtype=np.float64).astype("<f4").tobytes()
     else:
         if isinstance(values, np.ndarray) and len(values) >= PACK_WITH_NUMPY:
-            packed = _packed_varints(values)
+            packed = packed_int64s(values)
         else:
-            packed = b"".join([_varint(v if v >= 0 else v + (1 << 64)) for v in map(int, values)])
+            packed = b"".join([varint(v if v >= 0 else v + (1 << 64)) for v in map(int, values)])
     return delimited(b"\x0a", packed)
 
 
@@ -215,15 +137,15 @@ def feature_bytes(name: str, value: Any) -> bytes:
     # Fast paths for the values converters produce on every record (an int,
     # a bytes blob); anything else takes the general route through classify().
     if kind is bytes:
-        payload = b"\x0a" + _varint(len(value)) + value
-        return b"\x0a" + _varint(len(payload)) + payload
+        payload = b"\x0a" + varint(len(value)) + value
+        return b"\x0a" + varint(len(payload)) + payload
     if kind is str and value.isascii():  # a file name, a format: no encoding to refuse
-        payload = b"\x0a" + _varint(len(value)) + value.encode("ascii")
-        return b"\x0a" + _varint(len(payload)) + payload
+        payload = b"\x0a" + varint(len(value)) + value.encode("ascii")
+        return b"\x0a" + varint(len(payload)) + payload
     if kind is int and 0 <= value <= _INT64_MAX:
         if value < 128:
             return _SMALL_INT_FEATURES[value]
-        packed = _varint(value)  # at most 10 bytes: every length below fits one byte
+        packed = varint(value)  # at most 10 bytes: every length below fits one byte
         return b"\x1a" + bytes((len(packed) + 2, 0x0A, len(packed))) + packed
     kind, values = classify(name, value)
     return delimited(_FEATURE_TAG[kind], _list_message(kind, values))
@@ -282,13 +204,13 @@ def _entry(name: str, value: Any) -> tuple[bytes, bytes, bytes]:
     """(sort key, the map entry up to its value's large bytes, those bytes or b"")."""
     sort_key, key_field = _key(name)
     if type(value) is bytes and len(value) >= _LARGE:
-        inner = b"\x0a" + _varint(len(value))
-        head, tail = b"\x0a" + _varint(len(inner) + len(value)) + inner, value
+        inner = b"\x0a" + varint(len(value))
+        head, tail = b"\x0a" + varint(len(inner) + len(value)) + inner, value
     else:
         head, tail = feature_bytes(name, value), b""
     length = len(head) + len(tail)
-    entry = len(key_field) + 1 + len(_varint(length)) + length
-    return sort_key, b"\x0a" + _varint(entry) + key_field + b"\x12" + _varint(length) + head, tail
+    entry = len(key_field) + 1 + len(varint(length)) + length
+    return sort_key, b"\x0a" + varint(entry) + key_field + b"\x12" + varint(length) + head, tail
 
 
 def serialized_parts(features: Mapping[str, Any]) -> tuple[list[bytes], int]:
@@ -317,7 +239,7 @@ def serialized_parts(features: Mapping[str, Any]) -> tuple[list[bytes], int]:
     for _, head, tail in entries:
         parts += (head, tail)
         body += len(head) + len(tail)
-    parts[0] = b"\x0a" + _varint(body)
+    parts[0] = b"\x0a" + varint(body)
     return parts, len(parts[0]) + body
 
 
@@ -335,7 +257,7 @@ class ExampleDecodeError(ValueError):
 _MAX_FIELD = (1 << 29) - 1  # protobuf's largest field number: a key beyond it is damage
 
 
-def _read_varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+def _readvarint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
     result = shift = 0
     start = pos
     while True:
@@ -355,17 +277,17 @@ def _fields(buf: bytes, pos: int, end: int):
     """Yield (field number, wire type, value or (start, stop)) of one message."""
     while pos < end:
         field_at = pos
-        key, pos = _read_varint(buf, pos, end)
+        key, pos = _readvarint(buf, pos, end)
         number, wire = key >> 3, key & 7
         if number == 0:  # protobuf has no field 0: not a message (a run of zeros ends here, not 512K fields later)
             raise ExampleDecodeError(field_at, "field number 0 (not a protobuf message)")
         if number > _MAX_FIELD:
             raise ExampleDecodeError(field_at, f"field number {number} is beyond protobuf's {_MAX_FIELD}")
         if wire == 0:
-            value, pos = _read_varint(buf, pos, end)
+            value, pos = _readvarint(buf, pos, end)
             yield number, wire, value
         elif wire == 2:
-            length, pos = _read_varint(buf, pos, end)
+            length, pos = _readvarint(buf, pos, end)
             if pos + length > end:
                 raise ExampleDecodeError(field_at, f"field {number} declares {length} bytes, only {end - pos} remain")
             yield number, wire, (pos, pos + length)
@@ -407,7 +329,7 @@ def _parse_list(buf: bytes, kind: str, start: int, end: int, keep: int | None = 
         elif kind == INT64 and wire == 2:  # packed
             pos, stop = value
             while pos < stop and room() > 0:
-                v, pos = _read_varint(buf, pos, stop)
+                v, pos = _readvarint(buf, pos, stop)
                 values.append(_signed(v))
                 count += 1
             if pos < stop:  # the rest only counted

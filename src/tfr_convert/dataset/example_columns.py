@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .example import BYTES, FLOAT, INT64, key_field, key_order, varints
+from .example import BYTES, FLOAT, INT64, key_field, key_order
+from .varints import varints
 
 _TAG = {BYTES: 0x0A, FLOAT: 0x12, INT64: 0x1A}
 # the smallest value of each varint length past one byte: 2**7, 2**14, ... 2**63

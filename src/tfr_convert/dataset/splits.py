@@ -172,6 +172,17 @@ def _fits_int32(low: int, high: int) -> bool:
     return -(2**31) <= low and high < 2**31
 
 
+def positions_by_code(codes: np.ndarray, count: int) -> list[np.ndarray]:
+    """For each code 0..count-1, the positions that hold it, in order (negative codes: in
+    none), by one stable sort instead of a pass per code."""
+    import numpy as np
+
+    by_code = np.argsort(codes, kind="stable")  # the positions left out first, then code by code
+    sizes = np.bincount(codes[codes >= 0], minlength=count)
+    ends = int((codes < 0).sum()) + np.cumsum(sizes)
+    return [by_code[end - size : end] for end, size in zip(ends.tolist(), sizes.tolist(), strict=True)]
+
+
 def is_rows(items: object) -> bool:
     """Whether items are integer rows held without a Python int each (a range, RowNumbers)."""
     return isinstance(items, (range, RowNumbers))
@@ -353,9 +364,7 @@ def _rows_by_ratio(
     else:
         codes: dict[Hashable, int] = {}
         coded = np.fromiter((codes.setdefault(group(row), len(codes)) for row in items), np.int64, n)
-        by_code = np.argsort(coded, kind="stable")  # each stratum's positions, in source order
-        ends = np.cumsum(np.bincount(coded, minlength=len(codes)))
-        strata = [(g, by_code[ends[c - 1] if c else 0 : ends[c]]) for g, c in codes.items()]
+        strata = list(zip(codes, positions_by_code(coded, len(codes)), strict=True))
     chosen: dict[str, list[np.ndarray]] = {name: [] for name, _ in spec.ratios}
     for _, members in sorted(strata, key=lambda g: repr(g[0])):
         ranked = _ranked(items if members is None else RowNumbers(values[members]), key, seed, "split")

@@ -123,9 +123,10 @@ def plan(source: ExportSource, layout: str | None, image: str | None = None, lab
         columns = []
         for number, name in enumerate(names.get(label, []) if label else []):
             checked_component(name, f"class {number} of {label!r} (a folder of the export)")
-    found = Plan(image, label, names.get(label, []) if label else [], filename, columns, left_out, layout, raw)
-    found.frames = schema[image].shape != ()  # a list of pictures in a record: a clip's frames
-    return found
+    frames = schema[image].shape != ()  # a list of pictures in a record: a clip's frames
+    return Plan(
+        image, label, names.get(label, []) if label else [], filename, columns, left_out, layout, raw, frames=frames
+    )
 
 
 def _picture(value: bytes, example: dict, plan: Plan) -> tuple[bytes, str]:

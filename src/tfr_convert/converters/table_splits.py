@@ -1,0 +1,54 @@
+"""A table's split and group columns read by their distinct values: each row's value a
+code into the distinct texts (one Python string per distinct value, not per row), and
+a split column's rows per split name, checked against what a split may be called."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..dataset.splits import SPLIT_NAME, positions_by_code
+from ..errors import SourceError
+from . import table_rows
+
+
+def cell_text(value: Any) -> str:
+    """A cell's value as the text that names a split, a group or a key."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "backslashreplace")
+    return str(value)
+
+
+def coded(column: Any) -> tuple[np.ndarray, list[str]]:
+    """A column's values as codes, one per row (-1 where it is null), into their texts
+    (one per distinct text, in the order the rows first hold them): its distinct values
+    read once each, not a Python string per row."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_dictionary(column.type):  # its values, not its codes (each chunk has its own)
+        column = column.cast(column.type.value_type)
+    distinct = column.unique().drop_null()
+    at = pc.index_in(column, value_set=distinct).fill_null(-1).to_numpy(zero_copy_only=False)  # int32
+    texts: dict[str, int] = {}
+    code_of = [texts.setdefault(cell_text(value), len(texts)) for value in distinct.to_pylist()]
+    return np.array([*code_of, -1], np.int32)[at], list(texts)  # (index -1: the appended -1)
+
+
+def named_splits(column: Any, ok: np.ndarray, describe: Callable[[int], str], option: str) -> dict[str, Sequence[int]]:
+    """--split-column: the rows (where `ok`) of each split the column names; a value that
+    is no split name is an error naming the first row that holds it (`describe`)."""
+    codes, texts = coded(column)
+    rows_of = positions_by_code(np.where(ok, codes, -1), len(texts))
+    named: dict[str, Sequence[int]] = {}
+    # in the order the rows first name them, so that the first row in error is named
+    for k in sorted((k for k in range(len(texts)) if len(rows_of[k])), key=lambda k: rows_of[k][0]):
+        if not SPLIT_NAME.fullmatch(texts[k]):
+            raise SourceError(
+                f"{describe(int(rows_of[k][0]))}: {option} is {texts[k]!r}, "
+                "not a split name like train, validation or test"
+            )
+        named[texts[k]] = table_rows.compact(rows_of[k])
+    return named

@@ -1,0 +1,88 @@
+"""Base-128 varints, protobuf's integers and lengths: one at a time (`varint`, small ones
+ready-made), a column of them as a matrix (`varints`, with numpy), a long int64 list
+packed back to back (`packed_int64s`). tests/test_example.py holds them to TensorFlow's bytes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# Varints below 2**14 (one or two bytes) are precomputed: that covers the
+# lengths of most fields and records, labels and sizes, the hot path of every
+# conversion, without the encoding loop.
+_SMALL_VARINTS = [bytes([i]) if i < 128 else bytes([(i & 0x7F) | 0x80, i >> 7]) for i in range(1 << 14)]
+
+
+def varint(n: int) -> bytes:
+    """Unsigned base-128 varint; negative int64s arrive here as n + 2**64."""
+    if 0 <= n < 16384:
+        return _SMALL_VARINTS[n]
+    out = bytearray()
+    while n >= 128:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+_VARINT_STEPS = np.array([1 << (7 * k) for k in range(1, 10)], np.uint64)
+
+
+def varints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Base-128 varints of unsigned 64-bit values: ((m, w) uint8, padded to the longest
+    one's w bytes; lengths (m,))."""
+    v = values.astype(np.uint64, copy=False)
+    m = len(v)
+    top = int(v.max()) if m else 0
+    width = max(1, (top.bit_length() + 6) // 7)  # the longest varint here: no wider matrix
+    if width == 1:  # every value below 128 (lengths, small ints): each is its own byte
+        return v.astype(np.uint8).reshape(m, 1), np.ones(m, np.int64)
+    lengths = np.searchsorted(_VARINT_STEPS[: width - 1], v, side="right").astype(np.int64) + 1
+    groups = np.empty((m, width), np.uint8)
+    for k in range(width):
+        groups[:, k] = ((v >> np.uint64(7 * k)) & np.uint64(0x7F)).astype(np.uint8)
+    groups[np.arange(width)[None, :] < (lengths - 1)[:, None]] |= 0x80  # every byte but the last
+    return groups, lengths
+
+
+# A long int64 list of small integers (16-bit samples of raw audio, negatives included:
+# 10 bytes each) is packed from a table of every varint from -2**15 to 2**15 - 1, made
+# once by `varints`, instead of computed one byte column at a time.
+_SMALL_RANGE = 1 << 15
+_SMALL_RANGE_AT = 256  # fewer values than this: the table's passes cost more than they save
+_SMALL_TABLE: tuple[np.ndarray, np.ndarray] | None = None
+
+
+def _in_small_range(signed: np.ndarray) -> bool:
+    """Whether int64 values are packed through the table."""
+    if len(signed) < _SMALL_RANGE_AT:
+        return False
+    return -_SMALL_RANGE <= int(signed.min()) and int(signed.max()) < _SMALL_RANGE
+
+
+def _small_table() -> tuple[np.ndarray, np.ndarray]:
+    """(every varint of the range, 10 bytes a row, zero-padded; their lengths, int32)."""
+    global _SMALL_TABLE
+    if _SMALL_TABLE is None:
+        every = np.arange(-_SMALL_RANGE, _SMALL_RANGE, dtype=np.int64)
+        groups, lengths = varints(every.view(np.uint64))
+        table = np.zeros((len(every), 10), np.uint8)
+        table[:, : groups.shape[1]] = groups
+        _SMALL_TABLE = table, lengths.astype(np.int32)
+    return _SMALL_TABLE
+
+
+def packed_int64s(values: np.ndarray) -> bytes:
+    """The varints of int64 values back to back (negatives as their two's complement, 10 bytes)."""
+    signed = values.astype(np.int64, copy=False)
+    if _in_small_range(signed):
+        # each value's row of the table, cut to its length, taken by one flat index
+        table, lengths = _small_table()
+        at = signed.astype(np.int32) + _SMALL_RANGE
+        own = lengths[at]
+        ends = np.cumsum(own, dtype=np.int32)
+        flat = np.repeat(at * 10 - (ends - own), own)
+        flat += np.arange(int(ends[-1]), dtype=np.int32)
+        return np.take(table.ravel(), flat).tobytes()
+    groups, lengths = varints(signed.view(np.uint64))
+    return groups[np.arange(groups.shape[1])[None, :] < lengths[:, None]].tobytes()
