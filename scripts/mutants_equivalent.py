@@ -729,3 +729,11 @@ EQUIVALENT[
     "_SMALL_VARINTS = [bytes([i]) if i < 128 else bytes([(i & 0x7F) | 0x80, i >> 7]) for i in range(1 << 14)]",
     "NumberReplacer",
 ] = "a longer table: its entries past 16383 are never looked up (n < 16384 decides)"
+for _line in (
+    "return [by_code[end - size : end] for end, size in zip(ends.tolist(), sizes.tolist(), strict=True)]",
+    "strata = list(zip(codes, positions_by_code(coded, len(codes)), strict=True))",
+):
+    EQUIVALENT["splits", _line, "ReplaceTrueWithFalse"] = (
+        "zip(strict=False): one entry per code on both sides (bincount's minlength is the code count, and no "
+        "code reaches it)"
+    )

@@ -569,3 +569,13 @@ def test_whole_groups_of_integer_rows_given_as_codes_split_as_the_list_of_their_
     tied, _ = split_by_ratio(range(20), str, halves, 5, groups=splits.GroupCodes(even, names[:4]))
     assert tied == split_by_ratio(list(range(20)), str, halves, 5, groups=[names[c] for c in even.tolist()])[0]
     assert len(tied["train"]) == len(tied["test"]) == 10
+
+
+def test_positions_by_code_lists_each_codes_positions_in_order_and_leaves_negative_ones_out():
+    import numpy as np
+
+    from tfr_convert.dataset.splits import positions_by_code
+
+    found = positions_by_code(np.array([2, -1, 0, 2, -1, 1, 0]), 4)
+    assert [p.tolist() for p in found] == [[2, 6], [5], [0, 3], []]
+    assert [p.tolist() for p in positions_by_code(np.array([-1, -1]), 2)] == [[], []]
