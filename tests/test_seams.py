@@ -579,3 +579,59 @@ def test_positions_by_code_lists_each_codes_positions_in_order_and_leaves_negati
     found = positions_by_code(np.array([2, -1, 0, 2, -1, 1, 0]), 4)
     assert [p.tolist() for p in found] == [[2, 6], [5], [0, 3], []]
     assert [p.tolist() for p in positions_by_code(np.array([-1, -1]), 2)] == [[], []]
+
+
+def test_a_part_of_integer_rows_is_still_an_array_and_holds_what_the_slice_holds():
+    """What a forked process ranks: a part of RowNumbers stays RowNumbers (no Python int
+    per row), a part of a list or a range is its slice; the ranks of the parts, joined,
+    are those of the whole."""
+    import numpy as np
+
+    from tfr_convert.dataset import splits
+
+    values = np.array([9, 4, 7, 1, 8, 3], np.int32)
+    rows = splits.RowNumbers(values)
+    part = splits.part_of(rows, 1, 4)
+    assert isinstance(part, splits.RowNumbers) and part == [4, 7, 1] and part.values.base is values
+    assert splits.part_of(list(values.tolist()), 1, 4) == [4, 7, 1] and splits.part_of(range(10), 2, 5) == range(2, 5)
+    whole = splits.rank_bytes(rows, str, 3, "shuffle:train")
+    halves = [splits.rank_bytes(splits.part_of(rows, lo, hi), str, 3, "shuffle:train") for lo, hi in ((0, 2), (2, 6))]
+    assert bytes(whole) == b"".join(halves)
+
+
+def test_parts_of_a_table_kept_whole_join_into_one_range_and_others_into_row_numbers():
+    import numpy as np
+
+    from tfr_convert.converters.table_rows import joined_rows
+    from tfr_convert.dataset import splits
+
+    assert joined_rows([range(0, 5), range(5, 9), range(9, 9), range(9, 12)]) == range(0, 12)
+    assert isinstance(joined_rows([range(0, 5), range(5, 9)]), range)
+    apart = joined_rows([range(0, 3), range(6, 8)])  # another split's part between them
+    assert isinstance(apart, splits.RowNumbers) and apart == [0, 1, 2, 6, 7]
+    mixed = joined_rows([range(0, 3), np.array([4, 6]), range(7, 9)])  # rows 3 and 5 left out
+    assert isinstance(mixed, splits.RowNumbers) and mixed == [0, 1, 2, 4, 6, 7, 8]
+    assert joined_rows([np.array([3, 4, 5])]) == range(3, 6)
+
+
+def test_a_column_is_coded_chunk_by_chunk_as_a_whole_column_would_be():
+    """--group-column / --split-column codes: one per row into the distinct texts in the
+    order rows first hold them, -1 for nulls, whatever the chunks (dictionary chunks
+    each with a dictionary of their own)."""
+    import pyarrow as pa
+
+    from tfr_convert.converters.table_splits import coded
+
+    chunks = [["b", None, "a"], [], ["a", "c", "b", None]]
+    flat = [v for chunk in chunks for v in chunk]
+    expected = ([0, -1, 1, 1, 2, 0, -1], ["b", "a", "c"])
+    for column in (
+        pa.chunked_array(chunks, pa.string()),
+        pa.chunked_array([pa.array(c, pa.string()).dictionary_encode() for c in chunks]),
+        pa.array(flat, pa.string()),
+    ):
+        codes, texts = coded(column)
+        assert (codes.tolist(), texts) == expected and codes.dtype.name == "int32"
+    codes, texts = coded(pa.chunked_array([[3, 1], [3, None, 2]], pa.int64()))
+    assert codes.tolist() == [0, 1, 0, -1, 2] and texts == ["3", "1", "2"]
+    assert coded(pa.chunked_array([], pa.string()))[0].tolist() == []

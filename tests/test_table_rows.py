@@ -4,7 +4,10 @@ same encoded bytes — and a damaged file is an error naming it."""
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
 
 import pytest
 
@@ -224,3 +227,37 @@ def test_a_forked_worker_leaves_its_parents_spill_folder_alone(tmp_path):
     del lazy
     gc.collect()
     assert not os.path.exists(folder)
+
+
+ARROW_MEMORY = """
+import time
+from tfr_convert.optional import pyarrow
+pa = pyarrow("the test")
+import numpy as np
+import pyarrow.compute as pc
+def rss():
+    return int([line for line in open("/proc/self/status") if line.startswith("VmRSS")][0].split()[1]) // 1024
+base = pa.array(np.arange(1_000_000))
+before = rss()
+made = [pc.add(base, i) for i in range(25)]  # 200 MB of Arrow's own memory
+held = rss()
+del made
+time.sleep(0.05)
+print(before, held, rss())
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
+def test_arrow_gives_back_the_memory_of_columns_let_go_unless_the_caller_chose_otherwise():
+    """A table's planning reads whole columns and lets them go: Arrow's allocator gives
+    their pages back (no ten-million-row column held as if in use); a caller's own
+    MIMALLOC_PURGE_DELAY is kept."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MIMALLOC_")}
+    before, held, after = map(int, _python(ARROW_MEMORY, env).split())
+    assert held - before > 150 and after - before < 50
+    before, held, after = map(int, _python(ARROW_MEMORY, env | {"MIMALLOC_PURGE_DELAY": "-1"}).split())
+    assert held - before > 150 and after - before > 150
+
+
+def _python(code: str, env: dict[str, str]) -> str:
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout

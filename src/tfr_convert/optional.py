@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from types import ModuleType
 
 from .errors import MissingExtra
@@ -50,6 +51,11 @@ def tensorflow(what: str) -> ModuleType:
 
 def pyarrow(what: str) -> ModuleType:
     """The pyarrow module (with pyarrow.parquet loaded); `what` names what needs it."""
+    # Arrow's allocator (mimalloc) otherwise holds on to the pages of the columns a large
+    # table's planning reads and lets go (a hundred MB and more at ten million rows);
+    # with no delay it gives them back when freed. Read once, when it first allocates:
+    # a caller's own setting, or a pyarrow imported earlier, is left as it is.
+    os.environ.setdefault("MIMALLOC_PURGE_DELAY", "0")
     try:
         import pyarrow
         import pyarrow.parquet  # a submodule: loaded here, so that its absence is told here too

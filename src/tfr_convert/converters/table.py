@@ -346,11 +346,15 @@ class TableConverter(Converter):
         if o.split_column is not None:
             ok &= self._no_nulls(flat[o.split_column], o.split_column, "each row needs a split")
             return named_splits(flat[o.split_column], ok, self.describe, f"--split-column {o.split_column}")
-        runs: dict[str, list[np.ndarray]] = {}
+        runs: dict[str, list[range | np.ndarray]] = {}
         for number, part in enumerate(self._parts):
             start, stop = self._starts[number], self._starts[number + 1]
-            runs.setdefault(part.split or "train", []).append(np.flatnonzero(ok[start:stop]) + start)
-        splits = {split: table_rows.compact(np.concatenate(found)) for split, found in runs.items()}
+            kept = ok[start:stop]
+            runs.setdefault(part.split or "train", []).append(
+                range(start, stop) if kept.all() else np.flatnonzero(kept) + start
+            )
+        splits = {split: table_rows.joined_rows(found) for split, found in runs.items()}
+        del runs
         if o.split is None:
             return splits
         if len(splits) > 1:

@@ -19,6 +19,7 @@ the same bytes.
 from __future__ import annotations
 
 import bisect
+import itertools
 import os
 import shutil
 import tempfile
@@ -60,6 +61,17 @@ class Joined:
         held = HeldRows(pa.table({name: columns[name] for name in names}))
         self._table = None
         return held
+
+
+def joined_rows(parts: list[Any]) -> Sequence[int]:
+    """Parts' increasing row numbers, one after the other, as `compact` holds them; parts
+    kept whole (ranges) that follow on from each other stay one range, with no array of
+    ten million row numbers made on the way."""
+    if all(isinstance(p, range) for p in parts) and all(a.stop == b.start for a, b in itertools.pairwise(parts)):
+        return range(parts[0].start, parts[-1].stop)
+    import numpy as np
+
+    return compact(np.concatenate([row_array(p) for p in parts]))
 
 
 def compact(rows: Any) -> Sequence[int]:

@@ -28,13 +28,21 @@ def coded(column: Any) -> tuple[np.ndarray, list[str]]:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if pa.types.is_dictionary(column.type):  # its values, not its codes (each chunk has its own)
-        column = column.cast(column.type.value_type)
-    distinct = column.unique().drop_null()
-    at = pc.index_in(column, value_set=distinct).fill_null(-1).to_numpy(zero_copy_only=False)  # int32
+    chunks, kind = column.chunks if isinstance(column, pa.ChunkedArray) else [column], column.type
+    if pa.types.is_dictionary(kind):  # its values, not its codes (each chunk has its own)
+        kind = kind.value_type
+        chunks = [chunk.cast(kind) for chunk in chunks]
+    distinct = pa.chunked_array(chunks, kind).unique().drop_null()
     texts: dict[str, int] = {}
     code_of = [texts.setdefault(cell_text(value), len(texts)) for value in distinct.to_pylist()]
-    return np.array([*code_of, -1], np.int32)[at], list(texts)  # (index -1: the appended -1)
+    mapping = np.array([*code_of, -1], np.int32)  # (index -1: the appended -1)
+    # a chunk at a time: no column-long temporary beside the codes themselves
+    codes, at = np.empty(len(column), np.int32), 0
+    for chunk in chunks:
+        found = pc.index_in(chunk, value_set=distinct).fill_null(-1).to_numpy(zero_copy_only=False)
+        codes[at : at + len(found)] = mapping[found]
+        at += len(found)
+    return codes, list(texts)
 
 
 def named_splits(column: Any, ok: np.ndarray, describe: Callable[[int], str], option: str) -> dict[str, Sequence[int]]:

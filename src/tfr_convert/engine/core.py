@@ -152,7 +152,7 @@ def _ranks_in_parts(converter: Converter, workers: int) -> splitting.Ranker:
 
     def ranks(items: Sequence[Hashable], key: Callable[[Hashable], str], seed: int, purpose: str) -> bytes:
         def part(lo: int, hi: int) -> bytes:
-            return splitting.rank_bytes(items[lo:hi], key, seed, purpose)
+            return splitting.rank_bytes(splitting.part_of(items, lo, hi), key, seed, purpose)
 
         return joined_parts(converter.input_roots(), part, len(items), min(workers, len(items) // RANKS_PER_PROCESS))
 
