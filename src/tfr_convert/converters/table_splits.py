@@ -32,16 +32,19 @@ def coded(column: Any) -> tuple[np.ndarray, list[str]]:
     if pa.types.is_dictionary(kind):  # its values, not its codes (each chunk has its own)
         kind = kind.value_type
         chunks = [chunk.cast(kind) for chunk in chunks]
-    distinct = pa.chunked_array(chunks, kind).unique().drop_null()
+    whole = pa.chunked_array(chunks, kind)
+    distinct = whole.unique().drop_null()
     texts: dict[str, int] = {}
     code_of = [texts.setdefault(cell_text(value), len(texts)) for value in distinct.to_pylist()]
     mapping = np.array([*code_of, -1], np.int32)  # (index -1: the appended -1)
-    # a chunk at a time: no column-long temporary beside the codes themselves
+    # the distinct values looked up in one call (each call builds a table of them), each
+    # chunk's positions then made codes on their own: no column-long temporary but these
+    found = pc.index_in(whole, value_set=distinct)
     codes, at = np.empty(len(column), np.int32), 0
-    for chunk in chunks:
-        found = pc.index_in(chunk, value_set=distinct).fill_null(-1).to_numpy(zero_copy_only=False)
-        codes[at : at + len(found)] = mapping[found]
-        at += len(found)
+    for chunk in found.chunks:
+        positions = chunk.fill_null(-1).to_numpy(zero_copy_only=False)
+        codes[at : at + len(positions)] = mapping[positions]
+        at += len(positions)
     return codes, list(texts)
 
 
