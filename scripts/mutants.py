@@ -103,6 +103,7 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
         "src/tfr_convert/dataset/splits.py",
         ["tests/test_seams.py", "tests/test_shards_splits.py", "tests/test_records_split.py"],
     ),
+    "rows": ("src/tfr_convert/dataset/rows.py", ["tests/test_seams.py", "tests/test_table_rows.py"]),
     "shards": ("src/tfr_convert/output/shards.py", ["tests/test_cutter.py", "tests/test_shards_splits.py"]),
     "example_columns": ("src/tfr_convert/dataset/example_columns.py", ["tests/test_example_columns.py"]),
     "fingerprints": ("src/tfr_convert/storage/fingerprints.py", ["tests/test_fingerprints.py"]),

@@ -12,6 +12,7 @@ import pytest
 from tfr_convert.dataset.existing import ExistingDataset
 from tfr_convert.dataset.features import FeatureSpec
 from tfr_convert.dataset.naming import INFO, MANIFEST
+from tfr_convert.dataset.rows import GroupCodes, RowNumbers, RowStrata, part_of, row_array
 from tfr_convert.dataset.splits import SplitSpec, assign_by_ratio, assign_groups_by_ratio, split_by_ratio
 from tfr_convert.errors import OutputError, SourceError
 from tfr_convert.output.journal import Journal, ShardEntry, Tally, replay
@@ -445,15 +446,15 @@ def test_a_shuffled_range_is_one_array_read_as_the_list_of_ints_it_stands_for():
     items = range(10, 90)
     order = splits.seeded_order(items, str, 3, "shuffle:train")
     as_list = splits.seeded_order(list(items), str, 3, "shuffle:train")
-    assert isinstance(order, splits.RowNumbers) and order == as_list and as_list == order
+    assert isinstance(order, RowNumbers) and order == as_list and as_list == order
     assert len(order) == 80 and list(order) == as_list and [order[i] for i in range(80)] == as_list
     assert order[3:7] == as_list[3:7] and isinstance(order[3:7], list) and type(order[0]) is int
     assert order != as_list[:-1] and order != [*as_list[:-1], -1] and order != tuple(as_list)
-    assert order == splits.RowNumbers(np.array(as_list)) and sorted(order) == list(items)
+    assert order == RowNumbers(np.array(as_list)) and sorted(order) == list(items)
     assert np.asarray(order).dtype == np.int32 and np.asarray(order, np.int64).dtype == np.int64
     big = splits.seeded_order(range(2**31, 2**31 + 5), str, 0, "shuffle:train")
     assert np.asarray(big).dtype == np.int64 and sorted(big) == list(range(2**31, 2**31 + 5))
-    long = splits.RowNumbers(np.arange(70_000))  # read in pieces of 65 536
+    long = RowNumbers(np.arange(70_000))  # read in pieces of 65 536
     assert list(long) == list(range(70_000))
 
 
@@ -477,18 +478,18 @@ def test_ratio_splits_of_integer_rows_are_arrays_that_equal_the_lists_of_the_sam
     spec = SplitSpec.parse("train=0.7,validation=0.2,test=0.1")
     labels = {row: f"class{row % 7 % 3}" for row in rows}  # unequal strata, named out of order
     group = labels.__getitem__ if stratified else None
-    for held in (rows, splits.RowNumbers(np.array(list(rows), np.int64))):
+    for held in (rows, RowNumbers(np.array(list(rows), np.int64))):
         found = assign_by_ratio(held, str, spec, 4, group)
         expected = assign_by_ratio(list(rows), str, spec, 4, group)
         assert list(found) == list(expected)
         for name, items in found.items():
-            assert isinstance(items, splits.RowNumbers) and items == expected[name]
+            assert isinstance(items, RowNumbers) and items == expected[name]
             assert np.asarray(items).dtype == np.int32
         plan = splits.assign({"train": found["train"]}, str, seed=4, shuffle=True, validation_size=30)
         listed = splits.assign({"train": expected["train"]}, str, seed=4, shuffle=True, validation_size=30)
         assert list(plan) == list(listed) == ["train", "validation"]
         for name in plan:
-            assert isinstance(plan[name], splits.RowNumbers) and plan[name] == listed[name]
+            assert isinstance(plan[name], RowNumbers) and plan[name] == listed[name]
 
 
 def test_integer_rows_that_share_a_key_are_named_both_as_a_list_of_them_is():
@@ -515,27 +516,24 @@ def test_rows_are_held_as_int32_exactly_where_every_value_fits(values, narrow):
     becomes int32 where all its values fit, int64 otherwise; the values are kept."""
     import numpy as np
 
-    from tfr_convert.dataset import splits
-
     expected = np.int32 if narrow else np.int64
-    for held in (values, np.array(values, np.int64), splits.RowNumbers(np.array(values, np.int64))):
-        found = splits.row_array(held)
+    for held in (values, np.array(values, np.int64), RowNumbers(np.array(values, np.int64))):
+        found = row_array(held)
         assert found.dtype == expected and found.tolist() == values
     low, high = min(values), max(values)
     for rows in (range(low, high + 1, max(1, high - low)), range(high, low - 1, -max(1, high - low))):
-        found = splits.row_array(rows)
+        found = row_array(rows)
         assert found.dtype == expected and found.tolist() == list(rows)
-    assert splits.row_array(range(0)).tolist() == [] and splits.row_array(np.zeros(0, np.int64)).tolist() == []
+    assert row_array(range(0)).tolist() == [] and row_array(np.zeros(0, np.int64)).tolist() == []
 
 
 def test_no_rows_split_by_ratio_give_every_split_empty():
-    from tfr_convert.dataset import splits
 
     spec = SplitSpec.parse("train=0.8,test=0.2")
     for group in (None, lambda row: row % 2):
         found = assign_by_ratio(range(0), str, spec, 0, group)
         assert list(found) == ["train", "test"] and all(
-            isinstance(v, splits.RowNumbers) and len(v) == 0 for v in found.values()
+            isinstance(v, RowNumbers) and len(v) == 0 for v in found.values()
         )
 
 
@@ -546,27 +544,25 @@ def test_whole_groups_of_integer_rows_given_as_codes_split_as_the_list_of_their_
     names as lists, groups of every size placed largest first."""
     import numpy as np
 
-    from tfr_convert.dataset import splits
-
     rng = np.random.default_rng(len(rows))
     names = [f"g{k}" for k in range(40)]
     codes = rng.integers(0, 40, len(rows)) ** 2 % 40  # unequal group sizes, some groups absent
     spec = SplitSpec.parse("train=0.6,validation=0.3,test=0.1")
-    found, said = split_by_ratio(rows, str, spec, 5, groups=splits.GroupCodes(codes, names))
+    found, said = split_by_ratio(rows, str, spec, 5, groups=GroupCodes(codes, names))
     expected, expected_said = split_by_ratio(list(rows), str, spec, 5, groups=[names[c] for c in codes.tolist()])
     assert list(found) == list(expected) and said == expected_said
     for name, items in found.items():
-        assert isinstance(items, splits.RowNumbers) and items == expected[name]
+        assert isinstance(items, RowNumbers) and items == expected[name]
     # with a stratum, the list path: the same splits
     stratum = {row: row % 3 for row in rows}.__getitem__
-    strat, _ = split_by_ratio(rows, str, spec, 5, stratum, splits.GroupCodes(codes, names))
+    strat, _ = split_by_ratio(rows, str, spec, 5, stratum, GroupCodes(codes, names))
     assert strat == split_by_ratio(list(rows), str, spec, 5, stratum, [names[c] for c in codes.tolist()])[0]
-    nothing, said = split_by_ratio(range(0), str, spec, 5, groups=splits.GroupCodes(np.zeros(0, np.int64), names))
+    nothing, said = split_by_ratio(range(0), str, spec, 5, groups=GroupCodes(np.zeros(0, np.int64), names))
     assert all(len(v) == 0 for v in nothing.values()) and said == split_by_ratio([], str, spec, 5, groups=[])[1]
     # groups of one size into halves: every placement a tie, each to the split named first
     halves = SplitSpec.parse("train=0.5,test=0.5")
     even = np.repeat(np.arange(4), 5)
-    tied, _ = split_by_ratio(range(20), str, halves, 5, groups=splits.GroupCodes(even, names[:4]))
+    tied, _ = split_by_ratio(range(20), str, halves, 5, groups=GroupCodes(even, names[:4]))
     assert tied == split_by_ratio(list(range(20)), str, halves, 5, groups=[names[c] for c in even.tolist()])[0]
     assert len(tied["train"]) == len(tied["test"]) == 10
 
@@ -574,11 +570,16 @@ def test_whole_groups_of_integer_rows_given_as_codes_split_as_the_list_of_their_
 def test_positions_by_code_lists_each_codes_positions_in_order_and_leaves_negative_ones_out():
     import numpy as np
 
-    from tfr_convert.dataset.splits import positions_by_code
+    from tfr_convert.dataset.rows import positions_by_code
 
     found = positions_by_code(np.array([2, -1, 0, 2, -1, 1, 0]), 4)
     assert [p.tolist() for p in found] == [[2, 6], [5], [0, 3], []]
     assert [p.tolist() for p in positions_by_code(np.array([-1, -1]), 2)] == [[], []]
+    codes = np.random.default_rng(1).integers(-1, 40, 5000)
+    for count in (3, 16, 17, 40):  # a pass per code, then one sort: the same positions
+        few = np.where(codes < count, codes, -1)
+        found = positions_by_code(few, count)
+        assert [p.tolist() for p in found] == [np.flatnonzero(few == k).tolist() for k in range(count)]
 
 
 def test_a_part_of_integer_rows_is_still_an_array_and_holds_what_the_slice_holds():
@@ -590,12 +591,12 @@ def test_a_part_of_integer_rows_is_still_an_array_and_holds_what_the_slice_holds
     from tfr_convert.dataset import splits
 
     values = np.array([9, 4, 7, 1, 8, 3], np.int32)
-    rows = splits.RowNumbers(values)
-    part = splits.part_of(rows, 1, 4)
-    assert isinstance(part, splits.RowNumbers) and part == [4, 7, 1] and part.values.base is values
-    assert splits.part_of(list(values.tolist()), 1, 4) == [4, 7, 1] and splits.part_of(range(10), 2, 5) == range(2, 5)
+    rows = RowNumbers(values)
+    part = part_of(rows, 1, 4)
+    assert isinstance(part, RowNumbers) and part == [4, 7, 1] and part.values.base is values
+    assert part_of(list(values.tolist()), 1, 4) == [4, 7, 1] and part_of(range(10), 2, 5) == range(2, 5)
     whole = splits.rank_bytes(rows, str, 3, "shuffle:train")
-    halves = [splits.rank_bytes(splits.part_of(rows, lo, hi), str, 3, "shuffle:train") for lo, hi in ((0, 2), (2, 6))]
+    halves = [splits.rank_bytes(part_of(rows, lo, hi), str, 3, "shuffle:train") for lo, hi in ((0, 2), (2, 6))]
     assert bytes(whole) == b"".join(halves)
 
 
@@ -603,14 +604,13 @@ def test_parts_of_a_table_kept_whole_join_into_one_range_and_others_into_row_num
     import numpy as np
 
     from tfr_convert.converters.table_rows import joined_rows
-    from tfr_convert.dataset import splits
 
     assert joined_rows([range(0, 5), range(5, 9), range(9, 9), range(9, 12)]) == range(0, 12)
     assert isinstance(joined_rows([range(0, 5), range(5, 9)]), range)
     apart = joined_rows([range(0, 3), range(6, 8)])  # another split's part between them
-    assert isinstance(apart, splits.RowNumbers) and apart == [0, 1, 2, 6, 7]
+    assert isinstance(apart, RowNumbers) and apart == [0, 1, 2, 6, 7]
     mixed = joined_rows([range(0, 3), np.array([4, 6]), range(7, 9)])  # rows 3 and 5 left out
-    assert isinstance(mixed, splits.RowNumbers) and mixed == [0, 1, 2, 4, 6, 7, 8]
+    assert isinstance(mixed, RowNumbers) and mixed == [0, 1, 2, 4, 6, 7, 8]
     assert joined_rows([np.array([3, 4, 5])]) == range(3, 6)
 
 
@@ -635,3 +635,44 @@ def test_a_column_is_coded_chunk_by_chunk_as_a_whole_column_would_be():
     codes, texts = coded(pa.chunked_array([[3, 1], [3, None, 2]], pa.int64()))
     assert codes.tolist() == [0, 1, 0, -1, 2] and texts == ["3", "1", "2"]
     assert coded(pa.chunked_array([], pa.string()))[0].tolist() == []
+
+
+@pytest.mark.parametrize("rows", [range(0, 600), range(5, 1805, 3)])
+def test_strata_held_as_an_array_of_rows_split_as_the_same_strata_called_row_by_row(rows):
+    """--stratify of a table: each row's class in one array indexed by row number (no
+    Python call per row) gives the splits a stratum function gives, strata in the same
+    order (as text: 10 before 2), absent classes and negative values included."""
+    import numpy as np
+
+    spec = SplitSpec.parse("train=0.7,validation=0.2,test=0.1")
+    by_row = np.random.default_rng(len(rows)).integers(0, 12, rows.stop) ** 2 % 12  # unequal, some absent
+    for values in (by_row, by_row.astype(np.uint8), by_row - 3):
+        strata = RowStrata(values)
+        called = {row: int(values[row]) for row in rows}.__getitem__
+        for held in (rows, RowNumbers(np.array(list(rows)[::-1][::2], np.int64))):
+            found = assign_by_ratio(held, str, spec, 9, strata)
+            expected = assign_by_ratio(list(held), str, spec, 9, called)
+            assert list(found) == list(expected)
+            for name, items in found.items():
+                assert isinstance(items, RowNumbers) and items == expected[name]
+    assert RowStrata(by_row)(7) == int(by_row[7]) and type(RowStrata(by_row)(7)) is int
+
+
+def test_an_integer_label_column_is_read_into_the_narrowest_type_that_holds_it_and_minus_one():
+    import numpy as np
+    import pyarrow as pa
+
+    from tfr_convert.converters.table_splits import narrow_ints
+
+    cases = [
+        (pa.chunked_array([[3, None, 0], [], [127, 5]], pa.int64()), np.int8),
+        (pa.chunked_array([[200, 1]], pa.uint8()), np.int16),
+        (pa.chunked_array([[-40_000, 7], [None]], pa.int32()), np.int32),
+        (pa.array([2**40, -(2**40)], pa.int64()), np.int64),
+        (pa.chunked_array([[None, None]], pa.int16()), np.int8),
+        (pa.chunked_array([], pa.int64()), np.int8),
+    ]
+    for column, dtype in cases:
+        found = narrow_ints(column)
+        expected = [-1 if v is None else v for v in column.to_pylist()]
+        assert found.dtype == dtype and found.tolist() == expected, (column, found)

@@ -199,6 +199,36 @@ def test_integer_labels_keep_their_numbers_and_label_names_names_them(cli, tmp_p
     assert result.exit_code == 1 and "l.csv: line 2: label 2 is not a class index 0..1" in result.stderr
 
 
+def test_integer_labels_without_names_are_class_indices_up_to_the_largest(cli, tmp_path):
+    """Labels of any integer width (nulls and negatives included) are read into as few
+    bytes as they need and written as the int64s they are; a label below 0 is named."""
+    src = tmp_path / "i.parquet"
+    labels = [i * 7 % 12 for i in range(48)]
+    for kind in (pa.int8(), pa.uint16(), pa.int64()):
+        pq.write_table(pa.table({"x": list(range(48)), "y": pa.array(labels, kind)}), src)
+        out = tmp_path / f"out-{kind}"
+        result = convert(cli, src, "--out", out, "--label-column", "y", "--split", "train=0.75,test=0.25",
+                         "--stratify", "--no-shuffle")  # fmt: skip
+        assert result.exit_code == 0, result.stderr
+        assert (out / "y.labels.txt").read_text().split() == [str(i) for i in range(12)]
+        for split in ("train", "test"):
+            found = [(values(e, "x")[0], values(e, "y")[0]) for e in records(out, split)]
+            assert all(labels[x] == y for x, y in found)
+            assert sorted(y for _, y in found) == sorted(list(range(12)) * (3 if split == "train" else 1))
+    pq.write_table(pa.table({"x": [1, 2, 3], "y": pa.array([3, None, -2], pa.int16())}), src)
+    result = convert(cli, src, "--out", tmp_path / "bad", "--label-column", "y", "--on-error", "skip")
+    assert result.exit_code == 0, result.stderr
+    assert [values(e, "y") for e in records(tmp_path / "bad")] == [[3]]
+    skipped = json.loads((tmp_path / "bad" / "manifest.json").read_text())["skipped"]
+    reasons = {item["item"].rsplit("/", 1)[-1]: item["reason"] for item in skipped}
+    assert reasons == {"i.parquet: row 1": "column 'y' is null: a label names a class: give every row one",
+                       "i.parquet: row 2": "label -2 is not a class index 0..3"}  # fmt: skip
+    pq.write_table(pa.table({"x": [1, 2], "y": pa.array([0, 5000], pa.int32())}), src)
+    result = convert(cli, src, "--out", tmp_path / "sparse", "--label-column", "y")
+    assert result.exit_code == 1
+    assert "integers up to 5000 but only 2 distinct values" in result.stderr
+
+
 def test_a_split_column_names_each_rows_split_and_is_not_written(cli, tmp_path):
     src = write_csv(tmp_path / "s.csv", {"x": [1, 2, 3, 4], "fold": ["train", "test", "train", "validation"]})
     result = convert(cli, src, "--out", tmp_path / "out", "--split-column", "fold")

@@ -22,6 +22,7 @@ from tfr_convert.converters.table_rows import (  # noqa: E402
     ParquetRows,
     lazy_parquet,
 )
+from tfr_convert.dataset.rows import RowNumbers  # noqa: E402
 from tfr_convert.engine.encode import encode_items  # noqa: E402
 from tfr_convert.errors import SourceError  # noqa: E402
 
@@ -171,7 +172,7 @@ def test_rows_laid_out_in_a_shuffled_plan_encode_the_bytes_of_the_table_in_memor
     lazy = TableConverter(paths, TableOptions(nulls="omit"))
     source = {"train": range(0, 13), "test": [13, 14, 16, 17, 18, 19]}  # row 15 is not written
     plan = splits.assign(source, str, seed=4, shuffle=True)
-    assert isinstance(plan["train"], splits.RowNumbers) and sorted(plan["train"]) == list(range(13))
+    assert isinstance(plan["train"], RowNumbers) and sorted(plan["train"]) == list(range(13))
     lazy.planned(plan)
     spill = lazy._held
     assert isinstance(spill, table_rows.SpilledRows) and len(os.listdir(spill._folder)) == 5  # 19 rows, 4 a file

@@ -26,7 +26,8 @@ import numpy as np
 from ..dataset.example import INT64
 from ..dataset.example_columns import FeatureColumn
 from ..dataset.features import FeatureSpec
-from ..dataset.splits import GroupCodes, RowNumbers, SplitSpec, row_array, split_by_ratio
+from ..dataset.rows import GroupCodes, RowNumbers, RowStrata, row_array
+from ..dataset.splits import SplitSpec, split_by_ratio
 from ..errors import OptionError, SourceError
 from ..optional import pyarrow
 from . import arrow_features, table_files, table_rows
@@ -34,7 +35,7 @@ from .arrow_features import Column, NullInside
 from .base import ColumnBatch, Converter, SourceContext
 from .table_columns import feature_column
 from .table_images import ImagePolicy, TableImages, image_column
-from .table_splits import cell_text, coded, named_splits
+from .table_splits import cell_text, coded, named_splits, narrow_ints
 
 NULLS = ("error", "omit", "fill")
 COLUMNAR_BATCH = 16384  # rows per batch when they are encoded column by column
@@ -191,6 +192,7 @@ class TableConverter(Converter):
         self._sources = [table_files.described(part) for part in self._parts]
         for part in self._parts:
             part.table = None
+        flat.let_go()  # (a label column read whole: not held while the rows are planned)
         self._splits = self._split(flat, ok)
         # rows encoded column by column cost little each: large batches spread a batch's
         # fixed cost; a row with pictures is a picture's work
@@ -264,16 +266,16 @@ class TableConverter(Converter):
         described = hf_features.get(source)
         hf_names = described.get("names") if isinstance(described, dict) else None
         if pa.types.is_integer(t):
-            values = pc.cast(array.fill_null(-1), pa.int64()).to_numpy()
+            values = narrow_ints(array)
             if hf_names and self._o.label_names is None:
                 names = [str(n) for n in hf_names]
                 ok &= self._no_nulls(pa.chunked_array([pa.array(np.where(values < 0, None, values))]), source, "")
             elif self._o.label_names is not None:
                 names = list(self._o.label_names)
             else:
-                top = int(values[ok].max()) if ok.any() else 0
-                distinct = len(np.unique(values[ok]))
-                if top >= MAX_SPARSE_LABEL and distinct * 4 < top + 1:
+                # (no copy of the kept rows' labels: at ten million rows each is 80 MB)
+                top = int(values.max(initial=np.iinfo(values.dtype).min, where=ok)) if ok.any() else 0
+                if top >= MAX_SPARSE_LABEL and (distinct := len(np.unique(values[ok]))) * 4 < top + 1:
                     raise SourceError(
                         f"--label-column {source}: integers up to {top} but only {distinct} distinct values; as "
                         f"class indices that is {top + 1} class names: give --label-names, or leave out --label-column"
@@ -298,6 +300,8 @@ class TableConverter(Converter):
         else:
             raise OptionError(f"--label-column {source} is of type {t}: a label is an integer, a boolean or a text")
         self._class_labels[name] = names
+        # held the whole run, one per row: as narrow as the class count allows
+        self._label_values = self._label_values.astype(np.min_scalar_type(max(len(names) - 1, 0)), copy=False)
         return ok
 
     def _no_nulls(self, array: Any, source: str, hint: str) -> np.ndarray:
@@ -374,7 +378,7 @@ class TableConverter(Converter):
                 held = held[ok_groups[held]]
                 rows, codes = RowNumbers(held), codes[held]
             groups = GroupCodes(codes, texts)
-        stratum = (lambda row: int(labels[row])) if o.stratify and labels is not None else None
+        stratum = RowStrata(labels) if o.stratify and labels is not None else None
         found, said = split_by_ratio(rows, self.key, o.split, self.context.seed, stratum, groups)
         self.warnings += [said] if said else []
         return found

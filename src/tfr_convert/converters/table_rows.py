@@ -27,7 +27,7 @@ import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from ..dataset.splits import RowNumbers, row_array
+from ..dataset.rows import RowNumbers, row_array
 from ..errors import SourceError
 from ..optional import pyarrow
 from . import arrow_features
@@ -100,6 +100,9 @@ class FlatColumns(Mapping):
 
     def type_of(self, name: str) -> Any:
         return self._columns[name].type
+
+    def let_go(self) -> None:
+        """Drop what was read to answer (columns held in memory are the table's own)."""
 
     def null_count(self, name: str) -> int:
         return self._columns[name].null_count
@@ -210,6 +213,9 @@ class ParquetColumns(FlatColumns):
 
     def type_of(self, name: str) -> Any:
         return self._types[name]
+
+    def let_go(self) -> None:
+        self._last = None
 
     def null_count(self, name: str) -> int:
         counts = [t.null_count(name) for t in self._tables]

@@ -1,6 +1,7 @@
 """A table's split and group columns read by their distinct values: each row's value a
 code into the distinct texts (one Python string per distinct value, not per row), and
-a split column's rows per split name, checked against what a split may be called."""
+a split column's rows per split name, checked against what a split may be called; an
+integer label column's values in as few bytes a row as they need."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from ..dataset.splits import SPLIT_NAME, positions_by_code
+from ..dataset.rows import positions_by_code
+from ..dataset.splits import SPLIT_NAME
 from ..errors import SourceError
 from . import table_rows
 
@@ -46,6 +48,26 @@ def coded(column: Any) -> tuple[np.ndarray, list[str]]:
         codes[at : at + len(positions)] = mapping[positions]
         at += len(positions)
     return codes, list(texts)
+
+
+def narrow_ints(column: Any) -> np.ndarray:
+    """An integer column's values, -1 where null, in the narrowest numpy type that holds
+    them and -1 (a byte a row for class indices below 128), filled a chunk at a time:
+    no column-long int64 array on the way."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    bounds = pc.min_max(column)
+    low, high = bounds["min"].as_py(), bounds["max"].as_py()
+    low, high = min(-1, low if low is not None else -1), max(0, high if high is not None else 0)
+    fits = (t for t in (np.int8, np.int16, np.int32) if np.iinfo(t).min <= low and high <= np.iinfo(t).max)
+    dtype = next(fits, np.int64)
+    values, at = np.empty(len(column), dtype), 0
+    for chunk in column.chunks if isinstance(column, pa.ChunkedArray) else [column]:
+        found = pc.cast(chunk, pa.int64()).fill_null(-1).to_numpy()  # (an unsigned column holds no -1)
+        values[at : at + len(found)] = found
+        at += len(found)
+    return values
 
 
 def named_splits(column: Any, ok: np.ndarray, describe: Callable[[int], str], option: str) -> dict[str, Sequence[int]]:

@@ -13,9 +13,10 @@ import re
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import SourceError
+from .rows import GroupCodes, RowNumbers, RowStrata, is_rows, positions_by_code, row_array
 
 if TYPE_CHECKING:
     import numpy as np
@@ -153,81 +154,6 @@ def seeded_order(
     if isinstance(items, (range, RowNumbers)):
         return RowNumbers(row_array(items)[order])  # type: ignore[return-value]
     return list(map(items.__getitem__, order.tolist()))
-
-
-def row_array(rows: range | RowNumbers | Sequence[int]) -> np.ndarray:
-    """Integer rows as one numpy array: int32 where every value fits (half the memory)."""
-    import numpy as np
-
-    if isinstance(rows, range):
-        ends = sorted((rows[0], rows[-1])) if rows else (0, 0)
-        return np.arange(rows.start, rows.stop, rows.step, dtype=np.int32 if _fits_int32(*ends) else np.int64)
-    values = rows.values if isinstance(rows, RowNumbers) else np.asarray(rows, dtype=np.int64)
-    if values.dtype != np.int32 and len(values) and _fits_int32(int(values.min()), int(values.max())):
-        return values.astype(np.int32)
-    return values
-
-
-def _fits_int32(low: int, high: int) -> bool:
-    return -(2**31) <= low and high < 2**31
-
-
-def positions_by_code(codes: np.ndarray, count: int) -> list[np.ndarray]:
-    """For each code 0..count-1, the positions that hold it, in order (negative codes: in
-    none), by one stable sort instead of a pass per code."""
-    import numpy as np
-
-    by_code = np.argsort(codes, kind="stable")  # the positions left out first, then code by code
-    sizes = np.bincount(codes[codes >= 0], minlength=count)
-    ends = int((codes < 0).sum()) + np.cumsum(sizes)
-    return [by_code[end - size : end] for end, size in zip(ends.tolist(), sizes.tolist(), strict=True)]
-
-
-def is_rows(items: object) -> bool:
-    """Whether items are integer rows held without a Python int each (a range, RowNumbers)."""
-    return isinstance(items, (range, RowNumbers))
-
-
-def part_of(items: Sequence[T], start: int, stop: int) -> Sequence[T]:
-    """items[start:stop], still without a Python int per row where the items are rows (a
-    slice of RowNumbers is a list, which for ten million rows would take 360 MB)."""
-    if isinstance(items, RowNumbers):
-        return RowNumbers(items.values[start:stop])  # type: ignore[return-value]
-    return items[start:stop]
-
-
-class RowNumbers(Sequence[int]):
-    """Integer items held in one numpy array, read as Python ints; a slice is a list, as
-    a list's slice would be, so a plan of these digests and batches as a list does."""
-
-    def __init__(self, values: np.ndarray) -> None:
-        self._values = values
-
-    @property
-    def values(self) -> np.ndarray:
-        return self._values
-
-    def __len__(self) -> int:
-        return len(self._values)
-
-    def __getitem__(self, at):  # type: ignore[override]
-        if isinstance(at, slice):
-            return self._values[at].tolist()
-        return int(self._values[at])
-
-    def __iter__(self):
-        for start in range(0, len(self._values), 1 << 16):
-            yield from self._values[start : start + (1 << 16)].tolist()
-
-    def __array__(self, dtype=None, copy=None):
-        return self._values if dtype is None else self._values.astype(dtype)
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, (list, range, RowNumbers)):
-            return len(self) == len(other) and list(self) == list(other)
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
 
 
 def carve(
@@ -369,10 +295,18 @@ def _rows_by_ratio(
     n = len(values)
     if group is None:  # one stratum of every row: ranked as they are, no array of positions
         strata: list[tuple[Hashable, np.ndarray | None]] = [(None, None)]
+    elif isinstance(group, RowStrata) and (held := group.values[values]).min(initial=0) >= 0:
+        # each row's stratum an int already: the strata below, with arrays
+        by_stratum = positions_by_code(held, int(held.max()) + 1 if n else 0)
+        strata = [(stratum, positions) for stratum, positions in enumerate(by_stratum) if len(positions)]
+        del held, by_stratum
     else:
         codes: dict[Hashable, int] = {}
         coded = np.fromiter((codes.setdefault(group(row), len(codes)) for row in items), np.int64, n)
         strata = list(zip(codes, positions_by_code(coded, len(codes)), strict=True))
+        del coded
+    # positions among the rows: int32 where they fit (ten million int64 are 80 MB)
+    position = np.int32 if n < 2**31 else np.int64
     chosen: dict[str, list[np.ndarray]] = {name: [] for name, _ in spec.ratios}
     for _, members in sorted(strata, key=lambda g: repr(g[0])):
         ranked = _ranked(items if members is None else RowNumbers(values[members]), key, seed, "split")
@@ -380,12 +314,15 @@ def _rows_by_ratio(
         start = 0
         for (name, _), count in zip(spec.ratios, counts, strict=True):
             taken = ranked[start : start + count]
-            chosen[name].append(taken if members is None else members[taken])
+            chosen[name].append((taken if members is None else members[taken]).astype(position, copy=False))
             start += count
-    return {
-        name: RowNumbers(values[np.sort(np.concatenate(parts)) if parts else np.zeros(0, np.int64)])
-        for name, parts in chosen.items()
-    }
+    strata = members = None  # (their positions: as many as the rows, let go before the splits are made)
+    found = {}
+    for name in list(chosen):
+        picked = np.concatenate(chosen.pop(name) or [np.zeros(0, position)])
+        picked.sort()
+        found[name] = RowNumbers(values[picked])
+    return found
 
 
 def assign_groups_by_ratio(
@@ -419,23 +356,6 @@ def assign_groups_by_ratio(
             placed[split] += len(members[g])
             chosen[split] += members[g]
     return {name: [items[i] for i in sorted(indices)] for name, indices in chosen.items()}
-
-
-class GroupCodes(NamedTuple):
-    """Each item's group as a code into `names` (distinct texts): a table's group column
-    without a Python string per row."""
-
-    codes: np.ndarray  # one per item
-    names: list[str]
-
-    def as_list(self) -> list[str]:
-        return [self.names[code] for code in self.codes.tolist()]
-
-    def count(self) -> int:
-        """How many groups the items are in."""
-        import numpy as np
-
-        return int(np.count_nonzero(np.bincount(self.codes)))
 
 
 def _rows_by_groups(items: range | RowNumbers, groups: GroupCodes, spec: SplitSpec, seed: int) -> dict[str, RowNumbers]:

@@ -21,6 +21,7 @@ from ..dataset import order_quality
 from ..dataset import splits as splitting
 from ..dataset.existing import compressed_note
 from ..dataset.naming import checked_component
+from ..dataset.rows import part_of
 from ..errors import SourceError
 from ..output.base import Output
 from ..output.metadata import metadata_files
@@ -152,7 +153,7 @@ def _ranks_in_parts(converter: Converter, workers: int) -> splitting.Ranker:
 
     def ranks(items: Sequence[Hashable], key: Callable[[Hashable], str], seed: int, purpose: str) -> bytes:
         def part(lo: int, hi: int) -> bytes:
-            return splitting.rank_bytes(splitting.part_of(items, lo, hi), key, seed, purpose)
+            return splitting.rank_bytes(part_of(items, lo, hi), key, seed, purpose)
 
         return joined_parts(converter.input_roots(), part, len(items), min(workers, len(items) // RANKS_PER_PROCESS))
 
