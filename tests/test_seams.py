@@ -676,3 +676,35 @@ def test_an_integer_label_column_is_read_into_the_narrowest_type_that_holds_it_a
         found = narrow_ints(column)
         expected = [-1 if v is None else v for v in column.to_pylist()]
         assert found.dtype == dtype and found.tolist() == expected, (column, found)
+
+
+@pytest.mark.parametrize("rows", [range(0, 900), range(4, 1804, 2)])
+def test_whole_groups_stratified_by_an_array_split_as_the_list_path_does(rows):
+    """--group-column with --stratify on a table: each group's stratum (its items' most
+    frequent, ties to the one they hold first) found with arrays, and the groups placed
+    per stratum, give the splits of the list path; negative strata go the list path."""
+    import numpy as np
+
+    from tfr_convert.dataset.rows import group_strata
+
+    rng = np.random.default_rng(len(rows))
+    names = [f"p{k}" for k in range(120)]
+    codes = rng.integers(0, 120, len(rows)) ** 2 % 120  # unequal groups, some absent
+    by_row = rng.integers(0, 11, rows.stop)  # strata 0..10: "10" sorts before "2"
+    by_row[rows[0] : rows[0] + 8] = [3, 5, 5, 3, 7, 7, 0, 0]  # (rows of one group or another: ties)
+    spec = SplitSpec.parse("train=0.6,validation=0.25,test=0.15")
+    for values in (by_row, by_row - 2):
+        strata = RowStrata(values)
+        found, said = split_by_ratio(rows, str, spec, 2, strata, GroupCodes(codes, names))
+        expected, expected_said = split_by_ratio(
+            list(rows), str, spec, 2, {r: int(values[r]) for r in rows}.__getitem__, [names[c] for c in codes.tolist()]
+        )
+        assert list(found) == list(expected) and said == expected_said
+        for name, items in found.items():
+            assert isinstance(items, RowNumbers) == (values.min() >= 0) and items == expected[name]
+    # ties: a group of two items of strata 5 then 3 is a 5 group; of 3 then 5, a 3 group
+    tied = group_strata(GroupCodes(np.array([0, 0, 1, 1, 1]), ["a", "b"]), np.array([5, 3, 3, 5, 5]))
+    assert tied.tolist() == [5, 5]
+    tied = group_strata(GroupCodes(np.array([0, 0, 1, 1]), ["a", "b"]), np.array([3, 5, 5, 3]))
+    assert tied.tolist() == [3, 5]
+    assert group_strata(GroupCodes(np.array([0, 1]), ["a", "b"]), np.array([-1, 2])) is None

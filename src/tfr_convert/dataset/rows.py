@@ -121,3 +121,26 @@ class RowStrata(NamedTuple):
 
     def __call__(self, row: int) -> int:
         return int(self.values[row])
+
+
+MAX_STRATUM_CELLS = 1 << 24  # groups x strata counted in one table at most (a few hundred MB past it)
+
+
+def group_strata(groups: GroupCodes, strata: np.ndarray) -> np.ndarray | None:
+    """Each group's most frequent stratum among its items (`strata`: an int per item, as
+    groups.codes has a code per item), ties to the stratum its items hold first, as
+    Counter.most_common tells; None where a stratum is negative or the table of groups x
+    strata would be too large (the caller then counts item by item)."""
+    import numpy as np
+
+    n, count = len(strata), len(groups.names)
+    kinds = int(strata.max()) + 1 if n else 1
+    if count * kinds > MAX_STRATUM_CELLS or (n and int(strata.min()) < 0):
+        return None
+    cell = groups.codes.astype(np.int32) * kinds + strata.astype(np.int32)  # < 2**24: fits
+    counts = np.bincount(cell, minlength=count * kinds)
+    first = np.full(count * kinds, n, np.int64)  # where each (group, stratum) first appears
+    np.minimum.at(first, cell, np.arange(n, dtype=np.int32 if n < 2**31 else np.int64))
+    del cell
+    # the most items first, then the earliest: a count is worth more than any position
+    return (counts * (n + 1) - first).reshape(count, kinds).argmax(axis=1)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import SourceError
-from .rows import GroupCodes, RowNumbers, RowStrata, is_rows, positions_by_code, row_array
+from .rows import GroupCodes, RowNumbers, RowStrata, group_strata, is_rows, positions_by_code, row_array
 
 if TYPE_CHECKING:
     import numpy as np
@@ -358,9 +358,12 @@ def assign_groups_by_ratio(
     return {name: [items[i] for i in sorted(indices)] for name, indices in chosen.items()}
 
 
-def _rows_by_groups(items: range | RowNumbers, groups: GroupCodes, spec: SplitSpec, seed: int) -> dict[str, RowNumbers]:
-    """assign_groups_by_ratio of integer rows whose groups are codes (no stratum): the same
-    placement, group by group, with arrays where it holds lists."""
+def _rows_by_groups(
+    items: range | RowNumbers, groups: GroupCodes, spec: SplitSpec, seed: int, strata: np.ndarray | None = None
+) -> dict[str, RowNumbers]:
+    """assign_groups_by_ratio of integer rows whose groups are codes: the same placement,
+    group by group, with arrays where it holds lists. `strata`: each group's stratum
+    (group_strata), whose groups are placed against targets of their own."""
     import numpy as np
 
     values = row_array(items)
@@ -369,15 +372,18 @@ def _rows_by_groups(items: range | RowNumbers, groups: GroupCodes, spec: SplitSp
     ranks = np.frombuffer(rank_bytes([groups.names[c] for c in present.tolist()], str, seed, "group split"), ">u8")
     # largest first, equal sizes by rank (as bytes: big-endian integers), as the list path sorts them
     order = present[np.lexsort((ranks.astype(np.uint64), -sizes[present]))]
+    # a stratum's groups in that order, each stratum on its own
+    blocks = [order] if strata is None else [order[strata[order] == s] for s in np.unique(strata[order]).tolist()]
     names = [name for name, _ in spec.ratios]
-    targets = exact_counts(int(sizes.sum()), [f for _, f in spec.ratios])
-    placed = [0] * len(names)
     split_of = np.zeros(len(groups.names), np.min_scalar_type(len(names)))  # a byte a row, for a few splits
-    for code, size in zip(order.tolist(), sizes[order].tolist(), strict=True):
-        # furthest below target; ties to the split named first
-        split = max(range(len(names)), key=lambda i: (targets[i] - placed[i], -i))
-        placed[split] += size
-        split_of[code] = split
+    for block in blocks:
+        targets = exact_counts(int(sizes[block].sum()), [f for _, f in spec.ratios])
+        placed = [0] * len(names)
+        for code, size in zip(block.tolist(), sizes[block].tolist(), strict=True):
+            # furthest below target; ties to the split named first
+            split = max(range(len(names)), key=lambda i: (targets[i] - placed[i], -i))
+            placed[split] += size
+            split_of[code] = split
     of_row = split_of[groups.codes]
     return {name: RowNumbers(values[of_row == i]) for i, name in enumerate(names)}
 
@@ -405,9 +411,11 @@ def split_by_ratio(
     if groups is None:
         return assign_by_ratio(items, key, spec, seed, stratum), None
     if isinstance(groups, GroupCodes):
-        if stratum is None and is_rows(items):
-            found = _rows_by_groups(items, groups, spec, seed)  # type: ignore[arg-type]
-            return found, achieved(found, spec, groups.count())  # type: ignore[arg-type]
+        if is_rows(items) and (stratum is None or isinstance(stratum, RowStrata)):
+            of_group = None if stratum is None else group_strata(groups, stratum.values[row_array(items)])
+            if stratum is None or of_group is not None:
+                found = _rows_by_groups(items, groups, spec, seed, of_group)  # type: ignore[arg-type]
+                return found, achieved(found, spec, groups.count())  # type: ignore[arg-type]
         groups = groups.as_list()
 
     def of_group(indices: list[int]) -> Hashable:
