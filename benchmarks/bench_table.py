@@ -13,7 +13,9 @@ its per-row time times rows (a million-row loop takes minutes). The floor: a Pyt
 process that imports pyarrow, reads the file and writes as many bytes as ours wrote.
 Medians of --repeat interleaved rounds; peak RSS of ours from the kernel (ru_maxrss).
 --rss-rows N also reports our peak RSS on an N-row table (one run in source order, one
-shuffled, one split by --split ratios and shuffled, one split keeping whole groups).
+shuffled, one split by --split ratios and shuffled, one split keeping whole groups) and
+on an N-row labelled table (an int64, a label of 10 classes and a group of 10,000 values:
+split with --label-column, with --stratify, and with --stratify keeping whole groups).
 
 What it prints is written to benchmarks/results/table.md too (common.recorded), with the
 date, the machine and the command.
@@ -63,6 +65,17 @@ with open(out, "wb") as f:
         f.write(chunk[: min(size, len(chunk))])
         size -= len(chunk)
 """
+
+
+def make_labelled(path: Path, rows: int) -> None:
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(1)
+    group = rng.integers(0, 10_000, rows)
+    columns = {"x": rng.integers(0, 1000, rows), "label": group * 7919 % 10, "g": group}  # a group's rows share a label
+    pq.write_table(pa.table(columns), path, row_group_size=1 << 17)
 
 
 def make_table(path: Path, rows: int) -> None:
@@ -147,18 +160,31 @@ def main() -> None:
         big = work / f"numbers-{args.rss_rows}.parquet"
         if not big.exists():
             make_table(big, args.rss_rows)
+        labelled = work / f"labelled-{args.rss_rows}.parquet"
+        if not labelled.exists():
+            make_labelled(labelled, args.rss_rows)
         out = work / "out-big"
-        for label, extra in (
-            ("--no-shuffle", ["--no-shuffle"]),
-            ("shuffled (the default)", []),
-            ("--split train=0.9,test=0.1, shuffled", ["--split", "train=0.9,test=0.1"]),
+        split = ["--split", "train=0.9,test=0.1"]
+        by_label = ["--label-column", "label", *split]
+        for label, source, extra in (
+            ("--no-shuffle", big, ["--no-shuffle"]),
+            ("shuffled (the default)", big, []),
+            ("--split train=0.9,test=0.1, shuffled", big, split),
             (
                 "--split train=0.9,test=0.1 --group-column i2 (10,100 groups), shuffled",
-                ["--split", "train=0.9,test=0.1", "--group-column", "i2"],
+                big,
+                [*split, "--group-column", "i2"],
+            ),
+            ("labelled, --label-column label --split train=0.9,test=0.1, shuffled", labelled, by_label),
+            ("labelled, the same --stratify", labelled, [*by_label, "--stratify"]),
+            (
+                "labelled, the same --stratify --group-column g (10,000 groups)",
+                labelled,
+                [*by_label, "--stratify", "--group-column", "g"],
             ),
         ):
             shutil.rmtree(out, ignore_errors=True)
-            seconds, peak = measure([convert, "table", big, "--out", out, "--quiet", *extra], inputs=[big])
+            seconds, peak = measure([convert, "table", source, "--out", out, "--quiet", *extra], inputs=[source])
             print(f"{args.rss_rows:,} rows, {label}: {seconds:.1f} s, peak RSS {peak / 1024:.0f} MiB")
             goals.append(
                 (f"{args.rss_rows:,} rows, {label}: peak RSS (MiB)", peak / 1024, "<= 500", peak <= 500 * 1024)
