@@ -699,7 +699,7 @@ EQUIVALENT["splits", "for _, members in sorted(strata, key=lambda g: repr(g[0]))
     "the strata of a table's rows are taken in another order: each is ranked on its own and every split's rows "
     "are sorted at the end, so the order they are taken in changes no split"
 )
-EQUIVALENT["splits", "ends = sorted((rows[0], rows[-1])) if rows else (0, 0)", "NumberReplacer"] = (
+EQUIVALENT["rows", "ends = sorted((rows[0], rows[-1])) if rows else (0, 0)", "NumberReplacer"] = (
     "the bounds said of an empty range: it holds no value, and -1, 0 or 1 fit int32 alike, so the same empty array"
 )
 # The coded group split (a table's --group-column): as the list path's explanations say
@@ -713,7 +713,7 @@ EQUIVALENT["splits", _PLACE, "ReplaceUnaryOperator_USub_Not"] = (
 )
 EQUIVALENT["splits", "order = present[np.lexsort((ranks.astype(np.uint64), -sizes[present]))]",
            "ReplaceUnaryOperator_USub_Invert"] = "~n is -n - 1: the groups sort in the same order, largest first"  # fmt: skip
-EQUIVALENT["splits", "for code, size in zip(order.tolist(), sizes[order].tolist(), strict=True):",
+EQUIVALENT["splits", "for code, size in zip(block.tolist(), sizes[block].tolist(), strict=True):",
            "ReplaceTrueWithFalse"] = "zip(strict=False): both lists are taken by one index array, one length"  # fmt: skip
 EQUIVALENT["splits", "placed = [0] * len(names)", "NumberReplacer"] = (
     "every split starts from the same count, 1 or -1 for 0: the differences that place the groups are unchanged"
@@ -729,11 +729,65 @@ EQUIVALENT[
     "_SMALL_VARINTS = [bytes([i]) if i < 128 else bytes([(i & 0x7F) | 0x80, i >> 7]) for i in range(1 << 14)]",
     "NumberReplacer",
 ] = "a longer table: its entries past 16383 are never looked up (n < 16384 decides)"
-for _line in (
-    "return [by_code[end - size : end] for end, size in zip(ends.tolist(), sizes.tolist(), strict=True)]",
-    "strata = list(zip(codes, positions_by_code(coded, len(codes)), strict=True))",
+for _module, _line in (
+    ("rows", "return [by_code[end - size : end] for end, size in zip(ends.tolist(), sizes.tolist(), strict=True)]"),
+    ("splits", "strata = list(zip(codes, positions_by_code(coded, len(codes)), strict=True))"),
 ):
-    EQUIVALENT["splits", _line, "ReplaceTrueWithFalse"] = (
+    EQUIVALENT[_module, _line, "ReplaceTrueWithFalse"] = (
         "zip(strict=False): one entry per code on both sides (bincount's minlength is the code count, and no "
         "code reaches it)"
     )
+# rows.py and the array paths of splits.py: a width, a threshold or a path picked differently
+EQUIVALENT["rows", "if TYPE_CHECKING:", "AddNot"] = (
+    "numpy is then imported with the module instead of at the first use: start-up time, no behaviour"
+)
+_WIDTH = (
+    "the same positions in int64 instead of int32 (or int32 where they fit): memory, not values; only 2**31 "
+    "rows, out of a test's reach, tell the bounds apart"
+)
+for _module, _line in (
+    ("splits", "position = np.int32 if n < 2**31 else np.int64"),
+    ("rows", "narrow = np.int32 if len(codes) < 2**31 else np.int64"),
+    ("rows", "np.minimum.at(first, cell, np.arange(n, dtype=np.int32 if n < 2**31 else np.int64))"),
+):
+    for _operator in ("AddNot", "NumberReplacer", "ReplaceBinaryOperator_Pow_Mul", "ReplaceComparisonOperator_Lt_GtE",
+                      "ReplaceComparisonOperator_Lt_LtE"):  # fmt: skip
+        EQUIVALENT[_module, _line, _operator] = _WIDTH
+EQUIVALENT[
+    "splits",
+    "chosen[name].append((taken if members is None else members[taken]).astype(position, copy=False))",
+    "ReplaceFalseWithTrue",
+] = "a copy of the positions where they were already of that width: the same values"
+_FEW = "which of two ways finds each code's positions: tests/test_seams.py holds both to np.flatnonzero, code by code"
+EQUIVALENT["rows", "FEW_CODES = 16  # positions_by_code of this many codes at most: found code by code",
+           "NumberReplacer"] = _FEW  # fmt: skip
+for _operator in ("AddNot", "ReplaceComparisonOperator_LtE_Gt", "ReplaceComparisonOperator_LtE_Lt"):
+    EQUIVALENT["rows", "if count <= FEW_CODES:  # a pass per code: no sort, whose index and workspace are 16 bytes a position",
+               _operator] = _FEW  # fmt: skip
+_TABLE = (
+    "whether the groups x strata table is counted or the items are, one by one: tests/test_seams.py holds the "
+    "two paths to the same splits; past the bound only memory differs"
+)
+EQUIVALENT["rows", "MAX_STRATUM_CELLS = 1 << 24  # groups x strata counted in one table at most (a few hundred MB past it)",
+           "NumberReplacer"] = _TABLE  # fmt: skip
+for _operator in ("ReplaceBinaryOperator_Mul_Div", "ReplaceComparisonOperator_Gt_GtE"):
+    EQUIVALENT["rows", "if count * kinds > MAX_STRATUM_CELLS or (n and int(strata.min()) < 0):", _operator] = _TABLE
+EQUIVALENT["rows", "kinds = int(strata.max()) + 1 if n else 1", "NumberReplacer"] = (
+    "one stratum more than the items hold: a column of the table no item counts in, whose score (minus the "
+    "item count) is below every counted one, so argmax never picks it"
+)
+for _operator in ("NumberReplacer", "ReplaceBinaryOperator_Add_Sub"):
+    EQUIVALENT["rows", "return (counts * (n + 1) - first).reshape(count, kinds).argmax(axis=1)", _operator] = (
+        "a count weighs n - 1, n or n + 2 instead of n + 1: any weight of n - 1 or more outranks the first "
+        "positions of two strata whose counts differ by one (the larger holds two items, so it first appears "
+        "at n - 2 at the latest), and a stratum no item holds stays below every one that some item does"
+    )
+_ARRAY_PATH = "elif isinstance(group, RowStrata) and (held := group.values[values]).min(initial=0) >= 0:"
+for _operator in ("NumberReplacer", "ReplaceComparisonOperator_GtE_Gt"):
+    EQUIVALENT["splits", _ARRAY_PATH, _operator] = (
+        "rows whose strata an array holds go the per-row call's way instead: tests/test_seams.py holds the two "
+        "to the same splits (only a negative stratum must take that way, and every test with one does)"
+    )
+EQUIVALENT["splits", "by_stratum = positions_by_code(held, int(held.max()) + 1 if n else 0)", "NumberReplacer"] = (
+    "a code more than the strata (or one for no rows): its positions are empty, and empty strata are dropped"
+)

@@ -708,3 +708,5 @@ def test_whole_groups_stratified_by_an_array_split_as_the_list_path_does(rows):
     tied = group_strata(GroupCodes(np.array([0, 0, 1, 1]), ["a", "b"]), np.array([3, 5, 5, 3]))
     assert tied.tolist() == [3, 5]
     assert group_strata(GroupCodes(np.array([0, 1]), ["a", "b"]), np.array([-1, 2])) is None
+    nothing = np.zeros(0, np.int64)  # no rows left of a column's groups: each a stratum all the same
+    assert group_strata(GroupCodes(nothing, ["a", "b"]), nothing).tolist() == [0, 0]
