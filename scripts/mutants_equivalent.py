@@ -745,14 +745,9 @@ _WIDTH = (
     "the same positions in int64 instead of int32 (or int32 where they fit): memory, not values; only 2**31 "
     "rows, out of a test's reach, tell the bounds apart"
 )
-for _module, _line in (
-    ("splits", "position = np.int32 if n < 2**31 else np.int64"),
-    ("rows", "narrow = np.int32 if len(codes) < 2**31 else np.int64"),
-    ("rows", "np.minimum.at(first, cell, np.arange(n, dtype=np.int32 if n < 2**31 else np.int64))"),
-):
-    for _operator in ("AddNot", "NumberReplacer", "ReplaceBinaryOperator_Pow_Mul", "ReplaceComparisonOperator_Lt_GtE",
-                      "ReplaceComparisonOperator_Lt_LtE"):  # fmt: skip
-        EQUIVALENT[_module, _line, _operator] = _WIDTH
+for _operator in ("AddNot", "NumberReplacer", "ReplaceBinaryOperator_Pow_Mul", "ReplaceComparisonOperator_Lt_GtE",
+                  "ReplaceComparisonOperator_Lt_LtE"):  # fmt: skip
+    EQUIVALENT["rows", "return np.int32 if n < 2**31 else np.int64", _operator] = _WIDTH
 EQUIVALENT[
     "splits",
     "chosen[name].append((taken if members is None else members[taken]).astype(position, copy=False))",

@@ -30,7 +30,7 @@ def coded(column: Any) -> tuple[np.ndarray, list[str]]:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    chunks, kind = column.chunks if isinstance(column, pa.ChunkedArray) else [column], column.type
+    chunks, kind = _chunks(column), column.type
     if pa.types.is_dictionary(kind):  # its values, not its codes (each chunk has its own)
         kind = kind.value_type
         chunks = [chunk.cast(kind) for chunk in chunks]
@@ -40,13 +40,11 @@ def coded(column: Any) -> tuple[np.ndarray, list[str]]:
     code_of = [texts.setdefault(cell_text(value), len(texts)) for value in distinct.to_pylist()]
     mapping = np.array([*code_of, -1], np.int32)  # (index -1: the appended -1)
     # the distinct values looked up in one call (each call builds a table of them), each
-    # chunk's positions then made codes on their own: no column-long temporary but these
+    # chunk's positions then made codes on their own
     found = pc.index_in(whole, value_set=distinct)
-    codes, at = np.empty(len(column), np.int32), 0
-    for chunk in found.chunks:
-        positions = chunk.fill_null(-1).to_numpy(zero_copy_only=False)
-        codes[at : at + len(positions)] = mapping[positions]
-        at += len(positions)
+    codes = _filled(
+        found.chunks, len(column), np.int32, lambda c: mapping[c.fill_null(-1).to_numpy(zero_copy_only=False)]
+    )
     return codes, list(texts)
 
 
@@ -62,12 +60,26 @@ def narrow_ints(column: Any) -> np.ndarray:
     low, high = min(-1, low if low is not None else -1), max(0, high if high is not None else 0)
     fits = (t for t in (np.int8, np.int16, np.int32) if np.iinfo(t).min <= low and high <= np.iinfo(t).max)
     dtype = next(fits, np.int64)
-    values, at = np.empty(len(column), dtype), 0
-    for chunk in column.chunks if isinstance(column, pa.ChunkedArray) else [column]:
-        found = pc.cast(chunk, pa.int64()).fill_null(-1).to_numpy()  # (an unsigned column holds no -1)
-        values[at : at + len(found)] = found
+    # (cast first: an unsigned column holds no -1)
+    return _filled(_chunks(column), len(column), dtype, lambda c: pc.cast(c, pa.int64()).fill_null(-1).to_numpy())
+
+
+def _chunks(column: Any) -> list[Any]:
+    """An Arrow column's chunks (an Array is its own one)."""
+    import pyarrow as pa
+
+    return column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+
+
+def _filled(chunks: list[Any], length: int, dtype: Any, values_of: Callable[[Any], np.ndarray]) -> np.ndarray:
+    """values_of(chunk) of each chunk, one after another, in one array of `length`: a
+    chunk at a time, no column-long temporary beside it."""
+    out, at = np.empty(length, dtype), 0
+    for chunk in chunks:
+        found = values_of(chunk)
+        out[at : at + len(found)] = found
         at += len(found)
-    return values
+    return out
 
 
 def named_splits(column: Any, ok: np.ndarray, describe: Callable[[int], str], option: str) -> dict[str, Sequence[int]]:

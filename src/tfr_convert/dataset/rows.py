@@ -31,6 +31,14 @@ def _fits_int32(low: int, high: int) -> bool:
     return -(2**31) <= low and high < 2**31
 
 
+def index_type(n: int) -> type:
+    """The numpy integer type of positions among n items: int32 where they fit (half the
+    memory of int64)."""
+    import numpy as np
+
+    return np.int32 if n < 2**31 else np.int64
+
+
 FEW_CODES = 16  # positions_by_code of this many codes at most: found code by code
 
 
@@ -40,8 +48,7 @@ def positions_by_code(codes: np.ndarray, count: int) -> list[np.ndarray]:
     import numpy as np
 
     if count <= FEW_CODES:  # a pass per code: no sort, whose index and workspace are 16 bytes a position
-        narrow = np.int32 if len(codes) < 2**31 else np.int64
-        return [np.flatnonzero(codes == code).astype(narrow) for code in range(count)]
+        return [np.flatnonzero(codes == code).astype(index_type(len(codes))) for code in range(count)]
     by_code = np.argsort(codes, kind="stable")  # the positions left out first, then code by code
     sizes = np.bincount(codes[codes >= 0], minlength=count)
     ends = int((codes < 0).sum()) + np.cumsum(sizes)
@@ -140,7 +147,7 @@ def group_strata(groups: GroupCodes, strata: np.ndarray) -> np.ndarray | None:
     cell = groups.codes.astype(np.int32) * kinds + strata.astype(np.int32)  # < 2**24: fits
     counts = np.bincount(cell, minlength=count * kinds)
     first = np.full(count * kinds, n, np.int64)  # where each (group, stratum) first appears
-    np.minimum.at(first, cell, np.arange(n, dtype=np.int32 if n < 2**31 else np.int64))
+    np.minimum.at(first, cell, np.arange(n, dtype=index_type(n)))
     del cell
     # the most items first, then the earliest: a count is worth more than any position
     return (counts * (n + 1) - first).reshape(count, kinds).argmax(axis=1)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import SourceError
-from .rows import GroupCodes, RowNumbers, RowStrata, group_strata, is_rows, positions_by_code, row_array
+from .rows import GroupCodes, RowNumbers, RowStrata, group_strata, index_type, is_rows, positions_by_code, row_array
 
 if TYPE_CHECKING:
     import numpy as np
@@ -305,8 +305,7 @@ def _rows_by_ratio(
         coded = np.fromiter((codes.setdefault(group(row), len(codes)) for row in items), np.int64, n)
         strata = list(zip(codes, positions_by_code(coded, len(codes)), strict=True))
         del coded
-    # positions among the rows: int32 where they fit (ten million int64 are 80 MB)
-    position = np.int32 if n < 2**31 else np.int64
+    position = index_type(n)  # (ten million positions as int64 are 80 MB)
     chosen: dict[str, list[np.ndarray]] = {name: [] for name, _ in spec.ratios}
     for _, members in sorted(strata, key=lambda g: repr(g[0])):
         ranked = _ranked(items if members is None else RowNumbers(values[members]), key, seed, "split")
