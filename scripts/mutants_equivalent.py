@@ -508,7 +508,6 @@ _IN_THE_SERIALIZER = {
     "v = values.astype(np.uint64, copy=False)",
     "top = int(v.max()) if m else 0",
     "if width == 1:  # every value below 128 (lengths, small ints): each is its own byte",
-    'lengths = np.searchsorted(_VARINT_STEPS[: width - 1], v, side="right").astype(np.int64) + 1',
 }
 # The columnar serializer: shortcuts and views whose other forms take the general route,
 # which writes the same bytes (the tests hold every row to example.serialize)
@@ -521,9 +520,6 @@ for _line, _operators, _why in (
     ("top = int(n.max()) if len(n) else 0", ("NumberReplacer",), "with no lengths there is nothing to widen"),
     ("if width == 1:  # every value below 128 (lengths, small ints): each is its own byte", ("NumberReplacer",),
      "width is never 0: the shortcut is never taken, and the general route writes the same one-byte varints"),
-    ('lengths = np.searchsorted(_VARINT_STEPS[: width - 1], v, side="right").astype(np.int64) + 1',
-     ("ReplaceBinaryOperator_Sub_Add", "NumberReplacer"),
-     "steps past the widest value's own: no value reaches them, so the same lengths"),
     ("for k in range(1, 10):", ("NumberReplacer",),
      "one step more (2**70) or less (2**63): no length reaches either"),
     ("if top < 1 << (7 * k):", ("ReplaceBinaryOperator_LShift_RShift", "NumberReplacer"),

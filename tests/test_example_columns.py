@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from tfr_convert.dataset.example import BYTES, FLOAT, INT64, serialize
 from tfr_convert.dataset.example_columns import FeatureColumn, serialize_rows, varints
+from tfr_convert.dataset.varints import varint
 
 INTS = st.integers(-(1 << 63), (1 << 63) - 1)
 FLOATS = st.floats(width=32, allow_nan=False)
@@ -77,6 +78,18 @@ def test_varints_are_protobufs():
     assert [bytes(g[:n]) for g, n in zip(groups, lengths, strict=True)] == expected
     small, ones = varints(np.array([0, 5, 127], np.uint64))  # one byte each: a one-column matrix
     assert small.shape == (3, 1) and small.ravel().tolist() == [0, 5, 127] and ones.tolist() == [1, 1, 1]
+
+
+# values on each side of every varint width's edge (2**7k), and anywhere in between
+_EDGE_VALUES = [e + d for k in range(1, 10) for e in (1 << (7 * k),) for d in (-1, 0, 1)] + [0, (1 << 64) - 1]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(_EDGE_VALUES), st.integers(0, (1 << 64) - 1)), min_size=1, max_size=40))
+def test_varints_matrix_rows_are_each_values_own_varint(values):
+    groups, lengths = varints(np.array(values, np.uint64))
+    assert groups.flags.c_contiguous and groups.shape[1] == max(len(varint(v)) for v in values)
+    assert [bytes(g[:n]) for g, n in zip(groups, lengths.tolist(), strict=True)] == [varint(v) for v in values]
 
 
 EDGES = [0, 1, 127, 128, 16383, 16384, (1 << 21) - 1, 1 << 21]

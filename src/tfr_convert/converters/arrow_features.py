@@ -20,6 +20,7 @@ import numpy as np
 from ..dataset.features import FeatureSpec
 from ..errors import OptionError
 from ..optional import pyarrow
+from .arrow_numpy import to_numpy
 
 #: what a scalar of each kind becomes: (FeatureSpec dtype, numpy dtype of a list of them)
 KINDS = {"int": ("int64", np.int64), "float": ("float32", np.float32), "bytes": ("string", object)}
@@ -184,7 +185,7 @@ def float32_losses(array: Any) -> int:
     pa = pyarrow("tfr-convert table")
     if not pa.types.is_float64(array.type):
         return 0
-    found = array.to_numpy(zero_copy_only=False) if array.null_count == 0 else array.drop_null().to_numpy()
+    found = to_numpy(array.drop_null() if array.null_count else array)
     finite = found[~np.isnan(found)]
     with np.errstate(over="ignore"):
         return int(np.count_nonzero(finite.astype(np.float32).astype(np.float64) != finite))

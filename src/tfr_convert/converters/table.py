@@ -32,6 +32,7 @@ from ..errors import OptionError, SourceError
 from ..optional import pyarrow
 from . import arrow_features, table_files, table_rows
 from .arrow_features import Column, NullInside
+from .arrow_numpy import strings, to_numpy
 from .base import ColumnBatch, Converter, SourceContext
 from .table_columns import feature_column
 from .table_images import ImagePolicy, TableImages, image_column
@@ -290,13 +291,13 @@ class TableConverter(Converter):
             if self._o.label_names is not None:
                 raise OptionError(f"--label-names names integer labels; --label-column {source} holds booleans")
             names = ["false", "true"]
-            self._label_values = pc.cast(array.fill_null(False), pa.int64()).to_numpy()
+            self._label_values = to_numpy(pc.cast(array, pa.int64()), 0)
         elif arrow_features.scalar_kind(t) == "bytes" and not pa.types.is_decimal(t):
             if self._o.label_names is not None:
                 raise OptionError(f"--label-names names integer labels; --label-column {source} holds text")
             texts = pc.cast(array, pa.string()) if not pa.types.is_string(t) else array
             names = sorted(v for v in pc.unique(texts).to_pylist() if v is not None)
-            self._label_values = pc.index_in(texts, value_set=pa.array(names, pa.string())).fill_null(0).to_numpy()
+            self._label_values = to_numpy(pc.index_in(texts, value_set=strings(names)), 0)
         else:
             raise OptionError(f"--label-column {source} is of type {t}: a label is an integer, a boolean or a text")
         self._class_labels[name] = names
@@ -306,7 +307,7 @@ class TableConverter(Converter):
 
     def _no_nulls(self, array: Any, source: str, hint: str) -> np.ndarray:
         """The rows where a column has a value; each null row rejected (naming the column)."""
-        valid = array.is_valid().to_numpy(zero_copy_only=False) if array.null_count else np.ones(len(array), bool)
+        valid = to_numpy(array.is_valid()) if array.null_count else np.ones(len(array), bool)
         for row in np.flatnonzero(~valid).tolist():
             self.reject(self.describe(row), f"column {source!r} is null{': ' + hint if hint else ''}")
         return valid

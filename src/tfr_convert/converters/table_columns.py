@@ -13,6 +13,7 @@ from ..dataset.example import BYTES, FLOAT, INT64
 from ..dataset.example_columns import FeatureColumn
 from ..optional import pyarrow
 from .arrow_features import Column
+from .arrow_numpy import to_numpy
 
 _KIND = {"int": INT64, "float": FLOAT, "bytes": BYTES}
 
@@ -26,7 +27,7 @@ def feature_column(column: Column, array: Any, fill: bool) -> FeatureColumn | No
     array = array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
     if pa.types.is_dictionary(array.type):
         array = pc.cast(array, array.type.value_type)
-    valid = array.is_valid().to_numpy(zero_copy_only=False) if array.null_count else None
+    valid = to_numpy(array.is_valid()) if array.null_count else None
     present = None if valid is None or fill else valid
     if not column.shape:
         values, value_offsets = _scalars(column, array, fill)
@@ -68,9 +69,9 @@ def _scalars(column: Column, array: Any, fill: bool) -> tuple[np.ndarray, np.nda
     if column.kind == "int":
         if pa.types.is_temporal(t):  # the number Arrow stores, through the integer of its width
             array = pc.cast(array, pa.int32() if t.bit_width == 32 else pa.int64())
-        return _numbers(pc.cast(array, pa.int64()), 0), None
+        return to_numpy(pc.cast(array, pa.int64()), 0), None
     if column.kind == "float":
-        return _numbers(pc.cast(array, pa.float64()), 0.0), None
+        return to_numpy(pc.cast(array, pa.float64()), 0.0), None
     if pa.types.is_decimal(t):
         array = pc.cast(array, pa.string())
     array = pc.cast(array, pa.large_binary())
@@ -80,8 +81,3 @@ def _scalars(column: Column, array: Any, fill: bool) -> tuple[np.ndarray, np.nda
     offsets = np.frombuffer(buffers[1], np.int64)[array.offset : array.offset + len(array) + 1]
     data = np.frombuffer(buffers[2], np.uint8) if buffers[2] is not None else np.zeros(0, np.uint8)
     return data, offsets
-
-
-def _numbers(array: Any, zero: Any) -> np.ndarray:
-    """An array of numbers as numpy (without a copy where it has no null; nulls as zero)."""
-    return (array.fill_null(zero) if array.null_count else array).to_numpy(zero_copy_only=False)

@@ -31,6 +31,7 @@ from ..dataset.rows import RowNumbers, row_array
 from ..errors import SourceError
 from ..optional import pyarrow
 from . import arrow_features
+from .arrow_numpy import from_numpy, to_numpy
 
 ROW_GROUPS_KEPT = 2  # per process: a batch may span the end of one and the start of the next
 SPILL_ROWS = 1 << 16  # rows per file of a spilled plan, at least (a batch's rows span one or two)
@@ -118,8 +119,9 @@ class HeldRows:
         return self._table.slice(first, count)
 
     def take(self, rows: list[int]) -> Any:
-        pa = pyarrow("tfr-convert table")
-        return self._table.take(pa.array(rows, pa.int64()))
+        import numpy as np
+
+        return self._table.take(from_numpy(np.asarray(rows, np.int64)))
 
 
 class ParquetFileTable:
@@ -137,8 +139,7 @@ class ParquetFileTable:
         self._nulls = _statistics_nulls(meta, self.column_names)
 
     def read(self, columns: list[str] | None = None) -> Any:
-        pa = pyarrow("tfr-convert table")
-        return read_parquet(self.path, lambda path: pa.parquet.read_table(path, columns=columns))
+        return read_parquet(self.path, lambda path: _read_local(path, columns))
 
     def null_count(self, name: str) -> int | None:
         """From the statistics, or None where a row group has none for the column."""
@@ -153,6 +154,13 @@ def read_parquet(path: str, read: Callable[[str], Any], where: str = "") -> Any:
     except (pa.ArrowException, OSError) as e:
         text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise SourceError(f"{path}: {where + ': ' if where else ''}{text}") from None
+
+
+def _read_local(path: str, columns: list[str] | None) -> Any:
+    """A local Parquet file's columns, read whole (not by read_table, which imports pandas)."""
+    pa = pyarrow("tfr-convert table")
+    with pa.parquet.ParquetFile(path) as f:
+        return f.read(columns=columns)
 
 
 def _statistics_nulls(meta: Any, names: list[str]) -> dict[str, int]:
@@ -280,13 +288,13 @@ class ParquetRows:
         return pieces[0] if len(pieces) == 1 else pa.concat_tables(pieces).combine_chunks()
 
     def take(self, rows: list[int]) -> Any:
+        import numpy as np
+
         pa = pyarrow("tfr-convert table")
         if self._whole is None:
-            tables = [
-                read_parquet(path, lambda p: pa.parquet.read_table(p, columns=self._columns)) for path in self._paths
-            ]
+            tables = [read_parquet(path, lambda p: _read_local(p, self._columns)) for path in self._paths]
             self._whole = pa.concat_tables(tables).combine_chunks()
-        return self._whole.take(pa.array(rows, pa.int64()))
+        return self._whole.take(from_numpy(np.asarray(rows, np.int64)))
 
     def spilled(self, plan: dict[str, Sequence[int]], total: int) -> SpilledRows:
         """These rows laid out in the plan's order (its splits one after another)."""
@@ -305,7 +313,7 @@ class SpilledRows:
     def __init__(self, rows: ParquetRows, plan: dict[str, Sequence[int]], total: int) -> None:
         import numpy as np
 
-        pa = pyarrow("tfr-convert table")
+        pyarrow("tfr-convert table")  # (its absence told, and the allocator set, before ipc loads)
         from pyarrow import ipc
 
         planned = sum(len(items) for items in plan.values())
@@ -334,7 +342,7 @@ class SpilledRows:
                 files = places[keep] // self._size
                 order = np.argsort(files, kind="stable")
                 counts = np.bincount(files, minlength=1).tolist()
-                laid = group.take(keep[order]).append_column(self._mark, pa.array(places[keep][order]))
+                laid = group.take(from_numpy(keep[order])).append_column(self._mark, from_numpy(places[keep][order]))
                 at = 0
                 for file, count in enumerate(counts):
                     if count:
@@ -369,8 +377,8 @@ class SpilledRows:
 
             with pa.OSFile(self._path(file)) as f:
                 table = ipc.open_file(f).read_all()
-            order = np.argsort(table.column(self._mark).to_numpy())
-            found = table.drop_columns([self._mark]).take(order).combine_chunks()
+            order = np.argsort(to_numpy(table.column(self._mark)))
+            found = table.drop_columns([self._mark]).take(from_numpy(order)).combine_chunks()
             while len(self._kept) >= ROW_GROUPS_KEPT:
                 del self._kept[next(iter(self._kept))]
             self._kept[file] = found

@@ -14,6 +14,7 @@ from ..dataset.rows import positions_by_code
 from ..dataset.splits import SPLIT_NAME
 from ..errors import SourceError
 from . import table_rows
+from .arrow_numpy import to_numpy
 
 
 def cell_text(value: Any) -> str:
@@ -42,9 +43,7 @@ def coded(column: Any) -> tuple[np.ndarray, list[str]]:
     # the distinct values looked up in one call (each call builds a table of them), each
     # chunk's positions then made codes on their own
     found = pc.index_in(whole, value_set=distinct)
-    codes = _filled(
-        found.chunks, len(column), np.int32, lambda c: mapping[c.fill_null(-1).to_numpy(zero_copy_only=False)]
-    )
+    codes = _filled(found.chunks, len(column), np.int32, lambda c: mapping[to_numpy(c, -1)])
     return codes, list(texts)
 
 
@@ -61,7 +60,7 @@ def narrow_ints(column: Any) -> np.ndarray:
     fits = (t for t in (np.int8, np.int16, np.int32) if np.iinfo(t).min <= low and high <= np.iinfo(t).max)
     dtype = next(fits, np.int64)
     # (cast first: an unsigned column holds no -1)
-    return _filled(_chunks(column), len(column), dtype, lambda c: pc.cast(c, pa.int64()).fill_null(-1).to_numpy())
+    return _filled(_chunks(column), len(column), dtype, lambda c: to_numpy(pc.cast(c, pa.int64()), -1))
 
 
 def _chunks(column: Any) -> list[Any]:

@@ -25,9 +25,6 @@ def varint(n: int) -> bytes:
     return bytes(out)
 
 
-_VARINT_STEPS = np.array([1 << (7 * k) for k in range(1, 10)], np.uint64)
-
-
 def varints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Base-128 varints of unsigned 64-bit values: ((m, w) uint8, padded to the longest
     one's w bytes; lengths (m,))."""
@@ -37,12 +34,21 @@ def varints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     width = max(1, (top.bit_length() + 6) // 7)  # the longest varint here: no wider matrix
     if width == 1:  # every value below 128 (lengths, small ints): each is its own byte
         return v.astype(np.uint8).reshape(m, 1), np.ones(m, np.int64)
-    lengths = np.searchsorted(_VARINT_STEPS[: width - 1], v, side="right").astype(np.int64) + 1
-    groups = np.empty((m, width), np.uint8)
+    # Byte k is the low byte of v >> 7k with its top bit set where more bytes follow
+    # (v >> 7k >= 128): the bit it held belongs to byte k + 1, and is set or cleared
+    # anyway. Built a byte column at a time into reused buffers, rows contiguous.
+    groups = np.empty((width, m), np.uint8)
+    lengths = np.ones(m, np.int64)
+    shifted = np.empty(m, np.uint64)
+    more = np.empty(m, bool)
     for k in range(width):
-        groups[:, k] = ((v >> np.uint64(7 * k)) & np.uint64(0x7F)).astype(np.uint8)
-    groups[np.arange(width)[None, :] < (lengths - 1)[:, None]] |= 0x80  # every byte but the last
-    return groups, lengths
+        part = v if k == 0 else np.right_shift(v, np.uint64(7 * k), out=shifted)
+        np.copyto(groups[k], part, casting="unsafe")
+        if k < width - 1:
+            np.greater_equal(part, np.uint64(128), out=more)
+            lengths += more
+            groups[k] |= more.view(np.uint8) << np.uint8(7)
+    return np.ascontiguousarray(groups.T), lengths
 
 
 # A long int64 list of small integers (16-bit samples of raw audio, negatives included:
