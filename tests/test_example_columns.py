@@ -119,3 +119,42 @@ def test_lengths_and_integers_at_each_varint_edge_lay_out_as_the_serializer_writ
         for row, size in zip(rows, sizes.tolist(), strict=True):
             assert bytes(blob[at + head : at + size - tail]) == serialize(row)
             at += size
+
+
+def test_one_integer_a_row_of_every_varint_width_lays_out_within_the_containers_margins():
+    """Single integers from one byte to ten (negatives), some rows without the feature,
+    before and after other features and as the last: placed whole where the margins
+    between rows hold a varint's padding (TFRecord's 12 + 4 bytes), value by value where
+    they do not; every row the serializer's Example either way."""
+    values = [0, 5, 127, 128, 16384, 1 << 21, 1 << 28, 1 << 35, 1 << 42, 1 << 49, 1 << 56, (1 << 63) - 1, -1, -300]
+    n = len(values)
+    cells = [[v] for v in values]
+    sparse = [None if i % 3 == 1 else [v] for i, v in enumerate(values[::-1])]
+    columns = [
+        column_of("a", INT64, cells, True),
+        column_of("b", FLOAT, [[float(i)] for i in range(n)], True),
+        column_of("c", INT64, sparse, True),
+        column_of("z", INT64, cells[::-1], True),
+    ]
+    rows = [
+        {"a": np.array(a, np.int64), "b": np.array([float(i)], np.float32), "z": np.array(z, np.int64)}
+        | ({} if c is None else {"c": np.array(c, np.int64)})
+        for i, (a, c, z) in enumerate(zip(cells, sparse, cells[::-1], strict=True))
+    ]
+    for head, tail in ((12, 4), (6, 4), (5, 4), (0, 0), (10, 0)):
+        blob, sizes = serialize_rows(columns, n, head, tail)
+        assert len(blob) == int(sizes.sum())
+        at = 0
+        for row, size in zip(rows, sizes.tolist(), strict=True):
+            assert bytes(blob[at + head : at + size - tail]) == serialize(row), (head, tail)
+            at += size
+    # the widest matrix a length with rows lacking the feature (their padding starts where
+    # the row ends): placed whole only where both margins hold all of it
+    texts = [None if i % 2 else [b"t" * (100 + 20 * i)] for i in range(6)]
+    rows = [{} if t is None else {"t": np.array(t, object)} for t in texts]
+    for head, tail in ((1, 0), (2, 0), (0, 3)):
+        blob, sizes = serialize_rows([column_of("t", BYTES, texts, True)], len(rows), head, tail)
+        at = 0
+        for row, size in zip(rows, sizes.tolist(), strict=True):
+            assert bytes(blob[at + head : at + size - tail]) == serialize(row), (head, tail)
+            at += size

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .example import BYTES, FLOAT, INT64, key_field, key_order
-from .varints import varints
+from .varints import varint, varints
 
 _TAG = {BYTES: 0x0A, FLOAT: 0x12, INT64: 0x1A}
 # the smallest value of each varint length past one byte: 2**7, 2**14, ... 2**63
@@ -72,8 +72,15 @@ class _Rows:
         self._add("constant", np.frombuffer(data, np.uint8), lengths)
 
     def varint(self, values: np.ndarray, where: np.ndarray | None = None) -> None:
+        if len(values) and values.min() == values.max():  # a length equal in every row: one template
+            self.constant(varint(int(values[0])), where)
+            return
         groups, lengths = varints(values)
-        self._add("matrix", groups, lengths if where is None else np.where(where, lengths, 0))
+        self.matrix(groups, lengths if where is None else np.where(where, lengths, 0))
+
+    def matrix(self, groups: np.ndarray, lengths: np.ndarray) -> None:
+        """Each row's bytes: the first `lengths` of its row of `groups`."""
+        self._add("matrix", groups, lengths)
 
     def flat(self, data: np.ndarray, lengths: np.ndarray) -> None:
         """Each row's own bytes: `data` holds them row after row, `lengths` long each."""
@@ -93,9 +100,16 @@ class _Rows:
         sizes = self.lengths + head + tail
         starts = np.zeros(self.n, np.int64)
         np.cumsum(sizes[:-1], out=starts[1:])
-        out = np.empty(int(sizes.sum()), np.uint8)
+        size = int(sizes.sum())
+        parts = self._fused()
+        # A varint matrix is placed whole, each row's padding spilling past its own bytes
+        # into what later parts and the margins (filled by the container's seal) then
+        # overwrite, where the margins between two rows hold the widest matrix.
+        widest = max((what.shape[1] for how, what, _ in parts if how == "matrix"), default=0)  # type: ignore[attr-defined]
+        whole = widest <= head + tail
+        out = np.empty(size + (widest if whole else 0), np.uint8)
         at = starts + head
-        for how, what, lengths in self._fused():
+        for how, what, lengths in parts:
             if how == "block":  # as long in every row: each row's bytes copied whole
                 block = what  # type: ignore[assignment]
                 if block.shape[1]:
@@ -108,8 +122,11 @@ class _Rows:
             elif how == "matrix":
                 groups = what  # type: ignore[assignment]
                 width = groups.shape[1]
-                valid = np.arange(width)[None, :] < lengths[:, None]
-                out[(at[:, None] + np.arange(width))[valid]] = groups[valid]
+                if whole:
+                    _rows_at(out, width)[at] = groups
+                else:
+                    valid = np.arange(width)[None, :] < lengths[:, None]
+                    out[(at[:, None] + np.arange(width))[valid]] = groups[valid]
             else:
                 data = what  # type: ignore[assignment]
                 total = int(lengths.sum())
@@ -118,7 +135,7 @@ class _Rows:
                     np.cumsum(lengths[:-1], out=src[1:])
                     out[np.repeat(at - src, lengths) + np.arange(total)] = data[:total]
             at = at + lengths
-        return out, sizes
+        return out[:size], sizes
 
     def _fused(self) -> list[tuple[str, object, np.ndarray]]:
         """The parts, each run of parts as long in every row made one (n, w) block:
@@ -128,8 +145,7 @@ class _Rows:
 
         def close() -> None:
             if run:
-                block = np.concatenate(run, axis=1) if len(run) > 1 else run[0]
-                fused.append(("block", block, np.full(self.n, block.shape[1], np.int64)))
+                fused.append(("block", _joined(run, self.n), np.full(self.n, sum(p.shape[1] for p in run), np.int64)))
                 run.clear()
 
         for how, what, lengths in self.parts:
@@ -147,6 +163,28 @@ class _Rows:
                 run.append(what[: self.n * width].reshape(self.n, width))  # type: ignore[index]
         close()
         return fused
+
+
+def _joined(pieces: list[np.ndarray], n: int) -> np.ndarray:
+    """(n, w) pieces side by side: the constants (broadcast rows) written once into a
+    template row that fills the block, then the pieces that vary from row to row."""
+    if len(pieces) == 1:
+        return pieces[0]
+    widths = [p.shape[1] for p in pieces]
+    template = np.empty(sum(widths), np.uint8)
+    varying = []
+    at = 0
+    for piece, width in zip(pieces, widths, strict=True):
+        if piece.strides[0] == 0:
+            template[at : at + width] = piece[0]
+        else:
+            varying.append((at, piece))
+        at += width
+    block = np.empty((n, len(template)), np.uint8)
+    block[:] = template
+    for at, piece in varying:
+        block[:, at : at + piece.shape[1]] = piece
+    return block
 
 
 def _rows_at(out: np.ndarray, width: int) -> np.ndarray:
@@ -191,7 +229,9 @@ def _list_payload(column: FeatureColumn, n: int) -> _Rows:
     has = present & (count > 0)
     rows.constant(b"\x0a", has)
     rows.varint(packed, has)
-    if column.kind == INT64:
+    if column.kind == INT64 and column.offsets is None and kept is None:
+        rows.matrix(groups, packed)  # one value a row: its varint
+    elif column.kind == INT64:
         valid = np.arange(groups.shape[1])[None, :] < widths[:, None]
         if kept is not None:
             valid &= kept[:, None]
