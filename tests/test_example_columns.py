@@ -130,18 +130,19 @@ def test_one_integer_a_row_of_every_varint_width_lays_out_within_the_containers_
     n = len(values)
     cells = [[v] for v in values]
     sparse = [None if i % 3 == 1 else [v] for i, v in enumerate(values[::-1])]
+    assert sparse[-1] is None  # the last row's padding starts where the buffer ends
     columns = [
         column_of("a", INT64, cells, True),
         column_of("b", FLOAT, [[float(i)] for i in range(n)], True),
-        column_of("c", INT64, sparse, True),
-        column_of("z", INT64, cells[::-1], True),
+        column_of("c", INT64, cells[::-1], True),
+        column_of("z", INT64, sparse, True),
     ]
     rows = [
-        {"a": np.array(a, np.int64), "b": np.array([float(i)], np.float32), "z": np.array(z, np.int64)}
-        | ({} if c is None else {"c": np.array(c, np.int64)})
-        for i, (a, c, z) in enumerate(zip(cells, sparse, cells[::-1], strict=True))
+        {"a": np.array(a, np.int64), "b": np.array([float(i)], np.float32), "c": np.array(c, np.int64)}
+        | ({} if z is None else {"z": np.array(z, np.int64)})
+        for i, (a, c, z) in enumerate(zip(cells, cells[::-1], sparse, strict=True))
     ]
-    for head, tail in ((12, 4), (6, 4), (5, 4), (0, 0), (10, 0)):
+    for head, tail in ((12, 4), (6, 4), (5, 4), (0, 0), (10, 0), (3, 7)):
         blob, sizes = serialize_rows(columns, n, head, tail)
         assert len(blob) == int(sizes.sum())
         at = 0

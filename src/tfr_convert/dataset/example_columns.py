@@ -25,7 +25,7 @@ from .example import BYTES, FLOAT, INT64, key_field, key_order
 from .varints import varint, varints
 
 _TAG = {BYTES: 0x0A, FLOAT: 0x12, INT64: 0x1A}
-# the smallest value of each varint length past one byte: 2**7, 2**14, ... 2**63
+_MAX_VARINT = 10  # bytes of the longest varint (2**64 - 1): the widest matrix of varints
 
 
 @dataclass(frozen=True)
@@ -72,9 +72,11 @@ class _Rows:
         self._add("constant", np.frombuffer(data, np.uint8), lengths)
 
     def varint(self, values: np.ndarray, where: np.ndarray | None = None) -> None:
-        if len(values) and values.min() == values.max():  # a length equal in every row: one template
-            self.constant(varint(int(values[0])), where)
-            return
+        if len(values):
+            low = int(values.min())
+            if low == int(values.max()):  # equal in every row (a length, often): a constant
+                self.constant(varint(low), where)
+                return
         groups, lengths = varints(values)
         self.matrix(groups, lengths if where is None else np.where(where, lengths, 0))
 
@@ -101,15 +103,9 @@ class _Rows:
         starts = np.zeros(self.n, np.int64)
         np.cumsum(sizes[:-1], out=starts[1:])
         size = int(sizes.sum())
-        parts = self._fused()
-        # A varint matrix is placed whole, each row's padding spilling past its own bytes
-        # into what later parts and the margins (filled by the container's seal) then
-        # overwrite, where the margins between two rows hold the widest matrix.
-        widest = max((what.shape[1] for how, what, _ in parts if how == "matrix"), default=0)  # type: ignore[attr-defined]
-        whole = widest <= head + tail
-        out = np.empty(size + (widest if whole else 0), np.uint8)
+        out = np.empty(size + _MAX_VARINT, np.uint8)  # room for the last row's padding
         at = starts + head
-        for how, what, lengths in parts:
+        for how, what, lengths in self._fused():
             if how == "block":  # as long in every row: each row's bytes copied whole
                 block = what  # type: ignore[assignment]
                 if block.shape[1]:
@@ -122,7 +118,9 @@ class _Rows:
             elif how == "matrix":
                 groups = what  # type: ignore[assignment]
                 width = groups.shape[1]
-                if whole:
+                if width <= head + tail:
+                    # each row whole: its padding spills past its varint into what later
+                    # parts and the margins (filled by the container's seal) overwrite
                     _rows_at(out, width)[at] = groups
                 else:
                     valid = np.arange(width)[None, :] < lengths[:, None]
@@ -141,11 +139,12 @@ class _Rows:
         """The parts, each run of parts as long in every row made one (n, w) block:
         a constant, a varint matrix of one width, a run of values of one length."""
         fused: list[tuple[str, object, np.ndarray]] = []
-        run: list[np.ndarray] = []
+        run: list[tuple[bool, np.ndarray]] = []  # (a constant?, its bytes or the (n, w) rows)
 
         def close() -> None:
             if run:
-                fused.append(("block", _joined(run, self.n), np.full(self.n, sum(p.shape[1] for p in run), np.int64)))
+                block = _joined(run, self.n)
+                fused.append(("block", block, np.full(self.n, block.shape[1], np.int64)))
                 run.clear()
 
         for how, what, lengths in self.parts:
@@ -156,34 +155,27 @@ class _Rows:
             elif width == 0:
                 continue  # in no row
             elif how == "constant":
-                run.append(np.broadcast_to(what, (self.n, width)))  # type: ignore[arg-type]
+                run.append((True, what))  # type: ignore[arg-type]
             elif how == "matrix":
-                run.append(what[:, :width])  # type: ignore[index]
+                run.append((False, what[:, :width]))  # type: ignore[index]
             else:
-                run.append(what[: self.n * width].reshape(self.n, width))  # type: ignore[index]
+                run.append((False, what[: self.n * width].reshape(self.n, width)))  # type: ignore[index]
         close()
         return fused
 
 
-def _joined(pieces: list[np.ndarray], n: int) -> np.ndarray:
-    """(n, w) pieces side by side: the constants (broadcast rows) written once into a
-    template row that fills the block, then the pieces that vary from row to row."""
-    if len(pieces) == 1:
-        return pieces[0]
-    widths = [p.shape[1] for p in pieces]
-    template = np.empty(sum(widths), np.uint8)
-    varying = []
-    at = 0
-    for piece, width in zip(pieces, widths, strict=True):
-        if piece.strides[0] == 0:
-            template[at : at + width] = piece[0]
-        else:
-            varying.append((at, piece))
-        at += width
+def _joined(run: list[tuple[bool, np.ndarray]], n: int) -> np.ndarray:
+    """Parts as long in every row side by side in one (n, w) block: the constants written
+    once into a template row that fills the block, then the parts that vary by row."""
+    template = np.concatenate([piece if constant else np.zeros(piece.shape[1], np.uint8) for constant, piece in run])
     block = np.empty((n, len(template)), np.uint8)
     block[:] = template
-    for at, piece in varying:
-        block[:, at : at + piece.shape[1]] = piece
+    at = 0
+    for constant, piece in run:
+        width = len(piece) if constant else piece.shape[1]
+        if not constant:
+            block[:, at : at + width] = piece
+        at += width
     return block
 
 
@@ -229,8 +221,8 @@ def _list_payload(column: FeatureColumn, n: int) -> _Rows:
     has = present & (count > 0)
     rows.constant(b"\x0a", has)
     rows.varint(packed, has)
-    if column.kind == INT64 and column.offsets is None and kept is None:
-        rows.matrix(groups, packed)  # one value a row: its varint
+    if column.kind == INT64 and column.offsets is None:
+        rows.matrix(groups, packed)  # one value a row (a placeholder where it has none): its varint
     elif column.kind == INT64:
         valid = np.arange(groups.shape[1])[None, :] < widths[:, None]
         if kept is not None:

@@ -41,13 +41,12 @@ def varints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     lengths = np.ones(m, np.int64)
     shifted = np.empty(m, np.uint64)
     more = np.empty(m, bool)
-    for k in range(width):
-        part = v if k == 0 else np.right_shift(v, np.uint64(7 * k), out=shifted)
-        np.copyto(groups[k], part, casting="unsafe")
-        if k < width - 1:
-            np.greater_equal(part, np.uint64(128), out=more)
-            lengths += more
-            groups[k] |= more.view(np.uint8) << np.uint8(7)
+    for k in range(width):  # (the last byte is below 128: width is the widest value's)
+        np.right_shift(v, np.uint64(7 * k), out=shifted)
+        np.copyto(groups[k], shifted, casting="unsafe")
+        np.greater_equal(shifted, np.uint64(128), out=more)
+        lengths += more
+        groups[k] |= more.view(np.uint8) << np.uint8(7)
     return np.ascontiguousarray(groups.T), lengths
 
 
