@@ -529,8 +529,12 @@ for _line, _operators, _why in (
     ("if block.shape[1]:", ("NumberReplacer",),
      "[-1] is [1]; [0] (the rows) also writes a block of no bytes, which places nothing"),
     ("if len(rows) and len(data):", ("ReplaceAndWithOr",), "placing nothing, or nothing anywhere, places nothing"),
-    ("block = np.concatenate(run, axis=1) if len(run) > 1 else run[0]",
-     ("ReplaceComparisonOperator_Gt_GtE", "NumberReplacer"), "one block joined is that block"),
+    ("if width <= head + tail:", ("ReplaceBinaryOperator_Add_Sub", "ReplaceComparisonOperator_LtE_Lt"),
+     "a stricter test: a matrix the margins would hold is placed byte by byte instead, which writes the same bytes "
+     "(margins one byte short of a matrix are caught)"),
+    ("_MAX_VARINT = 10  # bytes of the longest varint (2**64 - 1): the widest matrix of varints", ("NumberReplacer",),
+     "11 bytes of room past the last row where a varint's padding reaches 10 at most: a byte never written "
+     "(9 is caught)"),
     ("width = int(lengths[0]) if self.n else 0", ("NumberReplacer",),
      "another row's length: alike in every row where the run is fused (the test after it says where not); "
      "with no rows the first test decides"),
