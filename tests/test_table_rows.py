@@ -156,26 +156,47 @@ def test_a_damaged_parquet_file_is_exit_1_naming_it_and_writes_nothing(cli, tmp_
     assert not (tmp_path / "out").exists()
 
 
-def test_rows_laid_out_in_a_shuffled_plan_encode_the_bytes_of_the_table_in_memory(tmp_path, monkeypatch):
+def _in_parts_here(parts):
+    """An in_parts that runs each part here, one after the other (where forking is
+    allowed depends on the threads other tests left running)."""
+    import itertools
+
+    def in_parts(fill, n):
+        bounds = [n * i // parts for i in range(parts + 1)]
+        return [fill(lo, hi) for lo, hi in itertools.pairwise(bounds)]
+
+    return in_parts
+
+
+@pytest.mark.parametrize("parts", [None, 3, "forked"], ids=["whole", "in 3 parts", "in forked parts"])
+def test_rows_laid_out_in_a_shuffled_plan_encode_the_bytes_of_the_table_in_memory(tmp_path, monkeypatch, parts):
     """Two splits shuffled, a row left out; spill files of 4 rows, so batches begin and
-    end inside them and span several."""
+    end inside them and span several. Laid out here, or by parts of the row groups on
+    forked processes, each writing its pieces of the files (joined when read)."""
     import os
 
     from tfr_convert.converters import table_rows
+    from tfr_convert.converters.base import SourceContext
     from tfr_convert.dataset import splits
+    from tfr_convert.engine.workers import forked_parts
 
     monkeypatch.setattr(table_rows, "SPILL_ROWS", 4)
     paths, _ = _parts(tmp_path)
     held = TableConverter(
         table_files.in_memory([(None, pq.read_table(p)) for p in paths], "table"), TableOptions(nulls="omit")
     )
-    lazy = TableConverter(paths, TableOptions(nulls="omit"))
+    in_parts = forked_parts(3) if parts == "forked" else _in_parts_here(parts) if parts else None
+    lazy = TableConverter(paths, TableOptions(nulls="omit"), SourceContext(in_parts=in_parts))
     source = {"train": range(0, 13), "test": [13, 14, 16, 17, 18, 19]}  # row 15 is not written
     plan = splits.assign(source, str, seed=4, shuffle=True)
     assert isinstance(plan["train"], RowNumbers) and sorted(plan["train"]) == list(range(13))
     lazy.planned(plan)
     spill = lazy._held
-    assert isinstance(spill, table_rows.SpilledRows) and len(os.listdir(spill._folder)) == 5  # 19 rows, 4 a file
+    assert isinstance(spill, table_rows.SpilledRows) and sorted(spill._pieces) == list(range(5))  # 19 rows, 4 a file
+    pieces = sorted(len(written) for written in spill._pieces.values())
+    assert len(os.listdir(spill._folder)) == sum(pieces)
+    # (9 row groups shuffled: some file has a piece from every part; forked parts when no thread but this one runs)
+    assert pieces[-1] in ((1, 3) if parts == "forked" else (parts or 1,))
     for items in plan.values():
         for size in (1, 3, 5, len(items)):
             for at in range(0, len(items), size):

@@ -296,25 +296,28 @@ class ParquetRows:
             self._whole = pa.concat_tables(tables).combine_chunks()
         return self._whole.take(from_numpy(np.asarray(rows, np.int64)))
 
-    def spilled(self, plan: dict[str, Sequence[int]], total: int) -> SpilledRows:
-        """These rows laid out in the plan's order (its splits one after another)."""
-        return SpilledRows(self, plan, total)
+    def spilled(self, plan: dict[str, Sequence[int]], total: int, in_parts: Any = None) -> SpilledRows:
+        """These rows laid out in the plan's order (its splits one after another);
+        `in_parts` (SourceContext's): where the row groups may be laid out in parts."""
+        return SpilledRows(self, plan, total, in_parts)
 
-    def groups(self) -> Iterator[tuple[int, Any]]:
-        """(first row, rows) of each row group, in order, each read once."""
-        for index in range(len(self._groups)):
+    def group_count(self) -> int:
+        return len(self._groups)
+
+    def groups(self, lo: int, hi: int) -> Iterator[tuple[int, Any]]:
+        """(first row, rows) of row groups lo..hi-1, in order, each read once."""
+        for index in range(lo, hi):
             yield self._starts[index], self._group(index)
 
 
 class SpilledRows:
     """ParquetRows laid out in a plan's order in files of SPILL_ROWS consecutive
-    positions or more: a batch of consecutive positions is read from one or two files."""
+    positions or more: a batch of consecutive positions is read from one or two files.
+    The row groups are laid out in parts (on forked processes where `in_parts` allows),
+    each part writing pieces of the files; a file's pieces are joined when it is read."""
 
-    def __init__(self, rows: ParquetRows, plan: dict[str, Sequence[int]], total: int) -> None:
+    def __init__(self, rows: ParquetRows, plan: dict[str, Sequence[int]], total: int, in_parts: Any = None) -> None:
         import numpy as np
-
-        pyarrow("tfr-convert table")  # (its absence told, and the allocator set, before ipc loads)
-        from pyarrow import ipc
 
         planned = sum(len(items) for items in plan.values())
         dtype = np.int32 if max(planned, total) < 2**31 else np.int64
@@ -332,9 +335,29 @@ class SpilledRows:
         self._mark = "position"
         while self._mark in rows.column_names():
             self._mark += "_"
+
+        def spill(lo: int, hi: int) -> bytes:  # row groups lo..hi-1: (lo, the files it wrote a piece of)
+            return np.array([lo, *self._spill(rows.groups(lo, hi), lo)], np.int64).tobytes()
+
+        count = rows.group_count()
+        found = in_parts(spill, count) if in_parts is not None else None
+        self._pieces: dict[int, list[int]] = {}  # file -> the parts (first row group) that wrote a piece
+        for part in found if found is not None else [spill(0, count)]:
+            lo, *files = np.frombuffer(part, np.int64).tolist()
+            for file in files:
+                self._pieces.setdefault(file, []).append(lo)
+
+    def _spill(self, groups: Iterator[tuple[int, Any]], part: int) -> list[int]:
+        """The rows of these row groups written to the pieces of part `part` of the files
+        their positions fall in; which files."""
+        import numpy as np
+
+        pyarrow("tfr-convert table")  # (its absence told, and the allocator set, before ipc loads)
+        from pyarrow import ipc
+
         writers: dict[int, Any] = {}
         try:
-            for start, group in rows.groups():
+            for start, group in groups:
                 places = self._position[start : start + group.num_rows]
                 keep = np.flatnonzero(places >= 0)
                 if not len(keep):
@@ -347,7 +370,7 @@ class SpilledRows:
                 for file, count in enumerate(counts):
                     if count:
                         if file not in writers:
-                            writers[file] = ipc.new_file(self._path(file), laid.schema)
+                            writers[file] = ipc.new_file(self._path(file, part), laid.schema)
                         writers[file].write_table(laid.slice(at, count))
                         at += count
         except OSError as e:
@@ -358,12 +381,13 @@ class SpilledRows:
         finally:
             for writer in writers.values():
                 writer.close()
+        return sorted(writers)
 
     def __getstate__(self) -> dict[str, Any]:
         return self.__dict__ | {"_kept": {}}
 
-    def _path(self, file: int) -> str:
-        return os.path.join(self._folder, f"{file}.arrow")
+    def _path(self, file: int, part: int) -> str:
+        return os.path.join(self._folder, f"{file}-{part}.arrow")
 
     def _file(self, file: int) -> Any:
         import numpy as np
@@ -375,8 +399,11 @@ class SpilledRows:
             pa = pyarrow("tfr-convert table")
             from pyarrow import ipc
 
-            with pa.OSFile(self._path(file)) as f:
-                table = ipc.open_file(f).read_all()
+            pieces = []
+            for part in self._pieces[file]:
+                with pa.OSFile(self._path(file, part)) as f:
+                    pieces.append(ipc.open_file(f).read_all())
+            table = pa.concat_tables(pieces)
             order = np.argsort(to_numpy(table.column(self._mark)))
             found = table.drop_columns([self._mark]).take(from_numpy(order)).combine_chunks()
             while len(self._kept) >= ROW_GROUPS_KEPT:

@@ -138,8 +138,11 @@ def command(
 
     def make_converter():
         from ...converters.table import TableConverter
+        from ...engine.run_options import default_workers  # the engine runs the shuffle's parts
+        from ...engine.workers import forked_parts
 
-        return TableConverter(given.opened if given else list(src), options, source_context(common, on_error))
+        parts = forked_parts(common["workers"] or default_workers())
+        return TableConverter(given.opened if given else list(src), options, source_context(common, on_error, parts))
 
     if given is None:
         run_conversion(make_converter, on_error=on_error, **common)
