@@ -11,7 +11,8 @@ rows is read from the row groups it spans (each process keeps the last two it re
 a split written in source order decodes each row group once per process). A run in
 another order (shuffled splits) is told its plan first (`spilled`): every row group is
 read once and its rows written, uncompressed, into files of consecutive plan positions
-in a temporary folder (TMPDIR), which batches then read a file at a time. Rows asked
+in a temporary folder (TMPDIR), sorted by position within each record batch; a batch
+finds its rows in the memory-mapped files by their positions. Rows asked
 for in an order no plan said are read whole once. All give the same Arrow values, so
 the same bytes.
 """
@@ -362,8 +363,8 @@ class SpilledRows:
                 keep = np.flatnonzero(places >= 0)
                 if not len(keep):
                     continue
+                order = np.argsort(places[keep])  # by plan position, so by file, each file's run sorted
                 files = places[keep] // self._size
-                order = np.argsort(files, kind="stable")
                 counts = np.bincount(files, minlength=1).tolist()
                 laid = group.take(from_numpy(keep[order])).append_column(self._mark, from_numpy(places[keep][order]))
                 at = 0
@@ -389,9 +390,9 @@ class SpilledRows:
     def _path(self, file: int, part: int) -> str:
         return os.path.join(self._folder, f"{file}-{part}.arrow")
 
-    def _file(self, file: int) -> Any:
-        import numpy as np
-
+    def _file(self, file: int) -> list[tuple[Any, Any]]:
+        """A file's record batches, memory-mapped (no copy): (their plan positions, in
+        increasing order; their rows)."""
         if self._pid != os.getpid():
             self._kept, self._pid = {}, os.getpid()
         found = self._kept.get(file)
@@ -399,17 +400,32 @@ class SpilledRows:
             pa = pyarrow("tfr-convert table")
             from pyarrow import ipc
 
-            pieces = []
+            found = []
             for part in self._pieces[file]:
-                with pa.OSFile(self._path(file, part)) as f:
-                    pieces.append(ipc.open_file(f).read_all())
-            table = pa.concat_tables(pieces)
-            order = np.argsort(to_numpy(table.column(self._mark)))
-            found = table.drop_columns([self._mark]).take(from_numpy(order)).combine_chunks()
+                reader = ipc.open_file(pa.memory_map(self._path(file, part)))
+                for i in range(reader.num_record_batches):
+                    batch = reader.get_batch(i)
+                    rows = pa.Table.from_batches([batch]).drop_columns([self._mark])
+                    found.append((to_numpy(batch.column(self._mark)), rows))
             while len(self._kept) >= ROW_GROUPS_KEPT:
                 del self._kept[next(iter(self._kept))]
             self._kept[file] = found
         return found
+
+    def _between(self, file: int, lo: int, hi: int) -> Any:
+        """The rows at plan positions lo..hi-1 (all in `file`), in that order: the run of
+        each record batch found by its sorted positions, the runs put in order."""
+        import numpy as np
+
+        pa = pyarrow("tfr-convert table")
+        positions, pieces = [], []
+        for places, rows in self._file(file):
+            a, b = np.searchsorted(places, [lo, hi]).tolist()
+            if b > a:
+                positions.append(places[a:b])
+                pieces.append(rows.slice(a, b - a))
+        order = np.argsort(np.concatenate(positions))
+        return pa.concat_tables(pieces).take(from_numpy(order))
 
     def take(self, rows: list[int]) -> Any:
         import numpy as np
@@ -424,7 +440,7 @@ class SpilledRows:
         pieces, stop = [], first + len(places)
         for file in range(first // self._size, (stop - 1) // self._size + 1):
             lo, hi = max(first, file * self._size), min(stop, (file + 1) * self._size)
-            pieces.append(self._file(file).slice(lo - file * self._size, hi - lo))
+            pieces.append(self._between(file, lo, hi))
         return pa.concat_tables(pieces).combine_chunks()
 
     def slice(self, first: int, count: int) -> Any:
