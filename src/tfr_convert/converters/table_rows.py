@@ -315,7 +315,8 @@ class SpilledRows:
     """ParquetRows laid out in a plan's order in files of SPILL_ROWS consecutive
     positions or more: a batch of consecutive positions is read from one or two files.
     The row groups are laid out in parts (on forked processes where `in_parts` allows),
-    each part writing pieces of the files; a file's pieces are joined when it is read."""
+    each part writing its own piece of the files it reaches; a batch gathers its rows
+    from every piece."""
 
     def __init__(self, rows: ParquetRows, plan: dict[str, Sequence[int]], total: int, in_parts: Any = None) -> None:
         import numpy as np
