@@ -75,6 +75,15 @@ def test_from_numpy_shares_memory_and_widens_to_64_bits():
     assert from_numpy(np.array([7], np.uint16)).type == pa.uint64()
 
 
+def test_from_numpy_with_nulls_equals_pa_array_of_nones():
+    for values in ([1, None, 3, None, 5, 6, 7, 8, 9], [None] * 3, [2.5, None], [4, 5]):
+        valid = np.array([v is not None for v in values])
+        dtype = np.float64 if any(isinstance(v, float) for v in values) else np.int64
+        numbers = np.array([0 if v is None else v for v in values], dtype)
+        expected = pa.array(values, pa.float64() if dtype == np.float64 else pa.int64())
+        assert from_numpy(numbers, valid).equals(expected)
+
+
 def test_strings_equal_pa_array():
     for texts in (["b", "", "ä€", "long" * 50], []):
         assert strings(texts).equals(pa.array(texts, pa.string()))
@@ -95,6 +104,8 @@ def test_a_table_conversion_never_imports_pandas(tmp_path):
     )
     src = tmp_path / "t.parquet"
     pq.write_table(table, src, row_group_size=700)
+    csv = tmp_path / "t.csv"
+    csv.write_text("x,f,s\n" + "".join(f"{i if i % 9 else ''},{i / 4 if i % 7 else ''},t{i}\n" for i in range(50)))
     runs = [
         [],
         ["--no-shuffle"],
@@ -109,8 +120,10 @@ def test_a_table_conversion_never_imports_pandas(tmp_path):
         "except SystemExit as e:\n    assert not e.code, e.code\n"
         "print('pandas' in sys.modules)\n"
     )
+    runs.append([str(csv)])  # (a second source: the CSV read alone)
     for k, options in enumerate(runs):
-        args = ["table", str(src), "--out", str(tmp_path / f"out{k}"), "--quiet", "--nulls", "fill", *options]
+        source = [] if options[:1] == [str(csv)] else [str(src)]
+        args = ["table", *source, "--out", str(tmp_path / f"out{k}"), "--quiet", "--nulls", "fill", *options]
         done = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
         assert done.stdout.splitlines()[-1] == "False", options

@@ -61,15 +61,17 @@ def _bits(buffer: Any, offset: int, count: int) -> np.ndarray:
     return np.unpackbits(np.frombuffer(buffer, np.uint8), bitorder="little")[offset : offset + count].view(bool)
 
 
-def from_numpy(values: np.ndarray) -> Any:
-    """A numpy array of integers or floats as an Arrow array sharing its memory (made
-    contiguous first if it is not)."""
+def from_numpy(values: np.ndarray, valid: np.ndarray | None = None) -> Any:
+    """A numpy array of integers or floats as a 64-bit Arrow array sharing its memory
+    (made contiguous first if it is not); null where `valid` is False."""
     pa = pyarrow("tfr-convert table")
     values = np.ascontiguousarray(values)
     kind = {"i": pa.int64, "u": pa.uint64, "f": pa.float64}[values.dtype.kind]
     if values.dtype.itemsize != 8:
         values = values.astype(f"<{values.dtype.kind}8")
-    return pa.Array.from_buffers(kind(), len(values), [None, pa.py_buffer(values)])
+    nulls = 0 if valid is None else len(valid) - int(np.count_nonzero(valid))
+    bitmap = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
+    return pa.Array.from_buffers(kind(), len(values), [bitmap, pa.py_buffer(values)], nulls)
 
 
 def strings(texts: list[str]) -> Any:

@@ -18,11 +18,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from ..dataset.splits import SPLIT_FOLDERS
 from ..errors import SourceError
 from ..optional import pyarrow
 from ..storage import fs
 from . import csvtable
+from .arrow_numpy import from_numpy, strings
 from .folders import dataset_name
 from .table_rows import ParquetFileTable
 
@@ -240,13 +243,12 @@ def _csv(path: str, delimiter: str | None) -> Part:
         values = [row.values[i] for row in table.rows]
         present = [v for v in values if v != ""]
         dtype = csvtable.column_type(present, decimal_comma) if present else "string"
-        arrow_type = {"int64": pa.int64(), "float32": pa.float64()}.get(dtype, pa.string())
         if dtype == "string":
-            columns[name] = pa.array(values, arrow_type)
+            columns[name] = strings(values)
         else:
-            columns[name] = pa.array(
-                [csvtable.typed(v, dtype, decimal_comma) if v else None for v in values], arrow_type
-            )
+            valid = np.array([v != "" for v in values], bool)
+            numbers = [csvtable.typed(v, dtype, decimal_comma) if v else 0 for v in values]
+            columns[name] = from_numpy(np.array(numbers, np.int64 if dtype == "int64" else np.float64), valid)
     return Part(
         path,
         split_in_name(path),
