@@ -1,7 +1,8 @@
 """Arrow arrays of numbers as numpy arrays and back, through their buffers.
 
 pyarrow's own conversions (`Array.to_numpy`, `pa.array` of a numpy array or a list, a
-`take` by numpy indices) first ask whether pandas is installed, and so import it: a
+`take` by numpy indices, `fill_null` with a Python value; `parquet.read_table` too)
+first ask whether pandas is installed, and so import it: a
 quarter of a second at every start of `tfr-convert table`, longer than the whole
 conversion of a small table, for a library it never uses. These read and make the
 arrays' buffers instead. tests/test_table_arrays.py holds them to pyarrow's own.

@@ -35,8 +35,8 @@ def varints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if width == 1:  # every value below 128 (lengths, small ints): each is its own byte
         return v.astype(np.uint8).reshape(m, 1), np.ones(m, np.int64)
     # Byte k is the low byte of v >> 7k with its top bit set where more bytes follow
-    # (v >> 7k >= 128): the bit it held belongs to byte k + 1, and is set or cleared
-    # anyway. Built a byte column at a time into reused buffers, rows contiguous.
+    # (v >> 7k >= 128); where none does, v >> 7k < 128 has that bit clear already.
+    # Built a byte column at a time into reused buffers, rows contiguous.
     groups = np.empty((width, m), np.uint8)
     lengths = np.ones(m, np.int64)
     shifted = np.empty(m, np.uint64)
