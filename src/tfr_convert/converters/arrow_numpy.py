@@ -21,15 +21,19 @@ def to_numpy(array: Any, fill: Any = None) -> np.ndarray:
     """The values of an Arrow array or chunked array of integers, floats or booleans (a
     view of its buffer where it is one chunk without nulls), nulls as `fill`; other
     types, or nulls and no fill, through pyarrow's own conversion."""
-    pa = pyarrow("tfr-convert table")
-    chunks = array.chunks if isinstance(array, pa.ChunkedArray) else [array]
     dtype = _dtype(array.type)
     if dtype is None or (array.null_count and fill is None):
         return array.to_numpy(zero_copy_only=False)
-    parts = [_values(chunk, dtype, fill) for chunk in chunks]
+    parts = [_values(chunk, dtype, fill) for chunk in chunks_of(array)]
     if len(parts) == 1:
         return parts[0]
     return np.concatenate(parts) if parts else np.zeros(0, dtype)
+
+
+def chunks_of(array: Any) -> list[Any]:
+    """An Arrow array's chunks (an Array is its own one)."""
+    pa = pyarrow("tfr-convert table")
+    return array.chunks if isinstance(array, pa.ChunkedArray) else [array]
 
 
 def _dtype(t: Any) -> np.dtype | None:

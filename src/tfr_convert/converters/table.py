@@ -32,7 +32,7 @@ from ..errors import OptionError, SourceError
 from ..optional import pyarrow
 from . import arrow_features, table_files, table_rows
 from .arrow_features import Column, NullInside
-from .arrow_numpy import strings, to_numpy
+from .arrow_numpy import from_numpy, strings, to_numpy
 from .base import ColumnBatch, Converter, SourceContext
 from .table_columns import feature_column
 from .table_images import ImagePolicy, TableImages, image_column
@@ -270,7 +270,7 @@ class TableConverter(Converter):
             values = narrow_ints(array)
             if hf_names and self._o.label_names is None:
                 names = [str(n) for n in hf_names]
-                ok &= self._no_nulls(pa.chunked_array([pa.array(np.where(values < 0, None, values))]), source, "")
+                ok &= self._no_nulls(from_numpy(values, values >= 0), source, "")
             elif self._o.label_names is not None:
                 names = list(self._o.label_names)
             else:

@@ -14,7 +14,7 @@ from ..dataset.rows import positions_by_code
 from ..dataset.splits import SPLIT_NAME
 from ..errors import SourceError
 from . import table_rows
-from .arrow_numpy import to_numpy
+from .arrow_numpy import chunks_of, to_numpy
 
 
 def cell_text(value: Any) -> str:
@@ -31,7 +31,7 @@ def coded(column: Any) -> tuple[np.ndarray, list[str]]:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    chunks, kind = _chunks(column), column.type
+    chunks, kind = chunks_of(column), column.type
     if pa.types.is_dictionary(kind):  # its values, not its codes (each chunk has its own)
         kind = kind.value_type
         chunks = [chunk.cast(kind) for chunk in chunks]
@@ -60,14 +60,7 @@ def narrow_ints(column: Any) -> np.ndarray:
     fits = (t for t in (np.int8, np.int16, np.int32) if np.iinfo(t).min <= low and high <= np.iinfo(t).max)
     dtype = next(fits, np.int64)
     # (cast first: an unsigned column holds no -1)
-    return _filled(_chunks(column), len(column), dtype, lambda c: to_numpy(pc.cast(c, pa.int64()), -1))
-
-
-def _chunks(column: Any) -> list[Any]:
-    """An Arrow column's chunks (an Array is its own one)."""
-    import pyarrow as pa
-
-    return column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    return _filled(chunks_of(column), len(column), dtype, lambda c: to_numpy(pc.cast(c, pa.int64()), -1))
 
 
 def _filled(chunks: list[Any], length: int, dtype: Any, values_of: Callable[[Any], np.ndarray]) -> np.ndarray:
