@@ -19,7 +19,7 @@ import tensorflow as tf
 from PIL import Image
 
 from tfr_convert.converters.imaging import probe_with_pillow
-from tfr_convert.converters.jpeg_check import plain_jpeg
+from tfr_convert.converters.jpeg_check import plain_jpeg, scan_end
 from tfr_convert.errors import SourceError
 
 LIMIT = 89_478_485
@@ -356,6 +356,31 @@ def test_restart_markers_inside_the_scan_are_read_through():
     data = _photo(64, 48, restart_marker_blocks=2)
     assert b"\xff\xdd" in data and b"\xff\xd0" in data
     assert _held_to_the_references(data) == ((64, 48), 3, 1)
+
+
+_SEARCH = re.compile(rb"\xff[^\x00\xd0-\xd7]")  # the plain definition of a scan's end
+
+
+def _entropy_data(rng: random.Random) -> bytes:
+    """Bytes as a scan holds them (stuffed 0xFF00, RSTn) with, at random, what ends a
+    scan early: a lone 0xFF, fill bytes, a marker, an EOI too soon, or one at the very end."""
+    pieces = []
+    for _ in range(rng.randrange(0, 40)):
+        pieces.append(rng.choice([b"\xff\x00", b"\xff\xd3", b"\x12\x34\x56", bytes([rng.randrange(255)])]))
+        if rng.random() < 0.03:
+            pieces.append(rng.choice([b"\xff", b"\xff\xff", b"\xff\xc4", b"\xff\xd9", b"\xff\x01", b"\xff\xd8"]))
+    pieces.append(rng.choice([b"\xff\xd9", b"\xff\xd9" + b"garbage\xff\xd9", b"", b"\xff", b"\xff\xff\xd9"]))
+    return b"".join(pieces)
+
+
+def test_the_scan_end_found_by_counting_is_where_the_search_finds_it():
+    rng = random.Random(5)
+    for _ in range(4000):
+        data = bytes(rng.randrange(256) for _ in range(rng.randrange(4))) + _entropy_data(rng)
+        start = rng.randrange(len(data) + 1)
+        found = _SEARCH.search(data, start)
+        expected = None if found is None else found.start()
+        assert scan_end(data, start, last_scan=True) == expected == scan_end(data, start), (data, start)
 
 
 # ---------------------------------------------------------------- each rule's edges

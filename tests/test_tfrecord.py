@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import struct
 from pathlib import Path
 
+import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -13,7 +15,7 @@ from tfr_convert.containers.compression import detect_compression
 from tfr_convert.containers.crc import masked_crc
 from tfr_convert.containers.framing import frame
 from tfr_convert.containers.scan import read_records, scan_records
-from tfr_convert.containers.tfrecord import RecordWriter
+from tfr_convert.containers.tfrecord import PIECE_BYTES, QUEUED_BYTES, RecordWriter
 from tfr_convert.errors import RecordError
 
 PAYLOADS = [b"", b"a", b"hello world" * 10, bytes(range(256)) * 40]
@@ -305,3 +307,20 @@ def test_a_tally_counts_what_a_check_hands_out_record_by_record(tmp_path, compre
     assert outline(scan_records(str(path), payload="tally")) == checked
     if compression == "none":
         assert checked[:2] == [3, (3, offsets[3], "data_crc")] and checked[-1][2] == "length_crc"
+
+
+@pytest.mark.parametrize("compression", ["none", "gzip"])
+def test_the_writers_sha256_and_size_are_the_files_whatever_the_size_of_each_write(tmp_path, compression):
+    # writes smaller than a piece, spanning pieces, and larger than what may wait queued
+    rng = np.random.default_rng(0)
+    writes = [rng.bytes(n) for n in (0, 1, PIECE_BYTES - 1, PIECE_BYTES + 1, 3 * PIECE_BYTES, QUEUED_BYTES + 5, 7)]
+    path = tmp_path / "f"
+    writer = RecordWriter(str(path), compression)
+    for data in writes:
+        writer.write(memoryview(data))
+    writer.close()
+    on_disk = path.read_bytes()
+    assert writer.sha256() == hashlib.sha256(on_disk).hexdigest()
+    assert writer.bytes_written() == len(on_disk)
+    if compression == "none":
+        assert on_disk == b"".join(writes)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mmap
 import multiprocessing
 import os
 import pickle
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tfr_convert.engine.workers import PIPE_BYTES, RemoteTraceback, Workers, in_forks
+from tfr_convert.engine.workers import PIPE_BYTES, SLOT_BYTES, SLOTS, RemoteTraceback, Workers, in_forks
 from tfr_convert.errors import SourceError, WorkerLost
 
 FORK = multiprocessing.get_context("fork")
@@ -116,6 +117,51 @@ def test_a_killed_worker_is_named_with_its_signal_instead_of_waited_for():
             workers.receive()
     finally:
         workers.close()
+
+
+def _in_shared_memory(view: memoryview) -> bool:
+    """Whether a result's buffer lies in a worker's shared slots (not read from its pipe)."""
+    owner = view.obj
+    while not isinstance(owner, mmap.mmap):
+        owner = owner.obj if isinstance(owner, memoryview) else owner.base  # numpy: what it views
+        if owner is None:
+            return False
+    return True
+
+
+def test_a_result_held_keeps_its_slot_and_a_slot_let_go_of_is_lent_again():
+    workers = Workers(1, _payload, _setup, (3,), FORK)
+    sizes = [1000, SLOT_BYTES, SLOT_BYTES + 1, 0] + [70_000] * SLOTS
+    try:
+        held = []
+        for number, size in enumerate(sizes):
+            workers.send((number, size))
+            held.append(workers.receive())
+        # every slot is held now: the next result comes through the pipe, and so is whole
+        workers.send((99, 5000))
+        held.append(workers.receive())
+        through_slots = [_in_shared_memory(data) for _, data in held]
+        whole = [bytes(data) == _bytes(n, len(data), 3) for n, data in held]
+        del held
+        workers.send((100, 5000))  # the slots were let go of with the results
+        number, again = workers.receive()
+    finally:
+        workers.close()
+    # the largest a slot holds comes through one, one byte more through the pipe; then
+    # the slots run out (the fourth result is empty, and takes one all the same)
+    assert through_slots == [True, True, False, True] + [True] * (SLOTS - 3) + [False] * 4
+    assert all(whole)
+    assert _in_shared_memory(again) and bytes(again) == _bytes(100, 5000, 3)
+
+
+def test_spawned_workers_send_their_results_through_the_pipe():
+    workers = Workers(1, _payload, _setup, (3,), multiprocessing.get_context("spawn"))
+    try:
+        workers.send((1, 5000))
+        _, data = workers.receive()
+    finally:
+        workers.close()
+    assert not _in_shared_memory(data) and bytes(data) == _bytes(1, 5000, 3)
 
 
 def _echo_size(task: bytes) -> pickle.PickleBuffer:

@@ -5,7 +5,7 @@ Keep mode stores a file's own bytes, so for each photo it needs only to know tha
 file decodes fully (not cut short), and its size, bands and orientation. Pillow learns
 that by decoding (at 1/8 scale, still every entropy-coded block); this walks the markers
 instead, checking what libjpeg itself checks before it decodes, and finds the end of
-each scan's entropy-coded data with one regular-expression search (no Huffman decode):
+each scan's entropy-coded data without a Huffman decode (`scan_end`):
 
 - SOI first; APPn, COM, DQT, DHT, DRI segments each within the file and of the length
   its contents need; DQT tables of precision 0 or 1, DHT tables whose code counts fit
@@ -34,6 +34,8 @@ from __future__ import annotations
 import functools
 import re
 import struct
+
+import numpy as np
 
 _U16 = struct.Struct(">H")
 # the end of a scan's entropy-coded data: 0xFF, then anything but a stuffed zero or RSTn
@@ -115,10 +117,10 @@ def _walk(data: bytes, max_pixels: int) -> tuple[tuple[int, int], int, int] | No
             if frame is None or not _sos(segment, frame[0], frame[3], huffman):
                 return None
             scans += 1
-            found = _SCAN_END.search(data, after)
+            found = scan_end(data, after, frame[0] in _SEQUENTIAL)
             if found is None:
                 return None  # the file ends inside the scan: cut short
-            pos = found.start()
+            pos = found
             continue
         else:
             # SOF3/5-15 (lossless, hierarchical, arithmetic), DAC, DNL, DHP, EXP, JPGn; and
@@ -131,6 +133,31 @@ def _walk(data: bytes, max_pixels: int) -> tuple[tuple[int, int], int, int] | No
     if orientation is None:
         return None
     return (width, height), len(comps), orientation if orientation in range(1, 9) else 1
+
+
+def scan_end(data: bytes, start: int, last_scan: bool = False) -> int | None:
+    """Where the entropy-coded data from `start` ends: at the first 0xFF that is neither a
+    stuffed 0xFF00 nor a restart marker (RSTn); None if the file ends first.
+
+    `last_scan`: the scan is expected to run to the EOI at the file's end (a sequential
+    frame's one scan), and that is checked first by counting, a few numpy passes at
+    memory speed: the last EOI ends the scan when every 0xFF before it starts a
+    stuffed or RSTn pair. Otherwise, or if that count fails, a regular expression
+    searches byte by byte, as fast as it goes."""
+    if last_scan:
+        last = data.rfind(b"\xff\xd9", start)
+        if last > start:
+            n = last - start
+            everything = np.count_nonzero(np.frombuffer(data, np.uint8, n, start) == 0xFF)
+            # each pair (little-endian: the 0xFF in the low byte), starting at even and odd offsets
+            pairs = [np.frombuffer(data, "<u2", (n - k) // 2, start + k) for k in (0, 1)]
+            stuffed = sum(np.count_nonzero(p == 0x00FF) for p in pairs)
+            if stuffed != everything:
+                stuffed += sum(np.count_nonzero((p & 0xF8FF) == 0xD0FF) for p in pairs)
+            if stuffed == everything:
+                return last
+    found = _SCAN_END.search(data, start)
+    return None if found is None else found.start()
 
 
 # An encoder writes the same tables into every file it makes: each distinct segment is
