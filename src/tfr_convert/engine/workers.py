@@ -4,11 +4,11 @@ Tasks go to the workers in turn and their results are read back in the order the
 tasks were sent, by the one thread that consumes them. There is no manager thread,
 no queue shared by every worker behind a lock, and no copy of a result's large
 buffers inside a pickle: a result is pickled with protocol 5 and its buffers
-(`pickle.PickleBuffer`) travel beside the pickle. Forked workers put them in
-memory shared with the parent, in a slot the parent lent with the task and takes
-back once nothing refers to them any more (no pipe to copy them through, twice);
-a result larger than a slot, or one sent when no slot was free, comes through the
-pipe, read straight into memory of its own. A worker that dies is named, not
+(`pickle.PickleBuffer`) travel beside the pickle. A forked worker puts them in
+memory it shares with the parent, in a free slot of its own, which the parent marks
+free again once nothing refers to them any more (no pipe to copy them through,
+twice); a result larger than a slot, or one made while every slot is held, comes
+through the pipe, read straight into memory of its own. A worker that dies is named, not
 waited for.
 """
 
@@ -34,13 +34,14 @@ import numpy as np
 from ..errors import WorkerLost
 from ..storage import fs
 
-_HEAD = struct.Struct("<BIQ?")  # ok (1) or error (0), buffer count, pickle length, buffers in the slot
+_HEAD = struct.Struct("<BIQb")  # ok (1) or error (0), buffer count, pickle length, slot of the buffers or -1
 _LENGTH = struct.Struct("<Q")
 PIPE_BYTES = 1 << 20  # asked of each result pipe, so that a worker seldom waits for the reader
-# Shared memory per forked worker: what the parent holds of its results (the tasks in
-# flight, what the writer has not written yet) fits, and only the slots used are
-# ever touched (the most recently freed is lent first).
-SLOTS, SLOT_BYTES = 12, 8 << 20
+# Shared memory per forked worker: slots for the results the parent holds (received
+# and not yet written), then a byte per slot, 1 while it is held. The worker takes the
+# first free one, so that only as many are ever touched as are held at once.
+SLOTS, SLOT_BYTES = 6, 8 << 20
+_FLAGS = SLOTS * SLOT_BYTES
 _SENT, _END = object(), object()  # to `ordered`: a task sent to a worker; the end of the tasks
 
 
@@ -67,17 +68,14 @@ class Workers:
         self._tasks: list[Any] = []  # the parent's end of each worker's task pipe
         self._results: list[Any] = []  # and of its result pipe
         self._areas: list[mmap.mmap | None] = []  # each worker's shared slots (fork only)
-        self._free: list[list[int]] = []  # each worker's slots free to lend
-        self._lent: collections.deque[int] = collections.deque()  # the slot of each task in flight, or -1
         self._sent = self._received = 0
         try:
             for _ in range(count):
                 task_out, task_in = context.Pipe(duplex=False)
                 result_out, result_in = context.Pipe(duplex=False)
                 _widen(result_out.fileno())
-                area = mmap.mmap(-1, SLOTS * SLOT_BYTES) if context.get_start_method() == "fork" else None
+                area = mmap.mmap(-1, _FLAGS + SLOTS) if context.get_start_method() == "fork" else None
                 self._areas.append(area)
-                self._free.append(list(range(SLOTS - 1, -1, -1)) if area is not None else [])
                 proc = context.Process(
                     target=_serve,
                     args=(task_out, result_in, fn, initializer, tuple(initargs), os.getpid(), area),
@@ -94,10 +92,7 @@ class Workers:
             raise
 
     def send(self, task: Any) -> None:
-        w = self._sent % len(self._procs)
-        slot = self._free[w].pop() if self._free[w] else -1
-        self._tasks[w].send((task, slot))
-        self._lent.append(slot)
+        self._tasks[self._sent % len(self._procs)].send(task)
         self._sent += 1
 
     def receive(self) -> Any:
@@ -106,18 +101,12 @@ class Workers:
         w = self._received % len(self._procs)
         fd = self._results[w].fileno()
         try:
-            ok, count, size, shared = _HEAD.unpack(_read(fd, _HEAD.size))
+            ok, count, size, slot = _HEAD.unpack(_read(fd, _HEAD.size))
             head = _read(fd, _LENGTH.size * count + size)
         except EOFError:
             raise self._lost(w) from None
         lengths = [_LENGTH.unpack_from(head, i * _LENGTH.size)[0] for i in range(count)]
-        slot = self._lent.popleft()
-        if shared:
-            buffers = self._lend(w, slot, lengths)
-        else:
-            if slot >= 0:
-                self._free[w].append(slot)
-            buffers = [_read(fd, n) for n in lengths]
+        buffers = self._in_slot(w, slot, lengths) if slot >= 0 else [_read(fd, n) for n in lengths]
         self._received += 1
         value = pickle.loads(memoryview(head)[_LENGTH.size * count :], buffers=buffers)
         if ok:
@@ -126,13 +115,13 @@ class Workers:
         error.__cause__ = RemoteTraceback(text)
         raise error
 
-    def _lend(self, w: int, slot: int, lengths: list[int]) -> list[memoryview]:
+    def _in_slot(self, w: int, slot: int, lengths: list[int]) -> list[memoryview]:
         """Views of the buffers a worker put in its slot; the slot is free again once
         nothing holds any of them."""
         area = self._areas[w]
         assert area is not None
         whole = np.frombuffer(area, np.uint8, sum(lengths), slot * SLOT_BYTES)
-        weakref.finalize(whole, self._free[w].append, slot).atexit = False
+        weakref.finalize(whole, area.__setitem__, _FLAGS + slot, 0).atexit = False
         bounds = [0, *itertools.accumulate(lengths)]
         return [memoryview(whole[a:b]) for a, b in itertools.pairwise(bounds)]
 
@@ -269,8 +258,7 @@ def _serve(
     outbox: queue.SimpleQueue = queue.SimpleQueue()
     sender = threading.Thread(target=_send, args=(results.fileno(), outbox, area), daemon=True)
     sender.start()
-    while (job := inbox.get()) is not None:
-        task, slot = job
+    while (task := inbox.get()) is not None:
         try:
             value, ok = fn(task), 1
         except Exception as e:
@@ -282,28 +270,30 @@ def _serve(
             failed = e if ok else value[0]
             buffers, ok = [], 0
             data = pickle.dumps((RuntimeError(f"{type(failed).__name__}: {failed}"), traceback.format_exc()), 5)
-        raws = [b.raw() for b in buffers]
-        shared = slot >= 0 and bool(raws) and sum(r.nbytes for r in raws) <= SLOT_BYTES
-        head = _HEAD.pack(ok, len(raws), len(data), shared) + b"".join(_LENGTH.pack(r.nbytes) for r in raws)
-        outbox.put(([head, data], raws, slot if shared else -1))
+        outbox.put((ok, data, [b.raw() for b in buffers]))
     outbox.put(None)
     sender.join()
 
 
 def _send(fd: int, outbox: queue.SimpleQueue, area: mmap.mmap | None) -> None:
-    """Each result's buffers into its slot (or after its pickle), then the pickle."""
+    """Each result: its buffers into a free slot, then its pickle; or both through the pipe."""
     try:
         while (job := outbox.get()) is not None:
-            parts, raws, slot = job
+            ok, data, raws = job
+            total = sum(r.nbytes for r in raws)
+            flag = area.find(b"\x00", _FLAGS) if area is not None and 0 < total <= SLOT_BYTES else -1
+            slot = flag - _FLAGS if flag >= 0 else -1
+            head = _HEAD.pack(ok, len(raws), len(data), slot) + b"".join(_LENGTH.pack(r.nbytes) for r in raws)
             if slot < 0:
-                _write(fd, parts + raws)
+                _write(fd, [head, data, *raws])
                 continue
             assert area is not None
+            area[flag] = 1
             at = slot * SLOT_BYTES
             for raw in raws:
                 area[at : at + raw.nbytes] = raw
                 at += raw.nbytes
-            _write(fd, parts)
+            _write(fd, [head, data])
     except OSError:  # the parent is gone, or stopped reading: nothing is left to do
         os._exit(1)
 
