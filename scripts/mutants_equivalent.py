@@ -265,6 +265,19 @@ for _operator in ("ReplaceUnaryOperator_Delete_USub", "ReplaceUnaryOperator_USub
     EQUIVALENT["jpeg_check", "last = max((i for i, c in enumerate(counts) if c), default=-1)", _operator] = (
         "the default is taken only when every count is 0: the loop then checks counts of 0, which never fail"
     )
+EQUIVALENT[
+    "jpeg_check",
+    'pairs = [np.frombuffer(data, "<u2", (n - k) // 2, start + k) for k in (0, 1)]',
+    "ReplaceBinaryOperator_Sub_Add",
+] = "one pair more at odd offsets, the last one ending on the EOI's 0xFF: (x, 0xFF) is neither 0xFF00 nor RSTn, never counted"
+EQUIVALENT[
+    "jpeg_check",
+    "def scan_end(data: bytes, start: int, last_scan: bool = False) -> int | None:",
+    "ReplaceFalseWithTrue",
+] = (
+    "the flag only says whether counting is tried before the search, whose answer is the same "
+    "(test_the_scan_end_found_by_counting_is_where_the_search_finds_it); the one caller passes it"
+)
 EQUIVALENT["jpeg_check", "if len(segment) < 6:", "ReplaceComparisonOperator_Lt_LtE"] = (
     "a frame header of exactly 6 bytes holds a component count and no component: _components refuses it"
 )

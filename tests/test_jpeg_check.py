@@ -19,6 +19,7 @@ import tensorflow as tf
 from PIL import Image
 
 from tfr_convert.converters.imaging import probe_with_pillow
+from tfr_convert.converters import jpeg_check
 from tfr_convert.converters.jpeg_check import plain_jpeg, scan_end
 from tfr_convert.errors import SourceError
 
@@ -381,6 +382,18 @@ def test_the_scan_end_found_by_counting_is_where_the_search_finds_it():
         found = _SEARCH.search(data, start)
         expected = None if found is None else found.start()
         assert scan_end(data, start, last_scan=True) == expected == scan_end(data, start), (data, start)
+
+
+class _NoSearch:
+    def search(self, *_):
+        raise AssertionError("searched byte by byte")
+
+
+@pytest.mark.parametrize("save", [{}, {"restart_marker_blocks": 2}], ids=["plain", "with restart markers"])
+def test_a_sequential_photos_one_scan_is_measured_by_counting_without_a_search(monkeypatch, save):
+    data = _photo(64, 48, **save)
+    monkeypatch.setattr(jpeg_check, "_SCAN_END", _NoSearch())
+    assert plain_jpeg(data, LIMIT) == ((64, 48), 3, 1)
 
 
 # ---------------------------------------------------------------- each rule's edges
