@@ -18,8 +18,8 @@ import pytest
 import tensorflow as tf
 from PIL import Image
 
-from tfr_convert.converters.imaging import probe_with_pillow
 from tfr_convert.converters import jpeg_check
+from tfr_convert.converters.imaging import probe_with_pillow
 from tfr_convert.converters.jpeg_check import plain_jpeg, scan_end
 from tfr_convert.errors import SourceError
 
