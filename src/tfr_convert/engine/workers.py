@@ -8,8 +8,8 @@ buffers inside a pickle: a result is pickled with protocol 5 and its buffers
 memory it shares with the parent, in a free slot of its own, which the parent marks
 free again once nothing refers to them any more (no pipe to copy them through,
 twice); a result larger than a slot, or one made while every slot is held, comes
-through the pipe, read straight into memory of its own. A worker that dies is named, not
-waited for.
+through the pipe, read straight into memory of its own. A worker that dies is
+named, not waited for.
 """
 
 from __future__ import annotations
