@@ -1,7 +1,7 @@
 """The TFRecord container: framed records, optionally gzip / zlib compressed.
 
 Writing: records arrive sealed (framed in place, see framing.py); the writer
-hashes and writes them on helper threads. Reading goes through scan.py.
+writes and hashes them on a helper thread. Reading goes through scan.py.
 The bytes equal `tf.io.TFRecordWriter`'s.
 """
 
@@ -21,7 +21,7 @@ from .crc import masked_crc
 from .framing import FOOTER_SIZE, HEADER_SIZE, seal, u32, u64
 from .scan import count_records, read_records, scan_records
 
-# What may wait for the helper threads, in bytes: memory stays flat whether a write is
+# What may wait for the helper thread, in bytes: memory stays flat whether a write is
 # a batch of thumbnails or of large photos (the first write is taken whatever its size).
 QUEUED_BYTES = 12 << 20
 PIECE_BYTES = 1 << 18  # written, then hashed while in the cache
@@ -32,9 +32,9 @@ class _HashingFile:
 
     Writing and hashing release the GIL, so a helper thread does both while the next
     records are framed. It takes the data in order, a piece at a time, and hashes each
-    piece right after writing it, while the piece is still in the CPU's cache (hashing
-    data from memory runs at half the speed). A write waits while QUEUED_BYTES are
-    not yet done. A write error surfaces at the next write or at close.
+    piece right after writing it, while the piece is still in the CPU's cache, instead
+    of reading it from memory a second time. A write waits while QUEUED_BYTES are not
+    yet done. A write error surfaces at the next write or at close.
     """
 
     def __init__(self, path: str, opener: Opener | None = None) -> None:
