@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from bench_inspect import big_file
-from common import SCRIPTS, compile_package, recorded
+from common import SCRIPTS, compile_package, recorded, settle
 
 HERE = Path(__file__).resolve().parent
 
@@ -38,13 +38,15 @@ HERE = Path(__file__).resolve().parent
 _SHA256 = 'import hashlib, sys; print(hashlib.file_digest(open(sys.argv[1], "rb"), "sha256").hexdigest())'
 
 
-def timed(cmd: list[str], out: Path, stdout_to: Path | None = None) -> tuple[float, int]:
+def timed(cmd: list[str], out: Path, src: Path, stdout_to: Path | None = None) -> tuple[float, int]:
     """(seconds, peak RSS in bytes of the process and the children it waited for) of one
     run writing `out` (a folder or a file: removed first, so that no run pays for
-    truncating the last one's output)."""
+    truncating the last one's output), started once `settle` has read `src` and put
+    everything written before on disk (no run pays for the last one's writeback)."""
     shutil.rmtree(out, ignore_errors=True) if out.is_dir() else out.unlink(missing_ok=True)
     if stdout_to is not None:
         stdout_to.unlink(missing_ok=True)
+    settle([src])
     sink = open(stdout_to, "wb") if stdout_to is not None else subprocess.DEVNULL
     try:
         start = time.perf_counter()
@@ -75,21 +77,23 @@ def main() -> None:
     common = [convert, "records", str(src), "--num-shards", str(args.shards), "--quiet", "--overwrite"]
     copy = work / "cat-out.tfrecord"
     contenders = {
-        "cat SRC > DST": lambda: timed(["cat", str(src)], copy, stdout_to=copy),
+        "cat SRC > DST": lambda: timed(["cat", str(src)], copy, src, stdout_to=copy),
         # what a reshard that lists each shard's sha256 (the manifest) must do at least
         "cat, then sha256 of DST": lambda: timed(
             ["bash", "-c", f"cat {src} > {copy} && {sys.executable} -c '{_SHA256}' {copy}"],
             copy,
+            src,
         ),
         # the same work spread over every core: the floor of such a reshard on this machine
         "copy || sha256, all cores": lambda: timed(
             [sys.executable, str(HERE / "copy_hash_floor.py"), str(src), str(copy), "--parts", str(args.shards)],
             copy,
+            src,
         ),
         "records --no-shuffle": lambda: timed(
-            [*common, "--out", str(work / "reshard"), "--no-shuffle"], work / "reshard"
+            [*common, "--out", str(work / "reshard"), "--no-shuffle"], work / "reshard", src
         ),
-        "records (shuffle)": lambda: timed([*common, "--out", str(work / "shuffle")], work / "shuffle"),
+        "records (shuffle)": lambda: timed([*common, "--out", str(work / "shuffle")], work / "shuffle", src),
     }
     times: dict[str, list[float]] = {name: [] for name in contenders}
     peaks: dict[str, int] = {}

@@ -173,6 +173,24 @@ def test_the_shuffle_is_a_seeded_permutation_the_same_for_any_worker_count(cli, 
     assert payloads(outs[1, 1]) != shuffled  # another seed, another order
 
 
+def test_batches_hold_about_chunk_bytes_of_records_and_large_records_copy_alike_on_2_workers(cli, tmp_path):
+    from tfr_convert.converters.records import CHUNK_BYTES, RecordsConverter
+
+    rng = np.random.default_rng(1)
+    large = [rng.bytes(300_000 + 1000 * i) for i in range(40)]
+    small = [rng.bytes(100) for _ in range(40)]
+    big_src = write_tfrecord(tmp_path / "large.tfrecord", large)
+    small_src = write_tfrecord(tmp_path / "small.tfrecord", small)
+    assert RecordsConverter([str(big_src)]).chunk_size == CHUNK_BYTES // 320_000  # the median record's 13
+    assert RecordsConverter([str(small_src)]).chunk_size == RecordsConverter.chunk_size  # 256 at most
+    outs = []
+    for workers in (1, 2):
+        out = tmp_path / f"w{workers}"
+        assert cli.convert("records", big_src, "--out", out, "--workers", workers, "--quiet").exit_code == 0
+        outs.append({p.name: p.read_bytes() for p in out.iterdir() if ".tfrecord-" in p.name})
+    assert outs[0] == outs[1] and Counter(payloads(tmp_path / "w2")) == Counter(large)
+
+
 def test_split_re_splits_every_record_by_exact_fractions(cli, tmp_path):
     write_tfrecord(tmp_path / "a-train.tfrecord", examples(80))
     write_tfrecord(tmp_path / "a-test.tfrecord", examples(20, 80))

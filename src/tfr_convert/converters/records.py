@@ -138,6 +138,13 @@ def _remove_if_ours(folder: str, pid: int) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+# Records per batch: about CHUNK_BYTES of them, at most 256 (small records, where moving a
+# batch between processes would otherwise cost more than the records), so that a worker's
+# batch fits its shared slot and what is in flight stays small however large the records.
+# From the sizes of the first CHUNK_SAMPLE records listed: the same input, the same batches.
+CHUNK_BYTES, CHUNK_SAMPLE = 4 << 20, 64
+
+
 class RecordsConverter(Converter):
     command = "records"
     description = "Records copied from existing TFRecord / ArrayRecord files."
@@ -165,6 +172,9 @@ class RecordsConverter(Converter):
         sample: list[tuple[str, bytes]] = []
         for path, split in files:
             self._list(path, split or split_in_name(path), sample)
+        sizes = sorted(len(data) for _, data in sample[:CHUNK_SAMPLE])
+        if sizes:
+            self.chunk_size = max(1, min(RecordsConverter.chunk_size, CHUNK_BYTES // max(sizes[len(sizes) // 2], 1)))
         if datasets:
             dataset = datasets[0]
             self.dataset_name = dataset.name
