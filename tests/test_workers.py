@@ -164,6 +164,32 @@ def test_spawned_workers_send_their_results_through_the_pipe():
     assert not _in_shared_memory(data) and bytes(data) == _bytes(1, 5000, 3)
 
 
+_LIMITED = """
+import resource, sys
+import test_workers as t
+from tfr_convert.engine.workers import SLOT_BYTES, SLOTS, Workers
+size = int([line for line in open("/proc/self/status") if line.startswith("VmSize")][0].split()[1]) * 1024
+resource.setrlimit(resource.RLIMIT_AS, (size + SLOTS * SLOT_BYTES // 2, resource.RLIM_INFINITY))
+workers = Workers(1, t._payload, t._setup, (3,), t.FORK)
+workers.send((1, 5000))
+_, data = workers.receive()
+workers.close()
+print(t._in_shared_memory(data), bytes(data) == t._bytes(1, 5000, 3))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads its address space from /proc")
+def test_workers_under_an_address_space_limit_too_small_for_their_slots_use_the_pipe():
+    import subprocess
+    import sys
+
+    found = subprocess.run(
+        [sys.executable, "-c", _LIMITED], capture_output=True, text=True, cwd=Path(__file__).parent, timeout=120
+    )
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.split() == ["False", "True"]
+
+
 def _echo_size(task: bytes) -> pickle.PickleBuffer:
     return pickle.PickleBuffer(bytearray(2 * len(task)))
 

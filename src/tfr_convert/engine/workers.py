@@ -74,7 +74,7 @@ class Workers:
                 task_out, task_in = context.Pipe(duplex=False)
                 result_out, result_in = context.Pipe(duplex=False)
                 _widen(result_out.fileno())
-                area = mmap.mmap(-1, _FLAGS + SLOTS) if context.get_start_method() == "fork" else None
+                area = _shared_area() if context.get_start_method() == "fork" else None
                 self._areas.append(area)
                 proc = context.Process(
                     target=_serve,
@@ -199,6 +199,15 @@ class Workers:
         for proc in self._procs:
             proc.join()
         self._procs = []
+
+
+def _shared_area() -> mmap.mmap | None:
+    """A worker's slots, or None where the address space is limited (`ulimit -v`) short
+    of them: its results then all come through its pipe."""
+    try:
+        return mmap.mmap(-1, _FLAGS + SLOTS)
+    except OSError:
+        return None
 
 
 def _widen(fd: int) -> None:
