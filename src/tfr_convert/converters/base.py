@@ -290,6 +290,16 @@ class Converter(ABC):
         return None
 
 
+def items_per_chunk(sizes: list[int], chunk_bytes: int, least: int, most: int) -> int:
+    """Items per chunk where an item's record is about as large as `sizes` say (a sample of
+    the first items, so the same input gives the same chunks): about `chunk_bytes` by the
+    median, from `least` to `most`; `least` without a sample."""
+    if not sizes:
+        return least
+    median = sorted(sizes)[len(sizes) // 2]
+    return max(least, min(most, chunk_bytes // max(median, 1)))
+
+
 def fingerprint(path: str, data: bytes) -> dict[str, Any]:
     return {"file": os.path.basename(path), "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
 

@@ -30,7 +30,7 @@ from ..dataset.splits import SplitSpec, split_by_ratio
 from ..errors import OptionError, SourceError
 from ..skips import Skips
 from ..storage import fs
-from .base import Converter, SourceContext
+from .base import Converter, SourceContext, items_per_chunk
 from .class_folders import class_folders
 from .folders import IMAGE_SUFFIXES, FileItems, ImageFolder, dataset_name, named, split_folders
 from .grouping import plan_groups
@@ -391,9 +391,7 @@ def _keep_chunk_size(root: str, sample: list[str]) -> int:
             sizes.append(os.path.getsize(os.path.join(root, rel)))
         except OSError:
             continue  # gone since the listing: the run names it when it gets there
-    sizes.sort()
-    median = sizes[len(sizes) // 2] if sizes else KEEP_CHUNK_BYTES
-    return max(ImagesConverter.chunk_size, min(256, KEEP_CHUNK_BYTES // max(median, 1)))
+    return items_per_chunk(sizes, KEEP_CHUNK_BYTES, ImagesConverter.chunk_size, 256)
 
 
 def _common_format(observations: Counter[Hashable]) -> str | None:

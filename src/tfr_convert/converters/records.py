@@ -38,7 +38,7 @@ from ..dataset.splits import SPLIT_NAME, SPLIT_ORDER, SplitSpec, split_by_ratio
 from ..errors import OptionError, OutputError, RecordError, SourceError
 from ..skips import Skips
 from ..storage import fs
-from .base import Converter, SourceContext
+from .base import Converter, SourceContext, items_per_chunk
 
 #: split names a plain file's name may carry (`data-train.tfrecord`, `x-val.tfrec`)
 FILE_SPLITS = {
@@ -172,9 +172,9 @@ class RecordsConverter(Converter):
         sample: list[tuple[str, bytes]] = []
         for path, split in files:
             self._list(path, split or split_in_name(path), sample)
-        sizes = sorted(len(data) for _, data in sample[:CHUNK_SAMPLE])
-        if sizes:
-            self.chunk_size = max(1, min(RecordsConverter.chunk_size, CHUNK_BYTES // max(sizes[len(sizes) // 2], 1)))
+        if sample:
+            sizes = [len(data) for _, data in sample[:CHUNK_SAMPLE]]
+            self.chunk_size = items_per_chunk(sizes, CHUNK_BYTES, 1, RecordsConverter.chunk_size)
         if datasets:
             dataset = datasets[0]
             self.dataset_name = dataset.name
