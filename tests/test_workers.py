@@ -11,7 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from tfr_convert.engine.workers import PIPE_BYTES, SLOT_BYTES, SLOTS, RemoteTraceback, Workers, in_forks
+from tfr_convert.engine.workers import (
+    PIPE_BYTES,
+    RESIDENT_SLOTS,
+    SLOT_BYTES,
+    SLOTS,
+    RemoteTraceback,
+    Workers,
+    in_forks,
+)
 from tfr_convert.errors import SourceError, WorkerLost
 
 FORK = multiprocessing.get_context("fork")
@@ -152,6 +160,35 @@ def test_a_result_held_keeps_its_slot_and_a_slot_let_go_of_is_lent_again():
     assert through_slots == [True, True, False, False] + [True] * (SLOTS - 2) + [False] * 3
     assert all(whole)
     assert _in_shared_memory(again) and bytes(again) == _bytes(100, 5000, 3)
+
+
+def _shared_resident() -> int:
+    """Bytes of shared memory resident in this process (what the kernel counts in its RSS)."""
+    status = Path("/proc/self/status").read_text()
+    return int(status.split("RssShmem:")[1].split()[0]) * 1024
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+def test_the_parent_keeps_no_more_slots_resident_than_resident_slots_however_many_workers():
+    count, size = 3, SLOT_BYTES // 2
+    assert count * SLOTS > RESIDENT_SLOTS  # more slots than may stay resident here
+    before = _shared_resident()
+    workers = Workers(count, _payload, _setup, (5,), FORK)
+    try:
+        for _ in range(2):  # a second round reuses the slots whose pages left this process
+            for number in range(count * SLOTS):
+                workers.send((number, size))
+            held = [workers.receive() for _ in range(count * SLOTS)]
+            assert all(_in_shared_memory(data) for _, data in held)
+            # every page read here (the writer's write reads them too)
+            assert all(bytes(data) == _bytes(n, size, 5) for n, data in held)
+            read = _shared_resident() - before
+            del held
+            kept = _shared_resident() - before
+            assert read >= count * SLOTS * size  # all of them were resident while read
+            assert kept <= RESIDENT_SLOTS * size + (1 << 20)
+    finally:
+        workers.close()
 
 
 def test_spawned_workers_send_their_results_through_the_pipe():

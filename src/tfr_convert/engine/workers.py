@@ -41,6 +41,10 @@ PIPE_BYTES = 1 << 20  # asked of each result pipe, so that a worker seldom waits
 # and not yet written), then a byte per slot, 1 while it is held. The worker takes the
 # first free one, so that only as many are ever touched as are held at once.
 SLOTS, SLOT_BYTES = 6, 8 << 20
+# The parent reads every slot it is sent, so its memory would grow with its workers'
+# slots; past RESIDENT_SLOTS of them, a slot let go of leaves its memory (the pages
+# stay the worker's). Not every one: pages given back are faulted in again when read.
+RESIDENT_SLOTS = SLOTS
 _FLAGS = SLOTS * SLOT_BYTES
 _SENT, _END = object(), object()  # to `ordered`: a task sent to a worker; the end of the tasks
 
@@ -68,6 +72,7 @@ class Workers:
         self._tasks: list[Any] = []  # the parent's end of each worker's task pipe
         self._results: list[Any] = []  # and of its result pipe
         self._areas: list[mmap.mmap | None] = []  # each worker's shared slots (fork only)
+        self._resident: set[tuple[int, int]] = set()  # (worker, slot) whose pages this process has read
         self._sent = self._received = 0
         try:
             for _ in range(count):
@@ -121,9 +126,21 @@ class Workers:
         area = self._areas[w]
         assert area is not None
         whole = np.frombuffer(area, np.uint8, sum(lengths), slot * SLOT_BYTES)
-        weakref.finalize(whole, area.__setitem__, _FLAGS + slot, 0).atexit = False
+        self._resident.add((w, slot))
+        weakref.finalize(whole, self._release, w, slot).atexit = False
         bounds = [0, *itertools.accumulate(lengths)]
         return [memoryview(whole[a:b]) for a, b in itertools.pairwise(bounds)]
+
+    def _release(self, w: int, slot: int) -> None:
+        """The slot is free again. Where more slots than RESIDENT_SLOTS have been read here,
+        its pages also leave this process's memory (the worker's stay: shared memory keeps
+        them), so that many workers do not add up here."""
+        area = self._areas[w]
+        assert area is not None
+        if len(self._resident) > RESIDENT_SLOTS and hasattr(mmap, "MADV_DONTNEED"):
+            self._resident.discard((w, slot))
+            area.madvise(mmap.MADV_DONTNEED, slot * SLOT_BYTES, SLOT_BYTES)
+        area[_FLAGS + slot] = 0
 
     def ordered(self, tasks: Iterator[Any], window: int, here: Callable[[Any], Any] | None = None) -> Iterator[Any]:
         """The result of each task, in the order of `tasks`, with at most `window` tasks
