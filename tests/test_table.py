@@ -81,8 +81,10 @@ def test_a_tsv_and_a_semicolon_csv_are_read_with_their_separators(cli, tmp_path)
     semi = write_csv(tmp_path / "b.csv", {"x": [1, 2], "y": ["1,5", "2,25"]}, ";")
     assert convert(cli, tsv, "--out", tmp_path / "o1").exit_code == 0
     assert [values(e, "y") for e in records(tmp_path / "o1")] == [[b"p q"], [b"r"]]
+    assert [(int(r["x"]), r["y"]) for r in tfds_rows(tmp_path / "o1")] == [(1, b"p q"), (2, b"r")]
     assert convert(cli, semi, "--out", tmp_path / "o2").exit_code == 0
     assert [values(e, "y") for e in records(tmp_path / "o2")] == [[1.5], [2.25]]  # decimal commas
+    assert [float(r["y"]) for r in tfds_rows(tmp_path / "o2")] == [1.5, 2.25]
 
 
 def arrow_table():
@@ -137,6 +139,12 @@ def test_parquet_arrow_and_jsonl_give_features_by_their_arrow_types(cli, tmp_pat
     got = records(tmp_path / "out-jsonl")
     assert [values(e, "point/y") for e in got] == [[2.0], [4.0], [6.0], [8.0]]
     assert [values(e, "tags") for e in got] == [[b"a"], [], [b"b", b"c"], [b"d"]]
+    rows = tfds_rows(tmp_path / "out-jsonl")
+    assert [(int(r["id"]), float(r["price"]), r["name"]) for r in rows] == [
+        (i, p, n.encode()) for i, p, n in zip(TABLE["id"], TABLE["price"], TABLE["name"], strict=True)
+    ]
+    assert [r["point"]["y"].item() for r in rows] == [2.0, 4.0, 6.0, 8.0]
+    assert [list(r["tags"]) for r in rows] == [[b"a"], [], [b"b", b"c"], [b"d"]]
 
 
 def test_a_parquet_folder_and_split_named_files_give_their_splits(cli, tmp_path):
@@ -148,6 +156,8 @@ def test_a_parquet_folder_and_split_named_files_give_their_splits(cli, tmp_path)
     assert result.exit_code == 0, result.stderr
     assert [values(e, "x")[0] for e in records(tmp_path / "out", "train")] == [1, 2, 3]
     assert [values(e, "x")[0] for e in records(tmp_path / "out", "test")] == [4, 5]
+    assert [int(r["x"]) for r in tfds_rows(tmp_path / "out", "train")] == [1, 2, 3]
+    assert [int(r["x"]) for r in tfds_rows(tmp_path / "out", "test")] == [4, 5]
 
 
 def test_nulls_are_an_error_naming_the_row_or_omitted_or_filled(cli, tmp_path):
