@@ -66,14 +66,15 @@ def _in_small_range(signed: np.ndarray) -> bool:
 
 
 def _small_table() -> tuple[np.ndarray, np.ndarray]:
-    """(every varint of the range, 10 bytes a row, zero-padded; their lengths, int32)."""
+    """(every varint of the range, 10 bytes a row, zero-padded; which bytes of each row are
+    the varint's, the same shape, bool)."""
     global _SMALL_TABLE
     if _SMALL_TABLE is None:
         every = np.arange(-_SMALL_RANGE, _SMALL_RANGE, dtype=np.int64)
         groups, lengths = varints(every.view(np.uint64))
         table = np.zeros((len(every), 10), np.uint8)
         table[:, : groups.shape[1]] = groups
-        _SMALL_TABLE = table, lengths.astype(np.int32)
+        _SMALL_TABLE = table, np.arange(10)[None, :] < lengths[:, None]
     return _SMALL_TABLE
 
 
@@ -81,13 +82,9 @@ def packed_int64s(values: np.ndarray) -> bytes:
     """The varints of int64 values back to back (negatives as their two's complement, 10 bytes)."""
     signed = values.astype(np.int64, copy=False)
     if _in_small_range(signed):
-        # each value's row of the table, cut to its length, taken by one flat index
-        table, lengths = _small_table()
-        at = signed.astype(np.int32) + _SMALL_RANGE
-        own = lengths[at]
-        ends = np.cumsum(own, dtype=np.int32)
-        flat = np.repeat(at * 10 - (ends - own), own)
-        flat += np.arange(int(ends[-1]), dtype=np.int32)
-        return np.take(table.ravel(), flat).tobytes()
+        # each value's row of the table and of its mask; the mask keeps the varint's bytes, in order
+        table, mask = _small_table()
+        at = signed.astype(np.intp, copy=False) + _SMALL_RANGE
+        return np.take(table, at, axis=0)[np.take(mask, at, axis=0)].tobytes()
     groups, lengths = varints(signed.view(np.uint64))
     return groups[np.arange(groups.shape[1])[None, :] < lengths[:, None]].tobytes()
