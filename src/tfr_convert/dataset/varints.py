@@ -82,9 +82,10 @@ def packed_int64s(values: np.ndarray) -> bytes:
     """The varints of int64 values back to back (negatives as their two's complement, 10 bytes)."""
     signed = values.astype(np.int64, copy=False)
     if _in_small_range(signed):
-        # each value's row of the table and of its mask; the mask keeps the varint's bytes, in order
+        # each value's row of the table and of its mask; the mask keeps the varint's bytes,
+        # in order (the rows exist by the range check: "clip" skips numpy's index checks)
         table, mask = _small_table()
-        at = signed.astype(np.intp, copy=False) + _SMALL_RANGE
-        return np.take(table, at, axis=0)[np.take(mask, at, axis=0)].tobytes()
+        at = signed + _SMALL_RANGE
+        return np.take(table, at, axis=0, mode="clip")[np.take(mask, at, axis=0, mode="clip")].tobytes()
     groups, lengths = varints(signed.view(np.uint64))
     return groups[np.arange(groups.shape[1])[None, :] < lengths[:, None]].tobytes()
