@@ -698,10 +698,6 @@ for _line, _operators in (
 ):
     for _operator in _operators:
         EQUIVALENT["varints", _line, _operator] = _PATH
-EQUIVALENT["varints", "at = signed.astype(np.int32) + _SMALL_RANGE", "ReplaceBinaryOperator_Add_Sub"] = (
-    "the table holds exactly 2 * _SMALL_RANGE rows, so value - _SMALL_RANGE, negative, indexes from its end the "
-    "very row value + _SMALL_RANGE does (numpy's take and indexing both wrap a negative index once)"
-)
 EQUIVALENT["varints", "signed = values.astype(np.int64, copy=False)", "ReplaceFalseWithTrue"] = (
     "a copy of the values instead of the array itself: read only, the same bytes"
 )
