@@ -18,7 +18,9 @@ on an N-row labelled table (an int64, a label of 10 classes and a group of 10,00
 split with --label-column, with --stratify, and with --stratify keeping whole groups).
 
 What it prints is written to benchmarks/results/table.md too (common.recorded), with the
-date, the machine and the command.
+date, the machine and the command. Where TensorFlow or pandas is not installed (a bigger
+machine lent without them) the loop is left out, and so are the goals against it;
+benchmarks/results/table-16-cores.md is such a run's table.md, renamed.
 """
 
 from __future__ import annotations
