@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -380,3 +382,40 @@ def test_a_run_killed_midway_resumes_to_the_uninterrupted_bytes(cli, tmp_path):
     assert cli.convert(*args, "--out", out, "--resume").exit_code == 0
     assert cli.convert(*args, "--out", reference).exit_code == 0
     assert files(out) == files(reference)
+
+
+# Runs `tfr-convert ARGS` in a Python where soundfile cannot be imported (a light install).
+_WITHOUT_SOUNDFILE = """
+import sys
+sys.modules["soundfile"] = None  # import soundfile: ImportError
+sys.argv = ["tfr-convert", *sys.argv[1:]]
+from tfr_convert.cli.convert import convert
+convert()
+"""
+
+
+def test_plain_wavs_need_no_soundfile_and_a_flac_names_the_audio_extra(tmp_path):
+    for i in range(3):
+        _write(tmp_path / "src" / "tone" / f"{i}.wav", _tone(800 + i, i))
+
+    def without_soundfile(*args):
+        return subprocess.run(
+            [sys.executable, "-c", _WITHOUT_SOUNDFILE, *map(str, args)], capture_output=True, text=True, timeout=120
+        )
+
+    done = without_soundfile("audio", tmp_path / "src", "--out", tmp_path / "out", "--no-shuffle", "--quiet")
+    assert done.returncode == 0, done.stderr
+    examples = sorted(_tfds_examples(tmp_path / "out"), key=lambda e: e["filename"])
+    assert [e["audio"].tolist() for e in examples] == [_tone(800 + i, i).tolist() for i in range(3)]
+    _write(tmp_path / "flac" / "tone" / "0.flac", _tone(900, 3))
+    _write(tmp_path / "pcm24" / "tone" / "0.wav", _tone(900, 3), subtype="PCM_24")  # read as int32 by libsndfile
+    for src, args in [
+        (tmp_path / "flac", []),  # a FLAC to read
+        (tmp_path / "pcm24", []),  # samples libsndfile converts: said while listing, not in a worker
+        (tmp_path / "src", ["--audio-format", "flac"]),  # FLACs to write
+    ]:
+        refused = without_soundfile("audio", src, "--out", tmp_path / "refused", "--quiet", "--workers", "2", *args)
+        assert refused.returncode == 2, refused.stderr  # a missing extra, as a usage error
+        assert "needs soundfile" in refused.stderr and "[audio]" in refused.stderr
+        assert "--on-error" not in refused.stderr  # said for the run, not as one file's fault
+        assert "Traceback" not in refused.stderr and not (tmp_path / "refused").exists()

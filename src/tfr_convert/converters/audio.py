@@ -4,7 +4,9 @@ or by a CSV.
 ROOT/CLASS/file or ROOT/SPLIT/CLASS/file (class_folders.py), or --labels CSV read as
 `images --labels` reads one (label_csv.py: a path column, --label-column a ClassLabel,
 --split-column, --group-column, the other columns features); files are read with
-soundfile (libsndfile: WAV, FLAC, OGG, and MP3 where the installed libsndfile reads it).
+soundfile (libsndfile: WAV, FLAC, OGG, and MP3 where the installed libsndfile reads it),
+imported only once a file or --audio-format needs it: a plain WAV is read from its own
+header and samples (wav_header.py).
 Every file's header is read while listing (rate, channels, length, sample format), so
 what would make one dataset of them impossible is said before anything is written:
 two sample rates, two channel counts (without --mono), two sample formats, a file
@@ -45,7 +47,7 @@ from ..optional import soundfile
 from ..storage import fs
 from .base import Converter, SourceContext
 from .media_folders import Labelling, MediaFolder
-from .wav_header import wav_info, wav_samples
+from .wav_header import stored_as, wav_info, wav_samples
 
 AUDIO_SUFFIXES = (".wav", ".flac", ".ogg", ".oga", ".mp3", ".aiff", ".aif", ".au", ".w64", ".caf")
 AUDIO_FORMATS = ("raw", "bytes", "keep", "wav", "flac")
@@ -86,7 +88,7 @@ class AudioOptions(Labelling):
         return None
 
 
-def _header(f: IO[bytes], sf: Any) -> Any:
+def _header(f: IO[bytes]) -> Any:
     """A recording's soundfile.info, or as much of it as listing reads: from the header
     itself for a plain WAV (wav_header.py), else from libsndfile."""
     size = f.seek(0, io.SEEK_END)
@@ -94,7 +96,7 @@ def _header(f: IO[bytes], sf: Any) -> Any:
     info = wav_info(f, size)
     if info is None:
         f.seek(0)
-        return sf.info(f)
+        return soundfile("tfr-convert audio").info(f)
     return info
 
 
@@ -118,7 +120,8 @@ class AudioConverter(MediaFolder, Converter):
         problem = options.problem()
         if problem is not None:
             raise OptionError(problem)
-        sf = soundfile("tfr-convert audio")  # (before listing: a missing extra is said first)
+        if options.audio_format in ("wav", "flac"):
+            soundfile("tfr-convert audio")  # it encodes them: a missing extra is said before listing
         listed, split_of = self._open(root, options, context or SourceContext())
         items = []
         heard: dict[str, tuple[Any, str]] = {}  # what the files must share -> (value, the first file with it)
@@ -126,8 +129,8 @@ class AudioConverter(MediaFolder, Converter):
             where = self.describe((rel, line))
             try:
                 with fs.open_input(fs.join(root, rel)) as f:
-                    info = _header(f, sf)
-            except (OSError, RuntimeError, sf.LibsndfileError) as e:
+                    info = _header(f)
+            except (OSError, RuntimeError) as e:  # (libsndfile's errors are RuntimeErrors)
                 self.reject(where, f"not a recording libsndfile reads ({e})")
                 continue
             frames = info.frames
@@ -143,6 +146,8 @@ class AudioConverter(MediaFolder, Converter):
             shared = {} if options.sample_rate else {"sample rate": info.samplerate}
             if options.audio_format in SAMPLES:
                 shared["sample format"] = samples_dtype(info.subtype)
+                if not stored_as(info.subtype, shared["sample format"]):
+                    soundfile("tfr-convert audio")  # it converts them: a missing extra is said now
             if not options.mono:
                 shared["channel count"] = info.channels
             if options.audio_format == "keep":
@@ -191,10 +196,9 @@ class AudioConverter(MediaFolder, Converter):
         rate = o.sample_rate or rate
         features: dict[str, Any] = {"filename": filename, "sample_rate": rate}
         if o.audio_format == "keep":
-            sf = soundfile("tfr-convert audio")
             try:
-                frames = _header(io.BytesIO(data), sf).frames
-            except (RuntimeError, sf.LibsndfileError) as e:
+                frames = _header(io.BytesIO(data)).frames
+            except RuntimeError as e:
                 raise SourceError(f"not a recording libsndfile reads ({e})") from None
             features |= {"audio": data, "channels": channels, "duration": frames / rate}
         else:
@@ -240,7 +244,7 @@ class AudioConverter(MediaFolder, Converter):
             with sf.SoundFile(io.BytesIO(data)) as f:
                 dtype = samples_dtype(f.subtype) if o.audio_format in SAMPLES else "int16"
                 return f.read(self._clipped(f.frames, f.samplerate), dtype=dtype, always_2d=True), f.samplerate
-        except (RuntimeError, sf.LibsndfileError) as e:
+        except RuntimeError as e:
             raise SourceError(f"not a recording libsndfile reads ({e})") from None
 
     def _clipped(self, frames: int, rate: int) -> int:

@@ -50,10 +50,15 @@ class WavInfo(NamedTuple):
 _AS_STORED = {"PCM_16": "int16", "PCM_32": "int32", "FLOAT": "float32"}
 
 
+def stored_as(subtype: str, dtype: str) -> bool:
+    """Whether a plain WAV of this subtype holds its samples in `dtype` (wav_samples reads them)."""
+    return _AS_STORED.get(subtype) == dtype
+
+
 def wav_samples(data: bytes, info: WavInfo, dtype: str) -> np.ndarray | None:
     """A plain WAV's samples, (frames, channels), as soundfile.read gives them in `dtype`,
     where that is the type they are stored in; else None (libsndfile converts them)."""
-    if _AS_STORED.get(info.subtype) != dtype:
+    if not stored_as(info.subtype, dtype):
         return None
     samples = np.frombuffer(data, np.dtype(dtype).newbyteorder("<"), info.frames * info.channels, info.offset)
     return samples.reshape(info.frames, info.channels).astype(dtype, copy=False)
