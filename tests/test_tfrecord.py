@@ -273,6 +273,21 @@ def test_the_checking_reader_reads_into_page_aligned_blocks():
     assert address % mmap.PAGESIZE == 0 and len(block) == 1 << 20
 
 
+def _outline(items):
+    """Problems as they are, runs of sound records as their length."""
+    out: list = []
+    for item in items:
+        if isinstance(item, Problem):
+            out.append((item.index, item.offset, item.kind))
+        else:
+            n = item if isinstance(item, int) else 1
+            if out and isinstance(out[-1], int):
+                out[-1] += n
+            else:
+                out.append(n)
+    return out
+
+
 @pytest.mark.parametrize("compression", ["none", "gzip"])
 def test_a_tally_counts_what_a_check_hands_out_record_by_record(tmp_path, compression):
     # small records of a few lengths (the scan keeps each length's header CRC), a run
@@ -289,24 +304,41 @@ def test_a_tally_counts_what_a_check_hands_out_record_by_record(tmp_path, compre
         data[offsets[800] + 2] ^= 1  # record 800's length: the scan ends there
         path.write_bytes(bytes(data))
 
-    def outline(items):
-        """Problems as they are, runs of sound records as their length."""
-        out: list = []
-        for item in items:
-            if isinstance(item, Problem):
-                out.append((item.index, item.offset, item.kind))
-            else:
-                n = item if isinstance(item, int) else 1
-                if out and isinstance(out[-1], int):
-                    out[-1] += n
-                else:
-                    out.append(n)
-        return out
-
-    checked = outline(scan_records(str(path), payload="check"))
-    assert outline(scan_records(str(path), payload="tally")) == checked
+    checked = _outline(scan_records(str(path), payload="check"))
+    assert _outline(scan_records(str(path), payload="tally")) == checked
     if compression == "none":
         assert checked[:2] == [3, (3, offsets[3], "data_crc")] and checked[-1][2] == "length_crc"
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_tally_of_equal_records_checked_as_a_run_names_what_a_check_names(tmp_path, seed):
+    """Runs of one length (checked together) broken by other lengths, damaged payloads
+    anywhere in a run (its first, its last, two side by side), a damaged length field."""
+    rng = np.random.default_rng(seed)
+    sizes = []
+    while len(sizes) < 3000:
+        n = int(rng.choice([0, 1, 100, 4096, 5000]))
+        sizes += [n] * int(rng.integers(1, 400))
+    path = tmp_path / "f.tfrecord"
+    with tf.io.TFRecordWriter(str(path)) as w:
+        for n in sizes:
+            w.write(rng.bytes(n))
+    records = list(read_records(str(path)))
+    data = bytearray(path.read_bytes())
+    damaged = sorted(rng.choice(len(sizes), 12, replace=False).tolist())
+    damaged += [damaged[-1] + 1] if damaged[-1] + 1 < len(sizes) else []  # two side by side
+    for i in damaged:
+        if sizes[i]:
+            data[records[i].offset + 12 + int(rng.integers(sizes[i]))] ^= 1 << int(rng.integers(8))
+        else:  # no payload: its footer
+            data[records[i].offset + 12] ^= 1
+    ends = len(sizes) // 2 if seed % 3 == 0 else len(sizes)
+    if ends < len(sizes):
+        data[records[ends].offset + 1] ^= 4  # a length field: the scan ends there
+    path.write_bytes(bytes(data))
+    checked = _outline(scan_records(str(path), payload="check"))
+    assert _outline(scan_records(str(path), payload="tally")) == checked
+    assert [x[0] for x in checked if isinstance(x, tuple) and x[2] == "data_crc"] == [i for i in damaged if i < ends]
 
 
 @pytest.mark.parametrize("compression", ["none", "gzip"])
