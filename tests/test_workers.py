@@ -14,6 +14,7 @@ import pytest
 from tfr_convert.engine.workers import (
     PIPE_BYTES,
     RESIDENT_SLOTS,
+    RESULT_BYTES_PER_WORKER,
     SLOT_BYTES,
     SLOTS,
     RemoteTraceback,
@@ -189,6 +190,31 @@ def test_the_parent_keeps_no_more_slots_resident_than_resident_slots_however_man
             assert kept <= RESIDENT_SLOTS * size + (1 << 20)
     finally:
         workers.close()
+
+
+@pytest.mark.parametrize("size", [1000, 4 << 20])
+def test_fewer_tasks_are_in_flight_when_results_are_large(size):
+    """The window holds what RESULT_BYTES_PER_WORKER holds of results the size of the
+    last one (2 per worker at least); small results keep the whole window."""
+    window, pulled = 16, 0
+
+    def tasks():
+        nonlocal pulled
+        for number in range(48):
+            pulled += 1
+            yield number, size
+
+    workers = Workers(1, _payload, _setup, (7,), FORK)
+    try:
+        in_flight = []  # tasks taken and not yet handed back, at each result
+        for k, (number, data) in enumerate(workers.ordered(tasks(), window)):
+            assert number == k and bytes(data) == _bytes(k, size, 7)
+            in_flight.append(pulled - k - 1)
+    finally:
+        workers.close()
+    expected = min(window, max(2, RESULT_BYTES_PER_WORKER // size))
+    assert expected < window if size > 1000 else expected == window
+    assert max(in_flight[window:-window]) == expected  # once the first window has drained
 
 
 def test_spawned_workers_send_their_results_through_the_pipe():

@@ -45,6 +45,11 @@ SLOTS, SLOT_BYTES = 6, 8 << 20
 # slots; past RESIDENT_SLOTS of them, a slot let go of leaves its memory (the pages
 # stay the worker's). Not every one: pages given back are faulted in again when read.
 RESIDENT_SLOTS = SLOTS
+# Result bytes in flight per worker process: the window of tasks in flight shrinks to
+# what that holds of results the size of the last one (still 2 per process at least),
+# so that batches of large records (5 MiB of photos) keep a worker's memory to about as
+# many results as it holds slots, while small ones keep the whole window.
+RESULT_BYTES_PER_WORKER = 24 << 20
 _FLAGS = SLOTS * SLOT_BYTES
 _SENT, _END = object(), object()  # to `ordered`: a task sent to a worker; the end of the tasks
 
@@ -74,6 +79,7 @@ class Workers:
         self._areas: list[mmap.mmap | None] = []  # each worker's shared slots (fork only)
         self._resident: set[tuple[int, int]] = set()  # (worker, slot) whose pages this process has read
         self._sent = self._received = 0
+        self._last_bytes = 0  # of the last result received: its buffers
         try:
             for _ in range(count):
                 task_out, task_in = context.Pipe(duplex=False)
@@ -111,6 +117,7 @@ class Workers:
         except EOFError:
             raise self._lost(w) from None
         lengths = [_LENGTH.unpack_from(head, i * _LENGTH.size)[0] for i in range(count)]
+        self._last_bytes = sum(lengths)
         buffers = self._in_slot(w, slot, lengths) if slot >= 0 else [_read(fd, n) for n in lengths]
         self._received += 1
         value = pickle.loads(memoryview(head)[_LENGTH.size * count :], buffers=buffers)
@@ -144,7 +151,8 @@ class Workers:
 
     def ordered(self, tasks: Iterator[Any], window: int, here: Callable[[Any], Any] | None = None) -> Iterator[Any]:
         """The result of each task, in the order of `tasks`, with at most `window` tasks
-        sent and not yet received: memory stays flat however many tasks there are.
+        sent and not yet received (fewer where results are large: RESULT_BYTES_PER_WORKER):
+        memory stays flat however many tasks there are.
 
         `here(task)`: this process works too. Whenever the oldest result has not come
         yet, it takes the next task itself instead of waiting (so with one worker, two
@@ -154,7 +162,7 @@ class Workers:
         ahead = 0  # tasks done here and not yet yielded
 
         def top_up() -> None:
-            while len(queued) < window:
+            while len(queued) < self._window(window):
                 task = next(tasks, _END)
                 if task is _END:
                     return
@@ -165,7 +173,7 @@ class Workers:
         while queued:
             head = queued.popleft()
             if head is _SENT:
-                if here is not None and ahead < window and not self._ready():
+                if here is not None and ahead < self._window(window) and not self._ready():
                     task = next(tasks, _END)
                     if task is not _END:
                         queued.appendleft(_SENT)
@@ -183,6 +191,14 @@ class Workers:
                     raise result
             top_up()
             yield result
+
+    def _window(self, most: int) -> int:
+        """Tasks that may be in flight: `most`, or as many as RESULT_BYTES_PER_WORKER holds
+        of results as large as the last, from 2 per worker process up."""
+        if not self._last_bytes:
+            return most
+        procs = len(self._procs)
+        return min(most, max(2 * procs, RESULT_BYTES_PER_WORKER * procs // self._last_bytes))
 
     def _ready(self) -> bool:
         """Whether the oldest result in flight has begun to arrive."""
