@@ -88,6 +88,12 @@ class AudioOptions(Labelling):
         return None
 
 
+def _libsndfile() -> Any:
+    """The soundfile module, imported where a file or format needs it (MissingExtra
+    naming the audio extra where it is not installed)."""
+    return soundfile("tfr-convert audio")
+
+
 def _header(f: IO[bytes]) -> Any:
     """A recording's soundfile.info, or as much of it as listing reads: from the header
     itself for a plain WAV (wav_header.py), else from libsndfile."""
@@ -96,7 +102,7 @@ def _header(f: IO[bytes]) -> Any:
     info = wav_info(f, size)
     if info is None:
         f.seek(0)
-        return soundfile("tfr-convert audio").info(f)
+        return _libsndfile().info(f)
     return info
 
 
@@ -121,7 +127,7 @@ class AudioConverter(MediaFolder, Converter):
         if problem is not None:
             raise OptionError(problem)
         if options.audio_format in ("wav", "flac"):
-            soundfile("tfr-convert audio")  # it encodes them: a missing extra is said before listing
+            _libsndfile()  # it encodes them: a missing extra is said before listing
         listed, split_of = self._open(root, options, context or SourceContext())
         items = []
         heard: dict[str, tuple[Any, str]] = {}  # what the files must share -> (value, the first file with it)
@@ -147,7 +153,7 @@ class AudioConverter(MediaFolder, Converter):
             if options.audio_format in SAMPLES:
                 shared["sample format"] = samples_dtype(info.subtype)
                 if not stored_as(info.subtype, shared["sample format"]):
-                    soundfile("tfr-convert audio")  # it converts them: a missing extra is said now
+                    _libsndfile()  # it converts them: a missing extra is said now
             if not options.mono:
                 shared["channel count"] = info.channels
             if options.audio_format == "keep":
@@ -239,7 +245,7 @@ class AudioConverter(MediaFolder, Converter):
             samples = wav_samples(data, header, dtype)
             if samples is not None:
                 return samples[: self._clipped(header.frames, header.samplerate)], header.samplerate
-        sf = soundfile("tfr-convert audio")
+        sf = _libsndfile()
         try:
             with sf.SoundFile(io.BytesIO(data)) as f:
                 dtype = samples_dtype(f.subtype) if o.audio_format in SAMPLES else "int16"
@@ -286,7 +292,7 @@ def resampled(samples: np.ndarray, length: int) -> np.ndarray:
 
 def _encoded(samples: np.ndarray, rate: int, container: str) -> bytes:
     """16-bit PCM samples in a WAV or FLAC file's bytes."""
-    sf = soundfile("tfr-convert audio")
+    sf = _libsndfile()
     out = io.BytesIO()
     sf.write(out, samples, rate, format=container.upper(), subtype="PCM_16")
     return out.getvalue()
