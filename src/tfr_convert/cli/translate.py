@@ -4,11 +4,22 @@ extra), an OSError is 1, an interrupt 128 + its signal's number (130: Ctrl-C, 14
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import click
 
 from ..errors import TfrConvertError, signal_number
+
+
+# Line breaks and other control characters, as a file name from the data may hold them:
+# one error is one line on stderr, never a second, forged `error:` line.
+_CONTROL = re.compile("[\x00-\x1f\x7f\x85\u2028\u2029]")
+
+
+def one_line(message: str) -> str:
+    """`message` with each control character written as its escape (`\\n`)."""
+    return _CONTROL.sub(lambda m: repr(m[0])[1:-1], message)
 
 
 class Translating:
@@ -27,7 +38,7 @@ class Translating:
             message, code = "interrupted", 128 + signal_number(e)
         from ..storage.fs import with_remote_names  # a remote source's local copy is named as the source
 
-        click.echo(f"error: {with_remote_names(message)}", err=True)
+        click.echo(f"error: {one_line(with_remote_names(message))}", err=True)
         ctx.exit(code)
 
 

@@ -22,6 +22,10 @@ from ..errors import OptionError
 from ..optional import pyarrow
 from .arrow_numpy import to_numpy
 
+#: how deep types may nest (structs in lists in structs...): past it a table is refused
+#: before any walk of its types, which recurse once per level
+MAX_NESTING = 64
+
 #: what a scalar of each kind becomes: (FeatureSpec dtype, numpy dtype of a list of them)
 KINDS = {"int": ("int64", np.int64), "float": ("float32", np.float32), "bytes": ("string", object)}
 
@@ -55,6 +59,16 @@ class Column:
             return np.zeros((0,), KINDS[self.kind][1])
         size = int(np.prod([d for d in self.shape if d is not None]))
         return np.zeros((size,), KINDS[self.kind][1]) if self.kind != "bytes" else [b""] * size
+
+
+def nesting(t: Any) -> int:
+    """How deep an Arrow type nests (a scalar 0, a list of scalars 1...), found without recursion."""
+    deepest, todo = 0, [(t, 0)]
+    while todo:
+        t, depth = todo.pop()
+        deepest = max(deepest, depth)
+        todo += [(t.field(i).type, depth + 1) for i in range(t.num_fields)]
+    return deepest
 
 
 def flatten(table: Any, whole: set[str] | frozenset[str] = frozenset()) -> dict[str, Any]:

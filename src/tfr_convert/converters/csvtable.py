@@ -13,10 +13,13 @@ with `1,5` for 1.5: with any separator but `,`, such numbers are floats.
 from __future__ import annotations
 
 import csv
-import io
+import itertools
 import math
 import re
+from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import IO
 
 from ..errors import SourceError
 from ..storage import fs
@@ -74,27 +77,63 @@ def detect_delimiter(text: str, lines: int = 20) -> str:
     return best
 
 
+#: the longest line read: a longer one is refused before it is held (with the csv
+#: module's own limit of a field, 128 KiB, a line this long is mostly fields)
+MAX_LINE = 16 << 20
+_BOM = b"\xef\xbb\xbf"
+_LONE_CR = re.compile(r"(?<=\r)(?!\n|$)")  # old Mac line ends: a line break too, as csv reads them
+
+
 def read(path: str, header: bool = True, delimiter: str | None = None) -> Table:
     """Rows of a CSV; with header=False a one-column headerless file (header ()).
-    `delimiter`: the separator, detected when None."""
-    raw = fs.read_bytes(path)
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        line = raw[: e.start].count(b"\n") + 1
-        raise SourceError(f"{path}: line {line}: not UTF-8 (byte {e.start}: {raw[e.start : e.start + 1]!r})") from None
-    if not text.strip():
-        raise SourceError(f"{path}: the CSV is empty")
-    nul = text.find("\0")
-    if nul >= 0:  # no path, label or value holds one; it means a binary or mis-encoded (UTF-16?) file
-        line = text.count("\n", 0, nul) + 1
-        column = nul - (text.rfind("\n", 0, nul) + 1) + 1
-        raise SourceError(f"{path}: line {line}: a NUL byte at column {column} (is this a UTF-16 or binary file?)")
+    `delimiter`: the separator, detected when None. Read a line at a time: no line
+    longer than MAX_LINE is ever held."""
+    with fs.open_input(path) as f:
+        lines = _lines(path, f)
+        head = list(itertools.islice(lines, 40))  # what the separator is detected from
+        while head and not any(line.strip() for line in head):  # blank so far: on to the first line that is not
+            more = list(itertools.islice(lines, 40))
+            if not more:
+                break
+            head += more
+        if not any(line.strip() for line in head):
+            raise SourceError(f"{path}: the CSV is empty")
+        return _records(path, itertools.chain(head, lines), header, delimiter, "".join(head))
+
+
+def _lines(path: str, f: IO[bytes]) -> Iterator[str]:
+    """The file's lines, decoded: UTF-8 (a leading BOM dropped), no NUL byte, none longer
+    than MAX_LINE; each problem names its line."""
+    number, offset = 0, 0
+    while raw := f.readline(MAX_LINE + 1):
+        number += 1
+        if len(raw) > MAX_LINE:
+            raise SourceError(
+                f"{path}: line {number}: longer than {MAX_LINE >> 20} MiB (is this a CSV, with line breaks?)"
+            )
+        if number == 1 and raw.startswith(_BOM):
+            raw, offset = raw[len(_BOM) :], len(_BOM)
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise SourceError(
+                f"{path}: line {number}: not UTF-8 (byte {offset + e.start}: {raw[e.start : e.start + 1]!r})"
+            ) from None
+        nul = text.find("\0")
+        if nul >= 0:  # no path, label or value holds one; it means a binary or mis-encoded (UTF-16?) file
+            raise SourceError(
+                f"{path}: line {number}: a NUL byte at column {nul + 1} (is this a UTF-16 or binary file?)"
+            )
+        offset += len(raw)
+        yield from _LONE_CR.split(text) if "\r" in text else (text,)
+
+
+def _records(path: str, lines: Iterator[str], header: bool, delimiter: str | None, head: str) -> Table:
     detected = delimiter is None
-    delimiter = detect_delimiter(text) if delimiter is None else delimiter
+    delimiter = detect_delimiter(head) if delimiter is None else delimiter
     seen = f"read with separator {delimiter_name(delimiter)}{' (detected)' if detected else ''}"
     # strict: a quote that is never closed is an error, not the rest of the file read into one field
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
+    reader = csv.reader(lines, delimiter=delimiter, strict=True)
     rows: list[Row] = []
     problems: list[tuple[int, str]] = []
     names: tuple[str, ...] = ()
@@ -127,7 +166,12 @@ def _check_header(path: str, line: int, names: tuple[str, ...]) -> None:
     for i, name in enumerate(names):
         if not name:
             raise SourceError(f"{path}: line {line}: column {i + 1} has no name")
-    duplicates = sorted({n for n in names if names.count(n) > 1})
+        if "\ufeff" in name:
+            raise SourceError(
+                f"{path}: line {line}: column {i + 1}'s name holds a byte-order mark (U+FEFF; was the file "
+                "saved with two, or two files joined?): remove it"
+            )
+    duplicates = sorted(n for n, count in Counter(names).items() if count > 1)
     if duplicates:
         raise SourceError(f"{path}: line {line}: duplicate column names {', '.join(duplicates)}")
 

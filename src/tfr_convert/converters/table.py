@@ -82,6 +82,24 @@ class TableOptions:
         return None
 
 
+def _some(names: Sequence[str] | dict[str, Any], most: int = 20) -> str:
+    """Names for a message: the first `most`, and how many more."""
+    names = list(names)
+    more = f" and {len(names) - most} more" if len(names) > most else ""
+    return ", ".join(names[:most]) + more
+
+
+def _check_nesting(part: table_files.Part) -> None:
+    """A column nested past MAX_NESTING is refused before anything walks its type."""
+    for column in part.table.schema:
+        depth = arrow_features.nesting(column.type)
+        if depth > arrow_features.MAX_NESTING:
+            raise SourceError(
+                f"{part.path}: column {column.name!r} nests {depth} levels deep; a table holds at most "
+                f"{arrow_features.MAX_NESTING}"
+            )
+
+
 class TableConverter(Converter):
     command = "table"
     description = "Rows of a table, one Example each."
@@ -104,6 +122,8 @@ class TableConverter(Converter):
             paths if isinstance(paths, table_files.Opened) else table_files.open_all(list(paths), options.delimiter)
         )
         self._parts = opened.parts
+        for part in self._parts:
+            _check_nesting(part)
         self._starts = np.cumsum([0] + [p.table.num_rows for p in self._parts]).tolist()
         for part in self._parts:
             for line, why in part.problems:
@@ -238,9 +258,10 @@ class TableConverter(Converter):
         named += [c for c in (o.label_column, o.split_column, o.group_column, o.key_column) if c]
         for name in named:
             if name not in flat and name not in tops:
-                raise OptionError(f"no column {name!r} in {self._parts[0].path} (its columns: {', '.join(flat)})")
-        features = [dict(o.rename).get(s, s) for s in self._chosen(flat) if s != o.split_column]
-        twice = sorted({f for f in features if features.count(f) > 1})
+                raise OptionError(f"no column {name!r} in {self._parts[0].path} (its columns: {_some(flat)})")
+        renamed = dict(o.rename)
+        features = Counter(renamed.get(s, s) for s in self._chosen(flat) if s != o.split_column)
+        twice = sorted(f for f, n in features.items() if n > 1)
         if twice:
             raise OptionError(f"--rename gives two columns the feature name {twice[0]!r}")
 

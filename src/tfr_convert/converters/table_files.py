@@ -21,10 +21,12 @@ from typing import Any
 import numpy as np
 
 from ..dataset.splits import SPLIT_FOLDERS
-from ..errors import SourceError
+from ..dataset.naming import component_problem
+from ..errors import SourceError, shown
 from ..optional import pyarrow
 from ..storage import fs
-from . import csvtable
+from . import csvtable, json_nesting
+from .arrow_features import MAX_NESTING
 from .arrow_numpy import from_numpy, strings
 from .folders import dataset_name
 from .table_rows import ParquetFileTable
@@ -113,17 +115,30 @@ def open_file(path: str, delimiter: str | None = None) -> Part:
         if name.endswith(PARQUET_SUFFIXES):
             return _parquet(path)
         if name.endswith(JSONL_SUFFIXES):
-            from pyarrow import json as arrow_json
-
-            return Part(path, split, arrow_json.read_json(_local(path)), "jsonl")
+            return Part(path, split, _json_lines(path), "jsonl")
         if name.endswith(ARROW_SUFFIXES):
             return Part(path, split, _arrow_file(path), "arrow")
-    except pa.ArrowInvalid as e:
+    except pa.ArrowException as e:
         raise SourceError(f"{path}: {_arrow_message(e)}") from None
     raise SourceError(
         f"{path}: not a table this command reads (by its name: {', '.join(SUFFIXES)}, "
         "a Parquet folder or a Hugging Face save_to_disk folder)"
     )
+
+
+def _json_lines(path: str) -> Any:
+    """A JSON Lines file as an Arrow table, its nesting bounded before pyarrow's parser
+    (which recurses once per level) sees it."""
+    from pyarrow import json as arrow_json
+
+    local = _local(path)
+    with open(local, "rb") as f:
+        found = json_nesting.deepest(f)
+    if found.depth > MAX_NESTING:
+        raise SourceError(
+            f"{path}: line {found.line}: nested {found.depth} levels deep; a table holds at most {MAX_NESTING}"
+        )
+    return arrow_json.read_json(local)
 
 
 def _local(path: str) -> str:
@@ -170,7 +185,7 @@ def _parquet(path: str) -> Part:
                 table = pa.parquet.read_table(f)
         else:  # by its footer: its rows are read when asked, by pyarrow's own reader
             table = ParquetFileTable(path)
-    except pa.ArrowInvalid as e:
+    except pa.ArrowException as e:
         raise SourceError(f"{path}: {_arrow_message(e)}") from None
     exported = _exported(path, (table.schema.metadata or {}).get(b"tfr_convert"))
     split = split_in_name(path)
@@ -190,20 +205,29 @@ def _exported(path: str, text: bytes | None) -> dict[str, Any]:
     return found if isinstance(found, dict) else {}
 
 
-def _json(path: str) -> Any:
+def _json_object(path: str) -> dict[str, Any]:
+    """A JSON file that must hold an object (a Hugging Face folder's metadata)."""
     try:
-        return json.loads(fs.read_bytes(path))
-    except (ValueError, UnicodeDecodeError) as e:
-        raise SourceError(f"{path}: not JSON ({e})") from None
+        found = json.loads(fs.read_bytes(path))
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:
+        raise SourceError(f"{path}: not JSON ({type(e).__name__ if isinstance(e, RecursionError) else e})") from None
+    if not isinstance(found, dict):
+        raise SourceError(f"{path}: holds a JSON {type(found).__name__}, where a Hugging Face dataset has an object")
+    return found
 
 
 def _huggingface(path: str) -> tuple[list[Part], dict[str, Any]]:
     """A `save_to_disk` folder: a Dataset (state.json: its Arrow stream files) or a
     DatasetDict (dataset_dict.json: {"splits": [...]}, one Dataset folder each)."""
     if fs.exists(fs.join(path, "dataset_dict.json")):
-        splits = _json(fs.join(path, "dataset_dict.json")).get("splits")
+        listing = fs.join(path, "dataset_dict.json")
+        splits = _json_object(listing).get("splits")
         if not isinstance(splits, list) or not all(isinstance(s, str) for s in splits):
-            raise SourceError(f"{fs.join(path, 'dataset_dict.json')}: no list of splits")
+            raise SourceError(f"{listing}: no list of splits")
+        for split in splits:  # each names a folder beside it: checked before any is opened
+            problem = component_problem(split)
+            if problem is not None:
+                raise SourceError(f"{listing}: the split {split!r} {problem}: it cannot name a folder inside {path}")
         parts, features = [], {}
         for split in splits:
             found, features = _hf_dataset(fs.join(path, split), split)
@@ -214,19 +238,24 @@ def _huggingface(path: str) -> tuple[list[Part], dict[str, Any]]:
 
 def _hf_dataset(path: str, split: str | None) -> tuple[list[Part], dict[str, Any]]:
     pa = pyarrow("tfr-convert table")
-    state = _json(fs.join(path, "state.json"))
-    files = [f.get("filename") for f in state.get("_data_files") or [] if isinstance(f, dict)]
-    if not files or not all(isinstance(f, str) and "/" not in f and f not in ("", ".", "..") for f in files):
-        raise SourceError(f"{fs.join(path, 'state.json')}: no list of data files")
+    state_path = fs.join(path, "state.json")
+    state = _json_object(state_path)
+    listed = state.get("_data_files")
+    files = [f.get("filename") for f in listed if isinstance(f, dict)] if isinstance(listed, list) else []
+    if not files or not all(isinstance(f, str) and component_problem(f) is None for f in files):
+        raise SourceError(f"{state_path}: no list of data files")
+    own_split = state.get("_split")
+    if split is None and own_split is not None and (not isinstance(own_split, str) or component_problem(own_split)):
+        raise SourceError(f"{state_path}: _split {shown(own_split)} is not a split's name")
     info_path = fs.join(path, "dataset_info.json")
-    info = _json(info_path) if fs.exists(info_path) else {}
+    info = _json_object(info_path) if fs.exists(info_path) else {}
     features = info.get("features") if isinstance(info.get("features"), dict) else {}
     parts = []
     for name in files:
         file = fs.join(path, name)
         try:
-            parts.append(Part(file, split or state.get("_split"), _arrow_file(file), "huggingface"))
-        except pa.ArrowInvalid as e:
+            parts.append(Part(file, split or own_split, _arrow_file(file), "huggingface"))
+        except pa.ArrowException as e:
             raise SourceError(f"{file}: {_arrow_message(e)}") from None
     return parts, features
 
@@ -254,8 +283,8 @@ def _csv(path: str, delimiter: str | None) -> Part:
         split_in_name(path),
         pa.table(columns),
         "csv",
-        [row.line for row in table.rows],
-        list(table.problems),
+        lines=[row.line for row in table.rows],
+        problems=list(table.problems),
     )
 
 

@@ -55,6 +55,8 @@ NAME_MAX = 255
 # A path taken from the data: deep enough for any dataset, short of PATH_MAX below OUT.
 RELATIVE_MAX = 2048
 _DRIVE = re.compile(r"^[A-Za-z]:")
+# A name holding one is two lines to a reader of a listing, a log or a labels file.
+_CONTROL = re.compile("[\x01-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def component_problem(value: str) -> str | None:
@@ -67,6 +69,8 @@ def component_problem(value: str) -> str | None:
         return f"is {value!r}, which names a folder, not a file or folder of its own"
     if "\0" in value:
         return "holds a NUL byte"
+    if _CONTROL.search(value):
+        return "holds a control character (a line break, a tab...)"
     if "/" in value or "\\" in value:
         return "holds a path separator"
     if _DRIVE.match(value):

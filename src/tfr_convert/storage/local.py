@@ -95,6 +95,9 @@ class LocalFiles:
             os.close(fd)
 
     def open_input(self, path: str, buffering: int = -1) -> IO[bytes]:
+        """A regular file only, as read_bytes: a FIFO would block, a device never end.
+        (stat, not open, tells: opening a FIFO blocks.)"""
+        check_regular(path, os.stat(path).st_mode)
         return open(path, "rb", buffering=buffering)
 
     def read_range(self, path: str, start: int, length: int) -> bytes:
