@@ -11,7 +11,6 @@ import click
 
 from ..errors import TfrConvertError, signal_number
 
-
 # Line breaks and other control characters, as a file name from the data may hold them:
 # one error is one line on stderr, never a second, forged `error:` line.
 _CONTROL = re.compile("[\x00-\x1f\x7f\x85\u2028\u2029]")

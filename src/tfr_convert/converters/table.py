@@ -16,6 +16,7 @@ changes the feature's name only.
 from __future__ import annotations
 
 import bisect
+import os
 from collections import Counter
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
@@ -89,6 +90,38 @@ def _some(names: Sequence[str] | dict[str, Any], most: int = 20) -> str:
     return ", ".join(names[:most]) + more
 
 
+#: what planning a row holds in memory, at most (its place in the plan, its split, its
+#: rank, its key, its label): a table whose row count would need more than the machine's
+#: memory is refused before anything is allocated
+BYTES_PER_ROW = 64
+INT64_MAX = (1 << 63) - 1
+
+
+def _check_rows(parts: list[table_files.Part]) -> None:
+    """A row count no machine here could plan (a footer that claims more rows than the
+    file holds) is an error naming the file, not an allocation of terabytes."""
+    rows = sum(p.table.num_rows for p in parts)
+    memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    if rows * BYTES_PER_ROW > memory:
+        largest = max(parts, key=lambda p: p.table.num_rows)
+        raise SourceError(
+            f"{largest.path}: {largest.table.num_rows} rows{f' ({rows} in all)' if len(parts) > 1 else ''}: "
+            f"planning them takes about "
+            f"{rows * BYTES_PER_ROW / 2**30:.0f} GiB, more than this machine's {memory / 2**30:.0f} GiB of memory "
+            "(does the file claim more rows than it holds?)"
+        )
+
+
+def _unsigned_64(t: Any) -> bool:
+    """A uint64 column, or a list (of lists) of them."""
+    pa = pyarrow("tfr-convert table")
+    while pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        t = t.value_type
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    return pa.types.is_uint64(t)
+
+
 def _check_nesting(part: table_files.Part) -> None:
     """A column nested past MAX_NESTING is refused before anything walks its type."""
     for column in part.table.schema:
@@ -152,6 +185,7 @@ class TableConverter(Converter):
         self._class_labels = {}  # feature -> names, for ClassLabel features
         self._label_values: np.ndarray | None = None  # the label column's class index per row
         n = self._starts[-1]
+        _check_rows(self._parts)
         ok = np.ones(n, bool)  # rows kept (under --on-error skip a bad one is not)
         self._hf_labels(opened.hf_features)
         for name, names in (exported[0].get("class_names") or {}).items() if all(exported) else ():
@@ -168,6 +202,8 @@ class TableConverter(Converter):
                 ok &= self._no_nulls(flat[column.source], column.source, "--nulls omit or fill keeps the row")
             if column.shape:
                 ok &= self._no_null_inside(column, flat[column.source])
+            if _unsigned_64(flat.type_of(column.source)):
+                ok &= self._fits_int64(column, flat[column.source])
             lost = (
                 arrow_features.float32_losses(flat[column.source])
                 if pa.types.is_float64(flat.type_of(column.source))
@@ -345,6 +381,35 @@ class TableConverter(Converter):
         for row, value in enumerate(arrow_features.values(column, array)):
             if isinstance(value, NullInside):
                 self.reject(self.describe(row), f"column {column.source!r} holds a list with a null in it")
+                ok[row] = False
+        return ok
+
+    def _fits_int64(self, column: Column, array: Any) -> np.ndarray:
+        """Rows whose uint64 values all fit int64, the widest integer a feature holds;
+        each other one rejected, naming its value."""
+        import pyarrow.compute as pc
+
+        values, rows = array, None
+        if column.shape:
+            rows = to_numpy(pc.list_parent_indices(array))
+            values = pc.list_flatten(array)
+            if len(column.shape) == 2:
+                rows = rows[to_numpy(pc.list_parent_indices(values))]
+                values = pc.list_flatten(values)
+        pa = pyarrow("tfr-convert table")
+        if pa.types.is_dictionary(values.type):
+            values = pc.cast(values, values.type.value_type)
+        over = to_numpy(pc.fill_null(pc.greater(values, pa.scalar(INT64_MAX, pa.uint64())), False))
+        ok = np.ones(len(array), bool)
+        for at in np.flatnonzero(over):
+            row = int(at if rows is None else rows[at])
+            if ok[row]:
+                value = values[int(at)].as_py()
+                self.reject(
+                    self.describe(row),
+                    f"column {column.source!r} holds {value}, past int64 (the widest integer a feature holds): "
+                    "--drop the column, or store it as text",
+                )
                 ok[row] = False
         return ok
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from ..dataset.splits import SPLIT_FOLDERS
 from ..dataset.naming import component_problem
+from ..dataset.splits import SPLIT_FOLDERS
 from ..errors import SourceError, shown
 from ..optional import pyarrow
 from ..storage import fs

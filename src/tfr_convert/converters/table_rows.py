@@ -137,31 +137,107 @@ class ParquetFileTable:
         meta = footer.metadata
         self.group_rows = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
         self.num_rows = meta.num_rows
+        if sum(self.group_rows) != self.num_rows or any(n < 0 for n in self.group_rows):
+            raise SourceError(
+                f"{path}: the footer says {self.num_rows} rows, its row groups {sum(self.group_rows)}: "
+                "the file is damaged"
+            )
         self._nulls = _statistics_nulls(meta, self.column_names)
 
     def read(self, columns: list[str] | None = None) -> Any:
-        return read_parquet(self.path, lambda path: _read_local(path, columns))
+        return read_parquet(self.path, lambda f: f.read(columns=columns))
 
     def null_count(self, name: str) -> int | None:
         """From the statistics, or None where a row group has none for the column."""
         return self._nulls.get(name)
 
 
-def read_parquet(path: str, read: Callable[[str], Any], where: str = "") -> Any:
-    """read(path); a file Arrow cannot read is an error naming it (and the part read)."""
+#: the most one read of a Parquet file (a column, or a row group's columns) may expand to
+#: in memory, by the sizes its dictionaries declare: past it the file is refused (a few
+#: hundred bytes of dictionary and indices can stand for terabytes)
+MAX_READ_BYTES = 2 << 30
+#: the largest single value (a string, a list's bytes) a table may hold: a record larger
+#: than this is one no reader here reads by default (containers.MAX_RECORD_BYTES)
+MAX_VALUE_BYTES = 64 << 20
+
+
+def read_parquet(path: str, read: Callable[[Any], Any], where: str = "") -> Any:
+    """read(the ParquetFile at path) (not read_table, which imports pandas), with
+    dictionary-encoded text read as dictionaries and expanded only once their size is
+    known; a file Arrow cannot read, or whose read would expand past MAX_READ_BYTES or
+    hold a value over MAX_VALUE_BYTES, is an error naming it (and the part read)."""
     pa = pyarrow("tfr-convert table")
+    prefix = f"{path}: {where + ': ' if where else ''}"
     try:
-        return read(path)
-    except (pa.ArrowException, OSError) as e:
+        with pa.parquet.ParquetFile(path) as plain:
+            dictionaries = _dictionary_columns(plain)
+            schema = plain.schema_arrow
+        with pa.parquet.ParquetFile(path, read_dictionary=dictionaries or None) as f:
+            return _expanded(read(f), schema, prefix)
+    except (pa.ArrowException, OSError, MemoryError) as e:
         text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise SourceError(f"{path}: {where + ': ' if where else ''}{text}") from None
+        raise SourceError(prefix + text) from None
 
 
-def _read_local(path: str, columns: list[str] | None) -> Any:
-    """A local Parquet file's columns, read whole (not by read_table, which imports pandas)."""
+def _dictionary_columns(f: Any) -> list[str]:
+    """Top-level text / binary columns with a dictionary page in some row group, whose
+    type in the file is no dictionary."""
     pa = pyarrow("tfr-convert table")
-    with pa.parquet.ParquetFile(path) as f:
-        return f.read(columns=columns)
+    meta, schema = f.metadata, f.schema_arrow
+    found = set()
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        for c in range(group.num_columns):
+            chunk = group.column(c)
+            name = chunk.path_in_schema
+            if chunk.has_dictionary_page and chunk.physical_type == "BYTE_ARRAY" and name in schema.names:
+                if not pa.types.is_dictionary(schema.field(name).type):
+                    found.add(name)
+    return sorted(found)
+
+
+def _expanded(table: Any, schema: Any, prefix: str) -> Any:
+    """`table` with each column read as a dictionary (where the file's own type is not
+    one) expanded to that type, once the size it expands to is known to be bounded."""
+    pa = pyarrow("tfr-convert table")
+    import numpy as np
+    import pyarrow.compute as pc
+
+    columns = []
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        wanted = schema.field(name).type
+        if _is_text(column.type) and column.num_chunks and len(column):
+            longest = pc.max(pc.binary_length(column)).as_py() or 0
+            if longest > MAX_VALUE_BYTES:
+                raise SourceError(f"{prefix}column {name!r}: {too_large(longest)}")
+        if pa.types.is_dictionary(column.type) and not pa.types.is_dictionary(wanted):
+            total = 0
+            for chunk in column.chunks:
+                lengths = to_numpy(pc.binary_length(chunk.dictionary), 0).astype(np.int64)
+                indices = to_numpy(chunk.indices.fill_null(0) if chunk.null_count else chunk.indices)
+                sizes = lengths[indices] if len(lengths) else np.zeros(0, np.int64)
+                total += int(sizes.sum())
+                if len(sizes) and sizes.max() > MAX_VALUE_BYTES:
+                    raise SourceError(f"{prefix}column {name!r}: {too_large(int(sizes.max()))}")
+            if total > MAX_READ_BYTES:
+                raise SourceError(
+                    f"{prefix}column {name!r}: its dictionary expands to {total / 2**30:.1f} GiB, more than the "
+                    f"{MAX_READ_BYTES >> 30} GiB read at once (a dictionary bomb?); if it is real, rewrite the file "
+                    "with smaller row groups"
+                )
+            column = pc.cast(column, wanted)
+        columns.append(column)
+    return pa.table(columns, schema=pa.schema([schema.field(n) for n in table.column_names]))
+
+
+def _is_text(t: Any) -> bool:
+    types = pyarrow("tfr-convert table").types
+    return types.is_string(t) or types.is_large_string(t) or types.is_binary(t) or types.is_large_binary(t)
+
+
+def too_large(size: int) -> str:
+    """What is said of a value over MAX_VALUE_BYTES."""
+    return f"a value of {size / 2**20:.0f} MiB; one record holds at most {MAX_VALUE_BYTES >> 20} MiB"
 
 
 def _statistics_nulls(meta: Any, names: list[str]) -> dict[str, int]:
@@ -262,11 +338,10 @@ class ParquetRows:
             self._kept, self._pid = {}, os.getpid()
         found = self._kept.get(index)
         if found is None:
-            pa = pyarrow("tfr-convert table")
             file, group = self._groups[index]
             found = read_parquet(
                 self._paths[file],
-                lambda path: pa.parquet.ParquetFile(path).read_row_group(group, self._columns, use_threads=False),
+                lambda f: f.read_row_group(group, self._columns, use_threads=False),
                 f"row group {group}",
             )
             while len(self._kept) >= ROW_GROUPS_KEPT:
@@ -293,7 +368,7 @@ class ParquetRows:
 
         pa = pyarrow("tfr-convert table")
         if self._whole is None:
-            tables = [read_parquet(path, lambda p: _read_local(p, self._columns)) for path in self._paths]
+            tables = [read_parquet(path, lambda f: f.read(columns=self._columns)) for path in self._paths]
             self._whole = pa.concat_tables(tables).combine_chunks()
         return self._whole.take(from_numpy(np.asarray(rows, np.int64)))
 
