@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from .errors import TfrConvertError
 from .version import __version__
 
-__all__ = ["__version__", "load", "write"]
+__all__ = ["TfrConvertError", "__version__", "load", "write"]
 
 
 def load(directory: str, split: str = "train", **kwargs):

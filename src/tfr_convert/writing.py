@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .errors import OptionError, TfrConvertError
+from .errors import OptionError, SourceError, shown
 
 _SOURCE = "(python data)"  # the command's SRC, unused: the tables are handed over in its context
 
@@ -89,7 +89,11 @@ def _opened(data: Any, features: Any) -> Any:
     pa = pyarrow("tfr_convert.write()")
     kind = type(data).__module__.split(".")[0] + "." + type(data).__name__
     if kind == "pandas.DataFrame":
-        return in_memory([(None, pa.Table.from_pandas(data))], "DataFrame")
+        try:
+            return in_memory([(None, pa.Table.from_pandas(data))], "DataFrame")
+        except (pa.ArrowException, OverflowError) as e:
+            columns = {str(name): data[name].tolist() for name in data.columns if data[name].dtype == object}
+            raise _unconvertible("the DataFrame", columns, e) from None
     if isinstance(data, pa.Table):
         return in_memory([(None, data)], "Table")
     if isinstance(data, pa.RecordBatchReader):
@@ -102,16 +106,72 @@ def _opened(data: Any, features: Any) -> Any:
         return in_memory([(None, _hf_table(data))], "Dataset", data.features.to_dict())
     if isinstance(data, Iterable) and not isinstance(data, (str, bytes, Mapping)):
         rows = list(data)
-        if not rows or not all(isinstance(r, Mapping) for r in rows):
-            raise OptionError("write() takes a DataFrame, a pyarrow Table or reader, a Hugging Face dataset, or dicts")
+        if not rows:
+            raise SourceError("write() was given no rows (an empty sequence): there is nothing to convert")
+        odd = next((i for i, r in enumerate(rows) if not isinstance(r, Mapping)), None)
+        if odd is not None:
+            raise OptionError(
+                f"write() was given rows that are not all dicts (row {odd}: {type(rows[odd]).__name__}): "
+                "give a DataFrame, a pyarrow Table or reader, a Hugging Face dataset, or dicts"
+            )
         schema = pa.schema(features) if isinstance(features, Mapping) else features
         try:
             return in_memory([(None, pa.Table.from_pylist(rows, schema=schema))], "rows")
-        except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
-            raise TfrConvertError(f"the rows do not form one table: {e} (give features= their types)") from None
+        except (pa.ArrowException, OverflowError) as e:
+            names = dict.fromkeys(str(k) for r in rows for k in r)
+            columns = {name: [r.get(name) for r in rows] for name in names}
+            raise _unconvertible("the rows", columns, e, " (give features= their types)") from None
     raise OptionError(
         f"write() cannot convert a {kind}: give a DataFrame, a pyarrow Table, a Hugging Face dataset or dicts"
     )
+
+
+def _unconvertible(what: str, columns: dict[str, list[Any]], error: Exception, hint: str = "") -> SourceError:
+    """Why Arrow could not make one table of `columns` ({name: values}): the first value
+    out of its column's type, named by column and row, else Arrow's own words."""
+    for name, values in columns.items():
+        found = first_odd(values)
+        if found is not None:
+            row, why = found
+            return SourceError(f"{what}: column {name!r} row {row}: {why}{hint}")
+    text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return SourceError(f"{what} do not form one table: {text}{hint}")
+
+
+_INT64 = (-(1 << 63), (1 << 64) - 1)  # what Arrow takes as an integer (uint64 above int64's top)
+
+
+def first_odd(values: list[Any]) -> tuple[int, str] | None:
+    """(row, why) of the first value that cannot share a column with the ones before it:
+    an integer no 64 bits hold (at any depth), or a kind other than the first value's."""
+    first: tuple[str, int] | None = None
+    for row, value in enumerate(values):
+        if value is None or (isinstance(value, float) and value != value):  # a null, NaN (pandas' missing value)
+            continue
+        huge = _huge_integer(value)
+        if huge is not None:
+            return row, f"{shown(huge)} does not fit in 64 bits"
+        kind = "number" if isinstance(value, (int, float)) and not isinstance(value, bool) else type(value).__name__
+        if first is None:
+            first = (kind, row)
+        elif kind != first[0]:
+            return row, f"{shown(value)} is a {kind}, where row {first[1]} holds a {first[0]}"
+    return None
+
+
+def _huge_integer(value: Any, most: int = 10_000) -> int | None:
+    """An integer past 64 bits inside `value` (lists and dicts walked, `most` values at most), or None."""
+    todo = [value]
+    while todo and most > 0:
+        most -= 1
+        v = todo.pop()
+        if isinstance(v, int) and not isinstance(v, bool) and not _INT64[0] <= v <= _INT64[1]:
+            return v
+        if isinstance(v, Mapping):
+            todo += list(v.values())
+        elif isinstance(v, (list, tuple)):
+            todo += list(v)
+    return None
 
 
 def _hf_table(dataset: Any) -> Any:

@@ -41,6 +41,7 @@ from typing import IO, Any
 
 import numpy as np
 
+from ..containers import MAX_RECORD_BYTES
 from ..dataset.features import FeatureSpec
 from ..errors import OptionError, SourceError
 from ..optional import soundfile
@@ -96,14 +97,39 @@ def _libsndfile() -> Any:
 
 def _header(f: IO[bytes]) -> Any:
     """A recording's soundfile.info, or as much of it as listing reads: from the header
-    itself for a plain WAV (wav_header.py), else from libsndfile."""
+    itself for a plain WAV (wav_header.py), else from libsndfile; a SourceError where
+    neither reads it."""
     size = f.seek(0, io.SEEK_END)
     f.seek(0)
     info = wav_info(f, size)
     if info is None:
         f.seek(0)
-        return _libsndfile().info(f)
+        sf = _libsndfile()
+        try:
+            return sf.info(_Nameless(f))
+        except (RuntimeError, TypeError, ValueError) as e:
+            raise SourceError(unreadable(e)) from None
     return info
+
+
+class _Nameless:
+    """A file object without its name: libsndfile then tells the format from the bytes,
+    never from the name's suffix (a `.raw` one would need a rate given)."""
+
+    def __init__(self, f: IO[bytes]) -> None:
+        self.read, self.seek, self.tell = f.read, f.seek, f.tell
+
+
+def unreadable(e: Exception) -> str:
+    """libsndfile's words for a file it cannot read, without the file object's repr
+    (soundfile's message repeats it)."""
+    words = getattr(e, "error_string", None) or str(e).rsplit(": ", 1)[-1]
+    return f"not a recording libsndfile reads ({words.strip().rstrip('.')})"
+
+
+#: what one value of the samples takes in memory as the encoder holds it, by mode and
+#: sample type: an int64 list's values are 8 bytes each before they are packed
+_BYTES_PER_VALUE = {"raw": {"int16": 8, "int32": 8, "float32": 4}, "bytes": {"int16": 2, "int32": 4, "float32": 4}}
 
 
 def samples_dtype(subtype: str) -> str:
@@ -136,8 +162,12 @@ class AudioConverter(MediaFolder, Converter):
             try:
                 with fs.open_input(fs.join(root, rel)) as f:
                     info = _header(f)
-            except (OSError, RuntimeError) as e:  # (libsndfile's errors are RuntimeErrors)
-                self.reject(where, f"not a recording libsndfile reads ({e})")
+                    size = f.seek(0, io.SEEK_END)
+            except SourceError as e:
+                self.reject(where, str(e))
+                continue
+            except OSError as e:
+                self.reject(where, f"cannot read: {e.strerror or e}")
                 continue
             frames = info.frames
             if options.clip_seconds is not None and frames < round(options.clip_seconds * info.samplerate):
@@ -154,6 +184,10 @@ class AudioConverter(MediaFolder, Converter):
                 shared["sample format"] = samples_dtype(info.subtype)
                 if not stored_as(info.subtype, shared["sample format"]):
                     _libsndfile()  # it converts them: a missing extra is said now
+            too_large = self._too_large(info, size)
+            if too_large is not None:
+                self.reject(where, too_large)
+                continue
             if not options.mono:
                 shared["channel count"] = info.channels
             if options.audio_format == "keep":
@@ -197,18 +231,16 @@ class AudioConverter(MediaFolder, Converter):
     def features_of(self, item: Hashable) -> dict[str, Any]:
         rel, _, label, extras, rate, channels, _ = item  # type: ignore[misc]
         o = self._o
-        data = self._read(rel)
         filename = rel.replace(os.sep, "/")
         rate = o.sample_rate or rate
         features: dict[str, Any] = {"filename": filename, "sample_rate": rate}
         if o.audio_format == "keep":
-            try:
-                frames = _header(io.BytesIO(data)).frames
-            except RuntimeError as e:
-                raise SourceError(f"not a recording libsndfile reads ({e})") from None
+            data = self._read(rel)
+            frames = _header(io.BytesIO(data)).frames
             features |= {"audio": data, "channels": channels, "duration": frames / rate}
         else:
-            samples = self._samples(data)
+            with self._opened(rel) as f:
+                samples = self._samples(f)
             features |= {"channels": samples.shape[1], "duration": samples.shape[0] / rate}
             if o.audio_format == "raw":
                 features["audio"] = samples[:, 0] if samples.shape[1] == 1 else samples
@@ -218,10 +250,47 @@ class AudioConverter(MediaFolder, Converter):
                 features["audio"] = _encoded(samples, rate, o.audio_format)
         return self._labelled(features, label, extras)
 
-    def _samples(self, data: bytes) -> np.ndarray:
+    def _too_large(self, info: Any, size: int) -> str | None:
+        """Why a recording would make a record over MAX_RECORD_BYTES (what no reader here
+        reads by default), said before it is read; or None."""
+        o = self._o
+        if o.audio_format == "keep":
+            kept = size
+        else:
+            rate = o.sample_rate or info.samplerate
+            frames = round(self._clipped(info.frames, info.samplerate) * rate / info.samplerate)
+            values = frames * (1 if o.mono else info.channels)
+            if o.audio_format in SAMPLES:
+                kept = values * _BYTES_PER_VALUE[o.audio_format][samples_dtype(info.subtype)]
+            else:
+                kept = values * 2  # 16-bit PCM
+            if o.clip_seconds is not None and o.shorter == "pad":
+                kept = max(kept, kept * round(o.clip_seconds * rate) // max(frames, 1))
+        if kept <= MAX_RECORD_BYTES:
+            return None
+        seconds = info.frames / info.samplerate
+        if o.clip_seconds is not None:
+            seconds = o.clip_seconds if o.shorter == "pad" else min(seconds, o.clip_seconds)
+        longest = seconds * MAX_RECORD_BYTES / kept if o.audio_format != "keep" else None
+        hint = (
+            f"give --clip-seconds {longest:.0f} or less" if longest and longest >= 1 else "convert shorter recordings"
+        )
+        return (
+            f"{seconds:.0f} s of sound makes a record of about {kept / 2**20:.0f} MiB, over the "
+            f"{MAX_RECORD_BYTES >> 20} MiB a record may hold: {hint}, or cut the file"
+        )
+
+    def _opened(self, rel: str) -> IO[bytes]:
+        """A file under ROOT, opened where it really is (as listed)."""
+        try:
+            return fs.open_input(fs.join(self.root, rel), inside=self._real_root)
+        except OSError as e:
+            raise SourceError(f"cannot read: {e.strerror or e}") from None
+
+    def _samples(self, f: IO[bytes]) -> np.ndarray:
         """The file's samples, (frames, channels), clipped, padded and made mono as asked."""
         o = self._o
-        samples, stored_rate = self._stored(data)
+        samples, stored_rate = self._stored(f)
         rate = o.sample_rate or stored_rate
         if rate != stored_rate:
             samples = resampled(samples, round(len(samples) * rate / stored_rate))
@@ -234,24 +303,34 @@ class AudioConverter(MediaFolder, Converter):
             samples = np.rint(mean).astype(samples.dtype) if samples.dtype.kind == "i" else mean.astype(samples.dtype)
         return samples
 
-    def _stored(self, data: bytes) -> tuple[np.ndarray, int]:
+    def _stored(self, f: IO[bytes]) -> tuple[np.ndarray, int]:
         """(the file's samples as read, up to --clip-seconds; its sample rate): straight
         from a plain WAV's bytes where they are stored in the type wanted, else decoded
-        by libsndfile."""
+        by libsndfile; only the frames kept are read."""
         o = self._o
-        header = wav_info(io.BytesIO(data), len(data))
+        size = f.seek(0, io.SEEK_END)
+        f.seek(0)
+        header = wav_info(f, size)
         if header is not None:
             dtype = samples_dtype(header.subtype) if o.audio_format in SAMPLES else "int16"
-            samples = wav_samples(data, header, dtype)
-            if samples is not None:
-                return samples[: self._clipped(header.frames, header.samplerate)], header.samplerate
+            if stored_as(header.subtype, dtype):
+                frames = self._clipped(header.frames, header.samplerate)
+                f.seek(header.offset)
+                data = f.read(frames * header.channels * np.dtype(dtype).itemsize)
+                if len(data) < frames * header.channels * np.dtype(dtype).itemsize:
+                    raise SourceError("shorter than when it was listed (changed since?)")
+                samples = wav_samples(data, header._replace(frames=frames, offset=0), dtype)
+                if samples is not None:
+                    return samples, header.samplerate
+        f.seek(0)
         sf = _libsndfile()
         try:
-            with sf.SoundFile(io.BytesIO(data)) as f:
-                dtype = samples_dtype(f.subtype) if o.audio_format in SAMPLES else "int16"
-                return f.read(self._clipped(f.frames, f.samplerate), dtype=dtype, always_2d=True), f.samplerate
-        except RuntimeError as e:
-            raise SourceError(f"not a recording libsndfile reads ({e})") from None
+            with sf.SoundFile(_Nameless(f)) as sound:
+                dtype = samples_dtype(sound.subtype) if o.audio_format in SAMPLES else "int16"
+                frames = self._clipped(sound.frames, sound.samplerate)
+                return sound.read(frames, dtype=dtype, always_2d=True), sound.samplerate
+        except (RuntimeError, TypeError, ValueError) as e:
+            raise SourceError(unreadable(e)) from None
 
     def _clipped(self, frames: int, rate: int) -> int:
         """How many of a file's frames are read: up to --clip-seconds."""

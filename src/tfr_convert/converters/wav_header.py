@@ -86,7 +86,10 @@ def wav_info(f: IO[bytes], size: int) -> WavInfo | None:
         if name == b"fmt ":
             if fmt is not None or length not in (16, 18):  # 18: an empty cbSize
                 return None
-            fmt = _FMT.unpack(f.read(_FMT.size))
+            body_bytes = f.read(_FMT.size)
+            if len(body_bytes) < _FMT.size:  # cut inside the chunk: libsndfile says what it makes of it
+                return None
+            fmt = _FMT.unpack(body_bytes)
             code, channels, rate, byte_rate, block, bits = fmt
             if (code, bits) not in _SUBTYPES or not channels or not rate or block != channels * bits // 8:
                 return None

@@ -75,10 +75,11 @@ def read_bytes(path: str, inside: str | None = None) -> bytes:
     return files_for(path).read_bytes(path, inside)
 
 
-def open_input(path: str, buffering: int = -1) -> IO[bytes]:
+def open_input(path: str, buffering: int = -1, inside: str | None = None) -> IO[bytes]:
     """A file to read, seekable: a remote one is read in ranges (READ_BLOCK ahead), never
-    copied whole."""
-    return files_for(path).open_input(path, buffering)
+    copied whole; a local one must be a regular file, and given `inside` (a real path)
+    really under it when opened, as read_bytes checks."""
+    return files_for(path).open_input(path, buffering, inside)
 
 
 def read_range(path: str, start: int, length: int) -> bytes:

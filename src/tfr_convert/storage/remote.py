@@ -115,8 +115,8 @@ class RemoteFiles:
         with stores.translated(path):
             return fs.cat_file(key)
 
-    def open_input(self, path: str, buffering: int = -1) -> IO[bytes]:
-        """Read in ranges (READ_BLOCK ahead), never copied whole."""
+    def open_input(self, path: str, buffering: int = -1, inside: str | None = None) -> IO[bytes]:
+        """Read in ranges (READ_BLOCK ahead), never copied whole (no links to leave `inside` by)."""
         fs, key = _split(path)
         with stores.translated(path):
             f = fs.open(key, "rb", block_size=READ_BLOCK, cache_type="readahead")
