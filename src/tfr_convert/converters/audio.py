@@ -239,7 +239,7 @@ class AudioConverter(MediaFolder, Converter):
             frames = _header(io.BytesIO(data)).frames
             features |= {"audio": data, "channels": channels, "duration": frames / rate}
         else:
-            with self._opened(rel) as f:
+            with self._open_file(rel) as f:
                 samples = self._samples(f)
             features |= {"channels": samples.shape[1], "duration": samples.shape[0] / rate}
             if o.audio_format == "raw":
@@ -279,13 +279,6 @@ class AudioConverter(MediaFolder, Converter):
             f"{seconds:.0f} s of sound makes a record of about {kept / 2**20:.0f} MiB, over the "
             f"{MAX_RECORD_BYTES >> 20} MiB a record may hold: {hint}, or cut the file"
         )
-
-    def _opened(self, rel: str) -> IO[bytes]:
-        """A file under ROOT, opened where it really is (as listed)."""
-        try:
-            return fs.open_input(fs.join(self.root, rel), inside=self._real_root)
-        except OSError as e:
-            raise SourceError(f"cannot read: {e.strerror or e}") from None
 
     def _samples(self, f: IO[bytes]) -> np.ndarray:
         """The file's samples, (frames, channels), clipped, padded and made mono as asked."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 from ..dataset.features import FeatureSpec
 from ..dataset.splits import SplitSpec, split_by_ratio
@@ -115,6 +115,13 @@ class MediaFolder(FileItems):
         """A file's bytes, read where it really is under ROOT (as listed)."""
         try:
             return fs.read_bytes(fs.join(self.root, rel), inside=self._real_root)
+        except OSError as e:
+            raise SourceError(f"cannot read: {e.strerror or e}") from None
+
+    def _open_file(self, rel: str) -> IO[bytes]:
+        """A file under ROOT, opened where it really is (as listed): read in pieces, never whole."""
+        try:
+            return fs.open_input(fs.join(self.root, rel), inside=self._real_root)
         except OSError as e:
             raise SourceError(f"cannot read: {e.strerror or e}") from None
 

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from ..containers import MAX_RECORD_BYTES
 from ..dataset.features import FeatureSpec
 from ..dataset.sequence_example import serialize_sequence
 from ..errors import OptionError, SourceError
@@ -145,19 +146,26 @@ class VideoConverter(MediaFolder, Converter):
     def features_of(self, item: Hashable) -> dict[str, Any]:
         rel, _, label, extras = item  # type: ignore[misc]
         o = self._o
-        data = self._read(rel)
-        frames, rate = clip_frames(data, o.fps, o.max_frames)
         encoded: list[bytes] = []
         times: list[int] = []  # microseconds after the first frame
         size = (0, 0)
         last: tuple[int, bytes] | None = None  # a frame shown again (--fps above the clip's rate) is encoded once
-        for number, time, pixels in frames:
-            if last is None or last[0] != number:
-                if o.resize is not None:
-                    pixels = fitted(pixels, o.resize, o.fit, (0, 0, 0))
-                last, size = (number, encode(pixels, o.frame_format, o.quality)), pixels.shape[:2]
-            encoded.append(last[1])
-            times.append(round(time * 1e6))
+        held = 0  # bytes of encoded frames: one record holds at most MAX_RECORD_BYTES
+        with self._open_file(rel) as f:
+            frames, rate = clip_frames(f, o.fps, o.max_frames)
+            for number, time, pixels in frames:
+                if last is None or last[0] != number:
+                    if o.resize is not None:
+                        pixels = fitted(pixels, o.resize, o.fit, (0, 0, 0))
+                    last, size = (number, encode(pixels, o.frame_format, o.quality)), pixels.shape[:2]
+                held += len(last[1])
+                if held > MAX_RECORD_BYTES:
+                    raise SourceError(
+                        f"frame {len(encoded) + 1}: the clip's frames pass {MAX_RECORD_BYTES >> 20} MiB, what a "
+                        "record may hold: give --max-frames, --fps or --resize (or a lower --quality)"
+                    )
+                encoded.append(last[1])
+                times.append(round(time * 1e6))
         if not encoded:
             raise SourceError("no frames decoded")
         if o.as_sequence:
@@ -225,14 +233,14 @@ def _probe(f: Any) -> tuple[int, int]:
 
 
 def clip_frames(
-    data: bytes, fps: float | None, max_frames: int | None
+    source: Any, fps: float | None, max_frames: int | None
 ) -> tuple[Iterator[tuple[int, float, np.ndarray]], Fraction]:
     """(the frames to store: (number of the source frame, seconds after the first frame,
     RGB pixels) each, in order; the stream's frame rate). With `fps` a source frame may
     come several times or not at all (see the module's note); decoding stops after
     `max_frames` (the generator is closed, and the clip with it)."""
     lib = av("tfr-convert video")
-    container, stream = _opened(io.BytesIO(data))
+    container, stream = _opened(io.BytesIO(source) if isinstance(source, bytes) else source)
     rate = stream.average_rate or stream.guessed_rate or Fraction(25)
     # One converter to RGB for the clip: a frame's own to_ndarray sets up a new one for
     # every frame, which costs several times the decode itself (the pixels are the same).
