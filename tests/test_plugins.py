@@ -8,11 +8,14 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 import tensorflow as tf
+from helpers import write_mnist
 
+from tfr_convert.cli.convert import PLUGIN_LOAD_SECONDS
 from tfr_convert.dataset.example import parse
 
 SCRIPTS = Path(sys.executable).parent
@@ -83,3 +86,47 @@ def test_the_built_in_commands_are_registered_as_plugins_are():
     assert sorted(ours) == sorted(commands.modules())
     for name, entry in ours.items():
         assert entry.load() is convert.get_command(None, name), name
+
+
+def test_help_lists_a_plugin_that_exits_or_hangs_at_import_without_dying_or_waiting(plugin_path):
+    started = time.monotonic()
+    listed = _convert(plugin_path, "--help")
+    took = time.monotonic() - started
+    assert listed.returncode == 0, listed.stderr
+    assert "counting      The numbers 0..N-1 (a plugin)." in listed.stdout
+    assert "exits         (cannot be loaded)" in listed.stdout
+    assert "sleepy        (cannot be loaded)" in listed.stdout
+    # the sleepy plugin sleeps 30 s at import: --help waits PLUGIN_LOAD_SECONDS, then lists it as not loaded
+    assert took < PLUGIN_LOAD_SECONDS + 10, took
+    assert "Traceback" not in listed.stderr
+
+
+def test_a_plugin_that_exits_at_import_is_one_line_and_exit_1(plugin_path):
+    run = _convert(plugin_path, "exits", "--out", "x")
+    assert run.returncode == 1
+    assert run.stderr == "error: the plugin command 'exits' (tfr_counting_exits:command) exits at import (code 3)\n"
+
+
+def test_a_plugin_named_like_a_built_in_is_reported_and_the_built_in_runs(plugin_path, tmp_path):
+    listed = _convert(plugin_path, "--help")
+    assert "Plugins not used:" in listed.stdout
+    assert "mnist  tfr_counting:command: named like a built-in command, not run" in listed.stdout
+    src = tmp_path / "src"
+    write_mnist(src)
+    run = _convert(plugin_path, "mnist", src, "--out", tmp_path / "out", "--quiet")
+    assert run.returncode == 0, run.stderr
+    assert sorted(p.name for p in (tmp_path / "out").glob("mnist-*")) == [
+        "mnist-test.tfrecord-00000-of-00001",
+        "mnist-train.tfrecord-00000-of-00001",
+    ]
+
+
+def test_a_built_in_command_reads_no_plugin_metadata():
+    """Running a built-in command never scans the installed packages' entry points (start-up time)."""
+    code = (
+        "import sys; from tfr_convert.cli import convert as c; "
+        "c._entries = lambda: (_ for _ in ()).throw(AssertionError('entry points read')); "
+        "sys.exit(c.convert.main(['mnist', '--help'], standalone_mode=False) or 0)"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
