@@ -58,12 +58,13 @@ class FeatureError(TfrConvertError):
 class RecordError(TfrConvertError):
     """A TFRecord file is corrupt: bad CRC, truncated, or an impossible length."""
 
-    def __init__(self, path: str, index: int, offset: int, problem: str) -> None:
+    def __init__(self, path: str, index: int, offset: int, problem: str, kind: str = "") -> None:
         self.path, self.index, self.offset, self.problem = path, index, offset, problem
+        self.kind = kind  # the scan's name for the problem (containers.scan.PROBLEMS), where known
         super().__init__(f"{path}: record {index} at byte offset {offset}: {problem}")
 
     def __reduce__(self):  # its __init__ takes the fields, not the message
-        return (type(self), (self.path, self.index, self.offset, self.problem), self.__dict__)
+        return (type(self), (self.path, self.index, self.offset, self.problem, self.kind), self.__dict__)
 
 
 class Interrupted(TfrConvertError):

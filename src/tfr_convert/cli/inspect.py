@@ -3,10 +3,13 @@ ArrayRecord files, globs and dataset directories."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 
 import click
 
+from ..errors import RecordError
 from ..version import __version__
 from .options import STORAGE_OPTIONS, max_record_option
 from .translate import Command
@@ -89,55 +92,68 @@ def inspect(
     ]
     if len(modes) > 1:
         raise click.UsageError(f"choose one of {', '.join(modes)}")
-    paths = list(paths)
-    # the limits' defaults live with the readers (containers.MAX_RECORD_BYTES, grid.MAX_PIXELS)
-    limit = {"max_record": max_record_size} if max_record_size else {}
-    if count:
-        from ..inspect.summary import count as count_files
-        from ..inspect.summary import format_files
+    with _hint_for_large_records():
+        paths = list(paths)
+        # the limits' defaults live with the readers (containers.MAX_RECORD_BYTES, grid.MAX_PIXELS)
+        limit = {"max_record": max_record_size} if max_record_size else {}
+        if count:
+            from ..inspect.summary import count as count_files
+            from ..inspect.summary import format_files
 
-        report = count_files(paths)
-        text = "\n".join(format_files(report))
-    elif verify:
-        from ..inspect.verify import format_verify
-        from ..inspect.verify import verify as verify_files
+            report = count_files(paths)
+            text = "\n".join(format_files(report))
+        elif verify:
+            from ..inspect.verify import format_verify
+            from ..inspect.verify import verify as verify_files
 
-        report = verify_files(paths)
-        text = format_verify(report)
-    elif stats:
-        from ..inspect.stats import format_stats
-        from ..inspect.stats import stats as feature_stats
+            report = verify_files(paths)
+            text = format_verify(report)
+        elif stats:
+            from ..inspect.stats import format_stats
+            from ..inspect.stats import stats as feature_stats
 
-        report = feature_stats(paths, **limit)
-        text = format_stats(report)
-    elif grid_out:
-        from ..inspect.grid import grid
+            report = feature_stats(paths, **limit)
+            text = format_stats(report)
+        elif grid_out:
+            from ..inspect.grid import grid
 
-        report = grid(paths, grid_out, grid_count, **limit, **({"max_pixels": max_pixels} if max_pixels else {}))
-        text = f"{report['images']} images of {report['feature']!r} -> {report['out']}"
-    elif report_out:
-        from ..inspect.report import report as write_report
+            report = grid(paths, grid_out, grid_count, **limit, **({"max_pixels": max_pixels} if max_pixels else {}))
+            text = f"{report['images']} images of {report['feature']!r} -> {report['out']}"
+        elif report_out:
+            from ..inspect.report import report as write_report
 
-        pixels = {"max_pixels": max_pixels} if max_pixels else {}
-        report = write_report(paths, report_out, report_per_class, **limit, **pixels)
-        if report_out == "-":
-            if as_json:  # the page is on stdout: the figures go to stderr
-                click.echo(json.dumps(report, indent=2), err=True)
-            return
-        text = (
-            f"{report['records']} records: {report['charts']} charts, {report['thumbnails']} pictures, "
-            f"{report['problems']} problems -> {report['out']}"
-        )
-    elif write_index:
-        from ..inspect.index import write_indexes
+            pixels = {"max_pixels": max_pixels} if max_pixels else {}
+            report = write_report(paths, report_out, report_per_class, **limit, **pixels)
+            if report_out == "-":
+                if as_json:  # the page is on stdout: the figures go to stderr
+                    click.echo(json.dumps(report, indent=2), err=True)
+                return
+            text = (
+                f"{report['records']} records: {report['charts']} charts, {report['thumbnails']} pictures, "
+                f"{report['problems']} problems -> {report['out']}"
+            )
+        elif write_index:
+            from ..inspect.index import write_indexes
 
-        report = write_indexes(paths)
-        text = "\n".join(f"{i['index']}  {i['records']} records" for i in report["indexes"])
-    else:
-        from ..inspect.summary import format_summary, summarize
+            report = write_indexes(paths)
+            text = "\n".join(f"{i['index']}  {i['records']} records" for i in report["indexes"])
+        else:
+            from ..inspect.summary import format_summary, summarize
 
-        report = summarize(paths, head=head, every=every, **limit)
-        text = format_summary(report)
+            report = summarize(paths, head=head, every=every, **limit)
+            text = format_summary(report)
     click.echo(json.dumps(report, indent=2, ensure_ascii=False) if as_json else text)
     if verify and not report["ok"]:
         raise SystemExit(1)
+
+
+@contextlib.contextmanager
+def _hint_for_large_records() -> Iterator[None]:
+    """A record over the size read whole: what tfr-inspect can do about it besides
+    --max-record-size (the scan's message names no command's options but that one)."""
+    try:
+        yield
+    except RecordError as e:
+        if e.kind == "too_large":
+            e.hint = "--verify and --count check records of any size"
+        raise

@@ -282,8 +282,7 @@ def _scan_stream(
                     index,
                     offset,
                     "too_large",
-                    f"a record of {length} bytes, above the {max_record} read whole "
-                    "(--max-record-size raises it; --verify and --count check any size)",
+                    f"a record of {length} bytes, above the {max_record} read whole (--max-record-size raises it)",
                 )
                 return
             if not keep and length > _BLOCK_SIZE:
@@ -369,7 +368,7 @@ def read_records(path: str, compression: str = "auto", max_record: int = MAX_REC
     raises RecordError naming the file, record index and byte offset."""
     for item in scan_records(path, compression, max_record=max_record):
         if isinstance(item, Problem):
-            raise RecordError(path, item.index, item.offset, item.message)
+            raise RecordError(path, item.index, item.offset, item.message, item.kind)
         yield item
 
 
@@ -378,6 +377,6 @@ def count_records(path: str, compression: str = "auto") -> int:
     n = 0
     for item in scan_records(path, compression, payload="skip"):
         if isinstance(item, Problem):
-            raise RecordError(path, item.index, item.offset, item.message)
+            raise RecordError(path, item.index, item.offset, item.message, item.kind)
         n += 1
     return n

@@ -102,6 +102,8 @@ def commit_with_metadata(
 ) -> Summary:
     """After every shard is written (by either engine): name the shards, write the
     metadata and commit the directory. `plan`: the items of each split in written order."""
+    if not any(r.records for r in results):
+        raise SourceError(_nothing_written(converter, skipped))
     name = output_name(converter, options)
     order = order_quality.of_splits(plan, converter.label_of)
     out.sync()  # every shard in place before anything reads one back (index files) or commits
@@ -135,6 +137,20 @@ def commit_with_metadata(
         out.commit(results, files)
     splits = {r.split: {"examples": r.records, "shards": len(r.shards), "bytes": r.bytes} for r in results}
     return Summary(name, options.out, splits, time.perf_counter() - started, skipped, found_warnings, order=order)
+
+
+def _nothing_written(converter: Converter, skipped: Skips) -> str:
+    """Why a run that would commit a dataset of no examples (which TFDS and tfr-inspect
+    refuse) is an error instead."""
+    if not skipped.total:
+        roots = converter.input_roots()
+        where = ", ".join(roots[:3]) + (f" and {len(roots) - 3} more" if len(roots) > 3 else "")
+        return f"{where or 'the input'}: no examples to write: it holds none"
+    first = skipped.listed[0] if skipped.listed else {"item": "?", "reason": "?"}
+    return (
+        f"no examples to write: all {skipped.total} were left out under --on-error skip "
+        f"(the first: {first['item']}: {first['reason']})"
+    )
 
 
 def _index_files(results: list[SplitResult]) -> dict[str, bytes]:
