@@ -41,7 +41,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from ..containers import MAX_RECORD_BYTES
+from ..dataset.example import MAX_EXAMPLE_BYTES
 from ..dataset.features import FeatureSpec
 from ..errors import OptionError, SourceError
 from ..optional import soundfile
@@ -251,7 +251,7 @@ class AudioConverter(MediaFolder, Converter):
         return self._labelled(features, label, extras)
 
     def _too_large(self, info: Any, size: int) -> str | None:
-        """Why a recording would make a record over MAX_RECORD_BYTES (what no reader here
+        """Why a recording would make a record over MAX_EXAMPLE_BYTES (what no reader here
         reads by default), said before it is read; or None."""
         o = self._o
         if o.audio_format == "keep":
@@ -266,18 +266,18 @@ class AudioConverter(MediaFolder, Converter):
                 kept = values * 2  # 16-bit PCM
             if o.clip_seconds is not None and o.shorter == "pad":
                 kept = max(kept, kept * round(o.clip_seconds * rate) // max(frames, 1))
-        if kept <= MAX_RECORD_BYTES:
+        if kept <= MAX_EXAMPLE_BYTES:
             return None
         seconds = info.frames / info.samplerate
         if o.clip_seconds is not None:
             seconds = o.clip_seconds if o.shorter == "pad" else min(seconds, o.clip_seconds)
-        longest = seconds * MAX_RECORD_BYTES / kept if o.audio_format != "keep" else None
+        longest = seconds * MAX_EXAMPLE_BYTES / kept if o.audio_format != "keep" else None
         hint = (
             f"give --clip-seconds {longest:.0f} or less" if longest and longest >= 1 else "convert shorter recordings"
         )
         return (
             f"{seconds:.0f} s of sound makes a record of about {kept / 2**20:.0f} MiB, over the "
-            f"{MAX_RECORD_BYTES >> 20} MiB a record may hold: {hint}, or cut the file"
+            f"{MAX_EXAMPLE_BYTES >> 20} MiB a record may hold: {hint}, or cut the file"
         )
 
     def _samples(self, f: IO[bytes]) -> np.ndarray:

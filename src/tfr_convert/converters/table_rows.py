@@ -28,6 +28,7 @@ import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+from ..dataset.example import MAX_EXAMPLE_BYTES
 from ..dataset.rows import RowNumbers, row_array
 from ..errors import SourceError
 from ..optional import pyarrow
@@ -156,9 +157,8 @@ class ParquetFileTable:
 #: in memory, by the sizes its dictionaries declare: past it the file is refused (a few
 #: hundred bytes of dictionary and indices can stand for terabytes)
 MAX_READ_BYTES = 2 << 30
-#: the largest single value (a string, a list's bytes) a table may hold: a record larger
-#: than this is one no reader here reads by default (containers.MAX_RECORD_BYTES)
-MAX_VALUE_BYTES = 64 << 20
+#: the largest single value (a string, a list's bytes) a table may hold
+MAX_VALUE_BYTES = MAX_EXAMPLE_BYTES
 
 
 def read_parquet(path: str, read: Callable[[Any], Any], where: str = "") -> Any:

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ..containers import MAX_RECORD_BYTES
+from ..dataset.example import MAX_EXAMPLE_BYTES
 from ..dataset.features import FeatureSpec
 from ..dataset.sequence_example import serialize_sequence
 from ..errors import OptionError, SourceError
@@ -150,7 +150,7 @@ class VideoConverter(MediaFolder, Converter):
         times: list[int] = []  # microseconds after the first frame
         size = (0, 0)
         last: tuple[int, bytes] | None = None  # a frame shown again (--fps above the clip's rate) is encoded once
-        held = 0  # bytes of encoded frames: one record holds at most MAX_RECORD_BYTES
+        held = 0  # bytes of encoded frames: one record holds at most MAX_EXAMPLE_BYTES
         with self._open_file(rel) as f:
             frames, rate = clip_frames(f, o.fps, o.max_frames)
             for number, time, pixels in frames:
@@ -159,9 +159,9 @@ class VideoConverter(MediaFolder, Converter):
                         pixels = fitted(pixels, o.resize, o.fit, (0, 0, 0))
                     last, size = (number, encode(pixels, o.frame_format, o.quality)), pixels.shape[:2]
                 held += len(last[1])
-                if held > MAX_RECORD_BYTES:
+                if held > MAX_EXAMPLE_BYTES:
                     raise SourceError(
-                        f"frame {len(encoded) + 1}: the clip's frames pass {MAX_RECORD_BYTES >> 20} MiB, what a "
+                        f"frame {len(encoded) + 1}: the clip's frames pass {MAX_EXAMPLE_BYTES >> 20} MiB, what a "
                         "record may hold: give --max-frames, --fps or --resize (or a lower --quality)"
                     )
                 encoded.append(last[1])

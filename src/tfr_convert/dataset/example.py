@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ..containers import MAX_RECORD_BYTES
 from ..errors import FeatureError, shown
 from .varints import packed_int64s, varint
 
@@ -30,6 +31,9 @@ _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 _FEATURE_TAG = {BYTES: b"\x0a", FLOAT: b"\x12", INT64: b"\x1a"}
 _TAG_KIND = {1: BYTES, 2: FLOAT, 3: INT64}
 # An int64 list of at least this many values is packed with numpy (below, one varint at a time)
+#: the largest example a source may make: what every reader here takes whole by default
+#: (a larger one would convert, then be refused by tfr-inspect, tfr-export and records)
+MAX_EXAMPLE_BYTES = MAX_RECORD_BYTES
 PACK_WITH_NUMPY = 32
 
 
