@@ -131,10 +131,28 @@ def _read_header(path: str, stream: io.BufferedIOBase, what: str, magic: int, ra
 
 
 def idx_dims(path: str, raw: bytes, magic: int, rank: int) -> tuple[int, ...]:
-    """The dimensions an idx file's header declares, checked; only the header is inflated."""
-    _, stream, what = _open_idx(raw)
+    """The dimensions an idx file's header declares, checked against the file's size (a
+    plain file holds exactly what they imply; a gzip cannot inflate past its ratio);
+    only the header is inflated."""
+    gzipped, stream, what = _open_idx(raw)
     with _gzip_errors(path):
-        return _read_header(path, stream, what, magic, rank)
+        dims = _read_header(path, stream, what, magic, rank)
+    header, expected = 4 + 4 * rank, math.prod(dims)
+    if not gzipped and len(raw) < header + expected:
+        raise SourceError(_truncated(path, dims, header, len(raw) - header))
+    if gzipped and expected > _MAX_INFLATION * len(raw):
+        raise SourceError(
+            f"{path}: the idx header declares {'x'.join(map(str, dims))} = {expected} data bytes, more than "
+            f"{len(raw)} gzip bytes can hold"
+        )
+    return dims
+
+
+def _truncated(path: str, dims: tuple[int, ...], header: int, present: int) -> str:
+    return (
+        f"{path}: truncated at byte {header + present}: the header declares "
+        f"{'x'.join(map(str, dims))} = {math.prod(dims)} data bytes, only {present} present"
+    )
 
 
 def parse_idx(path: str, raw: bytes, magic: int, rank: int) -> np.ndarray:
@@ -146,10 +164,7 @@ def parse_idx(path: str, raw: bytes, magic: int, rank: int) -> np.ndarray:
         expected = math.prod(dims)  # Python ints: a product of huge dimensions cannot wrap
         data, extra = _read_data(path, stream, raw, header, expected, gzipped)
         if len(data) < expected:
-            raise SourceError(
-                f"{path}: truncated at byte {header + len(data)}: the header declares "
-                f"{'x'.join(map(str, dims))} = {expected} data bytes, only {len(data)} present"
-            )
+            raise SourceError(_truncated(path, dims, header, len(data)))
         if extra:
             where = "expands past" if gzipped else "is longer than"
             raise SourceError(

@@ -53,6 +53,9 @@ class Decoded:
     orientation: int = 1  # EXIF orientation as stored (1: upright)
 
 
+_PNG_END = b"\x00\x00\x00\x00IEND\xaeB`\x82"  # the IEND chunk: no data, always this CRC
+
+
 def open_image(data: bytes, max_pixels: int):
     """A lazily decoded Pillow image, its header checked: no pixel is decoded before its
     size is known to be within `max_pixels` (a decompression bomb is one SourceError)."""
@@ -67,6 +70,10 @@ def open_image(data: bytes, max_pixels: int):
         raise SourceError("not an image (unrecognised content)") from None
     except (OSError, ValueError, SyntaxError) as e:
         raise SourceError(f"unreadable image header: {e}") from None
+    if im.format == "PNG" and _PNG_END not in data:
+        # Pillow decodes the rows it finds and asks no more: a file cut after its last
+        # image data (its IDAT's CRC or its IEND lost) would pass as whole
+        raise SourceError("a PNG cut short: it ends before its IEND chunk")
     width, height = im.size
     if width * height > max_pixels:
         raise SourceError(

@@ -200,8 +200,8 @@ def _exported(path: str, text: bytes | None) -> dict[str, Any]:
         return {}
     try:
         found = json.loads(text)
-    except ValueError:
-        raise SourceError(f"{path}: its tfr_convert metadata is not JSON") from None
+    except (ValueError, RecursionError):
+        raise SourceError(f"{path}: its tfr_convert metadata is not JSON (or nests too deep)") from None
     return found if isinstance(found, dict) else {}
 
 

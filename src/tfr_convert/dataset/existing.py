@@ -11,7 +11,7 @@ import json
 from functools import cached_property
 from typing import Any
 
-from ..errors import SourceError
+from ..errors import SourceError, shown
 from ..storage import fs
 from .features import LABELS_SUFFIX, flatten_tfds
 from .naming import FEATURES, INFO, KEYPOINTS, MANIFEST, ShardName, checked_component
@@ -26,6 +26,8 @@ def load_json(directory: str, name: str) -> Any:
         return json.loads(fs.read_bytes(path).decode("utf-8"))
     except (OSError, ValueError) as e:
         raise SourceError(f"{path}: unreadable metadata: {e}") from None
+    except RecursionError:  # json's parser recurses once per level
+        raise SourceError(f"{path}: unreadable metadata: nested too deep") from None
 
 
 def class_names(directory: str) -> dict[str, list[str]]:
@@ -57,8 +59,20 @@ class ExistingDataset:
         info = load_json(self.path, INFO)
         if info is None:
             raise SourceError(f"{self.path}: not a tfr-convert dataset (no {INFO})")
-        if not isinstance(info, dict) or not isinstance(info.get("splits"), list) or "name" not in info:
-            raise SourceError(f"{fs.join(self.path, INFO)}: no name or splits in it")
+        where = fs.join(self.path, INFO)
+        if (
+            not isinstance(info, dict)
+            or not isinstance(info.get("splits"), list)
+            or not isinstance(info.get("name"), str)
+        ):
+            raise SourceError(f"{where}: no name or splits in it")
+        for i, split in enumerate(info["splits"]):
+            lengths = split.get("shardLengths", []) if isinstance(split, dict) else None
+            if not isinstance(split, dict) or not isinstance(split.get("name"), str) or not isinstance(lengths, list):
+                raise SourceError(f"{where}: splits[{i}] is not a split (a name and its shardLengths)")
+            for n in lengths:
+                if not (isinstance(n, (int, str)) and str(n).isdigit() and int(n) < 1 << 63):
+                    raise SourceError(f"{where}: splits[{i}]: shard length {shown(n)} is not a count of records")
         return info
 
     @cached_property

@@ -110,11 +110,16 @@ def checked_relative(name: str, what: str = "file name") -> str:
 _LINE_BREAKS = re.compile("[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
+def holds_line_break(name: str) -> bool:
+    """Whether `name` would read back from a one-per-line file as two names."""
+    return _LINE_BREAKS.search(name) is not None
+
+
 def lines_file(names: Iterable[str], what: str) -> bytes:
     """Names one per line, UTF-8 (TFDS ClassLabel's names file, YOLO's classes.txt); a
     name holding a line break is a SourceError naming it, as it would read back as two."""
     names = list(names)
     for number, name in enumerate(names, 1):
-        if _LINE_BREAKS.search(name):
+        if holds_line_break(name):
             raise SourceError(f"{what}: name {number} {name!r} holds a line break, and names are written one per line")
     return "".join(n + "\n" for n in names).encode("utf-8", "surrogateescape")

@@ -143,7 +143,7 @@ def _nothing_written(converter: Converter, skipped: Skips) -> str:
     """Why a run that would commit a dataset of no examples (which TFDS and tfr-inspect
     refuse) is an error instead."""
     if not skipped.total:
-        roots = converter.input_roots()
+        roots = converter.input_roots() or [s["file"] for s in converter.sources() if isinstance(s.get("file"), str)]
         where = ", ".join(roots[:3]) + (f" and {len(roots) - 3} more" if len(roots) > 3 else "")
         return f"{where or 'the input'}: no examples to write: it holds none"
     first = skipped.listed[0] if skipped.listed else {"item": "?", "reason": "?"}

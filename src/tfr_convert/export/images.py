@@ -89,7 +89,10 @@ def plan(source: ExportSource, layout: str | None, image: str | None = None, lab
     schema = source.schema()
     example = source.first_example()
     if example is None:
-        raise SourceError("no records to export")
+        files = [f for fs_ in source.splits.values() for f in fs_]
+        raise SourceError(
+            f"{', '.join(files[:3]) or 'the input'}{' and more' if len(files) > 3 else ''}: no records to export"
+        )
     image = image or image_feature(example)
     if image is None or image not in schema:
         raise SourceError("no picture found in the records: name its feature with --image-feature")

@@ -22,6 +22,7 @@ from array import array
 from collections.abc import Iterator
 from typing import Any
 
+from ...dataset.naming import holds_line_break
 from ...errors import SourceError, shown
 from .common import Annotations, Box, ImageCollector, box_problem, json_number, relative, size
 from .json_stream import read_object
@@ -135,6 +136,8 @@ def _categories(doc: dict[str, Any], path: str) -> dict[int, str]:
             name = cat.get("name")
             if not isinstance(name, str) or not name.strip():
                 raise ValueError(f"name is {shown(name)}")
+            if holds_line_break(name):
+                raise ValueError(f"name {name!r} holds a line break (class names are written one per line)")
         except ValueError as e:
             raise SourceError(f"{where}: {e}") from None
         if cid in categories:
