@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from tfr_convert.converters.wav_header import wav_info, wav_samples
+from tfr_convert.errors import SourceError
 
 sf = pytest.importorskip("soundfile")
 
@@ -53,6 +54,12 @@ def _fmt(code=1, channels=1, rate=8000, bits=16, extra=b""):
     return b"fmt ", struct.pack("<HHIIHH", code, channels, rate, rate * block, block, bits) + extra
 
 
+def _of_unknown_length(data: bytes) -> bytes:
+    """The data chunk's length as a recorder that never finished writes it: 0xFFFFFFFF."""
+    at = data.index(b"data") + 4
+    return data[:at] + b"\xff\xff\xff\xff" + data[at + 4 :]
+
+
 def test_chunks_before_the_data_odd_lengths_and_an_empty_extension_are_walked():
     samples = np.arange(-50, 50, dtype="<i2").tobytes()
     files = [
@@ -74,7 +81,7 @@ def test_chunks_before_the_data_odd_lengths_and_an_empty_extension_are_walked():
         ),
         pytest.param(_riff(_fmt(code=6, bits=8), (b"data", b"\x00" * 8)), id="a-law"),
         pytest.param(_riff((b"data", b"\x00" * 8), _fmt()), id="data-before-fmt"),
-        pytest.param(_riff(_fmt(), (b"data", b"\x00" * 8))[:-4], id="data-past-the-end"),
+        pytest.param(_of_unknown_length(_riff(_fmt(), (b"data", b"\x00" * 8))), id="data-of-unknown-length"),
         pytest.param(_riff(_fmt(bits=12), (b"data", b"\x00" * 8)), id="12-bit"),
         pytest.param(b"RF64" + _riff(_fmt(), (b"data", b""))[4:], id="rf64"),
         pytest.param(b"RIFX" + _riff(_fmt(), (b"data", b""))[4:], id="big-endian"),
@@ -85,6 +92,13 @@ def test_chunks_before_the_data_odd_lengths_and_an_empty_extension_are_walked():
 )
 def test_any_other_file_is_left_to_libsndfile(data):
     assert _info(data) is None
+
+
+def test_a_plain_wav_cut_short_is_refused_where_libsndfile_reads_what_is_left():
+    data = _riff(_fmt(), (b"data", b"\x00" * 8))[:-4]
+    assert sf.info(io.BytesIO(data)).frames == 2  # libsndfile: two frames, no word of the four promised
+    with pytest.raises(SourceError, match="cut short: its header promises 4 frames, the file holds 2"):
+        _info(data)
 
 
 @pytest.mark.parametrize("subtype, dtype", [("PCM_16", "int16"), ("PCM_32", "int32"), ("FLOAT", "float32")])

@@ -217,7 +217,7 @@ def _opened(source: Any) -> tuple[Any, Any]:
     lib = av("tfr-convert video")
     try:
         container = lib.open(source)
-    except (lib.FFmpegError, ValueError) as e:
+    except (lib.FFmpegError, OSError, ValueError) as e:  # (an empty file is an OSError of its own)
         raise SourceError(f"not a clip PyAV reads ({e})") from None
     if not container.streams.video:
         container.close()

@@ -5,9 +5,10 @@ Listing opens every file before anything is written; libsndfile's `info` costs a
 library open per file, where a PCM or float WAV says all of it in its first chunks.
 Only the plain form is read here: RIFF/WAVE, a `fmt ` chunk of integer PCM (8, 16, 24
 or 32 bits) or IEEE float (32 or 64 bits) whose block size agrees with its channels
-and bits, then a `data` chunk that lies within the file. Anything else (RF64, RIFX,
-WAVE_FORMAT_EXTENSIBLE, compressed codecs, a data chunk that runs past the end, chunks
-out of order) is None, and the caller asks libsndfile, whose answer stays the
+and bits, then a `data` chunk that lies within the file: one that runs past the end is
+a file cut short, refused (libsndfile would read what is left, without a word).
+Anything else (RF64, RIFX, WAVE_FORMAT_EXTENSIBLE, compressed codecs, a data chunk of
+unknown length, chunks out of order) is None, and the caller asks libsndfile, whose answer stays the
 reference (tests/test_wav_header.py holds the two side by side). The samples of such a
 file, where they are stored in the type asked for, are read straight from its bytes.
 """
@@ -18,6 +19,8 @@ import struct
 from typing import IO, NamedTuple
 
 import numpy as np
+
+from ..errors import SourceError
 
 _CHUNK = struct.Struct("<4sI")
 _FMT = struct.Struct("<HHIIHH")
@@ -31,6 +34,9 @@ _SUBTYPES = {
     (_FLOAT, 32): "FLOAT",
     (_FLOAT, 64): "DOUBLE",
 }
+# a data chunk's length as a recorder writes it before it knows the length (a stream
+# never finalised): libsndfile reads such a file to its end
+_UNKNOWN_LENGTH = (0xFFFFFFFF,)
 _MOST_CHUNKS = 64  # chunks walked before the data chunk: past that, libsndfile decides
 
 
@@ -66,7 +72,7 @@ def wav_samples(data: bytes, info: WavInfo, dtype: str) -> np.ndarray | None:
 
 def wav_info(f: IO[bytes], size: int) -> WavInfo | None:
     """The format of the plain WAV file `f` (`size` bytes long, read from its start),
-    or None for any other file."""
+    or None for any other file; a SourceError for a plain one cut short."""
     head = f.read(12)
     if len(head) < 12 or head[:4] != b"RIFF" or head[8:12] != b"WAVE":
         return None
@@ -79,8 +85,13 @@ def wav_info(f: IO[bytes], size: int) -> WavInfo | None:
         name, length = _CHUNK.unpack(chunk)
         body = at + _CHUNK.size
         if name == b"data":
-            if fmt is None or body + length > size:
+            if fmt is None or length in _UNKNOWN_LENGTH:
                 return None
+            if body + length > size:  # the samples it promises are not all there
+                raise SourceError(
+                    f"cut short: its header promises {length // fmt[4]} frames, the file holds "
+                    f"{max(size - body, 0) // fmt[4]}"
+                )
             code, channels, rate, _, block, bits = fmt
             return WavInfo(rate, channels, length // block, _SUBTYPES[code, bits], offset=body)
         if name == b"fmt ":
