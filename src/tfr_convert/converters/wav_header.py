@@ -5,8 +5,9 @@ Listing opens every file before anything is written; libsndfile's `info` costs a
 library open per file, where a PCM or float WAV says all of it in its first chunks.
 Only the plain form is read here: RIFF/WAVE, a `fmt ` chunk of integer PCM (8, 16, 24
 or 32 bits) or IEEE float (32 or 64 bits) whose block size agrees with its channels
-and bits, then a `data` chunk that lies within the file: one that runs past the end is
-a file cut short, refused (libsndfile would read what is left, without a word).
+and bits, then a `data` chunk that ends the file (libsndfile reads the chunks after it,
+and refuses some: those files are its to judge); one that runs past the end is a file
+cut short, refused (libsndfile would read what is left, without a word).
 Anything else (RF64, RIFX, WAVE_FORMAT_EXTENSIBLE, compressed codecs, a data chunk of
 unknown length, chunks out of order) is None, and the caller asks libsndfile, whose answer stays the
 reference (tests/test_wav_header.py holds the two side by side). The samples of such a
@@ -83,6 +84,8 @@ def wav_info(f: IO[bytes], size: int) -> WavInfo | None:
         if len(chunk) < _CHUNK.size:
             return None
         name, length = _CHUNK.unpack(chunk)
+        if not all(0x20 <= c <= 0x7E for c in name):  # libsndfile stops at such a chunk: it decides
+            return None
         body = at + _CHUNK.size
         if name == b"data":
             if fmt is None or length in _UNKNOWN_LENGTH:
@@ -92,6 +95,8 @@ def wav_info(f: IO[bytes], size: int) -> WavInfo | None:
                     f"cut short: its header promises {length // fmt[4]} frames, the file holds "
                     f"{max(size - body, 0) // fmt[4]}"
                 )
+            if body + length + (length & 1) < size:  # chunks after the samples: libsndfile reads and judges them
+                return None
             code, channels, rate, _, block, bits = fmt
             return WavInfo(rate, channels, length // block, _SUBTYPES[code, bits], offset=body)
         if name == b"fmt ":
