@@ -66,6 +66,27 @@ class _Translating:
             self._f.write(data)
         return memoryview(data).nbytes
 
+    def readline(self, size: int | None = -1) -> bytes:
+        """A line, or its first `size` bytes, as io's readline (fsspec's own takes no
+        size: it would hold a line of any length whole)."""
+        with stores.translated(self.name):
+            if size is None or size < 0:
+                return self._f.readline()
+            start, parts, got = self._f.tell(), [], 0
+            while got < size:
+                chunk = self._f.read(min(1 << 16, size - got))
+                if not chunk:
+                    break
+                end = chunk.find(b"\n")
+                if end >= 0:
+                    parts.append(chunk[: end + 1])
+                    got += end + 1
+                    self._f.seek(start + got)
+                    break
+                parts.append(chunk)
+                got += len(chunk)
+            return b"".join(parts)
+
     def readinto(self, buffer: Any) -> int:
         with stores.translated(self.name):
             data = self._f.read(len(buffer))
