@@ -129,6 +129,23 @@ def parquet(table=None, **options) -> bytes:
     return out.getvalue()
 
 
+def rows_that_lie(rows: int, claimed: int) -> bytes:
+    """A Parquet file of `rows` rows whose footer says `claimed` wherever it says `rows`
+    (the file's, the row group's and the column's counts: thrift's zigzag varints)."""
+    import pyarrow as pa
+
+    def varint(value: int) -> bytes:
+        value, out = (value << 1) ^ (value >> 63), b""
+        while value > 0x7F:
+            out, value = out + bytes([value & 0x7F | 0x80]), value >> 7
+        return out + bytes([value])
+
+    data = parquet(pa.table({"x": np.arange(rows)}), compression="none")
+    (length,) = struct.unpack("<I", data[-8:-4])
+    footer = data[-8 - length : -8].replace(varint(rows), varint(claimed))
+    return data[: -8 - length] + footer + struct.pack("<I", len(footer)) + b"PAR1"
+
+
 def arrow_stream(table=None) -> bytes:
     import pyarrow as pa
     from pyarrow import ipc
@@ -491,6 +508,7 @@ def table_family(kind: str) -> list[Case]:
             "parquet value of 100 MiB": parquet(pa.table({"s": [b"y" * (100 << 20)]}), compression="zstd",
                                                 use_dictionary=False),
             "parquet footer length lies": text[:-8] + struct.pack("<I", 2**31 - 1) + b"PAR1",
+            "parquet footer claims 2^40 rows": rows_that_lie(12345, 2**40),
             "parquet no rows": parquet(pa.table({"x": pa.array([], pa.int64())})),
         }  # fmt: skip
         boundaries = [4, len(text) // 2, len(text) - 8, len(text) - 4]
