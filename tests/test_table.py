@@ -10,6 +10,8 @@ import math
 import numpy as np
 import pytest
 
+import tfr_convert
+
 pa = pytest.importorskip("pyarrow")
 import pyarrow.feather  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
@@ -648,3 +650,21 @@ def test_the_columnar_path_writes_the_bytes_of_the_value_by_value_path(tmp_path)
             fast = encode_items(converter, batch).blob
             slow = b"".join(serialize(f) for f in converter.features_of_each(batch))
             assert bytes(fast) == slow, nulls
+
+
+def test_a_table_far_wider_than_its_batch_is_encoded_row_by_row_to_the_same_bytes(tmp_path, monkeypatch):
+    """100,000 columns of one row: row by row (a column's numpy calls cost more than its
+    one value) gives the columnar encoder's bytes, nulls and lists included."""
+    from tfr_convert.converters import table as table_module
+
+    pa = pytest.importorskip("pyarrow")
+    columns = {f"c{i}": pa.array([i, None] if i % 3 else [[i], [1, 2]], pa.int64() if i % 3 else pa.list_(pa.int64()))
+               for i in range(3000)}  # fmt: skip
+    data = pa.table(columns)
+    tfr_convert.write(data, tmp_path / "rows", workers=1, quiet=True, nulls="omit")
+    monkeypatch.setattr(table_module, "WIDE_TABLE", 10**9)  # never wide: column by column
+    tfr_convert.write(data, tmp_path / "columns", workers=1, quiet=True, nulls="omit")
+    shards = sorted(p.name for p in (tmp_path / "rows").glob("*.tfrecord-*"))
+    assert shards and all(
+        (tmp_path / "rows" / s).read_bytes() == (tmp_path / "columns" / s).read_bytes() for s in shards
+    )

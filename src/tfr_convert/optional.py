@@ -51,6 +51,8 @@ def tensorflow(what: str) -> ModuleType:
 
 def pyarrow(what: str) -> ModuleType:
     """The pyarrow module (with pyarrow.parquet loaded); `what` names what needs it."""
+    if _PYARROW:  # asked for once per column and batch: the environment is set once
+        return _PYARROW[0]
     # Arrow's allocator (mimalloc) otherwise holds on to the pages of the columns a large
     # table's planning reads and lets go (a hundred MB and more at ten million rows);
     # with no delay it gives them back when freed. Read once, when it first allocates:
@@ -61,7 +63,11 @@ def pyarrow(what: str) -> ModuleType:
         import pyarrow.parquet  # a submodule: loaded here, so that its absence is told here too
     except ImportError:
         raise MissingExtra(f"{what} needs pyarrow: {extra_hint('parquet')}") from None
+    _PYARROW.append(pyarrow)
     return pyarrow
+
+
+_PYARROW: list[ModuleType] = []
 
 
 def av(what: str) -> ModuleType:

@@ -41,6 +41,7 @@ from .table_splits import cell_text, coded, named_splits, narrow_ints
 
 NULLS = ("error", "omit", "fill")
 COLUMNAR_BATCH = 16384  # rows per batch when they are encoded column by column
+WIDE_TABLE = 8  # columns per row in a batch past which its rows are encoded one by one
 # Integer labels from this value up must be dense enough (a quarter of 0..max present)
 # to be class indices, as for an images CSV's labels.
 MAX_SPARSE_LABEL = 1000
@@ -499,8 +500,10 @@ class TableConverter(Converter):
             self._held = self._held.spilled(plan, self._starts[-1], self.context.in_parts)  # type: ignore[arg-type]
 
     def columns_of(self, items: list[Hashable]) -> ColumnBatch | None:
-        """The batch column by column (no Python object per row), where every column allows."""
-        if self._images.columns:
+        """The batch column by column (no Python object per row), where every column allows;
+        row by row where the table is far wider than the batch is long (a column's fixed
+        cost, a few numpy calls, is then more than its values')."""
+        if self._images.columns or len(items) * WIDE_TABLE < len(self._columns):
             return None
         taken = self._taken(items)
         fill = self._o.nulls == "fill"
