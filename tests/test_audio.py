@@ -419,3 +419,20 @@ def test_plain_wavs_need_no_soundfile_and_a_flac_names_the_audio_extra(tmp_path)
         assert "needs soundfile" in refused.stderr and "[audio]" in refused.stderr
         assert "--on-error" not in refused.stderr  # said for the run, not as one file's fault
         assert "Traceback" not in refused.stderr and not (tmp_path / "refused").exists()
+
+
+def test_an_export_of_split_folders_puts_each_recording_back_where_it_was(cli, tmp_path):
+    for split in ("train", "valid"):
+        for c, name in enumerate(("cat", "dog")):
+            _write(tmp_path / "src" / split / name / f"{split}{c}.wav", _tone(800, c))
+    out, exported, back = tmp_path / "out", tmp_path / "exported", tmp_path / "back"
+    args = ["--quiet", "--name", "sounds"]
+    assert cli.convert("audio", tmp_path / "src", "--out", out, *args).exit_code == 0
+    assert cli.export(out, "--to", "audio", "--out", exported, "--quiet").exit_code == 0
+    assert sorted(str(p.relative_to(exported)) for p in exported.rglob("*.wav")) == sorted(
+        str(p.relative_to(tmp_path / "src")) for p in (tmp_path / "src").rglob("*.wav")
+    )
+    assert cli.convert("audio", exported, "--out", back, *args).exit_code == 0
+    assert {p.name: p.read_bytes() for p in back.glob("*.tfrecord-*")} == {
+        p.name: p.read_bytes() for p in out.glob("*.tfrecord-*")
+    }

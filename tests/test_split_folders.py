@@ -167,3 +167,16 @@ def test_folders_merely_starting_with_a_split_name_are_classes(cli, tmp_path, na
     assert result.exit_code == 0, result.output
     labels = (tmp_path / "out" / "label.labels.txt").read_text().split()
     assert labels == sorted([name, "other"])
+
+
+def test_an_export_of_split_folders_puts_each_file_back_where_it_was_and_converts_to_the_same_shards(cli, tmp_path):
+    made = _tree(tmp_path / "root", {"train": ["ant", "bee"], "val": ["ant", "bee"], "TEST": ["bee"]})
+    assert cli.convert("images", tmp_path / "root", "--out", tmp_path / "one", "--name", "pets").exit_code == 0
+    exported = cli.export(tmp_path / "one", "--to", "images", "--out", tmp_path / "export")
+    assert exported.exit_code == 0, exported.stderr
+    written = sorted(str(p.relative_to(tmp_path / "export")) for p in (tmp_path / "export").rglob("*.png"))
+    assert written == sorted(made)  # val/ant/ant0.png, never validation/ant/val/ant/ant0.png
+    assert cli.convert("images", tmp_path / "export", "--out", tmp_path / "two", "--name", "pets").exit_code == 0
+    shards = sorted(p.name for p in (tmp_path / "one").glob("*.tfrecord-*"))
+    assert shards == sorted(p.name for p in (tmp_path / "two").glob("*.tfrecord-*"))
+    assert all((tmp_path / "one" / s).read_bytes() == (tmp_path / "two" / s).read_bytes() for s in shards)

@@ -31,6 +31,7 @@ import numpy as np
 from ..dataset.example import BYTES, FLOAT, INT64
 from ..dataset.imageformat import sniff_format
 from ..dataset.naming import checked_component, checked_relative, lines_file
+from ..dataset.splits import SPLIT_FOLDERS
 from ..errors import OptionError, SourceError
 from ..inspect.grid import image_feature, manifest_raw_shape, raw_shape_of
 from ..inspect.masks import is_instance_mask, is_mask
@@ -304,8 +305,12 @@ def _item(
         return posixpath.join(split, "images", name), data, None
     if plan.layout == "folders":
         folder = plan.folder(index) if index is not None else ""
-        inside = name.removeprefix(folder + "/") if folder else name
-        return posixpath.join(split, folder, inside) if folder else posixpath.join(split, inside), data, None
+        top, rest = split, name
+        first, _, after = name.partition("/")
+        if after and SPLIT_FOLDERS.get(first.lower()) == split:  # ROOT/SPLIT/CLASS/...: the split's folder as it was
+            top, rest = first, after
+        inside = rest.removeprefix(folder + "/") if folder else rest
+        return posixpath.join(top, folder, inside) if folder else posixpath.join(top, inside), data, None
     row = [name, split, *([plan.label_text(index)] if index is not None else [])]
     for column in plan.columns:
         found = example.get(column)
