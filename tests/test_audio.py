@@ -3,6 +3,7 @@ FLAC), read back through TensorFlow Datasets and TensorFlow's own parser."""
 
 from __future__ import annotations
 
+import io
 import json
 import signal
 import subprocess
@@ -436,3 +437,19 @@ def test_an_export_of_split_folders_puts_each_recording_back_where_it_was(cli, t
     assert {p.name: p.read_bytes() for p in back.glob("*.tfrecord-*")} == {
         p.name: p.read_bytes() for p in out.glob("*.tfrecord-*")
     }
+
+
+@pytest.mark.parametrize("container", ["wav", "flac"])
+def test_float_recordings_re_encoded_to_16_bit_keep_their_waveform(cli, tmp_path, container):
+    """A float WAV's samples scaled to full 16-bit range (as libsndfile writes floats into
+    PCM), clipped past +-1.0; not cast, which left only -1, 0 and 1."""
+    samples = _tone(1600, 3, dtype="float32")
+    samples[:3] = [1.5, -1.5, 1.0]  # past full scale: clipped, never wrapped
+    _write(tmp_path / "src" / "cat" / "a.wav", samples, subtype="FLOAT")
+    assert cli.convert("audio", tmp_path / "src", "--out", tmp_path / "out", "--audio-format", container,
+                       "--quiet").exit_code == 0  # fmt: skip
+    stored = _parsed(tmp_path / "out")[0]["audio"][0]
+    got, _ = sf.read(io.BytesIO(stored), dtype="int16")
+    expected = np.clip(np.rint(samples.astype(np.float64) * 32767), -32768, 32767).astype(np.int16)
+    assert np.array_equal(got, expected)
+    assert got[:3].tolist() == [32767, -32768, 32767] and np.abs(got).max() > 10000

@@ -247,7 +247,7 @@ class AudioConverter(MediaFolder, Converter):
             elif o.audio_format == "bytes":  # row after row, little-endian, as TFDS decodes them
                 features["audio"] = samples.astype(samples.dtype.newbyteorder("<"), copy=False).tobytes()
             else:
-                features["audio"] = _encoded(samples, rate, o.audio_format)
+                features["audio"] = _encoded(pcm16(samples), rate, o.audio_format)
         return self._labelled(features, label, extras)
 
     def _too_large(self, info: Any, size: int) -> str | None:
@@ -300,12 +300,11 @@ class AudioConverter(MediaFolder, Converter):
         """(the file's samples as read, up to --clip-seconds; its sample rate): straight
         from a plain WAV's bytes where they are stored in the type wanted, else decoded
         by libsndfile; only the frames kept are read."""
-        o = self._o
         size = f.seek(0, io.SEEK_END)
         f.seek(0)
         header = wav_info(f, size)
         if header is not None:
-            dtype = samples_dtype(header.subtype) if o.audio_format in SAMPLES else "int16"
+            dtype = self._read_as(header.subtype)
             if stored_as(header.subtype, dtype):
                 frames = self._clipped(header.frames, header.samplerate)
                 f.seek(header.offset)
@@ -319,11 +318,20 @@ class AudioConverter(MediaFolder, Converter):
         sf = _libsndfile()
         try:
             with sf.SoundFile(_Nameless(f)) as sound:
-                dtype = samples_dtype(sound.subtype) if o.audio_format in SAMPLES else "int16"
+                dtype = self._read_as(sound.subtype)
                 frames = self._clipped(sound.frames, sound.samplerate)
                 return sound.read(frames, dtype=dtype, always_2d=True), sound.samplerate
         except (RuntimeError, TypeError, ValueError) as e:
             raise SourceError(unreadable(e)) from None
+
+    def _read_as(self, subtype: str) -> str:
+        """The type a file's samples are read in: raw and bytes store them as read; wav and
+        flac re-encode 16-bit PCM, from integers as libsndfile scales them, from floats
+        read as floats (libsndfile would cast those to int16 unscaled: -1, 0, 1)."""
+        stored = samples_dtype(subtype)
+        if self._o.audio_format in SAMPLES:
+            return stored
+        return "float32" if stored == "float32" else "int16"
 
     def _clipped(self, frames: int, rate: int) -> int:
         """How many of a file's frames are read: up to --clip-seconds."""
@@ -360,6 +368,15 @@ def resampled(samples: np.ndarray, length: int) -> np.ndarray:
         info = np.iinfo(samples.dtype)
         return np.clip(np.rint(waves), info.min, info.max).astype(samples.dtype)
     return waves.astype(samples.dtype)
+
+
+def pcm16(samples: np.ndarray) -> np.ndarray:
+    """Samples as 16-bit integers: float ones (full scale +-1.0) scaled by 32767 and
+    rounded, as libsndfile writes floats into 16-bit PCM, and clipped at full scale
+    (where libsndfile, unclipped, would wrap a value past it round to the other sign)."""
+    if samples.dtype == np.int16:
+        return samples
+    return np.clip(np.rint(samples.astype(np.float64) * 32767), -32768, 32767).astype(np.int16)
 
 
 def _encoded(samples: np.ndarray, rate: int, container: str) -> bytes:
