@@ -668,3 +668,21 @@ def test_a_table_far_wider_than_its_batch_is_encoded_row_by_row_to_the_same_byte
     assert shards and all(
         (tmp_path / "rows" / s).read_bytes() == (tmp_path / "columns" / s).read_bytes() for s in shards
     )
+
+
+def test_a_class_label_outside_its_names_is_refused_and_left_out_under_skip(cli, tmp_path):
+    """GLUE-style test splits hold -1 in a ClassLabel column ("no label"): not a class."""
+    datasets = pytest.importorskip("datasets")
+    features = datasets.Features({"text": datasets.Value("string"), "label": datasets.ClassLabel(names=["neg", "pos"])})
+    parts = {"train": {"text": ["a", "b"], "label": [0, 1]}, "test": {"text": ["c", "d"], "label": [-1, -1]}}
+    dataset = datasets.DatasetDict({s: datasets.Dataset.from_dict(d, features=features) for s, d in parts.items()})
+    dataset.save_to_disk(str(tmp_path / "hf"))
+    refused = convert(cli, tmp_path / "hf", "--out", tmp_path / "out")
+    assert refused.exit_code == 1 and not (tmp_path / "out").exists()
+    assert (
+        "test/data-00000-of-00001.arrow: row 0: column 'label' holds -1, which is none of its 2 class names (0..1)"
+        in (refused.stderr)
+    )
+    skipped = convert(cli, tmp_path / "hf", "--out", tmp_path / "out", "--on-error", "skip")
+    assert skipped.exit_code == 0, skipped.stderr
+    assert sorted(v for e in records(tmp_path / "out") for v in values(e, "label")) == [0, 1]

@@ -192,6 +192,9 @@ class TableConverter(Converter):
         for name, names in (exported[0].get("class_names") or {}).items() if all(exported) else ():
             if name in {c.name for c in self._columns if c.kind == "int" and not c.shape}:
                 self._class_labels[name] = [str(n) for n in names]
+        for column in self._columns:
+            if column.name in self._class_labels:
+                ok &= self._named_classes(column, flat[column.source], len(self._class_labels[column.name]))
         if options.label_column is not None:
             ok &= self._label(flat[options.label_column], options.label_column, opened.hf_features)
         absent_allowed = set()
@@ -384,6 +387,21 @@ class TableConverter(Converter):
                 self.reject(self.describe(row), f"column {column.source!r} holds a list with a null in it")
                 ok[row] = False
         return ok
+
+    def _named_classes(self, column: Column, array: Any, count: int) -> np.ndarray:
+        """Rows whose class index (a ClassLabel's, kept from the source) names one of its
+        `count` classes; each other one rejected, naming its value (a GLUE-style split
+        holds -1 for "no label")."""
+        values = narrow_ints(array)
+        valid = to_numpy(array.is_valid()) if array.null_count else np.ones(len(array), bool)
+        bad = valid & ((values < 0) | (values >= count))
+        for row in np.flatnonzero(bad).tolist():
+            self.reject(
+                self.describe(row),
+                f"column {column.source!r} holds {values[row]}, which is none of its {count} class names "
+                f"(0..{count - 1})",
+            )
+        return ~bad
 
     def _fits_int64(self, column: Column, array: Any) -> np.ndarray:
         """Rows whose uint64 values all fit int64, the widest integer a feature holds;
