@@ -686,3 +686,23 @@ def test_a_class_label_outside_its_names_is_refused_and_left_out_under_skip(cli,
     skipped = convert(cli, tmp_path / "hf", "--out", tmp_path / "out", "--on-error", "skip")
     assert skipped.exit_code == 0, skipped.stderr
     assert sorted(v for e in records(tmp_path / "out") for v in values(e, "label")) == [0, 1]
+
+
+def test_a_gzipped_csv_is_read_as_pandas_reads_it(cli, tmp_path):
+    import gzip
+
+    text = "a,b\n1,x\n2,y\n3,\n"
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "gz").mkdir()
+    (tmp_path / "plain" / "data.csv").write_text(text)
+    (tmp_path / "gz" / "data.csv.gz").write_bytes(gzip.compress(text.encode(), mtime=0))
+    for kind, src in (("plain", "data.csv"), ("gz", "data.csv.gz")):
+        assert convert(cli, tmp_path / kind / src, "--out", tmp_path / f"out-{kind}").exit_code == 0
+    assert shard_bytes(tmp_path / "out-plain") == shard_bytes(tmp_path / "out-gz")
+    pd = pytest.importorskip("pandas")
+    assert [values(e, "a")[0] for e in records(tmp_path / "out-gz")] == pd.read_csv(tmp_path / "gz" / "data.csv.gz")[
+        "a"
+    ].tolist()
+    (tmp_path / "gz" / "cut.csv.gz").write_bytes(gzip.compress(text.encode(), mtime=0)[:-9])
+    cut = convert(cli, tmp_path / "gz" / "cut.csv.gz", "--out", tmp_path / "out-cut")
+    assert cut.exit_code == 1 and "cut.csv.gz: truncated gzip stream" in cut.stderr

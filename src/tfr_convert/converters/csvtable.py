@@ -13,9 +13,11 @@ with `1,5` for 1.5: with any separator but `,`, such numbers are floats.
 from __future__ import annotations
 
 import csv
+import gzip
 import itertools
 import math
 import re
+import zlib
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -85,20 +87,26 @@ _LONE_CR = re.compile(r"(?<=\r)(?!\n|$)")  # old Mac line ends: a line break too
 
 
 def read(path: str, header: bool = True, delimiter: str | None = None) -> Table:
-    """Rows of a CSV; with header=False a one-column headerless file (header ()).
-    `delimiter`: the separator, detected when None. Read a line at a time: no line
-    longer than MAX_LINE is ever held."""
-    with fs.open_input(path) as f:
-        lines = _lines(path, f)
-        head = list(itertools.islice(lines, 40))  # what the separator is detected from
-        while head and not any(line.strip() for line in head):  # blank so far: on to the first line that is not
-            more = list(itertools.islice(lines, 40))
-            if not more:
-                break
-            head += more
-        if not any(line.strip() for line in head):
-            raise SourceError(f"{path}: the CSV is empty")
-        return _records(path, itertools.chain(head, lines), header, delimiter, "".join(head))
+    """Rows of a CSV (gzipped where its name ends in .gz, as pandas reads it); with
+    header=False a one-column headerless file (header ()). `delimiter`: the separator,
+    detected when None. Read a line at a time: no line longer than MAX_LINE is ever held."""
+    with fs.open_input(path) as raw:
+        f = gzip.GzipFile(fileobj=raw, mode="rb") if path.lower().endswith(".gz") else raw
+        try:
+            lines = _lines(path, f)
+            head = list(itertools.islice(lines, 40))  # what the separator is detected from
+            while head and not any(line.strip() for line in head):  # blank so far: on to the first line that is not
+                more = list(itertools.islice(lines, 40))
+                if not more:
+                    break
+                head += more
+            if not any(line.strip() for line in head):
+                raise SourceError(f"{path}: the CSV is empty")
+            return _records(path, itertools.chain(head, lines), header, delimiter, "".join(head))
+        except EOFError:
+            raise SourceError(f"{path}: truncated gzip stream (it ends before its end-of-stream marker)") from None
+        except (gzip.BadGzipFile, zlib.error) as e:
+            raise SourceError(f"{path}: corrupt gzip data: {e}") from None
 
 
 def _lines(path: str, f: IO[bytes]) -> Iterator[str]:

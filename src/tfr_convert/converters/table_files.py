@@ -31,7 +31,7 @@ from .arrow_numpy import from_numpy, strings
 from .folders import dataset_name
 from .table_rows import ParquetFileTable
 
-CSV_SUFFIXES = (".csv", ".tsv", ".txt")
+CSV_SUFFIXES = (".csv", ".tsv", ".txt", ".csv.gz", ".tsv.gz", ".txt.gz")  # gzipped as pandas reads them
 PARQUET_SUFFIXES = (".parquet", ".pq")
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json")
 ARROW_SUFFIXES = (".arrow", ".feather", ".ipc")
@@ -108,7 +108,7 @@ def split_in_name(path: str) -> str | None:
 def open_file(path: str, delimiter: str | None = None) -> Part:
     name = fs.basename(path).lower()
     if name.endswith(CSV_SUFFIXES):
-        return _csv(path, "\t" if name.endswith(".tsv") and delimiter is None else delimiter)
+        return _csv(path, "\t" if name.endswith((".tsv", ".tsv.gz")) and delimiter is None else delimiter)
     pa = pyarrow("tfr-convert table")
     split = split_in_name(path)
     try:
