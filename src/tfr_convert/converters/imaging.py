@@ -70,16 +70,16 @@ def open_image(data: bytes, max_pixels: int):
         raise SourceError("not an image (unrecognised content)") from None
     except (OSError, ValueError, SyntaxError) as e:
         raise SourceError(f"unreadable image header: {e}") from None
-    if im.format == "PNG" and _PNG_END not in data:
-        # Pillow decodes the rows it finds and asks no more: a file cut after its last
-        # image data (its IDAT's CRC or its IEND lost) would pass as whole
-        raise SourceError("a PNG cut short: it ends before its IEND chunk")
     width, height = im.size
     if width * height > max_pixels:
         raise SourceError(
             f"{width}x{height} = {width * height} pixels exceeds --max-pixels {max_pixels} "
             "(possible decompression bomb; raise --max-pixels to allow it)"
         )
+    if im.format == "PNG" and _PNG_END not in data:
+        # Pillow decodes the rows it finds and asks no more: a file cut after its last
+        # image data (its IDAT's CRC or its IEND lost) would pass as whole
+        raise SourceError("cannot decode png image: cut short, it ends before its IEND chunk")
     return im
 
 
