@@ -453,3 +453,12 @@ def test_float_recordings_re_encoded_to_16_bit_keep_their_waveform(cli, tmp_path
     expected = np.clip(np.rint(samples.astype(np.float64) * 32767), -32768, 32767).astype(np.int16)
     assert np.array_equal(got, expected)
     assert got[:3].tolist() == [32767, -32768, 32767] and np.abs(got).max() > 10000
+
+
+def test_a_readme_in_a_class_folder_is_left_out_with_a_warning(cli, tmp_path):
+    _recordings(tmp_path / "src")
+    (tmp_path / "src" / "cat" / "README.txt").write_text("recorded in May")
+    result = cli.convert("audio", tmp_path / "src", "--out", tmp_path / "out")
+    assert result.exit_code == 0, result.stderr
+    assert "left out 1 file (cat/README.txt) (by its name, not recordings)" in result.stderr
+    assert "train 8 examples" in result.stdout

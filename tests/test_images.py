@@ -610,7 +610,10 @@ def test_keep_mode_chunks_follow_the_file_size_and_never_change_the_output(tmp_p
     assert outputs[0] and outputs[0] == outputs[1]
 
 
-def test_a_file_in_a_class_folder_that_is_no_image_suggests_on_error_skip(cli, tmp_path):
+def test_a_file_in_a_class_folder_named_as_no_image_is_left_out_and_one_named_as_one_stops_the_run(cli, tmp_path):
+    """notes.md beside the pictures is left out with a warning, by its name (as Keras,
+    TFDS's ImageFolder and HF's imagefolder do); a .png that is no picture is an error
+    suggesting --on-error skip."""
     from PIL import Image
 
     root = tmp_path / "images"
@@ -618,9 +621,14 @@ def test_a_file_in_a_class_folder_that_is_no_image_suggests_on_error_skip(cli, t
     Image.new("RGB", (8, 8)).save(root / "cat" / "a.png")
     (root / "cat" / "notes.md").write_text("taken in May")
     result = cli.convert("images", root, "--out", tmp_path / "out")
+    assert result.exit_code == 0, result.stderr
+    assert f"warning: {root}: left out 1 file (cat/notes.md) (by its name, not images)" in result.stderr
+    assert "train 1 examples" in result.stdout
+    (root / "cat" / "b.png").write_text("taken in May")
+    result = cli.convert("images", root, "--out", tmp_path / "out2")
     assert result.exit_code == 1
-    assert "notes.md" in result.stderr and "(--on-error skip leaves such items out and lists them)" in result.stderr
-    assert cli.convert("images", root, "--out", tmp_path / "out", "--on-error", "skip").exit_code == 0
+    assert "b.png" in result.stderr and "(--on-error skip leaves such items out and lists them)" in result.stderr
+    assert cli.convert("images", root, "--out", tmp_path / "out2", "--on-error", "skip").exit_code == 0
 
 
 def test_a_csv_column_named_label_without_label_column_is_pointed_out(cli, tmp_path):

@@ -32,7 +32,8 @@ def class_folders(
 ) -> Labelled:
     """ROOT's files by class folder. A file beside the class (or split) folders has no
     label (or no split) and is rejected when its suffix says it is one of the `noun`s,
-    left out with a warning otherwise; `inside(rel, where)` says whether a file really
+    left out with a warning otherwise; one inside them whose suffix is none of the
+    nouns' is left out with a warning; `inside(rel, where)` says whether a file really
     lies under ROOT (and rejects it if not)."""
     root = folder.root
     left_out: dict[str, list[str]] = {}
@@ -77,6 +78,14 @@ def class_folders(
         for top, start, stop in found_runs:
             if top is not None:
                 labelled += [(prefix + f, index[top]) for f in found[start:stop]]
+    # a README, a .DS_Store or a notes.txt in a class folder is no picture or recording:
+    # left out by its name, as Keras, TFDS's ImageFolder and HF's imagefolder do
+    others = [f for f, _ in labelled if not f.lower().endswith(suffixes)]
+    if others:
+        warnings.append(
+            f"{root}: left out {named(others)} (by {'their' if len(others) > 1 else 'its'} name, not {noun}s)"
+        )
+        labelled = [(f, label) for f, label in labelled if f.lower().endswith(suffixes)]
     # Only a link can lead outside ROOT (links to folders are not entered): the other
     # files skip the realpath check, which was most of the listing's cost.
     links = set(left_out.get("file_link", ()))
