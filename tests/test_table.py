@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -706,3 +708,25 @@ def test_a_gzipped_csv_is_read_as_pandas_reads_it(cli, tmp_path):
     (tmp_path / "gz" / "cut.csv.gz").write_bytes(gzip.compress(text.encode(), mtime=0)[:-9])
     cut = convert(cli, tmp_path / "gz" / "cut.csv.gz", "--out", tmp_path / "out-cut")
     assert cut.exit_code == 1 and "cut.csv.gz: truncated gzip stream" in cut.stderr
+
+
+def test_write_in_a_plain_script_with_a_thread_alive_never_runs_the_script_again(tmp_path):
+    """Another thread alive (tqdm's monitor, say) makes the workers spawned, not forked:
+    spawn imports the caller's main module in each, which ran a plain script again (its
+    prints, its own write(), the lock it then found). The workers start without it, and
+    give the bytes of one worker."""
+    script = tmp_path / "plain.py"
+    script.write_text(
+        "import sys, threading\n"
+        "print('top level ran', flush=True)\n"
+        "threading.Thread(target=threading.Event().wait, daemon=True).start()\n"
+        "import tfr_convert\n"
+        "rows = [{'x': i, 's': f'row {i}'} for i in range(40000)]\n"
+        "tfr_convert.write(rows, sys.argv[1], workers=int(sys.argv[2]), quiet=True, examples_per_shard=15000)\n"
+    )
+    for workers in (1, 2):
+        run = subprocess.run([sys.executable, str(script), str(tmp_path / f"out{workers}"), str(workers)],
+                             capture_output=True, text=True, timeout=300, cwd=tmp_path)  # fmt: skip
+        assert run.returncode == 0, run.stderr
+        assert run.stdout == "top level ran\n" and "Traceback" not in run.stderr
+    assert shard_bytes(tmp_path / "out1") == shard_bytes(tmp_path / "out2") and len(shard_bytes(tmp_path / "out1")) == 3

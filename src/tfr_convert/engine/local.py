@@ -21,6 +21,7 @@ one place the output is byte-identical for any worker count.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterator, Sequence
@@ -40,7 +41,7 @@ from .run_options import RunOptions
 if TYPE_CHECKING:
     from .workers import Workers
 
-from .workers import can_fork
+from .workers import can_fork, main_not_rerun
 
 WINDOW_PER_WORKER = 4  # batches in flight per worker
 
@@ -118,11 +119,11 @@ def _encoded(
 
 
 def _runs_inline(converter: Converter, plan: dict[str, list[Hashable]], workers: int) -> bool:
-    """Whether batches are encoded here alone: one worker, or groups of near-identical
+    """Whether batches are encoded here alone: one worker, one batch, or groups of near-identical
     examples (a template and a numpy copy per batch: cheaper than sending the batch
     back from a worker). Rows encoded column by column cost more: workers share them."""
-    if workers <= 1:
-        return True
+    if workers <= 1 or sum(len(items) for items in plan.values()) <= converter.chunk_size:
+        return True  # (one batch: nothing for another process to share)
     sample = next((items[:1] for items in plan.values() if items), None)
     return sample is None or isinstance(converter.columns_of(sample), Columns)
 
@@ -140,13 +141,14 @@ def _pool(
 
     converter.finish_loading()
     forkable = can_fork(converter.input_roots())
-    pool = Workers(
-        options.workers - 1,  # and this process, which encodes whenever it would wait for them
-        _encode_in_worker,
-        _init_worker,
-        (converter, options.on_error, container, plan if forkable else None),
-        multiprocessing.get_context("fork" if forkable else "spawn"),
-    )
+    with contextlib.nullcontext() if forkable else main_not_rerun():
+        pool = Workers(
+            options.workers - 1,  # and this process, which encodes whenever it would wait for them
+            _encode_in_worker,
+            _init_worker,
+            (converter, options.on_error, container, plan if forkable else None),
+            multiprocessing.get_context("fork" if forkable else "spawn"),
+        )
     return pool, forkable
 
 

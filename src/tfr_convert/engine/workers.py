@@ -15,6 +15,7 @@ named, not waited for.
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
 import mmap
 import os
@@ -22,6 +23,7 @@ import pickle
 import queue
 import signal
 import struct
+import sys
 import threading
 import time
 import traceback
@@ -412,6 +414,29 @@ def _watch_parent(parent: int) -> None:
     while os.getppid() == parent:
         time.sleep(1)
     os._exit(1)
+
+
+@contextlib.contextmanager
+def main_not_rerun() -> Iterator[None]:
+    """While spawned workers start: they do not run the caller's main module again.
+
+    multiprocessing's spawn imports the parent's `__main__` in every child (by its name
+    or its file), which runs a plain script's top level once more in each: its prints,
+    its own call of tfr_convert.write() (which finds this run's lock), all of it. The
+    workers need nothing from it (the converter and the worker's functions are this
+    package's), so while they start, `__main__` says neither."""
+    main = sys.modules.get("__main__")
+    if main is None:
+        yield
+        return
+    saved = {k: main.__dict__[k] for k in ("__file__", "__spec__") if k in main.__dict__}
+    main.__dict__.pop("__file__", None)
+    main.__spec__ = None
+    try:
+        yield
+    finally:
+        main.__dict__.pop("__spec__", None)
+        main.__dict__.update(saved)
 
 
 # ---------------------------------------------------------------- forked parts
