@@ -5,8 +5,9 @@ Listing opens every file before anything is written; libsndfile's `info` costs a
 library open per file, where a PCM or float WAV says all of it in its first chunks.
 Only the plain form is read here: RIFF/WAVE, a `fmt ` chunk of integer PCM (8, 16, 24
 or 32 bits) or IEEE float (32 or 64 bits) whose block size agrees with its channels
-and bits, then a `data` chunk that ends the file (libsndfile reads the chunks after it,
-and refuses some: those files are its to judge); one that runs past the end is a file
+and bits, then a `data` chunk that ends the file, with nothing between them but LIST,
+JUNK, PAD, fact and one PEAK chunk (libsndfile reads the others, and the chunks after the
+samples, and refuses some: those files are its to judge); one that runs past the end is a file
 cut short, refused (libsndfile would read what is left, without a word).
 Anything else (RF64, RIFX, WAVE_FORMAT_EXTENSIBLE, compressed codecs, a data chunk of
 unknown length, chunks out of order) is None, and the caller asks libsndfile, whose answer stays the
@@ -38,6 +39,10 @@ _SUBTYPES = {
 # a data chunk's length as a recorder writes it before it knows the length (a stream
 # never finalised): libsndfile reads such a file to its end
 _UNKNOWN_LENGTH = (0xFFFFFFFF,)
+# the other chunks walked past before the samples (each from this length up): the ones
+# libsndfile passes over whatever they hold; any other (cue, smpl, a second RIFF, a name
+# that is no text...) libsndfile reads, and sometimes refuses: then it decides
+_PASSED_OVER = {b"LIST": 0, b"JUNK": 0, b"junk": 0, b"PAD ": 0, b"fact": 4}
 _MOST_CHUNKS = 64  # chunks walked before the data chunk: past that, libsndfile decides
 
 
@@ -78,14 +83,19 @@ def wav_info(f: IO[bytes], size: int) -> WavInfo | None:
     if len(head) < 12 or head[:4] != b"RIFF" or head[8:12] != b"WAVE":
         return None
     fmt: tuple[int, int, int, int, int, int] | None = None
+    peaked = False
     at = 12
     for _ in range(_MOST_CHUNKS):
         chunk = f.read(_CHUNK.size)
         if len(chunk) < _CHUNK.size:
             return None
         name, length = _CHUNK.unpack(chunk)
-        if not all(0x20 <= c <= 0x7E for c in name):  # libsndfile stops at such a chunk: it decides
-            return None
+        if name == b"PEAK":  # libsndfile's own, beside float samples: one, of its channels' size
+            if fmt is None or peaked or length != 8 + 8 * fmt[1]:
+                return None
+            peaked = True
+        elif name not in (b"data", b"fmt ") and not _PASSED_OVER.get(name, length + 1) <= length:
+            return None  # a chunk libsndfile reads and may refuse (a second RIFF, cue, smpl...): it decides
         body = at + _CHUNK.size
         if name == b"data":
             if fmt is None or length in _UNKNOWN_LENGTH:
