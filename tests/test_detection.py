@@ -404,11 +404,13 @@ def test_malformed_annotation_files_are_named(cli, tmp_path, fmt, damage, messag
 
 
 def test_yolo_names_from_data_yaml_in_its_three_spellings(tmp_path):
-    from tfr_convert.converters.box_formats.class_names import yaml_names
+    from tfr_convert.converters.box_formats import yolo_yaml
 
-    assert yaml_names("d", "path: x\nnames: ['bird', \"cat\", dog]\n") == CLASSES
-    assert yaml_names("d", "names:\n  - bird\n  - cat\n  - dog\nnc: 3\n") == CLASSES
-    assert yaml_names("d", "nc: 3\nnames:\n  0: bird\n  1: cat  # a comment\n  2: dog\n") == CLASSES
+    for i, text in enumerate(["path: x\nnames: ['bird', \"cat\", dog]\n", "names:\n  - bird\n  - cat\n  - dog\nnc: 3\n",
+                              "nc: 3\nnames:\n  0: bird\n  1: cat  # a comment\n  2: dog\n"]):  # fmt: skip
+        path = tmp_path / f"d{i}.yaml"
+        path.write_text(text)
+        assert yolo_yaml.names(str(path), yolo_yaml.load(str(path))) == CLASSES
 
 
 def test_a_folder_of_both_xml_and_txt_asks_for_the_format(cli, tmp_path):

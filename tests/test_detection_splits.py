@@ -108,6 +108,42 @@ def test_a_yolo_yaml_naming_train_and_val_folders_keeps_the_splits(cli, tmp_path
     _one_numbering(found)
 
 
+# The lines of Ultralytics' own coco8.yaml that say its splits, as it writes them (its
+# `test:` line, a null and a comment, was read by hand as the path "# test images
+# (optional)", and train and val were thrown away), with its names' first three.
+COCO8_SPLITS = (
+    "path: coco8 # dataset root dir\n"
+    "train: images/train # train images (relative to 'path') 4 images\n"
+    "val: images/val # val images (relative to 'path') 4 images\n"
+    "test: # test images (optional)\n"
+    "\n"
+    "# Classes\n"
+    "names:\n"
+    "  0: bird\n"
+    "  1: cat\n"
+    "  2: dog\n"
+)
+
+
+def test_ultralytics_coco8_yaml_keeps_train_and_val_and_has_no_test(cli, tmp_path):
+    root = tmp_path / "datasets" / "coco8"
+    names = ["bird", "cat", "dog"]
+    for split, members in (("train", TRAIN), ("val", VAL)):
+        write_images(root / "images" / split, _subset(members))
+        for name in members:
+            w, h, boxes = DATASET[name]
+            label = root / "labels" / split / (name.rsplit(".", 1)[0] + ".txt")
+            label.parent.mkdir(parents=True, exist_ok=True)
+            label.write_text("".join(f"{names.index(c)} {(x0 + x1) / 2 / w} {(y0 + y1) / 2 / h} {(x1 - x0) / w} "
+                                     f"{(y1 - y0) / h}\n" for c, x0, y0, x1, y1 in boxes))  # fmt: skip
+    (tmp_path / "datasets" / "coco8.yaml").write_text(COCO8_SPLITS)  # beside the root its path: names
+    result = cli.convert("detection", root / "images", "--annotations", root / "labels", "--out", tmp_path / "out",
+                         "--classes", tmp_path / "datasets" / "coco8.yaml")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    found = _records(tmp_path / "out")
+    assert {name: split for name, (split, _) in found.items()} == _expected({"train": "train/", "validation": "val/"})
+
+
 def test_voc_image_sets_keep_their_splits(cli, tmp_path):
     root = tmp_path / "VOC2012"
     images = write_images(root / "JPEGImages")

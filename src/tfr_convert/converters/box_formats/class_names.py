@@ -17,6 +17,7 @@ import os
 import re
 
 from ...errors import OptionError, SourceError
+from . import yolo_yaml
 
 MAX_NAMES_BYTES = 16 << 20
 #: what find_names looks for, in this order, in each folder
@@ -24,52 +25,6 @@ NAME_FILES = ("classes.txt", "obj.names", "data.yaml", "data.yml", "dataset.yaml
 UP = 2  # folders above the labels' that find_names looks in
 # The keys a YOLO data.yaml has besides names: a "names file" holding them is one.
 _YAML_KEYS = re.compile(r"^\s*(names|nc|train|val|test|path|download)\s*:", re.MULTILINE)
-
-
-def yaml_scalar(text: str) -> str:
-    """A YAML scalar as the YOLO tools write one: unquoted, or without its trailing comment."""
-    text = text.strip()
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        return text[1:-1]
-    return text.split(" #", 1)[0].strip()
-
-
-def yaml_names(path: str, text: str) -> list[str]:
-    """`names:` of a YOLO data.yaml: a flow list, a block list or a block mapping from
-    0..N-1 (the forms the YOLO tools write; not a general YAML reader)."""
-    lines = text.splitlines()
-    for i, line in enumerate(lines):
-        m = re.match(r"names\s*:\s*(.*)$", line)
-        if not m:
-            continue
-        rest = m[1].split(" #", 1)[0].strip()
-        if rest.startswith("["):
-            if not rest.endswith("]"):
-                raise SourceError(f"{path}: line {i + 1}: names: [...] must close on its line")
-            return [yaml_scalar(v) for v in rest[1:-1].split(",") if v.strip()]
-        if rest:
-            raise SourceError(f"{path}: line {i + 1}: names: is neither a list nor followed by one")
-        names: dict[int, str] = {}
-        listed: list[str] = []
-        for j in range(i + 1, len(lines)):
-            item = lines[j]
-            if not item.strip() or item.lstrip().startswith("#"):
-                continue
-            if not item[:1].isspace() and not item.startswith("-"):
-                break
-            if item.strip().startswith("- "):
-                listed.append(yaml_scalar(item.strip()[2:]))
-                continue
-            m2 = re.match(r"\s+(\d+)\s*:\s*(.+)$", item)
-            if not m2:
-                raise SourceError(f"{path}: line {j + 1}: expected '- name' or 'N: name' under names:")
-            names[int(m2[1])] = yaml_scalar(m2[2])
-        if names:
-            if sorted(names) != list(range(len(names))):
-                raise SourceError(f"{path}: names: numbers must run 0..{len(names) - 1}")
-            return [names[k] for k in range(len(names))]
-        return listed
-    raise SourceError(f"{path}: no names: (the class names)")
 
 
 def _label_map_names(path: str, text: str) -> list[str]:
@@ -124,7 +79,7 @@ def read_names(path: str) -> list[str]:
     with open(path, encoding="utf-8", errors="replace") as f:
         text = f.read(MAX_NAMES_BYTES)
     if lower.endswith((".yaml", ".yml")):
-        names = yaml_names(path, text)
+        names = yolo_yaml.names(path, yolo_yaml.load(path))
     elif lower.endswith(".pbtxt"):
         names = _label_map_names(path, text)
     else:
@@ -160,7 +115,8 @@ def find_names(labels: str) -> tuple[str, list[str]] | None:
 
 
 def _yaml_names_files(folder: str) -> list[str]:
-    """The YAML files of a folder (other than NAME_FILES) that have a `names:` key."""
+    """The YAML files of a folder (other than NAME_FILES) that have a `names:` key (one
+    that is not YAML, or no mapping, is some other file: passed over)."""
     try:
         entries = sorted(os.listdir(folder))
     except OSError:
@@ -170,7 +126,9 @@ def _yaml_names_files(folder: str) -> list[str]:
         path = os.path.join(folder, entry)
         if entry in NAME_FILES or not entry.lower().endswith((".yaml", ".yml")) or not os.path.isfile(path):
             continue
-        with open(path, encoding="utf-8", errors="replace") as f:
-            if re.search(r"^names\s*:", f.read(MAX_NAMES_BYTES), re.MULTILINE):
+        try:
+            if "names" in yolo_yaml.load(path):
                 found.append(path)
+        except SourceError:
+            continue
     return found

@@ -18,7 +18,7 @@ import re
 
 from ...dataset.splits import SPLIT_FOLDERS
 from ...errors import OptionError, SourceError
-from .class_names import yaml_scalar
+from . import yolo_yaml
 from .common import Annotations
 
 MAX_LIST_BYTES = 64 << 20
@@ -89,14 +89,16 @@ def yolo_yaml_splits(yaml_path: str, image_dir: str, images: list[str]) -> dict[
     names folders of pictures or list files (a picture's path a line), relative to the
     YAML's path: where that is a folder, else to the YAML's own folder (a leading ../,
     as Roboflow writes them, tried without, as Ultralytics does)."""
-    with open(yaml_path, encoding="utf-8", errors="replace") as f:
-        keys = _top_level(f.read(MAX_LIST_BYTES))
-    named = {split: keys.get(key, []) for key, split in (("train", "train"), ("val", "validation"), ("test", "test"))}
+    doc = yolo_yaml.load(yaml_path)
+    named = {
+        split: yolo_yaml.paths(yaml_path, doc, key)
+        for key, split in (("train", "train"), ("val", "validation"), ("test", "test"))
+    }
     named = {split: values for split, values in named.items() if values}
     if not named:
         return None
     here = os.path.dirname(os.path.abspath(yaml_path))
-    roots = [os.path.join(here, p) for p in keys.get("path", [])] + [here]
+    roots = [os.path.join(here, p) for p in yolo_yaml.paths(yaml_path, doc, "path")] + [here]
     root = next((r for r in roots if os.path.isdir(r)), here)
     folders: list[tuple[str, str]] = []  # (real folder, split)
     listed: dict[str, str] = {}  # real path of a picture -> split
@@ -126,30 +128,6 @@ def yolo_yaml_splits(yaml_path: str, image_dir: str, images: list[str]) -> dict[
 def _lines(path: str) -> list[str]:
     with open(path, encoding="utf-8", errors="replace") as f:
         return f.read(MAX_LIST_BYTES).splitlines()
-
-
-def _top_level(text: str) -> dict[str, list[str]]:
-    """A YOLO YAML's top-level keys with their values as a list of strings: a scalar, a
-    flow list or a block list (what the YOLO tools write; not a general YAML reader)."""
-    keys: dict[str, list[str]] = {}
-    lines = text.splitlines()
-    for i, line in enumerate(lines):
-        m = re.match(r"([A-Za-z_]+)\s*:\s*(.*)$", line)
-        if not m:
-            continue
-        value = m[2].split(" #", 1)[0].strip()
-        if value.startswith("["):
-            keys[m[1]] = [yaml_scalar(v) for v in value.strip("[]").split(",") if v.strip()]
-        elif value:
-            keys[m[1]] = [yaml_scalar(value)]
-        else:
-            block = []
-            for item in lines[i + 1 :]:
-                if not item.strip().startswith("- "):
-                    break
-                block.append(yaml_scalar(item.strip()[2:]))
-            keys[m[1]] = block
-    return keys
 
 
 def in_split_folder(found: Annotations, images: list[str], path: str, split: str) -> Annotations:
