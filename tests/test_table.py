@@ -730,3 +730,43 @@ def test_write_in_a_plain_script_with_a_thread_alive_never_runs_the_script_again
         assert run.returncode == 0, run.stderr
         assert run.stdout == "top level ran\n" and "Traceback" not in run.stderr
     assert shard_bytes(tmp_path / "out1") == shard_bytes(tmp_path / "out2") and len(shard_bytes(tmp_path / "out1")) == 3
+
+
+def test_missing_value_markers_are_nulls_in_a_column_of_numbers_as_pyarrow_reads_them(cli, tmp_path):
+    """R's and pandas' NA (and pyarrow's whole null_values list) in a numeric column: a
+    null, not the whole column turned to text; in a text column, text as it stands."""
+    pacsv = pytest.importorskip("pyarrow.csv")
+    src = tmp_path / "penguins.csv"
+    src.write_text("bill,mass,island\n39.1,3750,Torgersen\nNA,NA,NA\n40.3,#N/A,Dream\nnan,3250,\n")
+    result = convert(cli, src, "--out", tmp_path / "out", "--nulls", "omit")
+    assert result.exit_code == 0, result.stderr
+    expected = pacsv.read_csv(src).to_pylist()
+    got = records(tmp_path / "out")
+    for row, example in zip(expected, got, strict=True):
+        assert values(example, "bill") == ([pytest.approx(row["bill"])] if row["bill"] is not None else None)
+        assert values(example, "mass") == ([row["mass"]] if row["mass"] is not None else None)
+        assert values(example, "island") == [row["island"].encode()]
+    assert [r["island"] for r in expected] == ["Torgersen", "NA", "Dream", ""]  # text stays text
+
+
+def test_an_empty_label_cell_names_no_class(cli, tmp_path):
+    src = tmp_path / "labels.csv"
+    src.write_text("x,label\n1,cat\n2,\n3,dog\n")
+    refused = convert(cli, src, "--out", tmp_path / "out", "--label-column", "label")
+    assert refused.exit_code == 1 and "line 3: column 'label' is empty: a label names a class" in refused.stderr
+    done = convert(cli, src, "--out", tmp_path / "out", "--label-column", "label", "--on-error", "skip")
+    assert done.exit_code == 0
+    assert (tmp_path / "out" / "label.labels.txt").read_text().split("\n") == ["cat", "dog", ""]
+
+
+def test_a_pandas_index_is_no_feature_from_write_or_from_to_parquet(cli, tmp_path):
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"x": [1, 2, 3]}, index=[10, 20, 30])
+    summary = tfr_convert.write(frame, tmp_path / "written", quiet=True, shuffle=False)
+    assert any("left out the pandas index (__index_level_0__)" in w for w in summary["warnings"])
+    frame.to_parquet(tmp_path / "frame.parquet")
+    assert convert(cli, tmp_path / "frame.parquet", "--out", tmp_path / "file").exit_code == 0
+    for out in ("written", "file"):
+        assert [sorted(e) for e in records(tmp_path / out)] == [["x"]] * 3
+    kept = tfr_convert.write(frame.reset_index(), tmp_path / "kept", quiet=True, shuffle=False)
+    assert not kept["warnings"] and sorted(records(tmp_path / "kept")[0]) == ["index", "x"]

@@ -16,6 +16,7 @@ changes the feature's name only.
 from __future__ import annotations
 
 import bisect
+import json
 import os
 from collections import Counter
 from collections.abc import Hashable, Sequence
@@ -123,6 +124,22 @@ def _unsigned_64(t: Any) -> bool:
     return pa.types.is_uint64(t)
 
 
+def _pandas_index(schema: Any, options: TableOptions) -> list[str]:
+    """The columns a pandas DataFrame's index became (to_parquet, pa.Table.from_pandas:
+    `__index_level_0__`, or the index's name), by the schema's pandas metadata; none that
+    an option names."""
+    try:
+        index = json.loads((schema.metadata or {}).get(b"pandas", b"{}")).get("index_columns") or []
+    except (ValueError, AttributeError, RecursionError):
+        return []
+    named = {*options.columns, options.label_column, options.split_column, options.group_column, options.key_column}
+    return (
+        [c for c in index if isinstance(c, str) and c in schema.names and c not in named]
+        if isinstance(index, list)
+        else []
+    )
+
+
 def _check_nesting(part: table_files.Part) -> None:
     """A column nested past MAX_NESTING is refused before anything walks its type."""
     for column in part.table.schema:
@@ -158,6 +175,12 @@ class TableConverter(Converter):
         self._parts = opened.parts
         for part in self._parts:
             _check_nesting(part)
+        self._index_columns = _pandas_index(self._parts[0].table.schema, options)
+        if self._index_columns:
+            self.warnings.append(
+                f"{self._parts[0].path}: left out the pandas index ({', '.join(self._index_columns)}): an index is "
+                "no column of the data (df.reset_index() before writing keeps it as one)"
+            )
         self._starts = np.cumsum([0] + [p.table.num_rows for p in self._parts]).tolist()
         for part in self._parts:
             for line, why in part.problems:
@@ -289,7 +312,8 @@ class TableConverter(Converter):
         if o.columns:
             wanted = set(o.columns) | {c for c in (o.label_column,) if c}
             return [name for name in flat if name in wanted or name.split("/")[0] in wanted]
-        return [name for name in flat if name not in o.drop and name.split("/")[0] not in o.drop]
+        dropped = {*o.drop, *self._index_columns}
+        return [name for name in flat if name not in dropped and name.split("/")[0] not in dropped]
 
     def _check_named(self, flat: dict[str, Any]) -> None:
         o = self._o
@@ -357,7 +381,13 @@ class TableConverter(Converter):
             if self._o.label_names is not None:
                 raise OptionError(f"--label-names names integer labels; --label-column {source} holds text")
             texts = pc.cast(array, pa.string()) if not pa.types.is_string(t) else array
-            names = sorted(v for v in pc.unique(texts).to_pylist() if v is not None)
+            empty = to_numpy(pc.binary_length(texts), -1) == 0  # (pc.equal with a str would import pandas)
+            for row in np.flatnonzero(empty & ok).tolist():  # a class has a name: an empty cell names none
+                self.reject(
+                    self.describe(row), f"column {source!r} is empty: a label names a class: give every row one"
+                )
+            ok &= ~empty
+            names = sorted(v for v in pc.unique(texts).to_pylist() if v is not None and v != "")
             self._label_values = to_numpy(pc.index_in(texts, value_set=strings(names)), 0)
         else:
             raise OptionError(f"--label-column {source} is of type {t}: a label is an integer, a boolean or a text")

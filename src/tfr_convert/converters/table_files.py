@@ -36,6 +36,12 @@ PARQUET_SUFFIXES = (".parquet", ".pq")
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json")
 ARROW_SUFFIXES = (".arrow", ".feather", ".ipc")
 SUFFIXES = CSV_SUFFIXES + PARQUET_SUFFIXES + JSONL_SUFFIXES + ARROW_SUFFIXES
+#: what pyarrow's CSV reader takes for a missing value (its null_values; pandas' list
+#: but for <NA> and None): R's and pandas' NA among them
+NA_VALUES = frozenset(
+    ["", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "N/A", "NA",
+     "NULL", "NaN", "n/a", "nan", "null"]
+)  # fmt: skip
 _SPLIT_WORD = re.compile(r"(?:^|[-_.])([A-Za-z]+)$")
 
 
@@ -262,21 +268,24 @@ def _hf_dataset(path: str, split: str | None) -> tuple[list[Part], dict[str, Any
 
 def _csv(path: str, delimiter: str | None) -> Part:
     """A CSV as an Arrow table: each column int64, float64 or string by its values
-    (csvtable's rules); an empty cell is a null in a column of numbers and an empty
-    string in a column of text (as pyarrow and pandas' string columns read them)."""
+    (csvtable's rules), as pyarrow's CSV reader types them: a missing-value marker
+    (NA_VALUES: an empty cell, NA, NaN, NULL, #N/A...) is a null in a column of numbers,
+    and text as it stands in a column of text."""
     pa = pyarrow("tfr-convert table")
     table = csvtable.read(path, delimiter=delimiter)
     decimal_comma = table.delimiter != ","
     columns = {}
     for i, name in enumerate(table.header):
         values = [row.values[i] for row in table.rows]
-        present = [v for v in values if v != ""]
+        present = [v for v in values if v not in NA_VALUES]
         dtype = csvtable.column_type(present, decimal_comma) if present else "string"
         if dtype == "string":
             columns[name] = strings(values)
         else:
-            valid = np.array([v != "" for v in values], bool)
-            numbers = [csvtable.typed(v, dtype, decimal_comma) if v else 0 for v in values]
+            valid = np.array([v not in NA_VALUES for v in values], bool)
+            numbers = [
+                csvtable.typed(v, dtype, decimal_comma) if ok else 0 for v, ok in zip(values, valid, strict=True)
+            ]
             columns[name] = from_numpy(np.array(numbers, np.int64 if dtype == "int64" else np.float64), valid)
     return Part(
         path,
