@@ -770,3 +770,16 @@ def test_a_pandas_index_is_no_feature_from_write_or_from_to_parquet(cli, tmp_pat
         assert [sorted(e) for e in records(tmp_path / out)] == [["x"]] * 3
     kept = tfr_convert.write(frame.reset_index(), tmp_path / "kept", quiet=True, shuffle=False)
     assert not kept["warnings"] and sorted(records(tmp_path / "kept")[0]) == ["index", "x"]
+
+
+def test_a_table_with_omitted_nulls_exports_to_parquet_and_converts_back_to_the_same_shards(cli, tmp_path):
+    src = tmp_path / "scores.csv"
+    src.write_text("a,score,tags\n1,2.5,x\n2,,y\n3,4.5,\n")
+    assert convert(cli, src, "--out", tmp_path / "one", "--nulls", "omit", "--name", "s").exit_code == 0
+    exported = cli.export(tmp_path / "one", "--to", "parquet", "--out", tmp_path / "export")
+    assert exported.exit_code == 0, exported.stderr
+    rows = pq.read_table(tmp_path / "export" / "train.parquet").to_pylist()
+    assert sorted((r["a"], r["score"]) for r in rows) == [(1, 2.5), (2, None), (3, 4.5)]
+    back = convert(cli, tmp_path / "export", "--out", tmp_path / "two", "--nulls", "omit", "--name", "s")
+    assert back.exit_code == 0, back.stderr
+    assert shard_bytes(tmp_path / "one") == shard_bytes(tmp_path / "two")

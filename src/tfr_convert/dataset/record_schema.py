@@ -34,13 +34,17 @@ class NoSchema(SourceError):
     """The records cannot be described by one schema; the message says why."""
 
 
-def infer_schema(payloads: Iterable[tuple[str, bytes]], majority: bool = False) -> dict[str, FeatureSpec]:
+def infer_schema(
+    payloads: Iterable[tuple[str, bytes]], majority: bool = False, absent: bool = False
+) -> dict[str, FeatureSpec]:
     """FeatureSpecs of records given as (where, payload) pairs: NoSchema names the first
     record that is not a tf.train.Example, or the feature no schema can hold.
 
     `majority`: the schema of most records, for a reader that leaves out the others:
     what is not a tf.train.Example is passed over, and a feature missing from some
-    records is kept when more than half hold it (else left out)."""
+    records is kept when more than half hold it (else left out).
+    `absent`: a feature missing from some records (a table's null under --nulls omit) is
+    kept, as one a record may lack (FeatureSpec.of_absent), for a reader with nulls."""
     seen: dict[str, _Seen] = {}
     total = 0
     for where, payload in payloads:
@@ -61,7 +65,8 @@ def infer_schema(payloads: Iterable[tuple[str, bytes]], majority: bool = False) 
         kinds = entry.kinds - {None}
         if len(kinds) != 1 or None in entry.kinds:
             raise NoSchema(f"feature {name!r} has kinds {sorted(k or 'unset' for k in entry.kinds)} across records")
-        if entry.records != total:
+        optional = entry.records != total and absent
+        if entry.records != total and not absent:
             if not majority:
                 raise NoSchema(f"feature {name!r} is missing from {total - entry.records} of the first {total} records")
             if entry.records * 2 <= total:
@@ -69,5 +74,5 @@ def infer_schema(payloads: Iterable[tuple[str, bytes]], majority: bool = False) 
         dtype = _DTYPES[kinds.pop()]
         counts = entry.counts
         shape: tuple[int | None, ...] = () if counts == {1} else (counts.pop(),) if len(counts) == 1 else (None,)
-        features[name] = FeatureSpec.tensor(dtype, shape)
+        features[name] = FeatureSpec.tensor(dtype, shape).of_absent() if optional else FeatureSpec.tensor(dtype, shape)
     return features

@@ -36,10 +36,13 @@ class _Column:
 
     def __init__(self, name: str, spec: FeatureSpec, text: bool) -> None:
         self.name, self.scalar, self.text = name, spec.shape == (), text and spec.dtype == "string"
+        self.optional = spec.per_object  # some records lack it (a table's null under --nulls omit): a null
         self.kind = {"int64": "int64_list", "float32": "float_list", "string": "bytes_list"}[spec.dtype]
 
     def cell(self, found: tuple[str | None, list[Any]] | None) -> Any:
         if found is None:
+            if self.optional:
+                return None
             raise SourceError(f"no feature {self.name!r}, which the first records all have")
         kind, values = found
         if kind not in (self.kind, None):
@@ -67,7 +70,7 @@ class ParquetJob(Job):
 
     def __init__(self, source: ExportSource, staging: Staging, row_group_bytes: int) -> None:
         pa = optional.pyarrow("tfr-export --to parquet")
-        schema, text = source.schema(), source.text_features()
+        schema, text = source.schema(absent=True), source.text_features()
         # what `tfr-convert table` needs to write the dataset back as it was: its name,
         # features and class names, and that its rows are in the dataset's order
         exported = {"class_names": source.class_names(), "splits": list(source.splits)}

@@ -86,11 +86,12 @@ class ExportSource:
             return sum(1 for _ in self.records(split))
         return sum(containers.of_file(path).count(path) for path in self.splits[split])
 
-    def schema(self) -> dict[str, FeatureSpec]:
+    def schema(self, absent: bool = False) -> dict[str, FeatureSpec]:
         """Each feature's kind and length, from the first records of the splits (when
-        salvaging, those of most of them: the others are left out as they are met)."""
+        salvaging, those of most of them: the others are left out as they are met);
+        `absent`: a feature some records lack is kept, as one they may lack."""
         first = (record for split in self.splits for record in self.records(split))
-        return infer_schema(islice(first, SAMPLE), majority=self.salvage)
+        return infer_schema(islice(first, SAMPLE), majority=self.salvage and not absent, absent=absent)
 
     def text_features(self) -> set[str]:
         """The string features the metadata declares as text (not images or bytes)."""
