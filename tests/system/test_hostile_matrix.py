@@ -91,20 +91,34 @@ def flac() -> bytes:
     return out.getvalue()
 
 
-def mp4(frames: int = 6) -> bytes:
+def mp4(frames: int = 6, faststart: bool = False) -> bytes:
+    """A clip of `frames` flat 32x32 frames; `faststart`: its index (moov) before its
+    frames, as streaming sites write them, so a cut file still lists every frame."""
+    import tempfile
+
     import av
 
-    out = io.BytesIO()
-    with av.open(out, "w", format="mp4") as container:
-        stream = container.add_stream("mpeg4", rate=10)
-        stream.width, stream.height, stream.pix_fmt = 32, 32, "yuv420p"
-        for i in range(frames):
-            pixels = np.full((32, 32, 3), i * 30, np.uint8)
-            for packet in stream.encode(av.VideoFrame.from_ndarray(pixels, format="rgb24")):
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "clip.mp4")
+        options = {"movflags": "faststart"} if faststart else {}
+        with av.open(path, "w", format="mp4", options=options) as container:
+            stream = container.add_stream("mpeg4", rate=10)
+            stream.width, stream.height, stream.pix_fmt = 32, 32, "yuv420p"
+            for i in range(frames):
+                pixels = np.full((32, 32, 3), i * 30 % 256, np.uint8)
+                for packet in stream.encode(av.VideoFrame.from_ndarray(pixels, format="rgb24")):
+                    container.mux(packet)
+            for packet in stream.encode():
                 container.mux(packet)
-        for packet in stream.encode():
-            container.mux(packet)
-    return out.getvalue()
+        return Path(path).read_bytes()
+
+
+def packet_starts(clip: bytes) -> list[int]:
+    """Where each frame of a clip begins in its file."""
+    import av
+
+    with av.open(io.BytesIO(clip)) as container:
+        return [p.pos for p in container.demux(container.streams.video[0]) if p.pos is not None and p.pos >= 0]
 
 
 def framed(records: list[bytes]) -> bytes:
@@ -595,6 +609,11 @@ def video_family() -> list[Case]:
     for case in cases[:2]:  # empty and one byte: no clip at all
         case.may_convert = False
     cases.append(Case("not a clip", {**other, "a/bad.mp4": b"\x00" * 4096}, argv, "a/bad.mp4"))
+    # its index first (as streaming sites write clips): cut between two frames, it still
+    # lists all 50 and the 25 before the cut decode without an error
+    fast = mp4(frames=50, faststart=True)
+    cases.append(Case("faststart mp4 cut at half", {**other, "a/bad.mp4": fast[: packet_starts(fast)[25]]}, argv,
+                      "a/bad.mp4"))  # fmt: skip
     return cases
 
 

@@ -152,7 +152,8 @@ class VideoConverter(MediaFolder, Converter):
         last: tuple[int, bytes] | None = None  # a frame shown again (--fps above the clip's rate) is encoded once
         held = 0  # bytes of encoded frames: one record holds at most MAX_EXAMPLE_BYTES
         with self._open_file(rel) as f:
-            frames, rate = clip_frames(f, o.fps, o.max_frames)
+            tally: dict[str, int] = {}
+            frames, rate = clip_frames(f, o.fps, o.max_frames, tally)
             for number, time, pixels in frames:
                 if last is None or last[0] != number:
                     if o.resize is not None:
@@ -168,6 +169,8 @@ class VideoConverter(MediaFolder, Converter):
                 times.append(round(time * 1e6))
         if not encoded:
             raise SourceError("no frames decoded")
+        if tally.get("listed", 0) > tally.get("decoded", 0):  # (a cut faststart MP4 still lists them all)
+            raise SourceError(f"cut short: it lists {tally['listed']} frames, {tally['decoded']} decode")
         if o.as_sequence:
             return self._sequence(rel, label, extras, encoded, times, size, float(o.fps or rate))  # type: ignore[return-value]
         features: dict[str, Any] = {
@@ -233,12 +236,14 @@ def _probe(f: Any) -> tuple[int, int]:
 
 
 def clip_frames(
-    source: Any, fps: float | None, max_frames: int | None
+    source: Any, fps: float | None, max_frames: int | None, tally: dict[str, int] | None = None
 ) -> tuple[Iterator[tuple[int, float, np.ndarray]], Fraction]:
     """(the frames to store: (number of the source frame, seconds after the first frame,
     RGB pixels) each, in order; the stream's frame rate). With `fps` a source frame may
     come several times or not at all (see the module's note); decoding stops after
-    `max_frames` (the generator is closed, and the clip with it)."""
+    `max_frames` (the generator is closed, and the clip with it). `tally`, where given,
+    gets the frames the container lists and those decoded, once the clip is decoded to
+    its end."""
     lib = av("tfr-convert video")
     container, stream = _opened(io.BytesIO(source) if isinstance(source, bytes) else source)
     rate = stream.average_rate or stream.guessed_rate or Fraction(25)
@@ -255,6 +260,8 @@ def clip_frames(
             for frame in container.decode(stream):
                 yield number, (frame.time if frame.time is not None else number / rate), frame
                 number += 1
+            if tally is not None:  # decoded to its end: what the container listed, against what came
+                tally.update(listed=stream.frames, decoded=number)
         except (lib.FFmpegError, ValueError) as e:
             raise SourceError(f"cannot decode frame {number + 1}: {e}") from None
         finally:
