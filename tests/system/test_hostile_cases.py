@@ -65,13 +65,13 @@ def test_clip_seconds_reads_only_the_seconds_it_keeps(tmp_path):
 def test_libsndfiles_words_name_the_file_once_without_a_python_repr(cli, tmp_path):
     (tmp_path / "root" / "a").mkdir(parents=True)
     (tmp_path / "root" / "a" / "ok.wav").write_bytes(wav())
-    (tmp_path / "root" / "a" / "x.raw").write_bytes(b"\x00\x01" * 100)
+    (tmp_path / "root" / "a" / "x.wav").write_bytes(b"\x00\x01" * 100)  # headerless samples, named as a WAV
     result = cli.convert("audio", tmp_path / "root", "--out", tmp_path / "out")
     assert result.exit_code == 1
     assert result.stderr.startswith(
-        f"error: {tmp_path}/root/a/x.raw: not a recording libsndfile reads (Format not recognised)"
+        f"error: {tmp_path}/root/a/x.wav: not a recording libsndfile reads (Format not recognised)"
     )
-    assert result.stderr.count("x.raw") == 1 and "<_io" not in result.stderr
+    assert result.stderr.count("x.wav") == 1 and "<_io" not in result.stderr
 
 
 def test_a_clip_whose_frames_pass_what_a_record_holds_stops_at_that_frame(cli, tmp_path, monkeypatch):

@@ -592,7 +592,9 @@ def audio_family(kind: str) -> list[Case]:
             Case("wav data size lies", {**other, "a/bad.wav": lying}, argv, "a/bad.wav"),
             Case("wav 65535 channels", {**other, "a/bad.wav": fmt_lies}, argv, "a/bad.wav"),
             Case("wav 2 hours", {**other, "a/bad.wav": b""}, argv, "a/bad.wav"),  # made sparse by write_case
-            Case("headerless raw", {**other, "a/bad.raw": b"\x00\x01" * 100}, argv, "a/bad.raw"),
+            Case("headerless samples named .wav", {**other, "a/bad.wav": b"\x00\x01" * 100}, argv, "a/bad.wav"),
+            # no recording by its name: left out with a warning
+            Case("headerless raw", {**other, "a/bad.raw": b"\x00\x01" * 100}, argv, "a/bad.raw", may_convert=True),
         ]
         return cases
     data = flac()
