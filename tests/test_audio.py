@@ -156,6 +156,7 @@ def test_recordings_of_two_sample_rates_or_channel_counts_are_refused_naming_two
     result = cli.convert("audio", src, "--out", tmp_path / "out")
     assert result.exit_code == 1 and not (tmp_path / "out").exists()
     assert f"{src / 'a' / '0.wav'} and {src / 'a' / '1.wav'} differ in sample rate (16000 and 22050)" in result.output
+    assert "(--sample-rate R resamples every recording to R)" in result.output
     _write(src / "a" / "1.wav", _tone(800, 1, channels=2), 16000)
     result = cli.convert("audio", src, "--out", tmp_path / "out")
     assert result.exit_code == 1 and "differ in channel count (1 and 2)" in result.output and "--mono" in result.output
@@ -255,6 +256,7 @@ def test_sample_rate_resamples_as_scipy_does_and_lets_recordings_of_other_rates_
     }
     result = cli.convert("audio", src, "--out", tmp_path / "out", "--sample-rate", "11025")
     assert result.exit_code == 1 and "differ in sample format (float32 and int16)" in result.output
+    assert "(--audio-format wav or flac stores every recording as 16-bit PCM)" in result.output
     (src / "b" / "2.wav").unlink()
     assert cli.convert("audio", src, "--out", tmp_path / "out", "--sample-rate", "11025").exit_code == 0
     for e in _tfds_examples(tmp_path / "out"):

@@ -89,6 +89,14 @@ class AudioOptions(Labelling):
         return None
 
 
+# what makes recordings that differ in each of these one dataset
+_MIXED = {
+    "channel count": "--mono makes every recording one channel",
+    "sample rate": "--sample-rate R resamples every recording to R",
+    "sample format": "--audio-format wav or flac stores every recording as 16-bit PCM",
+}
+
+
 def _libsndfile() -> Any:
     """The soundfile module, imported where a file or format needs it (MissingExtra
     naming the audio extra where it is not installed)."""
@@ -196,8 +204,8 @@ class AudioConverter(MediaFolder, Converter):
                 first = heard.setdefault(what, (value, where))
                 if first[0] != value:
                     raise SourceError(
-                        f"{first[1]} and {where} differ in {what} ({first[0]} and {value}): one dataset holds one"
-                        + (" (--mono makes every recording one channel)" if what == "channel count" else "")
+                        f"{first[1]} and {where} differ in {what} ({first[0]} and {value}): one dataset holds one "
+                        f"({_MIXED[what]})"
                     )
             items.append((rel, line, label, extras, info.samplerate, info.channels, info.format))
         if not items:
