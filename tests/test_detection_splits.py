@@ -186,3 +186,25 @@ def test_annotations_given_other_than_once_or_once_a_split_is_a_usage_error(cli,
     result = cli.convert("detection", images, *args, "--out", tmp_path / "out")
     assert result.exit_code == 2 and "SPLIT=PATH" in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_coco_export_keeps_each_split_in_its_own_file_and_converts_back_to_the_same_shards(cli, tmp_path):
+    """Splits from the dataset's own files (no --split to redo them): the export writes
+    one instances file a split, and converting it gives the same shards, splits included."""
+    images = write_images(tmp_path / "images")
+    (tmp_path / "coco").mkdir()
+    write_coco(tmp_path / "coco" / "instances_train.json", _subset(TRAIN))
+    write_coco(tmp_path / "coco" / "instances_val.json", _subset(VAL))
+    options = ["--name", "pets"]
+    first = cli.convert("detection", images, "--annotations", tmp_path / "coco", *options, "--out", tmp_path / "one")
+    assert first.exit_code == 0, first.output
+    exported = cli.export(tmp_path / "one", "--to", "coco", "--out", tmp_path / "x")
+    assert exported.exit_code == 0, exported.output
+    assert sorted(p.name for p in (tmp_path / "x" / "annotations").iterdir()) == [
+        "instances_train.json", "instances_validation.json"]  # fmt: skip
+    again = cli.convert("detection", tmp_path / "x" / "images", "--annotations", tmp_path / "x" / "annotations",
+                        *options, "--out", tmp_path / "two")  # fmt: skip
+    assert again.exit_code == 0, again.output
+    shards = {p.name: p.read_bytes() for p in (tmp_path / "one").glob("*.tfrecord-*")}
+    assert sorted(shards) == ["pets-train.tfrecord-00000-of-00001", "pets-validation.tfrecord-00000-of-00001"]
+    assert {p.name: p.read_bytes() for p in (tmp_path / "two").glob("*.tfrecord-*")} == shards

@@ -109,7 +109,8 @@ def test_a_tfds_prepared_detection_dataset_exports_the_same_boxes_to_every_forma
     out = tmp_path / "x"
     summary = json.loads(_ok(cli.export(shelves, "--to", fmt, "--out", out, "--json")).stdout)
     assert {s: e["records"] for s, e in summary["splits"].items()} == {"train": 6, "test": 3}
-    annotations = {"csv": out / "boxes.csv", "voc": out / "Annotations", "coco": out / "annotations.json",
+    # COCO: one instances file a split, as COCO ships its own
+    annotations = {"csv": out / "boxes.csv", "voc": out / "Annotations", "coco": out / "annotations",
                    "yolo": out / "labels"}[fmt]  # fmt: skip
     origin = ["--voc-origin", "1"] if fmt == "voc" else []
     _ok(cli.convert("detection", out / "images", "--annotations", annotations, "--out", tmp_path / "again",
@@ -123,10 +124,13 @@ def test_a_tfds_prepared_detection_dataset_exports_the_same_boxes_to_every_forma
         if fmt == "voc":  # the one format here that keeps the flag
             assert got[name][3] == difficult, name
     if fmt == "coco":
-        document = json.loads(annotations.read_text())
-        assert [c["name"] for c in document["categories"]] == NAMES  # a ClassLabel's 0 is category 1
-        assert [c["id"] for c in document["categories"]] == [1, 2, 3]
-        sizes = {i["file_name"]: (i["width"], i["height"]) for i in document["images"]}
+        assert sorted(p.name for p in annotations.iterdir()) == ["instances_test.json", "instances_train.json"]
+        documents = [json.loads((annotations / f"instances_{split}.json").read_text()) for split in ("train", "test")]
+        for document in documents:
+            assert [c["name"] for c in document["categories"]] == NAMES  # a ClassLabel's 0 is category 1
+            assert [c["id"] for c in document["categories"]] == [1, 2, 3]
+        assert [len(d["images"]) for d in documents] == [6, 3]
+        sizes = {i["file_name"]: (i["width"], i["height"]) for d in documents for i in d["images"]}
         assert sizes["shelf/3.png"] == (37, 23)  # read from the picture: no width or height feature
 
 

@@ -232,8 +232,9 @@ def test_a_detection_dataset_comes_back_as_the_same_shards_through_its_own_forma
     summary = json.loads(_ok(cli.export(tmp_path / "first", "--to", fmt, "--out", tmp_path / "x", "--json")).stdout)
     assert sum(s["records"] for s in summary["splits"].values()) == len(DATASET)
     out = tmp_path / "x"
-    again = {"csv": out / "boxes.csv", "voc": out / "Annotations", "coco": out / "annotations.json",
-             "yolo": out / "labels"}[fmt]  # fmt: skip
+    again = {"csv": out / "boxes.csv", "voc": out / "Annotations", "coco": out / "annotations", "yolo": out / "labels"}[
+        fmt
+    ]  # fmt: skip (COCO: one instances file a split)
     _ok(cli.convert("detection", out / "images", "--annotations", again, *options, "--out", tmp_path / "again"))
     first = _shards(tmp_path / "first")
     assert len(first) == 2 and _shards(tmp_path / "again") == first
@@ -304,12 +305,13 @@ def test_a_dataset_with_unused_classes_comes_back_the_same_through_its_format(cl
         assert (out / "labels" / "classes.txt").read_text().splitlines() == MANY
         assert (out / "labels" / "a.txt").read_text().split()[0] == str(MANY.index("cat"))
     elif fmt == "coco":  # every category, with boxes or none, under its id
-        categories = json.loads((out / "annotations.json").read_text())["categories"]
-        assert categories == [{"id": i, "name": n} for i, n in enumerate(MANY, 1)]
+        for split in ("train", "test"):
+            categories = json.loads((out / "annotations" / f"instances_{split}.json").read_text())["categories"]
+            assert categories == [{"id": i, "name": n} for i, n in enumerate(MANY, 1)]
     else:  # named after the picture's stem; every class in labelmap.txt
         assert sorted(p.name for p in (out / "Annotations").iterdir()) == ["a.xml", "b.xml", "sub_c.xml"]
         assert [line.split(":")[0] for line in (out / "labelmap.txt").read_text().splitlines()[1:]] == MANY
-    again = {"voc": out / "Annotations", "coco": out / "annotations.json", "yolo": out / "labels"}[fmt]
+    again = {"voc": out / "Annotations", "coco": out / "annotations", "yolo": out / "labels"}[fmt]
     _ok(cli.convert("detection", out / "images", "--annotations", again, *options, "--out", tmp_path / "again"))
     first = _dataset_files(tmp_path / "first")
     assert len(first) == 4 and _dataset_files(tmp_path / "again") == first

@@ -30,6 +30,7 @@ import numpy as np
 from ..dataset import coco_rle
 from ..dataset.imageformat import sniff_format
 from ..dataset.naming import checked_relative, lines_file
+from ..dataset.splits import SPLIT_FOLDERS
 from ..errors import OptionError, SourceError
 from ..inspect.grid import image_feature
 from .box_numbers import coco_box, f32, keypoint_pixels, number, pixel_corners, yolo_box
@@ -41,6 +42,7 @@ from .staging import Drop, Spool, Staging, staged
 FORMATS = ("coco", "yolo", "voc", "csv")
 IMAGES = "images"
 YOLO_CLASSES = "labels/classes.txt"
+COCO_SPLITS = "annotations"  # the folder of a COCO export's per-split files
 VOC_LABELMAP = "labelmap.txt"  # Datumaro's and CVAT's list of a VOC dataset's classes
 # what XML 1.0 cannot hold, escaped or not
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -294,7 +296,6 @@ class BoxesJob(Job):
         # label -> class name: every class the dataset names (with boxes or without), and
         # those the boxes show
         self.classes: dict[int, str] = dict(keys.known)
-        self.ids: set[int] | None = set()  # the pictures' source ids while all are distinct numbers
         if target == "yolo":
             staging.claim(YOLO_CLASSES, f"the export's own {YOLO_CLASSES}")
         if target == "voc":
@@ -373,12 +374,6 @@ class BoxesJob(Job):
             if self.target == "coco" and any(box.get("keypoints", [])[2::3]):
                 self.keypoint_classes.add(box["label"])
         self.keypoint_names = self.keypoint_names or picture.keypoint_names
-        if self.ids is not None:
-            number = int(picture.source_id) if picture.source_id.isdigit() else None
-            if number is None or number in self.ids:
-                self.ids = None
-            else:
-                self.ids.add(number)
         return None
 
 
@@ -403,18 +398,35 @@ def write(
 
 
 def _coco(job: BoxesJob, staging: Staging) -> None:
-    """annotations.json, streamed: pictures keep their source ids where all are distinct numbers."""
+    """annotations.json, streamed. A dataset of several splits, each a split `tfr-convert detection` reads from
+    a file's name (train, validation, test), is one file a split, as COCO ships its own:
+    annotations/instances_SPLIT.json, each with every category, which
+    `tfr-convert detection DIR/images --annotations DIR/annotations` reads back, split by split."""
     assert job.found is not None
-    with staging.open("annotations.json") as f:
+    splits = list(dict.fromkeys(picture.split for picture in job.found))
+    if len(splits) > 1 and all(SPLIT_FOLDERS.get(split) == split for split in splits):
+        for split in splits:
+            _coco_file(
+                job, staging, f"{COCO_SPLITS}/instances_{split}.json", [p for p in job.found if p.split == split]
+            )
+    else:
+        _coco_file(job, staging, "annotations.json", job.found)
+
+
+def _coco_file(job: BoxesJob, staging: Staging, name: str, pictures: list[Picture]) -> None:
+    """One COCO file of `pictures`: they keep their source ids where all are distinct numbers."""
+    ids = [int(p.source_id) if p.source_id.isdigit() else None for p in pictures]
+    kept = None not in ids and len(set(ids)) == len(ids)
+    with staging.open(name) as f:
         f.write(b'{"images": [')
-        for n, picture in enumerate(job.found, 1):
-            image_id = int(picture.source_id) if job.ids is not None else n
+        for n, picture in enumerate(pictures, 1):
+            image_id = ids[n - 1] if kept else n
             entry = {"id": image_id, "file_name": picture.filename, "width": picture.width, "height": picture.height}
             f.write((",\n " if n > 1 else "\n ").encode() + json.dumps(entry).encode())
         f.write(b'\n],\n"annotations": [')
         count = 0
-        for n, picture in enumerate(job.found, 1):
-            image_id = int(picture.source_id) if job.ids is not None else n
+        for n, picture in enumerate(pictures, 1):
+            image_id = ids[n - 1] if kept else n
             for box in picture.boxes:
                 count += 1
                 entry = {"id": count, "image_id": image_id, "category_id": box["label"]}
