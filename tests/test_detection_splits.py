@@ -208,3 +208,37 @@ def test_a_coco_export_keeps_each_split_in_its_own_file_and_converts_back_to_the
     shards = {p.name: p.read_bytes() for p in (tmp_path / "one").glob("*.tfrecord-*")}
     assert sorted(shards) == ["pets-train.tfrecord-00000-of-00001", "pets-validation.tfrecord-00000-of-00001"]
     assert {p.name: p.read_bytes() for p in (tmp_path / "two").glob("*.tfrecord-*")} == shards
+
+
+def test_a_yolo_export_writes_a_data_yaml_whose_splits_convert_back_to_the_same_shards(cli, tmp_path):
+    """The export's data.yaml (Ultralytics' dataset file: names, and a list file a split)
+    carries the splits: converting the export gives the same shards without --split."""
+    import yaml
+
+    root = tmp_path / "coco8"
+    names = ["bird", "cat", "dog"]
+    for split, members in (("train", TRAIN), ("val", VAL)):
+        write_images(root / "images" / split, _subset(members))
+        for name in members:
+            w, h, boxes = DATASET[name]
+            label = root / "labels" / split / (name.rsplit(".", 1)[0] + ".txt")
+            label.parent.mkdir(parents=True, exist_ok=True)
+            label.write_text("".join(f"{names.index(c)} {(x0 + x1) / 2 / w} {(y0 + y1) / 2 / h} {(x1 - x0) / w} "
+                                     f"{(y1 - y0) / h}\n" for c, x0, y0, x1, y1 in boxes))  # fmt: skip
+    (root / "data.yaml").write_text(COCO8_SPLITS.replace("path: coco8", "path: ."))
+    options = ["--name", "pets"]
+    first = cli.convert("detection", root / "images", "--annotations", root / "labels", *options,
+                        "--out", tmp_path / "one")  # fmt: skip
+    assert first.exit_code == 0, first.output
+    exported = cli.export(tmp_path / "one", "--to", "yolo", "--out", tmp_path / "x")
+    assert exported.exit_code == 0, exported.output
+    document = yaml.safe_load((tmp_path / "x" / "data.yaml").read_text())
+    assert document["train"] == "train.txt" and document["val"] == "val.txt" and "test" not in document
+    assert sorted((tmp_path / "x" / "val.txt").read_text().split()) == [f"./images/val/{n}" for n in sorted(VAL)]
+    assert [document["names"][i] for i in range(len(document["names"]))] == (
+        tmp_path / "x" / "labels" / "classes.txt").read_text().splitlines()  # fmt: skip
+    again = cli.convert("detection", tmp_path / "x" / "images", "--annotations", tmp_path / "x" / "labels",
+                        *options, "--out", tmp_path / "two")  # fmt: skip
+    assert again.exit_code == 0, again.output
+    shards = {p.name: p.read_bytes() for p in (tmp_path / "one").glob("*.tfrecord-*")}
+    assert len(shards) == 2 and {p.name: p.read_bytes() for p in (tmp_path / "two").glob("*.tfrecord-*")} == shards

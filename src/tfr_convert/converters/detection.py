@@ -33,7 +33,7 @@ from ..storage import fs
 from . import box_formats
 from .base import Converter, SourceContext, fingerprint
 from .box_formats import Annotations, Box, ImageBoxes
-from .box_formats.class_names import find_names, read_names
+from .box_formats.class_names import find_dataset_yaml, read_names
 from .box_formats.splits import coco_split_files, in_split_folder, merged, voc_image_sets, yolo_yaml_splits
 from .folders import IMAGE_SUFFIXES, FileItems, dataset_name, list_files, named
 from .grouping import plan_groups
@@ -287,13 +287,13 @@ class DetectionConverter(FileItems, Converter):
                 stems = {rel: posixpath.splitext(posixpath.basename(rel))[0] for rel in images}
                 return found, {rel: ids[stem] for rel, stem in stems.items() if stem in ids}, sets[0]
         if fmt == "yolo":
-            names = find_names(options.annotations)
-            if names is not None and names[0].lower().endswith((".yaml", ".yml")):
-                split_of = yolo_yaml_splits(names[0], self.root, images)
+            dataset_yaml = find_dataset_yaml(options.annotations)  # its splits, wherever the names came from
+            if dataset_yaml is not None:
+                split_of = yolo_yaml_splits(dataset_yaml, self.root, images)
                 if isinstance(split_of, str):
                     self.warnings.append(f"{split_of}: its splits are not used")
                 elif split_of is not None:
-                    return found, split_of, names[0]
+                    return found, split_of, dataset_yaml
         return found, {}, ""
 
     def _split(

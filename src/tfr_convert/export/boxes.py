@@ -42,7 +42,8 @@ from .staging import Drop, Spool, Staging, staged
 FORMATS = ("coco", "yolo", "voc", "csv")
 IMAGES = "images"
 YOLO_CLASSES = "labels/classes.txt"
-COCO_SPLITS = "annotations"  # the folder of a COCO export's per-split files
+COCO_SPLITS = "annotations"
+YOLO_DATASET = "data.yaml"  # a YOLO export's dataset file (names, splits), as Ultralytics reads one  # the folder of a COCO export's per-split files
 VOC_LABELMAP = "labelmap.txt"  # Datumaro's and CVAT's list of a VOC dataset's classes
 # what XML 1.0 cannot hold, escaped or not
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -458,6 +459,7 @@ def _yolo(job: BoxesJob, staging: Staging) -> None:
         order = labels
     names = [job.classes.get(label, f"(unused {label})") for label in order]
     staging.put(YOLO_CLASSES, lines_file(names, "the class names"))
+    _yolo_dataset(job, staging, names)
     index = {label: i for i, label in enumerate(order)}
     assert job.found is not None
     for picture in job.found:
@@ -465,6 +467,30 @@ def _yolo(job: BoxesJob, staging: Staging) -> None:
             " ".join([str(index[box["label"]]), *map(number, box["values"])]) + "\n" for box in picture.boxes
         )
         staging.put(job.annotation_file(picture), lines.encode())  # type: ignore[arg-type]
+
+
+# a split's key in a YOLO dataset YAML
+YOLO_SPLIT_KEYS = {"train": "train", "validation": "val", "test": "test"}
+
+
+def _yolo_dataset(job: BoxesJob, staging: Staging, names: list[str]) -> None:
+    """data.yaml, as Ultralytics' dataset files are (`yolo train data=DIR/data.yaml`): the
+    names, and each split's pictures in a list file beside it (`./images/NAME` a line,
+    relative to the list, as Ultralytics reads one), so that converting the export keeps
+    the splits. A split that is none of train, validation and test has no key: then no
+    split is listed, and the names alone are written."""
+    import yaml
+
+    assert job.found is not None
+    splits = list(dict.fromkeys(picture.split for picture in job.found))
+    document: dict[str, Any] = {}
+    if all(split in YOLO_SPLIT_KEYS for split in splits):
+        for split in splits:
+            listed = "".join(f"./{IMAGES}/{p.filename}\n" for p in job.found if p.split == split)
+            staging.put(f"{YOLO_SPLIT_KEYS[split]}.txt", listed.encode("utf-8", "surrogateescape"))
+            document[YOLO_SPLIT_KEYS[split]] = f"{YOLO_SPLIT_KEYS[split]}.txt"
+    document["names"] = dict(enumerate(names))
+    staging.put(YOLO_DATASET, yaml.safe_dump(document, allow_unicode=True, sort_keys=False).encode("utf-8"))
 
 
 def _voc(job: BoxesJob, staging: Staging) -> None:

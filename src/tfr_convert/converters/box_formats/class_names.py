@@ -93,12 +93,26 @@ def find_names(labels: str) -> tuple[str, list[str]] | None:
     """(file, class names) found beside YOLO labels or up to UP folders above, or None:
     in each folder one of NAME_FILES, else the one other YAML file with a `names:` key
     (Ultralytics names its dataset files after the dataset: coco8.yaml)."""
+    found = _looked_up(labels, NAME_FILES)
+    return (found, read_names(found)) if found is not None else None
+
+
+def find_dataset_yaml(labels: str) -> str | None:
+    """The dataset YAML (data.yaml, dataset.yaml, coco8.yaml...) beside YOLO labels or up
+    to UP folders above, where its train: / val: / test: say the splits; None if none,
+    whatever file names the classes (a classes.txt beside the labels too)."""
+    return _looked_up(labels, tuple(n for n in NAME_FILES if n.endswith((".yaml", ".yml"))))
+
+
+def _looked_up(labels: str, names: tuple[str, ...]) -> str | None:
+    """The first of `names`, else the one other YAML file with a `names:` key, in the
+    labels' folder or up to UP above."""
     where = os.path.abspath(labels)
     for _ in range(UP + 1):
-        for name in NAME_FILES:
+        for name in names:
             path = os.path.join(where, name)
             if os.path.isfile(path):
-                return path, read_names(path)
+                return path
         yamls = _yaml_names_files(where)
         if len(yamls) > 1:
             raise OptionError(
@@ -106,7 +120,7 @@ def find_names(labels: str) -> tuple[str, list[str]] | None:
                 "choose one with --classes"
             )
         if yamls:
-            return yamls[0], read_names(yamls[0])
+            return yamls[0]
         parent = os.path.dirname(where)
         if parent == where:
             break
