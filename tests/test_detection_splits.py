@@ -34,6 +34,19 @@ def _records(out) -> dict[str, tuple[str, list[tuple[int, str]]]]:
     return found
 
 
+def _ultralytics_layout(root) -> None:
+    """ROOT/images/{train,val}/ and ROOT/labels/{train,val}/ (YOLO boxes of bird, cat, dog), as Ultralytics keeps a dataset."""
+    names = ["bird", "cat", "dog"]
+    for split, members in (("train", TRAIN), ("val", VAL)):
+        write_images(root / "images" / split, _subset(members))
+        for name in members:
+            w, h, boxes = DATASET[name]
+            label = root / "labels" / split / (name.rsplit(".", 1)[0] + ".txt")
+            label.parent.mkdir(parents=True, exist_ok=True)
+            label.write_text("".join(f"{names.index(c)} {(x0 + x1) / 2 / w} {(y0 + y1) / 2 / h} {(x1 - x0) / w} "
+                                     f"{(y1 - y0) / h}\n" for c, x0, y0, x1, y1 in boxes))  # fmt: skip
+
+
 def _expected(prefixes: dict[str, str] | None = None) -> dict[str, str]:
     prefixes = prefixes or {}
     return {
@@ -90,15 +103,7 @@ def test_annotations_split_equals_path_gives_each_split_its_file_in_any_format(c
 @pytest.mark.parametrize("yaml_name", ["data.yaml", "coco8.yaml"])
 def test_a_yolo_yaml_naming_train_and_val_folders_keeps_the_splits(cli, tmp_path, yaml_name):
     root = tmp_path / "coco8"
-    names = ["bird", "cat", "dog"]
-    for split, members in (("train", TRAIN), ("val", VAL)):
-        write_images(root / "images" / split, _subset(members))
-        for name in members:
-            w, h, boxes = DATASET[name]
-            label = root / "labels" / split / (name.rsplit(".", 1)[0] + ".txt")
-            label.parent.mkdir(parents=True, exist_ok=True)
-            label.write_text("".join(f"{names.index(c)} {(x0 + x1) / 2 / w} {(y0 + y1) / 2 / h} {(x1 - x0) / w} "
-                                     f"{(y1 - y0) / h}\n" for c, x0, y0, x1, y1 in boxes))  # fmt: skip
+    _ultralytics_layout(root)
     (root / yaml_name).write_text("path: .\ntrain: images/train\nval: images/val\nnames:\n  0: bird\n  1: cat\n"
                                      "  2: dog\n")  # fmt: skip
     result = cli.convert("detection", root / "images", "--annotations", root / "labels", "--out", tmp_path / "out")
@@ -127,15 +132,7 @@ COCO8_SPLITS = (
 
 def test_ultralytics_coco8_yaml_keeps_train_and_val_and_has_no_test(cli, tmp_path):
     root = tmp_path / "datasets" / "coco8"
-    names = ["bird", "cat", "dog"]
-    for split, members in (("train", TRAIN), ("val", VAL)):
-        write_images(root / "images" / split, _subset(members))
-        for name in members:
-            w, h, boxes = DATASET[name]
-            label = root / "labels" / split / (name.rsplit(".", 1)[0] + ".txt")
-            label.parent.mkdir(parents=True, exist_ok=True)
-            label.write_text("".join(f"{names.index(c)} {(x0 + x1) / 2 / w} {(y0 + y1) / 2 / h} {(x1 - x0) / w} "
-                                     f"{(y1 - y0) / h}\n" for c, x0, y0, x1, y1 in boxes))  # fmt: skip
+    _ultralytics_layout(root)
     (tmp_path / "datasets" / "coco8.yaml").write_text(COCO8_SPLITS)  # beside the root its path: names
     result = cli.convert("detection", root / "images", "--annotations", root / "labels", "--out", tmp_path / "out",
                          "--classes", tmp_path / "datasets" / "coco8.yaml")  # fmt: skip
@@ -216,15 +213,7 @@ def test_a_yolo_export_writes_a_data_yaml_whose_splits_convert_back_to_the_same_
     import yaml
 
     root = tmp_path / "coco8"
-    names = ["bird", "cat", "dog"]
-    for split, members in (("train", TRAIN), ("val", VAL)):
-        write_images(root / "images" / split, _subset(members))
-        for name in members:
-            w, h, boxes = DATASET[name]
-            label = root / "labels" / split / (name.rsplit(".", 1)[0] + ".txt")
-            label.parent.mkdir(parents=True, exist_ok=True)
-            label.write_text("".join(f"{names.index(c)} {(x0 + x1) / 2 / w} {(y0 + y1) / 2 / h} {(x1 - x0) / w} "
-                                     f"{(y1 - y0) / h}\n" for c, x0, y0, x1, y1 in boxes))  # fmt: skip
+    _ultralytics_layout(root)
     (root / "data.yaml").write_text(COCO8_SPLITS.replace("path: coco8", "path: ."))
     options = ["--name", "pets"]
     first = cli.convert("detection", root / "images", "--annotations", root / "labels", *options,
