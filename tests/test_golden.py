@@ -209,8 +209,9 @@ GOLDEN_EXPORTS: dict[str, dict[str, str]] = {
         "images/b5.png": "b86c2e9dab75f7fdc14c20d099a20aedd28975ebb054157881c86c89255ac232",
         "splits.csv": "49c45fba4b3c1852263fdac3547792908ab6c7fcbdcc8831b4b882bd04c7d8c3",
     },
-    "coco": {
-        "annotations.json": "cfe3b59d5ade85716bd0970afbdcb806c1c436513808f63a527601d793a8384c",
+    "coco": {  # two splits: one instances file each (re-pinned once when the export began to keep the splits)
+        "annotations/instances_test.json": "eb97f44d4fe3dbeffb5a0acb9e17337297a0e6014bd556b2bf50ba51fd49ebfb",
+        "annotations/instances_train.json": "a947ae5eac7468f645359d34aeff0cd1e5b7ffb3fa7daff3b98cebcc444e6c38",
         "images/b0.png": "6dd68fb77e2c34fca4303b336d79043e7763070864b46b9b0f35aab19a94a8ed",
         "images/b1.png": "22c1a9469e68b6550b0619c43c8b7759da210c1aade422ca34734b2fb94c70ac",
         "images/b2.png": "beb4ca10495bc6f38363b4876e8cdc3a1874803ccebde0f5040b3fc7b744946a",
@@ -275,7 +276,10 @@ GOLDEN_EXPORTS: dict[str, dict[str, str]] = {
         "labelmap.txt": "23f4d0532b6f04e73485555d7771277fef23d5c430e2fca49f4cc8c985165f50",
         "splits.csv": "49c45fba4b3c1852263fdac3547792908ab6c7fcbdcc8831b4b882bd04c7d8c3",
     },
-    "yolo": {
+    "yolo": {  # with data.yaml and a list file a split (pinned once they were added)
+        "data.yaml": "6da3bc69431441ad1c343444efdad8ef76490e38b7c7b79ead1ba63e908c1fcf",
+        "test.txt": "60939d26cb174b7effffde94023a576a88eed1ad977b94a05c2ef4bebd9ce613",
+        "train.txt": "00028f5e9164a5e3590c51260719cee6fb02de40fe1a741363abc3da0a97c89c",
         "images/b0.png": "6dd68fb77e2c34fca4303b336d79043e7763070864b46b9b0f35aab19a94a8ed",
         "images/b1.png": "22c1a9469e68b6550b0619c43c8b7759da210c1aade422ca34734b2fb94c70ac",
         "images/b2.png": "beb4ca10495bc6f38363b4876e8cdc3a1874803ccebde0f5040b3fc7b744946a",

@@ -50,7 +50,8 @@ from .base import Converter, SourceContext
 from .media_folders import Labelling, MediaFolder
 from .wav_header import stored_as, wav_info, wav_samples
 
-AUDIO_SUFFIXES = (".wav", ".flac", ".ogg", ".oga", ".mp3", ".aiff", ".aif", ".au", ".w64", ".caf")
+AUDIO_SUFFIXES = (".wav", ".wave", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".aiff", ".aif", ".aifc", ".au", ".snd",
+                  ".w64", ".caf")  # fmt: skip
 AUDIO_FORMATS = ("raw", "bytes", "keep", "wav", "flac")
 SAMPLES = ("raw", "bytes")  # the modes that store the samples themselves
 SHORTER = ("pad", "drop")

@@ -25,7 +25,10 @@ _JUNK_FILES = {"thumbs.db", "desktop.ini"}  # OS litter that lives in image fold
 _AFTER_SEP = chr(ord(os.sep) + 1)  # sorts right after the separator: "F0" > every "F/..."
 # What counts as an image when naming files a CSV leaves out, or that lie beside the
 # class folders (by name: the listing reads no file).
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".bmp", ".webp", ".tif", ".tiff", ".jfif", ".ppm", ".pgm")
+# (a file in a class folder by any other name is left out, with a warning, as Keras,
+# TFDS's ImageFolder and HF's imagefolder leave out files by extension)
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".jpe", ".jif", ".jfif", ".gif", ".bmp", ".dib", ".webp", ".tif", ".tiff",
+                  ".ppm", ".pgm", ".pbm", ".pnm")  # fmt: skip
 _DATASET_MARKERS = (INFO, MANIFEST)  # a folder holding both is a tfr-convert output
 
 
