@@ -231,3 +231,26 @@ def test_a_yolo_export_writes_a_data_yaml_whose_splits_convert_back_to_the_same_
     assert again.exit_code == 0, again.output
     shards = {p.name: p.read_bytes() for p in (tmp_path / "one").glob("*.tfrecord-*")}
     assert len(shards) == 2 and {p.name: p.read_bytes() for p in (tmp_path / "two").glob("*.tfrecord-*")} == shards
+
+
+def test_a_voc_export_writes_the_devkits_split_lists_and_converts_back_to_the_same_shards(cli, tmp_path):
+    root = tmp_path / "VOC2012"
+    images = write_images(root / "JPEGImages")
+    write_voc(root / "Annotations", origin=1)
+    main = root / "ImageSets" / "Main"
+    main.mkdir(parents=True)
+    (main / "train.txt").write_text("a\nb\n")
+    (main / "val.txt").write_text("c\nd\n")
+    options = ["--name", "pets", "--voc-origin", "1"]
+    first = cli.convert("detection", images, "--annotations", root / "Annotations", *options, "--out", tmp_path / "one")
+    assert first.exit_code == 0, first.output
+    exported = cli.export(tmp_path / "one", "--to", "voc", "--out", tmp_path / "x")
+    assert exported.exit_code == 0, exported.output
+    lists = tmp_path / "x" / "ImageSets" / "Main"
+    assert {p.name: sorted(p.read_text().split()) for p in lists.iterdir()} == {"train.txt": ["a", "b"],
+                                                                             "val.txt": ["c", "d"]}  # fmt: skip
+    again = cli.convert("detection", tmp_path / "x" / "images", "--annotations", tmp_path / "x" / "Annotations",
+                        *options, "--out", tmp_path / "two")  # fmt: skip
+    assert again.exit_code == 0, again.output
+    shards = {p.name: p.read_bytes() for p in (tmp_path / "one").glob("*.tfrecord-*")}
+    assert len(shards) == 2 and {p.name: p.read_bytes() for p in (tmp_path / "two").glob("*.tfrecord-*")} == shards

@@ -260,7 +260,9 @@ GOLDEN_EXPORTS: dict[str, dict[str, str]] = {
         "train.parquet rows": "3a7afccbd9c6b60da276716b73195b0f2ba7636ff79bfb8eac12e5c005925ade",
         "validation.parquet rows": "00afdae4653eed7014a3cdb9537e30f3b49c8723c25a3326c1e36082b53fc6f9",
     },
-    "voc": {
+    "voc": {  # with the devkit's split lists (pinned once they were added)
+        "ImageSets/Main/test.txt": "4fc3dc73285594e0adc19337263461d400612e8bce8a056cf0518931ea8d3add",
+        "ImageSets/Main/train.txt": "153fe2e30f9cb1e689c086ff1f5a2fffdf93100fee8f09078548755ca631a7a3",
         "Annotations/b0.xml": "1c1f1fedbcecc3ded3f739d6b30fe8e0b845a160b094027331c8add7b14b1432",
         "Annotations/b1.xml": "4e474455c00cc698e997234f763bdd17d8a9303cb294bc696606a60e7ee59e3b",
         "Annotations/b2.xml": "62fbad0161f6a62cea0234388edcae959b7cad97db7113c67f2b9bc5d290c69e",

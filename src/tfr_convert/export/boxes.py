@@ -44,6 +44,7 @@ IMAGES = "images"
 YOLO_CLASSES = "labels/classes.txt"
 COCO_SPLITS = "annotations"
 YOLO_DATASET = "data.yaml"  # a YOLO export's dataset file (names, splits), as Ultralytics reads one  # the folder of a COCO export's per-split files
+VOC_IMAGE_SETS = "ImageSets/Main"  # the devkit's split lists, beside Annotations/
 VOC_LABELMAP = "labelmap.txt"  # Datumaro's and CVAT's list of a VOC dataset's classes
 # what XML 1.0 cannot hold, escaped or not
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -469,7 +470,7 @@ def _yolo(job: BoxesJob, staging: Staging) -> None:
         staging.put(job.annotation_file(picture), lines.encode())  # type: ignore[arg-type]
 
 
-# a split's key in a YOLO dataset YAML
+# a split's key in a YOLO dataset YAML, and its list's name in VOC's ImageSets/Main
 YOLO_SPLIT_KEYS = {"train": "train", "validation": "val", "test": "test"}
 
 
@@ -493,6 +494,20 @@ def _yolo_dataset(job: BoxesJob, staging: Staging, names: list[str]) -> None:
     staging.put(YOLO_DATASET, yaml.safe_dump(document, allow_unicode=True, sort_keys=False).encode("utf-8"))
 
 
+def _voc_image_sets(job: BoxesJob, staging: Staging) -> None:
+    """ImageSets/Main/{train,val,test}.txt (the devkit's split lists, by image id: the
+    picture's stem), which `tfr-convert detection` reads beside Annotations/, for a
+    dataset of several splits among train, validation and test whose stems are distinct."""
+    assert job.found is not None
+    splits = list(dict.fromkeys(picture.split for picture in job.found))
+    stems = [posixpath.splitext(posixpath.basename(picture.filename))[0] for picture in job.found]
+    if len(splits) < 2 or not all(split in YOLO_SPLIT_KEYS for split in splits) or len(set(stems)) != len(stems):
+        return
+    for split in splits:
+        ids = "".join(f"{stem}\n" for stem, picture in zip(stems, job.found, strict=True) if picture.split == split)
+        staging.put(f"{VOC_IMAGE_SETS}/{YOLO_SPLIT_KEYS[split]}.txt", ids.encode("utf-8", "surrogateescape"))
+
+
 def _voc(job: BoxesJob, staging: Staging) -> None:
     """One annotation file a picture with boxes, named after the picture's stem, and
     labelmap.txt (as Datumaro and CVAT export VOC): every class in label order, those with
@@ -502,6 +517,7 @@ def _voc(job: BoxesJob, staging: Staging) -> None:
     names = [job.classes[label] for label in sorted(job.classes)]
     if not any(":" in name or len(name.splitlines()) != 1 for name in names):  # else a line could not hold it
         staging.put(VOC_LABELMAP, ("# label:color_rgb:parts:actions\n" + "".join(f"{n}:::\n" for n in names)).encode())
+    _voc_image_sets(job, staging)
     for picture in job.found:
         if not picture.boxes:
             continue  # a negative: no annotation file names it
