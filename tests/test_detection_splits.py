@@ -47,6 +47,17 @@ def _ultralytics_layout(root) -> None:
                                      f"{(y1 - y0) / h}\n" for c, x0, y0, x1, y1 in boxes))  # fmt: skip
 
 
+def _voc_devkit(root):
+    """(JPEGImages, ImageSets/Main) of a VOC tree whose lists put a, b in train and c, d in val."""
+    images = write_images(root / "JPEGImages")
+    write_voc(root / "Annotations", origin=1)
+    main = root / "ImageSets" / "Main"
+    main.mkdir(parents=True)
+    (main / "train.txt").write_text("a\nb\n")
+    (main / "val.txt").write_text("c\nd\n")
+    return images, main
+
+
 def _expected(prefixes: dict[str, str] | None = None) -> dict[str, str]:
     prefixes = prefixes or {}
     return {
@@ -143,12 +154,7 @@ def test_ultralytics_coco8_yaml_keeps_train_and_val_and_has_no_test(cli, tmp_pat
 
 def test_voc_image_sets_keep_their_splits(cli, tmp_path):
     root = tmp_path / "VOC2012"
-    images = write_images(root / "JPEGImages")
-    write_voc(root / "Annotations", origin=1)
-    main = root / "ImageSets" / "Main"
-    main.mkdir(parents=True)
-    (main / "train.txt").write_text("a\nb\n")
-    (main / "val.txt").write_text("c\nd\n")
+    images, main = _voc_devkit(root)
     (main / "cat_train.txt").write_text("a  1\nb -1\n")  # per-class lists repeat the splits
     result = cli.convert("detection", images, "--annotations", root / "Annotations", "--voc-origin", "1",
                          "--out", tmp_path / "out")  # fmt: skip
@@ -235,12 +241,7 @@ def test_a_yolo_export_writes_a_data_yaml_whose_splits_convert_back_to_the_same_
 
 def test_a_voc_export_writes_the_devkits_split_lists_and_converts_back_to_the_same_shards(cli, tmp_path):
     root = tmp_path / "VOC2012"
-    images = write_images(root / "JPEGImages")
-    write_voc(root / "Annotations", origin=1)
-    main = root / "ImageSets" / "Main"
-    main.mkdir(parents=True)
-    (main / "train.txt").write_text("a\nb\n")
-    (main / "val.txt").write_text("c\nd\n")
+    images, _ = _voc_devkit(root)
     options = ["--name", "pets", "--voc-origin", "1"]
     first = cli.convert("detection", images, "--annotations", root / "Annotations", *options, "--out", tmp_path / "one")
     assert first.exit_code == 0, first.output
