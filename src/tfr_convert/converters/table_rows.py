@@ -20,6 +20,7 @@ the same bytes.
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import os
 import shutil
@@ -169,14 +170,23 @@ def read_parquet(path: str, read: Callable[[Any], Any], where: str = "") -> Any:
     pa = pyarrow("tfr-convert table")
     prefix = f"{path}: {where + ': ' if where else ''}"
     try:
-        with pa.parquet.ParquetFile(path) as plain:
-            dictionaries = _dictionary_columns(plain)
-            schema = plain.schema_arrow
+        stat = os.stat(path)
+        dictionaries, schema = _footer_plan(path, stat.st_size, stat.st_mtime_ns)
         with pa.parquet.ParquetFile(path, read_dictionary=dictionaries or None) as f:
             return _expanded(read(f), schema, prefix)
     except (pa.ArrowException, OSError, MemoryError) as e:
         text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise SourceError(prefix + text) from None
+
+
+@functools.lru_cache(maxsize=64)
+def _footer_plan(path: str, size: int, mtime_ns: int) -> tuple[list[str], Any]:
+    """(the columns to read as dictionaries, the file's own schema), from its footer, once
+    per file (as it is: its size and time are the key) and process: a run reads a file's
+    row groups one by one."""
+    pa = pyarrow("tfr-convert table")
+    with pa.parquet.ParquetFile(path) as plain:
+        return _dictionary_columns(plain), plain.schema_arrow
 
 
 def _dictionary_columns(f: Any) -> list[str]:

@@ -30,7 +30,6 @@ import numpy as np
 from ..dataset import coco_rle
 from ..dataset.imageformat import sniff_format
 from ..dataset.naming import checked_relative, lines_file
-from ..dataset.splits import SPLIT_FOLDERS
 from ..errors import OptionError, SourceError
 from ..inspect.grid import image_feature
 from .box_numbers import coco_box, f32, keypoint_pixels, number, pixel_corners, yolo_box
@@ -42,6 +41,9 @@ from .staging import Drop, Spool, Staging, staged
 FORMATS = ("coco", "yolo", "voc", "csv")
 IMAGES = "images"
 YOLO_CLASSES = "labels/classes.txt"
+# The splits an export keeps in files of their own, each with its word in them (a key of
+# YOLO's data.yaml, a list of VOC's ImageSets/Main): the ones the converter reads back
+SPLIT_WORDS = {"train": "train", "validation": "val", "test": "test"}
 COCO_SPLITS = "annotations"
 YOLO_DATASET = "data.yaml"  # a YOLO export's dataset file (names, splits), as Ultralytics reads one  # the folder of a COCO export's per-split files
 VOC_IMAGE_SETS = "ImageSets/Main"  # the devkit's split lists, beside Annotations/
@@ -406,7 +408,7 @@ def _coco(job: BoxesJob, staging: Staging) -> None:
     `tfr-convert detection DIR/images --annotations DIR/annotations` reads back, split by split."""
     assert job.found is not None
     splits = list(dict.fromkeys(picture.split for picture in job.found))
-    if len(splits) > 1 and all(SPLIT_FOLDERS.get(split) == split for split in splits):
+    if len(splits) > 1 and all(split in SPLIT_WORDS for split in splits):
         for split in splits:
             _coco_file(
                 job, staging, f"{COCO_SPLITS}/instances_{split}.json", [p for p in job.found if p.split == split]
@@ -470,10 +472,6 @@ def _yolo(job: BoxesJob, staging: Staging) -> None:
         staging.put(job.annotation_file(picture), lines.encode())  # type: ignore[arg-type]
 
 
-# a split's key in a YOLO dataset YAML, and its list's name in VOC's ImageSets/Main
-YOLO_SPLIT_KEYS = {"train": "train", "validation": "val", "test": "test"}
-
-
 def _yolo_dataset(job: BoxesJob, staging: Staging, names: list[str]) -> None:
     """data.yaml, as Ultralytics' dataset files are (`yolo train data=DIR/data.yaml`): the
     names, and each split's pictures in a list file beside it (`./images/NAME` a line,
@@ -485,11 +483,11 @@ def _yolo_dataset(job: BoxesJob, staging: Staging, names: list[str]) -> None:
     assert job.found is not None
     splits = list(dict.fromkeys(picture.split for picture in job.found))
     document: dict[str, Any] = {}
-    if all(split in YOLO_SPLIT_KEYS for split in splits):
+    if all(split in SPLIT_WORDS for split in splits):
         for split in splits:
             listed = "".join(f"./{IMAGES}/{p.filename}\n" for p in job.found if p.split == split)
-            staging.put(f"{YOLO_SPLIT_KEYS[split]}.txt", listed.encode("utf-8", "surrogateescape"))
-            document[YOLO_SPLIT_KEYS[split]] = f"{YOLO_SPLIT_KEYS[split]}.txt"
+            staging.put(f"{SPLIT_WORDS[split]}.txt", listed.encode("utf-8", "surrogateescape"))
+            document[SPLIT_WORDS[split]] = f"{SPLIT_WORDS[split]}.txt"
     document["names"] = dict(enumerate(names))
     staging.put(YOLO_DATASET, yaml.safe_dump(document, allow_unicode=True, sort_keys=False).encode("utf-8"))
 
@@ -501,11 +499,11 @@ def _voc_image_sets(job: BoxesJob, staging: Staging) -> None:
     assert job.found is not None
     splits = list(dict.fromkeys(picture.split for picture in job.found))
     stems = [posixpath.splitext(posixpath.basename(picture.filename))[0] for picture in job.found]
-    if len(splits) < 2 or not all(split in YOLO_SPLIT_KEYS for split in splits) or len(set(stems)) != len(stems):
+    if len(splits) < 2 or not all(split in SPLIT_WORDS for split in splits) or len(set(stems)) != len(stems):
         return
     for split in splits:
         ids = "".join(f"{stem}\n" for stem, picture in zip(stems, job.found, strict=True) if picture.split == split)
-        staging.put(f"{VOC_IMAGE_SETS}/{YOLO_SPLIT_KEYS[split]}.txt", ids.encode("utf-8", "surrogateescape"))
+        staging.put(f"{VOC_IMAGE_SETS}/{SPLIT_WORDS[split]}.txt", ids.encode("utf-8", "surrogateescape"))
 
 
 def _voc(job: BoxesJob, staging: Staging) -> None:
