@@ -328,8 +328,8 @@ def test_export_to_audio_writes_each_recording_back_and_they_convert_to_the_same
     result = cli.export(out, "--to", "audio", "--out", exported, "--quiet")
     assert result.exit_code == 0, result.stderr
     for rel in written:
-        assert (exported / "train" / rel).read_bytes() == (tmp_path / "src" / rel).read_bytes(), rel
-    assert cli.convert("audio", exported / "train", "--out", back, *args).exit_code == 0
+        assert (exported / rel).read_bytes() == (tmp_path / "src" / rel).read_bytes(), rel
+    assert cli.convert("audio", exported, "--out", back, *args).exit_code == 0
     assert {p.name: p.read_bytes() for p in back.glob("*.tfrecord-*")} == {
         p.name: p.read_bytes() for p in out.glob("*.tfrecord-*")
     }
@@ -337,7 +337,7 @@ def test_export_to_audio_writes_each_recording_back_and_they_convert_to_the_same
     assert cli.convert("audio", tmp_path / "src", "--out", kept, "--audio-format", "keep", "--quiet").exit_code == 0
     assert cli.export(kept, "--to", "audio", "--out", again, "--quiet").exit_code == 0
     for rel in written:
-        assert (again / "train" / rel).read_bytes() == (tmp_path / "src" / rel).read_bytes(), rel
+        assert (again / rel).read_bytes() == (tmp_path / "src" / rel).read_bytes(), rel
 
 
 def test_bytes_mode_holds_the_samples_as_one_value_that_tfds_load_export_and_grid_read(cli, tmp_path):
@@ -369,7 +369,7 @@ def test_bytes_mode_holds_the_samples_as_one_value_that_tfds_load_export_and_gri
         assert cli.inspect(out, "--grid", tmp_path / f"{name}.png").exit_code == 0
         assert cli.export(out, "--to", "audio", "--out", tmp_path / f"exported-{name}", "--quiet").exit_code == 0
         for rel in made:
-            assert (tmp_path / f"exported-{name}" / "train" / rel).read_bytes() == (tmp_path / name / rel).read_bytes()
+            assert (tmp_path / f"exported-{name}" / rel).read_bytes() == (tmp_path / name / rel).read_bytes()
     raw_size = sum(p.stat().st_size for p in (tmp_path / "out-src").glob("*.tfrecord-*"))
     assert cli.convert("audio", tmp_path / "src", "--out", tmp_path / "raw", "--quiet").exit_code == 0
     assert sum(p.stat().st_size for p in (tmp_path / "raw").glob("*.tfrecord-*")) > 2 * raw_size

@@ -110,7 +110,7 @@ def test_a_tfds_prepared_detection_dataset_exports_the_same_boxes_to_every_forma
     summary = json.loads(_ok(cli.export(shelves, "--to", fmt, "--out", out, "--json")).stdout)
     assert {s: e["records"] for s, e in summary["splits"].items()} == {"train": 6, "test": 3}
     # COCO: one instances file a split, as COCO ships its own
-    annotations = {"csv": out / "boxes.csv", "voc": out / "Annotations", "coco": out / "annotations",
+    annotations = {"csv": out / "annotations", "voc": out / "Annotations", "coco": out / "annotations",
                    "yolo": out / "labels"}[fmt]  # fmt: skip
     origin = ["--voc-origin", "1"] if fmt == "voc" else []
     _ok(cli.convert("detection", out / "images", "--annotations", annotations, "--out", tmp_path / "again",

@@ -44,15 +44,11 @@ def test_class_folders_come_back_as_the_same_shards(cli, tmp_path):
         _ok(cli.export(tmp_path / "first", "--to", "images", "--out", tmp_path / "x", "--json")).stdout
     )
     assert summary["layout"] == "folders" and summary["label"] == "label"
-    assert sorted(p.name for p in (tmp_path / "x" / "train").iterdir()) == ["cat", "dog", "emu"]
-    assert (tmp_path / "x" / "train" / "dog" / "sub" / "1.png").read_bytes() == (
+    assert sorted(p.name for p in (tmp_path / "x").iterdir()) == ["cat", "dog", "emu"]  # one split: OUT/CLASS/NAME
+    assert (tmp_path / "x" / "dog" / "sub" / "1.png").read_bytes() == (
         pets / "dog" / "sub" / "1.png"
     ).read_bytes()
-    _ok(
-        cli.convert(
-            "images", tmp_path / "x" / "train", "--name", "pets", "--out", tmp_path / "again", "--num-shards", 2
-        )
-    )
+    _ok(cli.convert("images", tmp_path / "x", "--name", "pets", "--out", tmp_path / "again", "--num-shards", 2))
     first = _shards(tmp_path / "first")
     assert len(first) == 2 and _shards(tmp_path / "again") == first
 
@@ -179,8 +175,17 @@ def test_a_plain_tfrecord_exports_by_its_inferred_picture_label_and_file_name(cl
     assert (summary["image"], summary["label"], summary["filename"]) == (
         "image/encoded", "image/class/label", "image/filename"
     )  # fmt: skip
+    # names under no class folder: the layout that converts back to them is csv's
+    assert summary["layout"] == "csv" and summary["notes"] == []
     assert sorted(str(p.relative_to(tmp_path / "x")) for p in (tmp_path / "x").rglob("*.png")) == [
-        "train/0/a.png", "train/0/d.png", "train/1/b/c.png"
+        "a.png", "b/c.png", "d.png"
+    ]  # fmt: skip
+    folders = _ok(cli.export(tmp_path / "plain.tfrecord", "--to", "images", "--layout", "folders",
+                             "--out", tmp_path / "y"))  # fmt: skip
+    assert "note: the records' file names (a.png) are not under their class folders" in folders.stderr
+    assert "--layout csv converts back to the same examples" in folders.stderr
+    assert sorted(str(p.relative_to(tmp_path / "y")) for p in (tmp_path / "y").rglob("*.png")) == [
+        "0/a.png", "0/d.png", "1/b/c.png"
     ]  # fmt: skip
 
 
@@ -189,7 +194,7 @@ def test_a_plain_tfrecord_exports_by_its_inferred_picture_label_and_file_name(cl
     [
         (["a.png", "../escape.png"], "file name '../escape.png' is not a relative path inside the output"),
         (["/etc/x.png"], "file name '/etc/x.png' is not a relative path inside the output"),
-        (["a.png", "b.png", "a.png"], "writes train/0/a.png, as"),
+        (["a.png", "b.png", "a.png"], "writes a.png, as"),
     ],
 )
 def test_bad_or_repeated_file_names_are_exit_1_naming_the_record_with_nothing_written(cli, tmp_path, names, message):
@@ -232,9 +237,9 @@ def test_a_detection_dataset_comes_back_as_the_same_shards_through_its_own_forma
     summary = json.loads(_ok(cli.export(tmp_path / "first", "--to", fmt, "--out", tmp_path / "x", "--json")).stdout)
     assert sum(s["records"] for s in summary["splits"].values()) == len(DATASET)
     out = tmp_path / "x"
-    again = {"csv": out / "boxes.csv", "voc": out / "Annotations", "coco": out / "annotations", "yolo": out / "labels"}[
+    again = {"csv": out / "annotations", "voc": out / "Annotations", "coco": out / "annotations", "yolo": out / "labels"}[
         fmt
-    ]  # fmt: skip (COCO: one instances file a split)
+    ]  # fmt: skip (COCO and CSV: one file a split)
     _ok(cli.convert("detection", out / "images", "--annotations", again, *options, "--out", tmp_path / "again"))
     first = _shards(tmp_path / "first")
     assert len(first) == 2 and _shards(tmp_path / "again") == first

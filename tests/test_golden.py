@@ -200,7 +200,8 @@ GOLDEN = {
 
 GOLDEN_EXPORTS: dict[str, dict[str, str]] = {
     "boxes_csv": {
-        "boxes.csv": "c8b0ff1d8560277f5f6249b21fb44e6af86fa1f647e4c72bfe1d2947fd333a9b",
+        "annotations/boxes_test.csv": "f6016f09a3f42f6da4429114dcb74fd36813cbae8d075b3d270d80e155a18a33",
+        "annotations/boxes_train.csv": "1d0d86c2e82f39e948a5d1c9625908a4fea4ddd1312c080c7962c3bea4e9ecb9",
         "images/b0.png": "6dd68fb77e2c34fca4303b336d79043e7763070864b46b9b0f35aab19a94a8ed",
         "images/b1.png": "22c1a9469e68b6550b0619c43c8b7759da210c1aade422ca34734b2fb94c70ac",
         "images/b2.png": "beb4ca10495bc6f38363b4876e8cdc3a1874803ccebde0f5040b3fc7b744946a",
@@ -610,7 +611,7 @@ def test_the_beam_engine_gives_the_golden_output(outputs, name, tmp_path, monkey
 # tfr-export of golden conversions: every file it writes (relative path -> sha256);
 # parquet's bytes name the writing library's version, so its rows are pinned instead
 EXPORTS = {
-    "images_folders": ("images_keep", ["--to", "images"]),
+    "images_folders": ("images_keep", ["--to", "images", "--layout", "folders"]),
     "images_csv": ("images_keep", ["--to", "images", "--layout", "csv"]),
     "coco": ("detection_csv", ["--to", "coco"]),
     "yolo": ("detection_csv", ["--to", "yolo"]),

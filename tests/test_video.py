@@ -224,13 +224,13 @@ def test_export_to_video_writes_lossless_clips_that_convert_back_to_the_same_sha
     result = cli.export(out, "--to", "video", "--out", exported, "--json")
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["layout"] == "folders"
-    files = sorted(str(p.relative_to(exported / "train")) for p in exported.rglob("*.mkv"))
+    files = sorted(str(p.relative_to(exported)) for p in exported.rglob("*.mkv"))
     assert files == sorted(made)
     for name, frames in made.items():
-        with av.open(str(exported / "train" / name)) as clip:
+        with av.open(str(exported / name)) as clip:
             assert np.array_equal(np.stack([f.to_ndarray(format="rgb24") for f in clip.decode(video=0)]), frames)
     args = ["--no-shuffle", "--quiet", "--name", "clips"]
-    assert cli.convert("video", exported / "train", "--out", back, *args).exit_code == 0
+    assert cli.convert("video", exported, "--out", back, *args).exit_code == 0
     assert _shards(back) == _shards(out)
 
 
@@ -258,14 +258,14 @@ def test_export_to_images_writes_each_clip_as_a_folder_of_its_frames_byte_for_by
         written = sorted(str(p.relative_to(exported)) for p in exported.rglob("*") if p.is_file())
         frames = [f"{name.removesuffix('.mkv')}/{k:06d}.{suffix}" for name in made for k in range(len(made[name]))]
         if layout == "folders":
-            assert written == sorted(f"train/{f}" for f in frames)
+            assert written == sorted(frames)  # one split, class folders: OUT/CLASS/NAME
         else:
             assert written == sorted(["labels.csv", *frames])
             rows = (exported / "labels.csv").read_text().splitlines()
             assert rows[0].startswith("filename,split,label") and sorted(r.split(",")[0] for r in rows[1:]) == sorted(
                 name.removesuffix(".mkv") for name in made
             )
-        base = exported / "train" if layout == "folders" else exported
+        base = exported
         for name, values in stored.items():
             folder = base / name.removesuffix(".mkv")
             assert [p.read_bytes() for p in sorted(folder.iterdir())] == values

@@ -150,7 +150,7 @@ def export(
         summary = {"mode": "dry_run", **summary}
     if plan is not None:
         summary.update(layout=plan.layout, image=plan.image, label=plan.label, filename=plan.filename)
-        summary.update(columns=plan.columns, left_out=plan.left_out)
+        summary.update(columns=plan.columns, left_out=plan.left_out, notes=plan.notes)
     skips = options.skips or Skips()
     if options.skips is not None:
         summary.update(skipped_fields(skips))
@@ -172,5 +172,7 @@ def export(
     else:
         skipped = f" ({skips.total} skipped)" if skips.total else ""
         click.echo(f"{counts} records -> {out} ({what}){skipped}")
+    for note in plan.notes if plan is not None else []:
+        click.echo(f"note: {note}", err=True)
     if plan is not None and plan.left_out:
         click.echo(f"note: features not written (lists, or not in this layout): {', '.join(plan.left_out)}", err=True)

@@ -34,7 +34,7 @@ from . import box_formats
 from .base import Converter, SourceContext, fingerprint
 from .box_formats import Annotations, Box, ImageBoxes
 from .box_formats.class_names import find_dataset_yaml, read_names
-from .box_formats.splits import coco_split_files, in_split_folder, merged, voc_image_sets, yolo_yaml_splits
+from .box_formats.splits import split_files, in_split_folder, merged, voc_image_sets, yolo_yaml_splits
 from .folders import IMAGE_SUFFIXES, FileItems, dataset_name, list_files, named
 from .grouping import plan_groups
 from .imaging import DecodePolicy, probe, reencode
@@ -272,8 +272,9 @@ class DetectionConverter(FileItems, Converter):
             return box_formats.read(path, fmt, images, classes, options.voc_origin, masks=options.masks)
 
         per_split = list(options.split_annotations)
-        if not per_split and fmt == "coco" and os.path.isdir(options.annotations):
-            per_split = [(split, path) for split, path, _ in coco_split_files(options.annotations)]
+        if not per_split and fmt in ("coco", "csv") and os.path.isdir(options.annotations):
+            suffix = ".json" if fmt == "coco" else ".csv"
+            per_split = [(split, path) for split, path, _ in split_files(options.annotations, suffix)]
         if per_split:
             parts = [(split, in_split_folder(read(path), images, path, split)) for split, path in per_split]
             found = merged(parts)

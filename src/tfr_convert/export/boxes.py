@@ -44,8 +44,8 @@ YOLO_CLASSES = "labels/classes.txt"
 # The splits an export keeps in files of their own, each with its word in them (a key of
 # YOLO's data.yaml, a list of VOC's ImageSets/Main): the ones the converter reads back
 SPLIT_WORDS = {"train": "train", "validation": "val", "test": "test"}
-COCO_SPLITS = "annotations"
-YOLO_DATASET = "data.yaml"  # a YOLO export's dataset file (names, splits), as Ultralytics reads one  # the folder of a COCO export's per-split files
+COCO_SPLITS = "annotations"  # the folder of a COCO or CSV export's per-split files
+YOLO_DATASET = "data.yaml"  # a YOLO export's dataset file (names, splits), as Ultralytics reads one
 VOC_IMAGE_SETS = "ImageSets/Main"  # the devkit's split lists, beside Annotations/
 VOC_LABELMAP = "labelmap.txt"  # Datumaro's and CVAT's list of a VOC dataset's classes
 # what XML 1.0 cannot hold, escaped or not
@@ -535,12 +535,27 @@ def _voc(job: BoxesJob, staging: Staging) -> None:
 
 
 def _csv(job: BoxesJob, staging: Staging) -> None:
+    """boxes.csv, a row a box. A dataset of several splits, each a split the converter
+    reads from a file's name, is one file a split, annotations/boxes_SPLIT.csv (as COCO's
+    instances files), each listing its pictures without boxes too (a row with no class
+    and no corners), so that `--annotations DIR/annotations` reads every split back."""
     assert job.found is not None
-    with staging.csv("boxes.csv") as rows:
+    splits = list(dict.fromkeys(picture.split for picture in job.found))
+    if len(splits) > 1 and all(split in SPLIT_WORDS for split in splits):
+        for split in splits:
+            _csv_file(staging, f"{COCO_SPLITS}/boxes_{split}.csv", [p for p in job.found if p.split == split], True)
+    else:
+        _csv_file(staging, "boxes.csv", job.found, False)
+
+
+def _csv_file(staging: Staging, name: str, pictures: list[Picture], negatives: bool) -> None:
+    with staging.csv(name) as rows:
         rows.row(["filename", "width", "height", "class", "xmin", "ymin", "xmax", "ymax"])
-        for picture in job.found:
+        for picture in pictures:
             for box in picture.boxes:
                 rows.row([picture.filename, picture.width, picture.height, box["text"], *map(number, box["values"])])
+            if negatives and not picture.boxes:
+                rows.row([picture.filename, picture.width, picture.height, "", "", "", "", ""])
 
 
 ANNOTATIONS = {"coco": _coco, "yolo": _yolo, "voc": _voc, "csv": _csv}

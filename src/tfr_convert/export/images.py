@@ -2,6 +2,12 @@
 
 - folders: `OUT/SPLIT/CLASS/NAME`, a folder per class name (every class, even one with
   no picture in a split, so a folder listing numbers the classes as the dataset did).
+  Each file goes back where it was under the folder the dataset came from: a NAME led by
+  its split's folder (`train/cat/1.jpg`) or by its class folder is not given them twice,
+  and a dataset of class folders (one split, train, its names led by no split folder) is
+  `OUT/CLASS/NAME`, so `tfr-convert images OUT` gives the same examples again. Where
+  that cannot be (names under no class folder, as a CSV of labels gives them; splits
+  drawn by ratio), the export says so, and without --layout takes csv instead.
 - csv: `OUT/NAME` and one `OUT/labels.csv` with `filename` (relative to the CSV),
   `split`, the label and one column per other scalar feature, written so that
   `tfr-convert images OUT --labels OUT/labels.csv --label-column LABEL --split-column split`
@@ -71,6 +77,8 @@ class Plan:
     media_rate: int = 0  # the feature's sample rate (0: none said)
     media_packed: bool = False  # a recording's samples as one bytes value (TFDS's encoding BYTES)
     frames: bool = False  # the feature is a clip's frames (TFDS's Video): a folder of them each
+    split_folders: bool = True  # folders: each split in OUT/SPLIT (not where every name has its own)
+    notes: list[str] = field(default_factory=list)  # what the user must know of the export
 
     def label_text(self, index: int) -> str:
         """The label as the CSV or folder shows it: the class name where names are known
@@ -114,8 +122,10 @@ def plan(source: ExportSource, layout: str | None, image: str | None = None, lab
     own = {image, label, filename, mask, *OWN_FEATURES}
     columns = sorted(n for n in scalars - own if not n.startswith("image/") or schema[n].dtype != "string")
     left_out = sorted(set(schema) - scalars - own)
+    folders_note = _folders_note(example, filename, label, names.get(label, []) if label else [], list(source.splits))
     if layout is None:
         layout = "masks" if mask is not None else "folders" if label is not None and not columns else "csv"
+        layout = "csv" if layout == "folders" and folders_note else layout
     raw = manifest_raw_shape(source.dataset) if source.dataset is not None else None
     if layout == "masks":  # the picture and its mask, nothing else
         left_out = sorted({*left_out, *columns, *([label] if label else [])})
@@ -129,8 +139,44 @@ def plan(source: ExportSource, layout: str | None, image: str | None = None, lab
             checked_component(name, f"class {number} of {label!r} (a folder of the export)")
     frames = schema[image].shape != ()  # a list of pictures in a record: a clip's frames
     return Plan(
-        image, label, names.get(label, []) if label else [], filename, columns, left_out, layout, raw, frames=frames
+        image,
+        label,
+        names.get(label, []) if label else [],
+        filename,
+        columns,
+        left_out,
+        layout,
+        raw,
+        frames=frames,
+        split_folders=filename is None or list(source.splits) != ["train"],
+        notes=[folders_note] if layout == "folders" and folders_note else [],
     )
+
+
+def _folders_note(example: dict, filename: str | None, label: str | None, names: list[str], splits: list[str]) -> str:
+    """Why the folders layout would not convert back to the same file names ("" where it
+    would), judged by the first record: its name must lead with its class folder, and
+    with its split's folder where the dataset has another split than train."""
+    if filename is None or label is None:
+        return ""  # no names to give back (MNIST, CIFAR): numbered files
+    name = _cell(*example.get(filename, (None, [b""])), filename)
+    values = example.get(label, (None, []))[1]
+    if len(values) != 1:
+        return ""
+    first, _, rest = name.partition("/")
+    in_split = bool(rest) and first.lower() in SPLIT_FOLDERS
+    folder = names[int(values[0])] if 0 <= int(values[0]) < len(names) else str(int(values[0]))
+    if not (rest if in_split else name).startswith(folder + "/"):
+        return (
+            f"the records' file names ({name}) are not under their class folders: converting OUT again "
+            "names them CLASS/NAME; --layout csv converts back to the same examples"
+        )
+    if not in_split and splits != ["train"]:
+        return (
+            f"the records' file names ({name}) hold no split folder: converting OUT again names them "
+            "SPLIT/CLASS/NAME; --layout csv converts back to the same examples"
+        )
+    return ""
 
 
 def _picture(value: bytes, example: dict, plan: Plan) -> tuple[bytes, str]:
@@ -239,7 +285,9 @@ class ImagesJob(Job):
 
     def end(self, split: str) -> dict[str, Any]:
         out = self._staging.out if self._staging is not None else ""
-        return {"folder": fs.join(out, split)} if self.plan.layout != "csv" else {"csv": fs.join(out, CSV_NAME)}
+        if self.plan.layout == "csv":
+            return {"csv": fs.join(out, CSV_NAME)}
+        return {"folder": fs.join(out, split) if self.plan.split_folders else out}
 
     def close(self) -> None:
         if self._csv is not None:
@@ -268,7 +316,7 @@ def write(
     if plan.layout == "folders" and not dry_run:
         for split in source.splits:  # every class a folder, so listing them numbers them alike
             for name in plan.names:
-                fs.makedirs(fs.join(out, split, name))
+                fs.makedirs(fs.join(out, split, name) if plan.split_folders else fs.join(out, name))
     return written
 
 
@@ -305,7 +353,7 @@ def _item(
         return posixpath.join(split, "images", name), data, None
     if plan.layout == "folders":
         folder = plan.folder(index) if index is not None else ""
-        top, rest = split, name
+        top, rest = split if plan.split_folders else "", name
         first, _, after = name.partition("/")
         if after and SPLIT_FOLDERS.get(first.lower()) == split:  # ROOT/SPLIT/CLASS/...: the split's folder as it was
             top, rest = first, after

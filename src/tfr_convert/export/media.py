@@ -50,7 +50,8 @@ def media_plan(source: ExportSource, target: str, layout: str | None, feature: s
     own = set(_OWN[target])  # what the file itself holds: no CSV column, not left out
     chosen = plan(source, layout or "csv", feature, label)
     if layout is None and chosen.label is not None and not set(chosen.columns) - own:
-        chosen = plan(source, "folders", feature, label)  # a class label and nothing else to keep
+        folders = plan(source, "folders", feature, label)  # a class label and nothing else to keep
+        chosen = chosen if folders.notes else folders  # ... unless they would not come back as they were
     return dataclasses.replace(
         chosen,
         render=media_file,

@@ -32,7 +32,7 @@ CONVERTERS = ("tfr_convert.converters.detection:DetectionConverter",)
     multiple=True,
     type=SplitOrPath(exists=True),
     metavar="[SPLIT=]PATH",
-    help="The boxes: a CSV, a COCO .json (or a folder of one a split), or a folder of VOC .xml or YOLO "
+    help="The boxes: a CSV or a COCO .json (or a folder of them, one a split), or a folder of VOC .xml or YOLO "
     ".txt files; SPLIT=PATH, repeated, gives each split its own (train=..., val=...).",
 )
 @click.option(

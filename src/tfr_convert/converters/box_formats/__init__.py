@@ -1,7 +1,7 @@
 """Box annotations in the four formats people bring, read into one shape (common.py).
 
 `detect` tells the format from PATH: a .csv file, a COCO .json, a folder of VOC
-.xml files or a folder of YOLO .txt files.
+.xml files or a folder of YOLO .txt files (a folder of .json or .csv files: one a split).
 """
 
 from __future__ import annotations
@@ -29,7 +29,9 @@ def detect(path: str) -> str:
     if xml and not txt:
         return "voc"
     if not xml and not txt and any(n.lower().endswith(".json") for n in names):
-        return "coco"  # a folder of instances files, one a split (splits.coco_split_files)
+        return "coco"  # a folder of instances files, one a split (splits.split_files)
+    if not xml and not txt and any(n.lower().endswith(".csv") for n in names):
+        return "csv"  # a folder of box CSVs, one a split
     if not xml and (txt or subfolders):
         return "yolo"
     raise SourceError(

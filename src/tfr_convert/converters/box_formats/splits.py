@@ -35,12 +35,13 @@ def split_word(stem: str) -> tuple[str, str] | None:
     return None
 
 
-def coco_split_files(folder: str) -> list[tuple[str, str, str]]:
-    """(split, instances file, the split's word in its name) of a folder of COCO files:
-    the instances_* files where there are any (captions and keypoints files sit beside
-    them), else every .json; each must name its split, one file a split."""
-    files = sorted(f for f in os.listdir(folder) if f.lower().endswith(".json") and not f.startswith("."))
-    instances = [f for f in files if f.lower().startswith("instances")]
+def split_files(folder: str, suffix: str) -> list[tuple[str, str, str]]:
+    """(split, annotations file, the split's word in its name) of a folder of COCO .json
+    or box .csv files: for COCO the instances_* files where there are any (captions and
+    keypoints files sit beside them), else every file of the suffix; each must name its
+    split, one file a split."""
+    files = sorted(f for f in os.listdir(folder) if f.lower().endswith(suffix) and not f.startswith("."))
+    instances = [f for f in files if f.lower().startswith("instances")] if suffix == ".json" else []
     by_split: dict[str, list[tuple[str, str]]] = {}
     for name in instances or files:
         found = split_word(os.path.splitext(name)[0])
