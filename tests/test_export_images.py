@@ -45,9 +45,7 @@ def test_class_folders_come_back_as_the_same_shards(cli, tmp_path):
     )
     assert summary["layout"] == "folders" and summary["label"] == "label"
     assert sorted(p.name for p in (tmp_path / "x").iterdir()) == ["cat", "dog", "emu"]  # one split: OUT/CLASS/NAME
-    assert (tmp_path / "x" / "dog" / "sub" / "1.png").read_bytes() == (
-        pets / "dog" / "sub" / "1.png"
-    ).read_bytes()
+    assert (tmp_path / "x" / "dog" / "sub" / "1.png").read_bytes() == (pets / "dog" / "sub" / "1.png").read_bytes()
     _ok(cli.convert("images", tmp_path / "x", "--name", "pets", "--out", tmp_path / "again", "--num-shards", 2))
     first = _shards(tmp_path / "first")
     assert len(first) == 2 and _shards(tmp_path / "again") == first
@@ -237,9 +235,12 @@ def test_a_detection_dataset_comes_back_as_the_same_shards_through_its_own_forma
     summary = json.loads(_ok(cli.export(tmp_path / "first", "--to", fmt, "--out", tmp_path / "x", "--json")).stdout)
     assert sum(s["records"] for s in summary["splits"].values()) == len(DATASET)
     out = tmp_path / "x"
-    again = {"csv": out / "annotations", "voc": out / "Annotations", "coco": out / "annotations", "yolo": out / "labels"}[
-        fmt
-    ]  # fmt: skip (COCO and CSV: one file a split)
+    again = {
+        "csv": out / "annotations",
+        "voc": out / "Annotations",
+        "coco": out / "annotations",
+        "yolo": out / "labels",
+    }[fmt]  # fmt: skip (COCO and CSV: one file a split)
     _ok(cli.convert("detection", out / "images", "--annotations", again, *options, "--out", tmp_path / "again"))
     first = _shards(tmp_path / "first")
     assert len(first) == 2 and _shards(tmp_path / "again") == first

@@ -216,7 +216,7 @@ def voc_image_sets(root: Path) -> None:
 def _table() -> dict[str, list]:
     return {
         "id": list(range(12)),
-        "name": [f"row {i}, quoted \"{i}\"" for i in range(12)],
+        "name": [f'row {i}, quoted "{i}"' for i in range(12)],
         "score": [None if i % 4 == 1 else i * 0.25 for i in range(12)],
         "kind": [["a", "b", "c"][i % 3] for i in range(12)],
     }
@@ -343,7 +343,9 @@ def _media(command: str, folders: Callable, split: Callable, labelled: Callable,
                 (f"{{src}}/{top}", "--labels", "{src}/labels.csv", "--label-column", column, *RATIO),
                 (*_LABELS_BACK, "--label-column", column),
             ),
-            "class folders, split by ratio": Trip(command, folders, ("{src}", *RATIO), (*_LABELS_BACK, "--label-column", "label")),
+            "class folders, split by ratio": Trip(
+                command, folders, ("{src}", *RATIO), (*_LABELS_BACK, "--label-column", "label")
+            ),
         },
     }
 
@@ -377,8 +379,13 @@ MATRIX: dict[str, dict[str, Trip | Said]] = {
             Trip("images", class_folders, ("{src}", *RATIO), ("{x}",), ("--layout", "folders")), "--layout csv"
         ),
         "CSV labels": Said(
-            Trip("images", csv_labels, ("{src}/photos", "--labels", "{src}/labels.csv", "--label-column", "species"),
-                 ("{x}",), ("--layout", "folders")),  # fmt: skip
+            Trip(
+                "images",
+                csv_labels,
+                ("{src}/photos", "--labels", "{src}/labels.csv", "--label-column", "species"),
+                ("{x}",),
+                ("--layout", "folders"),
+            ),
             "--layout csv",
         ),
     },
@@ -414,9 +421,11 @@ MATRIX: dict[str, dict[str, Trip | Said]] = {
         ),
         "Parquet split files": Trip("table", table_parquet_splits, ("{src}", "--nulls", "fill"), ("{x}",)),
         "JSON Lines, nulls omitted": Trip(
-            "table", table_json_lines, ("{src}/rows.jsonl", "--nulls", "omit", "--label-column", "kind"),
+            "table",
+            table_json_lines,
+            ("{src}/rows.jsonl", "--nulls", "omit", "--label-column", "kind"),
             ("{x}", "--nulls", "omit"),
-        ),  # fmt: skip
+        ),
         "HF DatasetDict": Trip("table", hf_dataset_dict, ("{src}/hf",), ("{x}",)),
     },
     **_media("audio", recordings, recordings_split_folders, recordings_csv, "sounds", "word"),

@@ -34,7 +34,7 @@ from . import box_formats
 from .base import Converter, SourceContext, fingerprint
 from .box_formats import Annotations, Box, ImageBoxes
 from .box_formats.class_names import find_dataset_yaml, read_names
-from .box_formats.splits import split_files, in_split_folder, merged, voc_image_sets, yolo_yaml_splits
+from .box_formats.splits import in_split_folder, merged, split_files, voc_image_sets, yolo_yaml_splits
 from .folders import IMAGE_SUFFIXES, FileItems, dataset_name, list_files, named
 from .grouping import plan_groups
 from .imaging import DecodePolicy, probe, reencode

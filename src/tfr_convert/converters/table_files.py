@@ -25,7 +25,7 @@ from ..dataset.splits import SPLIT_FOLDERS
 from ..errors import SourceError, shown
 from ..optional import pyarrow
 from ..storage import fs
-from . import csvtable, json_nesting
+from . import csvtable, json_nesting, json_numbers
 from .arrow_features import MAX_NESTING
 from .arrow_numpy import from_numpy, strings
 from .folders import dataset_name
@@ -144,7 +144,25 @@ def _json_lines(path: str) -> Any:
         raise SourceError(
             f"{path}: line {found.line}: nested {found.depth} levels deep; a table holds at most {MAX_NESTING}"
         )
-    return arrow_json.read_json(local)
+    table = arrow_json.read_json(local)
+    if any(_floating(field.type) for field in table.schema):  # where pyarrow put an integer past int64
+        with open(local, "rb") as f:
+            past = json_numbers.past_int64(f)
+        if past is not None:
+            line, place, value = past
+            raise SourceError(
+                f"{path}: line {line}: {place or 'the value'} is {value}, an integer past int64 (which an Example's "
+                "int64 list cannot hold, and pyarrow reads as a float, losing digits): write it as a string "
+                '("...") to keep every digit as text, or as a decimal (1.8e19) where a float will do'
+            )
+    return table
+
+
+def _floating(kind: Any) -> bool:
+    """Whether an Arrow type is, or holds, floats."""
+    if pyarrow("tfr-convert table").types.is_floating(kind):
+        return True
+    return any(_floating(kind.field(i).type) for i in range(kind.num_fields))
 
 
 def _local(path: str) -> str:
