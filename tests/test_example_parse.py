@@ -12,7 +12,7 @@ import tensorflow as tf
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tfr_convert.dataset.example import ExampleDecodeError, outline, parse, values_of
+from tfr_convert.dataset.example import ExampleDecodeError, few_values_of, outline, parse, serialize, values_of
 
 
 def _varint(n: int) -> bytes:
@@ -139,6 +139,21 @@ def test_values_of_reads_the_named_features_only(written, data):
     record, expected, _ = written
     names = data.draw(st.sets(st.sampled_from([*sorted(expected), "absent"])))
     assert _same(values_of(record, names), {n: v for n, v in expected.items() if n in names})
+
+
+@settings(max_examples=300, deadline=None)
+@given(_example(), st.data())
+def test_few_values_of_reads_as_values_of_whatever_the_records_shape(written, data):
+    """The fast path (plain records: entries stepped over by length) against the simple
+    one, on records of every shape: unknown fields, value before key, names twice, long
+    lists, negative and large integers; and on the plain records writers give."""
+    record, expected, _ = written
+    names = data.draw(st.sets(st.sampled_from([*sorted(expected), "absent"])))
+    want = values_of(record, names)
+    assert _same(few_values_of(record, {n.encode() for n in names}), want)
+    labels = data.draw(st.lists(st.integers(-(2**63), 2**63 - 1) | st.integers(0, 127), max_size=4))
+    plain = serialize({"label": np.array(labels, np.int64), "other": [b"\n\x05label\x12" * 3]})
+    assert few_values_of(plain, {b"label"}) == values_of(plain, {"label"}) == {"label": ("int64_list", labels)}
 
 
 @settings(max_examples=100, deadline=None)

@@ -1,4 +1,5 @@
-"""--verify: every record's framing and both CRCs, and a dataset directory against its metadata.
+"""--verify: every record's framing and both CRCs, and a dataset directory against its metadata
+(its shards, their counts and sha256s; its labels against their ClassLabels: labels.py).
 
 Every problem is reported (not just the first): after a data-CRC mismatch the
 scan goes on to the next record; any other framing problem ends that file's
@@ -15,13 +16,15 @@ from ..dataset.existing import ExistingDataset, compressed_note
 from ..dataset.naming import MANIFEST, ShardName
 from ..errors import SourceError
 from ..storage import fs
+from .labels import class_counts, label_findings, tally
 from .paths import resolve
 from .summary import counted
 
 
-def verify_file(path: str, with_sha256: bool = False) -> dict[str, Any]:
+def verify_file(path: str, with_sha256: bool = False, labels: dict[str, int] | None = None) -> dict[str, Any]:
     """Problems of one file, found by its container's own checks; its sha256 too when
-    asked (a manifest lists one to compare)."""
+    asked (a manifest lists one to compare); its labels outside their ClassLabels' names
+    (`labels`: {feature: how many names}) where its records are sound."""
     container = containers.of_file(path)
     checked = container.verify(path, with_sha256)
     result: dict[str, Any] = {
@@ -36,6 +39,8 @@ def verify_file(path: str, with_sha256: bool = False) -> dict[str, Any]:
     }
     if "sha256" in checked:
         result["sha256"] = checked["sha256"]
+    if labels and not result["problems"]:
+        result["labels"] = tally(path, labels)
     return result
 
 
@@ -135,9 +140,18 @@ def verify(paths: list[str]) -> dict[str, Any]:
     inputs = resolve(paths)
     # sha256 costs more than reading and CRC together: only where a manifest has one to compare
     with_manifest = [d.rstrip("/") + "/" for d in inputs.datasets if fs.exists(fs.join(d, MANIFEST))]
-    files = _verified(inputs.files, with_manifest)
+    labelled = {fs.join(fs.normpath(d), ""): class_counts(d) for d in inputs.datasets}
+    files = _verified(inputs.files, with_manifest, {d: c for d, c in labelled.items() if c})
     by_path = {fs.normpath(f["path"]): f for f in files}
-    datasets = [{"path": d, "problems": verify_dataset(d, by_path), "notes": _notes(d, files)} for d in inputs.datasets]
+    datasets = []
+    for d in inputs.datasets:
+        counts = class_counts(d)
+        mine = [(split, name, by_path.get(fs.normpath(fs.join(d, name)))) for split, name in _shards(d)]
+        tallies = [(split, name, f.pop("labels", {})) for split, name, f in mine if f is not None]
+        wrong, said = label_findings(counts, tallies)
+        datasets.append({"path": d, "problems": verify_dataset(d, by_path) + wrong, "notes": _notes(d, files) + said})
+    for f in files:
+        f.pop("labels", None)
     # without metadata, the names alone still show a shard set with gaps
     datasets += [{"path": d, "problems": p} for d, p in shard_set_problems(inputs.files, inputs.datasets).items()]
     count = sum(len(f["problems"]) for f in files) + sum(len(d["problems"]) for d in datasets)
@@ -151,14 +165,28 @@ def verify(paths: list[str]) -> dict[str, Any]:
     }
 
 
-def _verified(paths: list[str], with_manifest: list[str]) -> list[dict[str, Any]]:
+def _shards(directory: str) -> list[tuple[str, str]]:
+    """(split, file name) of each shard a dataset's metadata lists ([] where it cannot be read)."""
+    try:
+        dataset = ExistingDataset(directory)
+        return [(split, name) for split in dataset.splits() for name in dataset.shard_names(split)]
+    except (SourceError, KeyError, TypeError, ValueError, AttributeError):
+        return []
+
+
+def _verified(paths: list[str], with_manifest: list[str], labelled: dict[str, dict[str, int]]) -> list[dict[str, Any]]:
     """verify_file of every path, in order, several files at once, on every core: in
     forked processes where the files are local (a scan's per-record work holds the GIL;
-    its reading, sha256 and CRC32C would not), else on threads."""
+    its reading, sha256 and CRC32C would not), else on threads. A file of a dataset in
+    `labelled` ({directory/: its ClassLabels' sizes}) has its labels tallied too."""
     import multiprocessing
     from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 
-    jobs = [(p, any(p.startswith(d) for d in with_manifest)) for p in paths]
+    def counts(path: str) -> dict[str, int]:
+        inside = fs.join(fs.normpath(fs.dirname(path) or "."), "")
+        return labelled.get(inside, {})
+
+    jobs = [(p, any(p.startswith(d) for d in with_manifest), counts(p)) for p in paths]
     cores = min(len(paths), os.cpu_count() or 1)
     if cores < 2:
         return [verify_file(*job) for job in jobs]
