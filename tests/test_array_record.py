@@ -188,3 +188,25 @@ def test_without_the_library_the_format_says_what_to_install(mnist_src, tmp_path
     )  # fmt: skip
     assert result.returncode == 2 and hint("array_record") in result.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_shards_that_are_mostly_the_formats_padding_are_a_warning_naming_the_smaller_choice(cli, tmp_path):
+    """Riegeli pads to 64 KiB blocks before the footer: an ArrayRecord file of a few
+    records is 128 KiB. A conversion that writes such files says so, in the summary and
+    the manifest; one of larger shards does not."""
+    (tmp_path / "tiny.csv").write_text("a,b\n1,x\n2,y\n3,z\n")
+    out = tmp_path / "tiny"
+    result = cli.convert("table", tmp_path / "tiny.csv", "--format", "array_record", "--out", out, "--json")
+    assert result.exit_code == 0, result.output
+    (warning,) = json.loads(result.stdout)["warnings"]
+    assert warning.startswith("1 of 1 ArrayRecord shards are the format's smallest file, 128 KiB")
+    assert "--format tfrecord" in warning and "--num-shards" not in warning  # one shard already
+    assert [p.stat().st_size for p in out.glob("*.array_record-*")] == [128 << 10]
+    assert json.loads((out / "manifest.json").read_text())["warnings"] == [warning]
+    many = cli.convert("table", tmp_path / "tiny.csv", "--format", "array_record", "--num-shards", "3",
+                       "--out", tmp_path / "many", "--json")  # fmt: skip
+    assert "fewer shards (--num-shards 1)" in json.loads(many.stdout)["warnings"][0]
+    wide = tmp_path / "wide.csv"
+    wide.write_text("a,b\n" + "".join(f"{i},{'x' * 200}\n" for i in range(1000)))
+    large = cli.convert("table", wide, "--format", "array_record", "--out", tmp_path / "wide", "--json")
+    assert json.loads(large.stdout)["warnings"] == []

@@ -24,6 +24,25 @@ from ..storage.reading import HashingReader
 from .base import MAX_RECORD_BYTES, Container, Opener, Problem, Record, ShardFileWriter
 
 WRITER_OPTIONS = {"none": "group_size:1,uncompressed", "zstd": "group_size:1,zstd:3"}
+# The smallest ArrayRecord file: Riegeli pads to a 64 KiB block boundary before the
+# footer, which takes a block of its own, whatever the records hold.
+SMALLEST_FILE = 128 << 10
+
+
+def padding_note(sizes: list[int], splits: int) -> str | None:
+    """A word for a dataset whose ArrayRecord shards (`sizes`: bytes each, of `splits`
+    splits) are mostly the format's padding, None where none is."""
+    small = [n for n in sizes if n <= SMALLEST_FILE]
+    if not small:
+        return None
+    fewer = "fewer shards (--num-shards 1) or " if len(sizes) > splits else ""
+    return (
+        f"{len(small)} of {len(sizes)} ArrayRecord shards are the format's smallest file, 128 KiB, most of it "
+        f"padding (Riegeli pads to 64 KiB blocks before the footer): for data this small, {fewer}--format tfrecord "
+        "takes less space"
+    )
+
+
 # The first bytes of every Riegeli file: the signature chunk's header.
 SIGNATURE = bytes.fromhex("83af70d10d884a3f")
 # Records read per call when scanning: bounded memory, few calls.

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import containers
+from ..containers import array_record
 from ..converters.base import Converter
 from ..dataset import order_quality
 from ..dataset import splits as splitting
@@ -110,6 +111,9 @@ def commit_with_metadata(
     # may refine features, or refuse (e.g. mixed shapes for raw), or have a word on the whole run
     found_warnings = [*found_warnings, *(converter.finish(observations) or [])]
     out.name_shards(results, name, options.file_format)
+    if options.file_format == "array_record":
+        padded = array_record.padding_note([shard.bytes for r in results for shard in r.shards], len(results))
+        found_warnings = [*found_warnings, *([padded] if padded else [])]
     description = converter.description
     if options.compression != "none":  # the metadata stays whole (load() and tfr-inspect use it); TFDS is told
         found_warnings = [*found_warnings, compressed_note(options.compression)]
