@@ -266,62 +266,50 @@ def _tone(seed: int) -> np.ndarray:
     return (np.sin(np.arange(800 + 37 * seed) * (0.02 + 0.01 * seed)) * 9000).astype(np.int16)
 
 
-def recordings(root: Path, top: str = "") -> list[str]:
+def _wav(path: Path, seed: int) -> None:
     import soundfile as sf
 
-    made = []
-    for c, name in enumerate(("cat", "dog")):
-        for i in range(3):
-            rel = f"{top}{name}/{i}.wav"
-            (root / rel).parent.mkdir(parents=True, exist_ok=True)
-            sf.write(root / rel, _tone(10 * c + i), 8000, subtype="PCM_16")
-            made.append(rel)
-    return made
+    sf.write(path, _tone(seed), 8000, subtype="PCM_16")
 
 
-def recordings_split_folders(root: Path) -> None:
-    recordings(root, "train/")
-    recordings(root, "val/")
-
-
-def recordings_csv(root: Path) -> None:
-    names = recordings(root / "sounds")
-    with open(root / "labels.csv", "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["path", "word", "speaker"])
-        writer.writerows([name, ["yes", "no"][i % 2], f"s{i % 3}"] for i, name in enumerate(names))
-
-
-def clips(root: Path, top: str = "") -> list[str]:
+def _mkv(path: Path, seed: int) -> None:
+    """A lossless FFV1 clip: it decodes to exactly its frames."""
     import av
 
-    made = []
-    for c, name in enumerate(("cat", "dog")):
-        for i in range(2):
-            rel = f"{top}{name}/{i}.mkv"
-            (root / rel).parent.mkdir(parents=True, exist_ok=True)
-            frames = np.random.default_rng(10 * c + i).integers(0, 256, (3 + i, 16, 24, 3), dtype=np.uint8)
-            with av.open(str(root / rel), "w") as out:
-                stream = out.add_stream("ffv1", rate=10)
-                stream.width, stream.height, stream.pix_fmt = 24, 16, "bgr0"
-                for frame in frames:
-                    out.mux(stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")))
-                out.mux(stream.encode())
-            made.append(rel)
-    return made
+    frames = np.random.default_rng(seed).integers(0, 256, (3 + seed % 2, 16, 24, 3), dtype=np.uint8)
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("ffv1", rate=10)
+        stream.width, stream.height, stream.pix_fmt = 24, 16, "bgr0"
+        for frame in frames:
+            out.mux(stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")))
+        out.mux(stream.encode())
 
 
-def clips_split_folders(root: Path) -> None:
-    clips(root, "train/")
-    clips(root, "val/")
+def _media_sources(write: Callable[[Path, int], None], suffix: str, folder: str, columns: tuple[str, str]):
+    """(class folders, split folders, a CSV of labels) of recordings or clips."""
 
+    def class_folders(root: Path, top: str = "") -> list[str]:
+        made = []
+        for c, name in enumerate(("cat", "dog")):
+            for i in range(3):
+                rel = f"{top}{name}/{i}{suffix}"
+                (root / rel).parent.mkdir(parents=True, exist_ok=True)
+                write(root / rel, 10 * c + i)
+                made.append(rel)
+        return made
 
-def clips_csv(root: Path) -> None:
-    names = clips(root / "clips")
-    with open(root / "labels.csv", "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["path", "action", "scene"])
-        writer.writerows([name, ["run", "sit"][i % 2], f"scene {i}"] for i, name in enumerate(names))
+    def split_folders(root: Path) -> None:
+        class_folders(root, "train/")
+        class_folders(root, "val/")
+
+    def labelled(root: Path) -> None:
+        names = class_folders(root / folder)
+        with open(root / "labels.csv", "w", newline="") as f:
+            writer = csv.writer(f)
+            writer.writerow(["path", *columns])
+            writer.writerows([name, ["yes", "no"][i % 2], f"s {i % 3}"] for i, name in enumerate(names))
+
+    return class_folders, split_folders, labelled
 
 
 # ---------------------------------------------------------------- the matrix
@@ -329,8 +317,9 @@ def clips_csv(root: Path) -> None:
 _LABELS_BACK = ("{x}", "--labels", "{x}/labels.csv", "--split-column", "split")
 
 
-def _media(command: str, folders: Callable, split: Callable, labelled: Callable, top: str, column: str):
+def _media(command: str, write: Callable[[Path, int], None], suffix: str, top: str, column: str):
     """The rows of --to audio|video: class folders, split folders, a CSV of labels."""
+    folders, split, labelled = _media_sources(write, suffix, top, (column, "speaker"))
     return {
         f"{command}/folders": {
             "class folders": Trip(command, folders, ("{src}",), ("{x}",)),
@@ -428,8 +417,8 @@ MATRIX: dict[str, dict[str, Trip | Said]] = {
         ),
         "HF DatasetDict": Trip("table", hf_dataset_dict, ("{src}/hf",), ("{x}",)),
     },
-    **_media("audio", recordings, recordings_split_folders, recordings_csv, "sounds", "word"),
-    **_media("video", clips, clips_split_folders, clips_csv, "clips", "action"),
+    **_media("audio", _wav, ".wav", "sounds", "word"),
+    **_media("video", _mkv, ".mkv", "clips", "action"),
 }
 
 # Every layout a converter reads a labelled dataset from, by command: each must be a
