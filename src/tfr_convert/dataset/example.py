@@ -384,69 +384,6 @@ def values_of(data: bytes, names: Collection[str]) -> dict[str, tuple[str | None
     return found
 
 
-def few_values_of(data: bytes, names: Collection[bytes]) -> dict[str, tuple[str | None, list[Any]]]:
-    """values_of for a few features of many records (a label a record): the record's map
-    entries are stepped over by their lengths alone where it has the plain shape every
-    writer gives it (one Features, entries of a name then a Feature, one-byte tags), and
-    only the named Features are decoded; any other shape is read by values_of. `names`
-    are UTF-8 bytes."""
-    spans = _plain_entries(data, names)
-    if spans is None:
-        return values_of(data, {name.decode() for name in names})
-    found = {}
-    for name, span in spans.items():
-        ints = _packed_int64s(data, *span)
-        found[name.decode()] = (INT64, ints) if ints is not None else _feature(data, span, None)[:2]
-    return found
-
-
-def _packed_int64s(data: bytes, start: int, stop: int) -> list[int] | None:
-    """A Feature's int64 values where it is one packed Int64List of one-byte varints
-    (small labels), else None (then _feature reads it)."""
-    if stop - start < 4 or data[start] != 0x1A or data[start + 1] != stop - start - 2 or data[start + 2] != 0x0A:
-        return None
-    if data[start + 3] != stop - start - 4:
-        return None
-    values = data[start + 4 : stop]
-    return list(values) if values.isascii() else None
-
-
-def _plain_entries(data: bytes, names: Collection[bytes]) -> dict[bytes, tuple[int, int]] | None:
-    """{name: its Feature's span} of the named entries, or None where the record is not
-    of the plain shape (then nothing is assumed of it)."""
-    end = len(data)
-    if not end or data[0] != 0x0A:
-        return None
-    try:
-        length, pos = _readvarint(data, 1, end)
-        if pos + length != end:
-            return None
-        found = {}
-        while pos < end:
-            if data[pos] != 0x0A:
-                return None
-            length = data[pos + 1] if pos + 1 < end else 0x80
-            length, pos = (length, pos + 2) if length < 0x80 else _readvarint(data, pos + 1, end)
-            stop = pos + length
-            if stop > end or pos >= stop or data[pos] != 0x0A:
-                return None
-            size = data[pos + 1] if pos + 1 < stop else 0x80
-            size, at = (size, pos + 2) if size < 0x80 else _readvarint(data, pos + 1, stop)
-            name = data[at : at + size]
-            if name in names:
-                at += size
-                if at >= stop or data[at] != 0x12:
-                    return None
-                size, at = _readvarint(data, at + 1, stop)
-                if at + size != stop or name in found:
-                    return None
-                found[bytes(name)] = (at, stop)
-            pos = stop
-        return found
-    except ExampleDecodeError:
-        return None
-
-
 class Outline(dict):
     """outline's result: {name: (kind, values, how many)}; `cut_at`: the map entries read
     before `max_entries` stopped it (None: the whole record was read)."""

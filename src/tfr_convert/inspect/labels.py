@@ -11,7 +11,7 @@ from collections import Counter
 from typing import Any
 
 from .. import containers
-from ..dataset.example import INT64, ExampleDecodeError, few_values_of
+from ..dataset.entries import INT64, few_values_of
 from ..dataset.existing import ExistingDataset
 from ..errors import RecordError, SourceError
 
@@ -44,8 +44,8 @@ def tally(path: str, counts: dict[str, int]) -> dict[str, Any]:
         for record in containers.of_file(path).records(path):
             try:
                 labels = few_values_of(record.data, names)
-            except ExampleDecodeError:
-                continue  # no Example: the summary counts those
+            except ValueError:  # example.ExampleDecodeError: no Example (the summary counts those)
+                continue
             for feature, (kind, values) in labels.items():
                 n = counts[feature]
                 if kind == INT64 and any(not 0 <= v < n for v in values):

@@ -1,0 +1,107 @@
+"""A few int64 features of many records (a label a record), read without numpy and
+without decoding the rest: the record's map entries are stepped over by their lengths
+where it has the plain shape every writer gives it (one Features, entries of a name then
+a Feature, one-byte tags, an int64 list packed). Any other shape, and any other kind of
+list, is read by example.values_of, the one parser (imported then only: a --verify of
+plain records never imports numpy)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+INT64 = "int64_list"  # example.INT64, the kind values_of names an int64 list by
+_INT64_MAX = (1 << 63) - 1
+
+
+def few_values_of(data: bytes, names: Collection[bytes]) -> dict[str, tuple[str | None, list[Any]]]:
+    """example.values_of(data, names) for `names` as UTF-8 bytes."""
+    spans = _plain_entries(data, names)
+    found = {}
+    for name, span in (spans or {}).items():
+        ints = _packed_int64s(data, *span)
+        if ints is None:
+            spans = None
+            break
+        found[name.decode()] = (INT64, ints)
+    if spans is None:
+        from .example import values_of
+
+        return values_of(data, {name.decode() for name in names})
+    return found
+
+
+def _varint(data: bytes, pos: int, end: int) -> tuple[int, int]:
+    """(value, position after) of the varint at `pos`; ValueError past `end` or 10 bytes."""
+    result = shift = 0
+    while pos < end and shift < 70:
+        b = data[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result & ((1 << 64) - 1), pos
+        shift += 7
+    raise ValueError("no varint")
+
+
+def _plain_entries(data: bytes, names: Collection[bytes]) -> dict[bytes, tuple[int, int]] | None:
+    """{name: its Feature's span} of the named entries, or None where the record is not
+    of the plain shape (then nothing is assumed of it)."""
+    end = len(data)
+    if not end or data[0] != 0x0A:
+        return None
+    try:
+        length, pos = _varint(data, 1, end)
+        if pos + length != end:
+            return None
+        found = {}
+        while pos < end:  # one-byte lengths read inline: most entries and names are short
+            if data[pos] != 0x0A or pos + 1 >= end:
+                return None
+            length = data[pos + 1]
+            length, pos = (length, pos + 2) if length < 0x80 else _varint(data, pos + 1, end)
+            stop = pos + length
+            if stop > end or pos + 1 >= stop or data[pos] != 0x0A:
+                return None
+            size = data[pos + 1]
+            size, at = (size, pos + 2) if size < 0x80 else _varint(data, pos + 1, stop)
+            name = data[at : at + size]
+            if name in names:
+                at += size
+                if at >= stop or data[at] != 0x12:
+                    return None
+                size, at = _varint(data, at + 1, stop)
+                if at + size != stop or name in found:
+                    return None
+                found[bytes(name)] = (at, stop)
+            pos = stop
+        return found
+    except ValueError:
+        return None
+
+
+def _packed_int64s(data: bytes, start: int, stop: int) -> list[int] | None:
+    """A Feature's values where it is one int64 list, packed (or empty), else None."""
+    try:
+        if start >= stop or data[start] != 0x1A:
+            return None
+        size, at = _varint(data, start + 1, stop)
+        if at + size != stop:
+            return None
+        if at == stop:
+            return []
+        if data[at] != 0x0A:
+            return None
+        size, at = _varint(data, at + 1, stop)
+        if at + size != stop:
+            return None
+        values = data[at:stop]
+        if values.isascii():  # one-byte varints: small labels, the common case
+            return list(values)
+        out = []
+        while at < stop:
+            value, at = _varint(data, at, stop)
+            out.append(value - (1 << 64) if value > _INT64_MAX else value)
+        return out
+    except ValueError:
+        return None
