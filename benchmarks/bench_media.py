@@ -13,7 +13,7 @@ hashing, metadata); the loop as its bare loop, its imports not counted (it print
 own time), as in bench_photos.py. The videos: --videos two-second 320x240 H.264 clips
 at 25 frames a second (moving noise over a gradient), in 5 class folders; a floor
 decodes them with PyAV and encodes every frame with Pillow as ours does (JPEG quality
-95, 4:4:4) on a Pool of every core, nothing written. Writes the medians, their spread and
+95, 4:2:0, Pillow's and tf.io.encode_jpeg's default) on a Pool of every core, nothing written. Writes the medians, their spread and
 the goals of issue 54 (audio >= 5x the loop on 2 cores; video >= 2x the loop and within
 1.5x of the floor) to benchmarks/results/media.md.
 """
@@ -93,7 +93,7 @@ def one(path):
         for frame in clip.decode(video=0):
             buf = io.BytesIO()
             pixels = rgb.reformat(frame, format="rgb24").to_ndarray()
-            Image.fromarray(pixels).save(buf, format="JPEG", quality=95, subsampling=0)
+            Image.fromarray(pixels).save(buf, format="JPEG", quality=95, subsampling=2)
             total += len(buf.getvalue())
     return total
 if __name__ == "__main__":

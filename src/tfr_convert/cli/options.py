@@ -263,6 +263,14 @@ LAYOUT = click.option(
 )
 
 QUALITY = click.option("--quality", type=click.IntRange(1, 100), default=95, show_default=True, help="JPEG quality.")
+CHROMA = click.option(
+    "--chroma",
+    type=click.Choice(["4:2:0", "4:4:4"]),
+    default="4:2:0",
+    show_default=True,
+    help="JPEG chroma subsampling of what is encoded: 4:2:0 as tf.io.encode_jpeg (TFDS) and Pillow write it, "
+    "or 4:4:4 (full colour resolution: larger, slower to encode).",
+)
 
 
 def image_format_option(choices: list[str], what: str):

@@ -37,7 +37,7 @@ from .box_formats.class_names import find_dataset_yaml, read_names
 from .box_formats.splits import in_split_folder, merged, split_files, voc_image_sets, yolo_yaml_splits
 from .folders import IMAGE_SUFFIXES, FileItems, dataset_name, list_files, named
 from .grouping import plan_groups
-from .imaging import DecodePolicy, probe, reencode
+from .imaging import DEFAULT_CHROMA, DecodePolicy, probe, reencode
 from .instances import instance_masks, instance_png, keypoint_features, keypoints
 from .label_map import class_labels, label_map_pbtxt, label_names
 
@@ -90,6 +90,7 @@ class DetectionOptions:
     stratify: bool = False
     image_format: str = "keep"
     quality: int = 95
+    chroma: str = DEFAULT_CHROMA  # a re-encoded JPEG's chroma subsampling
     policy: DecodePolicy = field(default_factory=DecodePolicy)
     skip_empty: bool = False
     dedupe: str | None = None
@@ -139,7 +140,7 @@ class DetectionConverter(FileItems, Converter):
         self.root = image_dir
         # a local image's real path must stay under this (object stores have no links)
         self._real_root = None if fs.is_remote(image_dir) else os.path.realpath(image_dir)
-        self.image_format, self.quality = image_format, quality
+        self.image_format, self.quality, self.chroma = image_format, quality, options.chroma
         self.policy = policy or DecodePolicy()
         self.skipped = Skips()
         self.warnings: list[str] = []
@@ -384,7 +385,9 @@ class DetectionConverter(FileItems, Converter):
             fmt = (
                 self.image_format if self.image_format != "keep" else "jpeg" if info.source_format == "jpeg" else "png"
             )
-            image, (out_h, out_w, _) = reencode(data, rel, self.policy, fmt, self.quality)  # upright, resized
+            image, (out_h, out_w, _) = reencode(
+                data, rel, self.policy, fmt, self.quality, self.chroma
+            )  # upright, resized
         objects, clipped = self._objects(annotation.boxes, width, height)
         if self.masks:
             voc_png = fs.join(self._voc_masks, mask_file) if mask_file else None  # type: ignore[arg-type]
@@ -486,6 +489,7 @@ class DetectionConverter(FileItems, Converter):
             "decode": {
                 "max_pixels": self.policy.max_pixels,
                 "quality": self.quality,
+                "chroma": self.chroma,
                 "resize": list(self.policy.resize) if self.policy.resize else None,
                 "grayscale": self.policy.grayscale,
             },

@@ -34,7 +34,7 @@ from .base import Converter, SourceContext, items_per_chunk
 from .class_folders import class_folders
 from .folders import IMAGE_SUFFIXES, FileItems, ImageFolder, dataset_name, named, split_folders
 from .grouping import plan_groups
-from .imaging import DecodePolicy
+from .imaging import DEFAULT_CHROMA, DecodePolicy
 from .label_csv import LabelCsv
 from .stored_image import stored
 
@@ -63,6 +63,7 @@ class ImagesOptions:
     image_format: str = "keep"
     keep_exact: bool = False  # keep mode: even bytes TensorFlow cannot decode upright
     quality: int = 95
+    chroma: str = DEFAULT_CHROMA  # a re-encoded JPEG's chroma subsampling
     policy: DecodePolicy = field(default_factory=DecodePolicy)
     layout: str = "flat"  # "tfds": under OUT/NAME/1.0.0, TFDS's data_dir layout
 
@@ -130,7 +131,7 @@ class ImagesConverter(FileItems, Converter):
         self.root = image_dir
         self._folder = ImageFolder(image_dir, context.out, context.in_parts)
         self._remote, self._real_root = self._folder.remote, self._folder.real_root
-        self.image_format, self.quality = image_format, quality
+        self.image_format, self.quality, self.chroma = image_format, quality, options.chroma
         self.tfds_layout = options.layout == "tfds"
         self.keep_exact = keep_exact  # keep mode: even bytes TensorFlow cannot decode upright
         self._flag: tuple[str, str] | None = None  # (why, file) of the item just encoded, for observe
@@ -292,7 +293,9 @@ class ImagesConverter(FileItems, Converter):
             data = fs.read_bytes(fs.join(self.root, rel), inside=None if self._remote else self._real_root)
         except OSError as e:
             raise SourceError(f"cannot read: {e.strerror or e}") from None
-        picture = stored(data, rel.replace(os.sep, "/"), self.image_format, self.policy, self.quality, self.keep_exact)
+        picture = stored(
+            data, rel.replace(os.sep, "/"), self.image_format, self.policy, self.quality, self.keep_exact, self.chroma
+        )
         self._flag = None if picture.flag is None else (picture.flag, rel.replace(os.sep, "/"))
         image, fmt = picture.data, picture.format
         height, width, channels = picture.height, picture.width, picture.channels
@@ -371,6 +374,7 @@ class ImagesConverter(FileItems, Converter):
             "rgb": self.policy.rgb,
             "fit": self.policy.fit,
             "quality": self.quality,
+            "chroma": self.chroma,
         }
         return settings
 

@@ -23,6 +23,11 @@ from .jpeg_check import plain_jpeg
 from .png_check import plain_png
 
 DEFAULT_MAX_PIXELS = 89_478_485  # Pillow's own threshold: 0.25 GiB as 24-bit RGB
+# JPEG chroma subsampling, as Pillow's `subsampling` names it. 4:2:0 is what
+# tf.io.encode_jpeg (TFDS's Image and Video features) and Pillow write by default;
+# 4:4:4 keeps full colour resolution, larger and slower to encode.
+CHROMAS = {"4:2:0": 2, "4:4:4": 0}
+DEFAULT_CHROMA = "4:2:0"
 # tf.image.rgb_to_grayscale's weights (ITU-R BT.601 luma)
 _LUMA = np.array([0.2989, 0.5870, 0.1140], dtype=np.float32)
 
@@ -178,7 +183,7 @@ def _upright(data: bytes, where: str, policy: DecodePolicy):
 
 
 def reencode(
-    data: bytes, where: str, policy: DecodePolicy, fmt: str, quality: int = 95
+    data: bytes, where: str, policy: DecodePolicy, fmt: str, quality: int = 95, chroma: str = DEFAULT_CHROMA
 ) -> tuple[bytes, tuple[int, ...]]:
     """(encode(decode(data, where, policy).pixels, fmt, quality), the pixels' shape),
     staying in Pillow where that gives the same pixels: an 8-bit RGB or L source, not
@@ -188,12 +193,12 @@ def reencode(
     im, source_format, _, _ = _upright(data, where, policy)
     if im.mode not in ("RGB", "L") or policy.grayscale:
         pixels = _policy_pixels(im, source_format, policy)
-        return encode(pixels, fmt, quality), pixels.shape
+        return encode(pixels, fmt, quality, chroma), pixels.shape
     if policy.resize is not None:
         im = _fit(im, policy.resize, policy.fit, policy.background)
     if policy.rgb and im.mode == "L":
         im = im.convert("RGB")  # the channel repeated, as np.repeat does
-    return _save(im, fmt, quality), (im.height, im.width, 1 if im.mode == "L" else 3)
+    return _save(im, fmt, quality, chroma), (im.height, im.width, 1 if im.mode == "L" else 3)
 
 
 def fitted(pixels: np.ndarray, size: tuple[int, int], fit: str, background: tuple[int, int, int]) -> np.ndarray:
@@ -270,16 +275,17 @@ def to_gray(rgb: np.ndarray, method: str) -> np.ndarray:
     return np.clip(gray * np.float32(255.5), 0, 255).astype(np.uint8)[..., None]
 
 
-def encode(pixels: np.ndarray, fmt: str, quality: int = 95) -> bytes:
+def encode(pixels: np.ndarray, fmt: str, quality: int = 95, chroma: str = DEFAULT_CHROMA) -> bytes:
     """uint8 (H, W, 1|3) -> PNG or JPEG bytes; deterministic for the same Pillow build."""
     from PIL import Image
 
     # One image at a time, Pillow is faster than png.py (whose numpy filters pay off
     # only across a stack of small images: features_of_each)
-    return _save(Image.fromarray(pixels[..., 0] if pixels.ndim == 3 and pixels.shape[2] == 1 else pixels), fmt, quality)
+    image = Image.fromarray(pixels[..., 0] if pixels.ndim == 3 and pixels.shape[2] == 1 else pixels)
+    return _save(image, fmt, quality, chroma)
 
 
-def _save(image, fmt: str, quality: int) -> bytes:
+def _save(image, fmt: str, quality: int, chroma: str = DEFAULT_CHROMA) -> bytes:
     buf = io.BytesIO()
     if fmt == "png":
         image.save(buf, format="PNG", optimize=False, compress_level=6)
@@ -290,7 +296,7 @@ def _save(image, fmt: str, quality: int) -> bytes:
             quality=quality,
             optimize=False,
             progressive=False,
-            subsampling=0 if quality >= 90 else 2,
+            subsampling=CHROMAS[chroma],
         )
     else:
         raise ValueError(f"cannot encode {fmt!r}")

@@ -29,7 +29,7 @@ from ..storage import fs
 from .base import Converter, SourceContext, fingerprint
 from .box_formats.class_names import read_names
 from .folders import IMAGE_SUFFIXES, FileItems, dataset_name, list_files
-from .imaging import DecodePolicy, open_image, probe, reencode
+from .imaging import DEFAULT_CHROMA, DecodePolicy, open_image, probe, reencode
 
 MISSING = ("error", "skip")
 LAYOUTS = ("flat", "tfds")
@@ -80,6 +80,7 @@ class SegmentationOptions:
     split: SplitSpec | None = None
     policy: DecodePolicy = field(default_factory=DecodePolicy)
     quality: int = 95
+    chroma: str = DEFAULT_CHROMA  # a re-encoded JPEG's chroma subsampling
     layout: str = "flat"  # "tfds": under OUT/NAME/1.0.0, TFDS's data_dir layout
 
     def problem(self) -> str | None:
@@ -194,7 +195,9 @@ class SegmentationConverter(FileItems, Converter):
         self._check_values(indices, mask_path)
         image = data
         if self.policy.resize or self.policy.grayscale:
-            image, (height, width, _) = reencode(data, image_rel, self.policy, "jpeg", self.options_.quality)
+            image, (height, width, _) = reencode(
+                data, image_rel, self.policy, "jpeg", self.options_.quality, self.options_.chroma
+            )
             indices = _resized(indices, width, height)
         return {"image": image, "segmentation_mask": _png(indices), "file_name": image_rel}
 

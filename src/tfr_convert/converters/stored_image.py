@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .imaging import Decoded, DecodePolicy, decode, encode, probe, reencode
+from .imaging import DEFAULT_CHROMA, Decoded, DecodePolicy, decode, encode, probe, reencode
 
 # What tf.io.decode_image reads; anything else is re-encoded in keep mode.
 TF_DECODABLE = ("png", "jpeg", "gif", "bmp")
@@ -35,7 +35,13 @@ class Stored:
 
 
 def stored(
-    data: bytes, where: str, image_format: str, policy: DecodePolicy, quality: int = 95, keep_exact: bool = False
+    data: bytes,
+    where: str,
+    image_format: str,
+    policy: DecodePolicy,
+    quality: int = 95,
+    keep_exact: bool = False,
+    chroma: str = DEFAULT_CHROMA,
 ) -> Stored:
     """`data` as `image_format` stores it; SourceError (without `where`: the caller names
     the item) when it is no picture this policy takes. `where` names it in warnings."""
@@ -48,10 +54,10 @@ def stored(
         pixels = decode(data, where, policy).pixels  # stored as TensorFlow will read it: decodable, upright
         fmt = "jpeg" if info.source_format == "jpeg" else "png"
         height, width, channels = pixels.shape
-        return Stored(encode(pixels, fmt, quality), fmt, height, width, channels, why)
+        return Stored(encode(pixels, fmt, quality, chroma), fmt, height, width, channels, why)
     if image_format == "raw":
         pixels = decode(data, where, policy).pixels
         height, width, channels = pixels.shape
         return Stored(pixels.tobytes(), "raw", height, width, channels)
-    image, (height, width, channels) = reencode(data, where, policy, image_format, quality)
+    image, (height, width, channels) = reencode(data, where, policy, image_format, quality, chroma)
     return Stored(image, image_format, height, width, channels)

@@ -19,7 +19,7 @@ from ..dataset.features import FeatureSpec
 from ..errors import OptionError, SourceError
 from ..optional import pyarrow
 from ..storage import fs
-from .imaging import DecodePolicy
+from .imaging import DEFAULT_CHROMA, DecodePolicy
 from .stored_image import stored
 
 IMAGE_FORMATS = ("keep", "png", "jpeg")
@@ -31,6 +31,7 @@ class ImagePolicy:
 
     image_format: str = "keep"
     quality: int = 95
+    chroma: str = DEFAULT_CHROMA  # a re-encoded JPEG's chroma subsampling
     policy: DecodePolicy = field(default_factory=DecodePolicy)
     root: str | None = None  # where paths in the data are read from (--image-root)
 
@@ -96,7 +97,10 @@ class TableImages:
                 seen.append(None)
                 continue
             data = self._bytes(column, value)
-            picture = stored(data, column.source, self.policy.image_format, self.policy.policy, self.policy.quality)
+            policy = self.policy
+            picture = stored(
+                data, column.source, policy.image_format, policy.policy, policy.quality, chroma=policy.chroma
+            )
             found[column.name] = picture.data
             seen.append((picture.format, picture.height, picture.width, picture.channels, picture.flag))
         self._seen = tuple(seen)

@@ -38,7 +38,7 @@ from ..errors import OptionError, SourceError
 from ..optional import av
 from ..storage import fs
 from .base import Converter, SourceContext
-from .imaging import encode, fitted
+from .imaging import DEFAULT_CHROMA, encode, fitted
 from .media_folders import Labelling, MediaFolder
 
 VIDEO_SUFFIXES = (".mp4", ".m4v", ".mov", ".avi", ".mkv", ".webm", ".mpg", ".mpeg", ".wmv", ".flv", ".ogv", ".3gp")
@@ -54,6 +54,7 @@ class VideoOptions(Labelling):
 
     frame_format: str = "png"
     quality: int = 95
+    chroma: str = DEFAULT_CHROMA  # JPEG frames' chroma subsampling
     fps: float | None = None
     max_frames: int | None = None
     resize: tuple[int, int] | None = None  # (width, height)
@@ -158,7 +159,7 @@ class VideoConverter(MediaFolder, Converter):
                 if last is None or last[0] != number:
                     if o.resize is not None:
                         pixels = fitted(pixels, o.resize, o.fit, (0, 0, 0))
-                    last, size = (number, encode(pixels, o.frame_format, o.quality)), pixels.shape[:2]
+                    last, size = (number, encode(pixels, o.frame_format, o.quality, o.chroma)), pixels.shape[:2]
                 held += len(last[1])
                 if held > MAX_EXAMPLE_BYTES:
                     raise SourceError(
@@ -206,6 +207,7 @@ class VideoConverter(MediaFolder, Converter):
             "as": "sequence-example" if o.as_sequence else "example",
             "frame_format": o.frame_format,
             "quality": o.quality if o.frame_format == "jpeg" else None,
+            "chroma": o.chroma if o.frame_format == "jpeg" else None,
             "fps": o.fps,
             "max_frames": o.max_frames,
             "resize": list(o.resize) if o.resize else None,

@@ -8,6 +8,7 @@ import click
 
 from ..options import (
     CHECK,
+    CHROMA,
     DEDUPE,
     MAX_PIXELS,
     QUALITY,
@@ -75,6 +76,7 @@ CONVERTERS = ("tfr_convert.converters.detection:DetectionConverter",)
     ["keep", "jpeg", "png"], "keep: JPEG/PNG bytes as they are [default: keep, or jpeg with --resize/--grayscale]."
 )
 @QUALITY
+@CHROMA
 @resize_option("Resize every image to WxH (stretched: normalized boxes stay right).")
 @click.option("--grayscale", is_flag=True, help="Store 1-channel grayscale images.")
 @MAX_PIXELS
@@ -95,6 +97,7 @@ def command(
     stratify,
     image_format,
     quality,
+    chroma,
     resize,
     grayscale,
     max_pixels,
@@ -123,6 +126,7 @@ def command(
         stratify=stratify,
         image_format=image_format or ("jpeg" if resize or grayscale else "keep"),
         quality=quality,
+        chroma=chroma,
         policy=policy,
         skip_empty=skip_empty,
         dedupe=dedupe,

@@ -6,6 +6,7 @@ import click
 
 from ..options import (
     CHECK,
+    CHROMA,
     DEDUPE,
     LAYOUT,
     MAX_PIXELS,
@@ -47,6 +48,7 @@ CONVERTERS = ("tfr_convert.converters.images:ImagesConverter",)
     "(webp, tiff, EXIF-rotated), which are otherwise re-encoded; they are listed.",
 )
 @QUALITY
+@CHROMA
 @resize_option("Resize every image to WxH.")
 @click.option(
     "--fit",
@@ -83,6 +85,7 @@ def command(
     image_format,
     keep_exact,
     quality,
+    chroma,
     resize,
     fit,
     color,
@@ -128,6 +131,7 @@ def command(
         image_format=image_format or ("png" if resize or color or grayscale else "keep"),
         keep_exact=keep_exact,
         quality=quality,
+        chroma=chroma,
         policy=policy,
         layout=layout,
     )

@@ -6,7 +6,16 @@ import dataclasses
 
 import click
 
-from ..options import LAYOUT, MAX_PIXELS, QUALITY, common_options, on_error_option, resize_option, usage_error_if
+from ..options import (
+    CHROMA,
+    LAYOUT,
+    MAX_PIXELS,
+    QUALITY,
+    common_options,
+    on_error_option,
+    resize_option,
+    usage_error_if,
+)
 from ..running import run_conversion, source_context
 from ..types import LocalOrRemotePath, Split
 
@@ -51,6 +60,7 @@ CONVERTERS = ("tfr_convert.converters.segmentation:SegmentationConverter",)
 @click.option("--split", "split", type=Split(), help="e.g. train=0.8,validation=0.1,test=0.1 [default: all train].")
 @resize_option("Resize images to WxH (JPEG) and masks with nearest neighbour.")
 @QUALITY
+@CHROMA
 @MAX_PIXELS
 @on_error_option("skip: leave out images whose mask or file is bad, and list them.")
 @common_options
@@ -65,6 +75,7 @@ def command(
     split,
     resize,
     quality,
+    chroma,
     max_pixels,
     on_error,
     **common,
@@ -83,6 +94,7 @@ def command(
         split=split,
         policy=DecodePolicy(max_pixels, resize=resize),
         quality=quality,
+        chroma=chroma,
         layout=layout,
     )
     usage_error_if(options.problem())

@@ -7,6 +7,7 @@ import click
 
 from ..options import (
     CHECK,
+    CHROMA,
     MAX_PIXELS,
     QUALITY,
     common_options,
@@ -63,6 +64,7 @@ CONVERTERS = ("tfr_convert.converters.table:TableConverter",)
     ["keep", "png", "jpeg"], "keep: the pictures' own bytes (checked) [default: keep, or png with --resize]."
 )
 @QUALITY
+@CHROMA
 @resize_option("Resize every picture to WxH.")
 @MAX_PIXELS
 @CHECK
@@ -86,6 +88,7 @@ def command(
     image_root,
     image_format,
     quality,
+    chroma,
     resize,
     max_pixels,
     check,
@@ -124,10 +127,11 @@ def command(
         key_column=key_column,
         image_columns=tuple(image_columns),
         images=ImagePolicy(
-            image_format or ("png" if resize else "keep"),
-            quality,
-            DecodePolicy(max_pixels, resize=resize, structural=check == "structure"),
-            image_root,
+            image_format=image_format or ("png" if resize else "keep"),
+            quality=quality,
+            chroma=chroma,
+            policy=DecodePolicy(max_pixels, resize=resize, structural=check == "structure"),
+            root=image_root,
         ),
     )
     usage_error_if(options.problem())

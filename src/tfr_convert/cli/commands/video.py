@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ..options import (
+    CHROMA,
     QUALITY,
     common_options,
     labelling_of,
@@ -34,6 +35,7 @@ CONVERTERS = ("tfr_convert.converters.video:VideoConverter",)
     help="How each frame is stored: png (lossless) or jpeg (--quality).",
 )
 @QUALITY
+@CHROMA
 @click.option(
     "--fps",
     type=click.FloatRange(min=0, min_open=True),
@@ -63,6 +65,7 @@ def command(
     root,
     frame_format,
     quality,
+    chroma,
     fps,
     max_frames,
     resize,
@@ -79,6 +82,7 @@ def command(
     options = VideoOptions(
         frame_format=frame_format,
         quality=quality,
+        chroma=chroma,
         fps=fps,
         max_frames=max_frames,
         resize=resize,
