@@ -82,6 +82,20 @@ def test_the_readmes_runnable_blocks_run_in_a_fresh_copy_of_the_repo(tmp_path):
     assert sorted(p.name for p in (tmp_path / "out" / "mnist").glob("mnist-*.tfrecord-*"))  # the Quickstart's output
 
 
+def test_the_quickstart_installs_light_and_ci_runs_both_readme_commands_as_they_stand():
+    """The front door's two commands: the first installs what the main job needs (no
+    extra) and converts the sample; the second installs the developer's extras and runs
+    the tests. .ci/run runs both blocks as the README has them, not a copy of them."""
+    text = README.read_text()
+    quickstart = runnable_blocks(text)[0]
+    (test_command,) = re.findall(r"<!-- test command -->\n```sh\n(.*?)```", text, re.S)
+    assert ".venv/bin/pip install . &&" in quickstart and "[" not in quickstart.split("tfr-convert")[0]
+    assert 'pip install -e ".[dev,beam]"' in test_command and "pytest -q" in test_command
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert 'bash -c "$(readme_block runnable)"' in ci and "bash -c \"$(readme_block 'test command')\"" in ci
+    assert text.count("\n") <= 220, "the front door is at most 220 lines; the rest goes under docs/"
+
+
 @pytest.mark.parametrize(("script", "variable"), [("tfr-convert", "_TFR_CONVERT_COMPLETE"),
                                                   ("tfr-inspect", "_TFR_INSPECT_COMPLETE")])  # fmt: skip
 def test_shell_completion_as_the_readme_says(script, variable):
