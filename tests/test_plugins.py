@@ -130,3 +130,18 @@ def test_a_built_in_command_reads_no_plugin_metadata():
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
+
+
+def test_a_plugin_draws_ratio_splits_from_tfr_convert_sources_as_the_built_ins_do():
+    """split_by_ratio and SplitSpec are part of the plugin API: the same items, key and
+    seed give the same splits, in the proportions asked, whatever the items' order."""
+    from tfr_convert.sources import SplitSpec, split_by_ratio
+
+    items = [f"item-{i}" for i in range(1000)]
+    spec = SplitSpec.parse("train=0.8,test=0.2")
+    splits, said = split_by_ratio(items, str, spec, 7)
+    assert said is None and {name: len(found) for name, found in splits.items()} == {"train": 800, "test": 200}
+    again, _ = split_by_ratio(list(reversed(items)), str, spec, 7)
+    assert {name: set(found) for name, found in again.items()} == {name: set(found) for name, found in splits.items()}
+    other, _ = split_by_ratio(items, str, spec, 8)
+    assert set(other["test"]) != set(splits["test"])

@@ -6,7 +6,7 @@
 - `SplitWriter` writes one split's records to temporary files through a
   container's writer, and says where each finished shard leaves off (for the
   resume journal); the final names (which need the shard count) are given only
-  at commit (output.py).
+  at commit (base.py's `Output.name_shards`).
 """
 
 from __future__ import annotations
