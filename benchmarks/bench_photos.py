@@ -29,6 +29,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import common
 from common import SCRIPTS, bench_parser, compile_package, inner_time, machine, measure, median, write_results
 
 CONVERT = str(SCRIPTS / "tfr-convert")
@@ -219,12 +220,14 @@ def main() -> None:
         goals.append((label, "peak RSS of keep mode (MiB)", peak, "<= 100"))
         goals.append((label, "--image-format jpeg speed / floor speed", m[floor] / m[jpeg], ">= 0.9"))
         lines.append("")
-    lines += ["## Goals", "", "| photos | measure | value | goal | met |", "|---|---|---|---|---|"]
-    for label, measure_name, value, goal in goals:
-        bound = float(goal.split()[1])
-        met = value <= bound if goal.startswith("<=") else value >= bound
-        lines.append(f"| {label} | {measure_name} | {value:.2f} | {goal} | {'yes' if met else '**no**'} |")
-    lines.append("")
+    lines += [
+        "## Goals",
+        "",
+        "| photos | measure | value | goal | met |",
+        "|---|---|---|---|---|",
+        *common.goal_rows(goals),
+        "",
+    ]
     write_results(args.out, lines)
 
 

@@ -32,8 +32,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import common
 from bench_inspect import make_file
 from bench_photos import IO_FLOOR, LOOP, REENCODE_FLOOR, make_photos
+from bench_table import FLOOR as TABLE_FLOOR_BODY
 from common import SCRIPTS, bench_parser, compile_package, inner_time, machine, measure, median, write_results
 
 CONVERT = str(SCRIPTS / "tfr-convert")
@@ -87,19 +89,8 @@ if __name__ == "__main__":
     print(time.perf_counter() - t)
 """
 
-TABLE_FLOOR = """
-import sys, time
-t = time.perf_counter()
-import pyarrow.parquet as pq
-src, out, size = sys.argv[1], sys.argv[2], int(sys.argv[3])
-table = pq.read_table(src)
-chunk = bytes(16 << 20)
-with open(out, "wb") as f:
-    while size > 0:
-        f.write(chunk[: min(size, len(chunk))])
-        size -= len(chunk)
-print(time.perf_counter() - t)
-"""
+# bench_table.py's floor (pyarrow reads the table, as many bytes are written), timed inside
+TABLE_FLOOR = "import time\nt = time.perf_counter()\n" + TABLE_FLOOR_BODY + "print(time.perf_counter() - t)\n"
 
 
 def worker_counts(cores: int) -> list[int]:
@@ -232,11 +223,7 @@ def _report(args, jobs, times, m, counts: list[int], most: int) -> None:
         elif job == "reshard" and floor:
             goals.append((job, f"ours, {most} / its floor", top / floor, "<= 1.5"))
     lines += ["## Goals (issue 74)", "", "| job | measure | value | goal | met |", "|---|---|---|---|---|"]
-    for job, name, value, goal in goals:
-        bound = float(goal.split()[1])
-        met = value <= bound if goal.startswith("<=") else value >= bound
-        lines.append(f"| {job} | {name} | {value:.2f} | {goal} | {'yes' if met else '**no**'} |")
-    lines.append("")
+    lines += [*common.goal_rows(goals), ""]
     write_results(args.out, lines)
 
 

@@ -119,6 +119,16 @@ def bench_parser(doc: str, name: str) -> argparse.ArgumentParser:
     return parser
 
 
+def goal_rows(goals: list[tuple[str, str, float, str]]) -> list[str]:
+    """The rows of a Goals table: (what, measure, value, "<= x" or ">= x") each, met or not."""
+    rows = []
+    for what, measure_name, value, goal in goals:
+        bound = float(goal.split()[1])
+        met = value <= bound if goal.startswith("<=") else value >= bound
+        rows.append(f"| {what} | {measure_name} | {value:.2f} | {goal} | {'yes' if met else '**no**'} |")
+    return rows
+
+
 def write_results(out: str | Path, lines: list[str]) -> None:
     """A benchmark's results file (the one the docs quote), also printed."""
     Path(out).parent.mkdir(parents=True, exist_ok=True)
