@@ -67,3 +67,40 @@ def test_no_label_means_no_figure(cli, tmp_path):
     result = cli.convert("records", src, "--out", tmp_path / "out", "--json")
     assert result.exit_code == 0 and "order" not in json.loads(result.stdout)
     assert "order" not in json.loads((tmp_path / "out" / "manifest.json").read_text())
+
+
+def test_every_converter_with_labels_reports_its_orders_mixing_and_a_clumped_one_is_noted(cli, tmp_path, mnist_src):
+    """The figure is not only records' and table's: images, audio and video (class
+    folders), mnist and detection say how their written order mixes labels; class
+    folders written in their own order (--no-shuffle) are clumped, and said to be."""
+    import soundfile as sf
+    from PIL import Image
+
+    from test_detection import write_csv, write_images
+    from test_video import make_clip
+
+    rng = np.random.default_rng(0)
+    for c in range(3):
+        for i in range(40):
+            folder = tmp_path / "pics" / f"class{c}"
+            folder.mkdir(parents=True, exist_ok=True)
+            Image.fromarray(rng.integers(0, 256, (4, 4, 3), dtype=np.uint8)).save(folder / f"{i:03d}.png")
+            (tmp_path / "sounds" / f"class{c}").mkdir(parents=True, exist_ok=True)
+            sf.write(tmp_path / "sounds" / f"class{c}" / f"{i:03d}.wav", np.zeros(80, np.int16), 8000)
+        for i in range(10):
+            make_clip(tmp_path / "clips" / f"class{c}" / f"{i}.mkv", rng.integers(0, 256, (2, 8, 8, 3), dtype=np.uint8))
+    for command, src in (("images", "pics"), ("audio", "sounds"), ("video", "clips")):
+        kept = cli.convert(command, tmp_path / src, "--no-shuffle", "--out", tmp_path / f"{src}-kept", "--json")
+        mixed = cli.convert(command, tmp_path / src, "--out", tmp_path / f"{src}-mixed", "--json")
+        assert kept.exit_code == 0 and mixed.exit_code == 0, kept.output + mixed.output
+        clumped = json.loads(kept.stdout)["order"]["train"]
+        assert clumped["longest_run"] == (40 if command != "video" else 10) and clumped["ratio"] > 2, command
+        assert "note: train: longest run of one label" in kept.stderr, command
+        assert json.loads(mixed.stdout)["order"]["train"]["ratio"] <= 2 and "note:" not in mixed.stderr, command
+    digits = json.loads(cli.convert("mnist", mnist_src[0], "--out", tmp_path / "mnist", "--json").stdout)
+    assert set(digits["order"]) == {"train", "test"}
+    write_images(tmp_path / "boxes")
+    boxes = cli.convert("detection", tmp_path / "boxes", "--annotations", write_csv(tmp_path / "boxes.csv"),
+                        "--out", tmp_path / "detection", "--json")  # fmt: skip
+    assert boxes.exit_code == 0, boxes.output
+    assert "train" in json.loads(boxes.stdout)["order"]

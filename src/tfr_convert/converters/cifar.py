@@ -269,6 +269,10 @@ class CifarConverter(Converter):
         start, where = max((s for s in self._rows[split] if s[0] <= i), key=lambda s: s[0])
         return f"{where}: row {i - start}"
 
+    def label_of(self, item: Hashable) -> Hashable | None:
+        split, i = item  # type: ignore[misc]
+        return int(self._labels[split][0][i])  # the first kind's (CIFAR-100: its fine label)
+
     def features_of(self, item: Hashable) -> dict[str, Any]:
         split, i = item  # type: ignore[misc]
         pixels = self._planar_rows(split, np.array([i]))[0].reshape(3, 32, 32).transpose(1, 2, 0)

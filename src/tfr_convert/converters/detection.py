@@ -301,10 +301,6 @@ class DetectionConverter(FileItems, Converter):
     def _split(
         self, items: list[tuple], spec: SplitSpec | None, stratify: bool, seed: int, split_of: dict[str, str]
     ) -> dict[str, list[tuple]]:
-        def dominant(item: tuple) -> str:  # the image's most frequent class (ties: first in label order)
-            counts = Counter(box.name for box in _annotation(item)[0].boxes)
-            return min(counts, key=lambda n: (-counts[n], self._label[n])) if counts else ""
-
         groups = None
         if self._dedupe:
             kept, groups, found, message = plan_groups(
@@ -326,9 +322,17 @@ class DetectionConverter(FileItems, Converter):
         if spec is None:
             return {"train": items}
         whole = groups if groups is not None and self._dedupe != "drop" else None
-        splits, said = split_by_ratio(items, self.key, spec, seed, dominant if stratify else None, whole)
+        splits, said = split_by_ratio(items, self.key, spec, seed, self._main_class if stratify else None, whole)
         self.warnings += [said] if said else []
         return splits
+
+    def _main_class(self, item: tuple) -> str:
+        """The image's most frequent class (ties: first in label order), "" for none."""
+        counts = Counter(box.name for box in _annotation(item)[0].boxes)
+        return min(counts, key=lambda n: (-counts[n], self._label[n])) if counts else ""
+
+    def label_of(self, item: Hashable) -> Hashable | None:
+        return self._main_class(item)  # type: ignore[arg-type]
 
     def _declare_features(self) -> dict[str, FeatureSpec]:
         channels = self.policy.channels or 3

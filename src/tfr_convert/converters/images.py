@@ -313,6 +313,9 @@ class ImagesConverter(FileItems, Converter):
             features[name] = value
         return features
 
+    def label_of(self, item: Hashable) -> Hashable | None:
+        return item[2] if self.label_feature is not None else None  # type: ignore[index]
+
     def input_roots(self) -> list[str]:
         return [self.root]
 

@@ -175,6 +175,9 @@ class MediaFolder(FileItems):
         path = fs.join(self.root, rel)
         return f"{path} ({self._o.labels_csv} line {line})" if line is not None else path
 
+    def label_of(self, item: Hashable) -> Hashable | None:
+        return item[2] if self.label_feature is not None else None  # type: ignore[index]
+
     def input_roots(self) -> list[str]:
         return [self.root]
 

@@ -157,6 +157,10 @@ class MnistConverter(Converter):
         split, i = item  # type: ignore[misc]
         return f"{self._paths[split, 'images']}: image {i}"
 
+    def label_of(self, item: Hashable) -> Hashable | None:
+        split, i = item  # type: ignore[misc]
+        return int(self._labels[split][i])
+
     def features_of(self, item: Hashable) -> dict[str, Any]:
         split, i = item  # type: ignore[misc]
         images, labels = self._split_arrays(split)
