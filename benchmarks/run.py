@@ -46,7 +46,7 @@ FLOORS = str(Path(__file__).resolve().parent / "floors.py")
 
 def make_mnist(root: Path, n_train: int, n_test: int) -> int:
     """MNIST-like idx files: a blob per class, shifted and noisy on a black background. Returns decompressed bytes."""
-    from tfr_convert.converters.idx import FILES, idx_bytes
+    from tfr_convert.converters.published.idx import FILES, idx_bytes
 
     if (root / "done").exists():
         return int((root / "done").read_text())

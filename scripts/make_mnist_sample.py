@@ -16,7 +16,7 @@ import os
 import numpy as np
 from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
-from tfr_convert.converters.idx import FILES, idx_bytes
+from tfr_convert.converters.published.idx import FILES, idx_bytes
 
 
 def draw_digit(digit: int, rng: np.random.Generator) -> np.ndarray:

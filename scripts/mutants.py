@@ -97,8 +97,8 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
         # in this process; the CLI's memory-bound runs of hostile masks are slow and test no more of it
         ["tests/test_coco_rle.py", "tests/test_hostile_masks.py", "-k", "not bounded_memory and not claims_too_many"],
     ),
-    "jpeg_check": ("src/tfr_convert/converters/jpeg_check.py", ["tests/test_jpeg_check.py"]),
-    "png_check": ("src/tfr_convert/converters/png_check.py", ["tests/test_png_check.py"]),
+    "jpeg_check": ("src/tfr_convert/pictures/jpeg_check.py", ["tests/test_jpeg_check.py"]),
+    "png_check": ("src/tfr_convert/pictures/png_check.py", ["tests/test_png_check.py"]),
     "splits": (
         "src/tfr_convert/dataset/splits.py",
         ["tests/test_seams.py", "tests/test_shards_splits.py", "tests/test_records_split.py"],
@@ -122,7 +122,7 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
             )
         ],
     ),
-    "grouping": ("src/tfr_convert/converters/grouping.py", ["tests/test_grouping.py", "tests/test_dedupe.py"]),
+    "grouping": ("src/tfr_convert/converters/listing/grouping.py", ["tests/test_grouping.py", "tests/test_dedupe.py"]),
     "journal": (
         "src/tfr_convert/output/journal.py",
         [

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 
 from tfr_convert.converters.base import Converter
-from tfr_convert.converters.idx import FILES, idx_bytes
-from tfr_convert.converters.mnist import MnistConverter
+from tfr_convert.converters.published.idx import FILES, idx_bytes
+from tfr_convert.converters.published.mnist import MnistConverter
 
 
 def write_mnist(directory: Path, n_train: int = 40, n_test: int = 12, gz: bool = True, seed: int = 0,
@@ -51,7 +51,7 @@ def write_cifar(root: Path, variant: str = "cifar10", per_batch: int = 4, archiv
     import tarfile
 
     import py2pickle
-    from tfr_convert.converters.cifar_files import LAYOUTS
+    from tfr_convert.converters.published.cifar_files import LAYOUTS
 
     layout = LAYOUTS[variant]
     rng = np.random.default_rng(seed)
@@ -116,7 +116,7 @@ def write_cifar_binary(root: Path, pickled: dict, variant: str = "cifar10", arch
     TFDS downloads it: fixed-size records and text name files; returns what to pass as SRC."""
     import tarfile
 
-    from tfr_convert.converters.cifar_files import BINARY_LAYOUTS
+    from tfr_convert.converters.published.cifar_files import BINARY_LAYOUTS
 
     layout = BINARY_LAYOUTS[variant]
     folder = root / layout.folder
@@ -144,7 +144,7 @@ EMNIST_LABELS = {"byclass": (0, 62), "bymerge": (0, 47), "balanced": (0, 47), "l
 
 def emnist_mapping(variant: str) -> str:
     """A mapping file as NIST publishes it: `label code [code]` (letters: both cases)."""
-    from tfr_convert.converters.emnist import DEFAULT_NAMES
+    from tfr_convert.converters.published.emnist import DEFAULT_NAMES
 
     first, end = EMNIST_LABELS[variant]
     names = DEFAULT_NAMES[variant]

@@ -68,6 +68,7 @@ LAYERS = [
     "storage",  # files wherever they are
     "containers",  # record framing in files
     "dataset",  # names, features, the Example codec, a dataset read back
+    "pictures",  # a picture's policy and encoding: checked, kept or re-encoded, as TFDS's Image
     "converters",  # sources: items -> features
     "output",  # shards cut and written, committed, journaled, described
     "engine",  # what drives a run: encode, local cores or Beam, resume
@@ -156,19 +157,52 @@ def converter_modules() -> set[str]:
 
 
 # A variant may subclass the converter whose format it shares, as TFDS's EMNIST builder subclasses MNIST's.
-VARIANTS = {("emnist", "mnist")}
+VARIANTS = {("published.emnist", "published.mnist")}
+# converters/ holds the shared base and a module or a package per family of sources;
+# `listing` is what folder sources share, not a family
+SHARED = {"base", "listing"}
+
+
+def _family(module: str) -> str | None:
+    """The family of a module under tfr_convert.converters (its first name there), or None."""
+    if not module.startswith("tfr_convert.converters."):
+        return None
+    return module.split(".")[2]
 
 
 def test_converters_never_import_sibling_converters():
     found = set()
     converters = converter_modules()
-    assert {"mnist", "images"} <= converters
+    assert {"published.mnist", "images", "table.converter"} <= converters
     for name in converters:
-        for module, _ in imports(PACKAGE / "converters" / f"{name}.py"):
+        for module, _ in imports(PACKAGE / "converters" / (name.replace(".", "/") + ".py")):
             other = module.removeprefix("tfr_convert.converters.")
             if other in converters - {name} and (name, other) not in VARIANTS:
                 found.add((name, other))
     assert found == set()
+
+
+def test_no_family_of_sources_imports_another():
+    """converters/ is a folder per family (published, annotations, table, media; images and
+    records, a module each): a family imports the shared base and listing, the layers
+    below (pictures among them), and nothing of another family."""
+    crossing = set()
+    for path in (PACKAGE / "converters").rglob("*.py"):
+        mine = _family("tfr_convert." + ".".join(path.relative_to(PACKAGE).with_suffix("").parts))
+        for module, names in imports(path):
+            for target in [module, *(f"{module}.{n}" for n in names)]:
+                theirs = _family(target)
+                if theirs and mine and theirs != mine and theirs not in SHARED and mine not in SHARED | {"__init__"}:
+                    crossing.add((str(path.relative_to(PACKAGE)), target))
+    assert crossing == set()
+
+
+def test_pictures_sit_below_the_converters():
+    """The picture policy is a layer of its own that every source storing pictures uses:
+    nothing of it is left in converters/, and it imports no converter."""
+    assert not list((PACKAGE / "converters").rglob("imaging.py"))
+    for path in (PACKAGE / "pictures").rglob("*.py"):
+        assert not {m for m, _ in imports(path) if m.startswith("tfr_convert.converters")}, path.name
 
 
 def test_the_writers_parts_do_not_import_each_other_in_a_cycle():

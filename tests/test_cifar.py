@@ -15,7 +15,7 @@ import tensorflow_datasets as tfds
 from helpers import final_files, write_cifar, write_cifar_binary
 
 import py2pickle
-from tfr_convert.converters.safe_pickle import UnsafePickleError, safe_load
+from tfr_convert.converters.published.safe_pickle import UnsafePickleError, safe_load
 from tfr_convert.dataset.naming import ShardName
 
 

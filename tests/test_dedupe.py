@@ -11,7 +11,7 @@ import tensorflow as tf
 from PIL import Image, ImageEnhance
 
 from near_copies import jpeg, lookalike, picture, planted_set
-from tfr_convert.converters.grouping import duplicate_pairs, group_keys
+from tfr_convert.converters.listing.grouping import duplicate_pairs, group_keys
 from tfr_convert.dataset.near_duplicates import (
     MAX_THRESHOLD,
     THRESHOLD,

@@ -404,7 +404,7 @@ def test_malformed_annotation_files_are_named(cli, tmp_path, fmt, damage, messag
 
 
 def test_yolo_names_from_data_yaml_in_its_three_spellings(tmp_path):
-    from tfr_convert.converters.box_formats import yolo_yaml
+    from tfr_convert.converters.annotations.box_formats import yolo_yaml
 
     for i, text in enumerate(["path: x\nnames: ['bird', \"cat\", dog]\n", "names:\n  - bird\n  - cat\n  - dog\nnc: 3\n",
                               "nc: 3\nnames:\n  0: bird\n  1: cat  # a comment\n  2: dog\n"]):  # fmt: skip

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from helpers import final_files, write_cifar, write_cifar_binary, write_mnist
 
-from tfr_convert.converters.idx import FILES
+from tfr_convert.converters.published.idx import FILES
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import pytest
 import tensorflow_datasets as tfds
 from helpers import EMNIST_LABELS, final_files, write_emnist
 
-from tfr_convert.converters.emnist import DEFAULT_NAMES, TFDS_CLASSES, UNUSED, VARIANTS, parse_mapping
+from tfr_convert.converters.published.emnist import DEFAULT_NAMES, TFDS_CLASSES, UNUSED, VARIANTS, parse_mapping
 
 
 def _supervised(out, split):

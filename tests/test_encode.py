@@ -12,8 +12,8 @@ from helpers import FailingMnist, write_cifar, write_mnist
 from tfr_convert.containers import get as container
 from tfr_convert.containers.framing import FOOTER_SIZE, HEADER_SIZE, frame, seal
 from tfr_convert.converters.base import Columns, Group, PublishedOptions
-from tfr_convert.converters.cifar import CifarConverter
-from tfr_convert.converters.mnist import MnistConverter
+from tfr_convert.converters.published.cifar import CifarConverter
+from tfr_convert.converters.published.mnist import MnistConverter
 from tfr_convert.dataset.example import serialize
 from tfr_convert.dataset.features import FeatureSpec
 from tfr_convert.engine.core import encode_sealed

@@ -1,4 +1,4 @@
-"""The seam between --group-column / --dedupe and the splitter (converters/grouping.py):
+"""The seam between --group-column / --dedupe and the splitter (converters/listing/grouping.py):
 which items share a group, what is dropped, and what the run says about it."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from tfr_convert.converters.grouping import describe_clusters, duplicate_pairs, group_keys, plan_groups
+from tfr_convert.converters.listing.grouping import describe_clusters, duplicate_pairs, group_keys, plan_groups
 
 
 def _png(seed: int, size: int = 32) -> bytes:

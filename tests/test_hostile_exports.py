@@ -244,7 +244,7 @@ def test_the_label_map_escapes_a_class_name_so_protobuf_reads_it_back(cli, tmp_p
     from google.protobuf import text_format
     from google.protobuf.struct_pb2 import ListValue  # noqa: F401  (the package is protobuf's)
 
-    from tfr_convert.converters.label_map import label_map_pbtxt
+    from tfr_convert.converters.annotations.label_map import label_map_pbtxt
 
     names = {'a "quoted"\nname': 1, "tab\there\\back\r\x01\x7f": 2, "üñï": 3}
     text = label_map_pbtxt(names).decode()

@@ -25,8 +25,8 @@ from helpers import png_header_only, write_cifar, write_mnist
 from PIL import Image
 
 from tfr_convert.containers.crc import masked_crc
-from tfr_convert.converters.idx import FILES
-from tfr_convert.converters.safe_pickle import UnsafePickleError, safe_load
+from tfr_convert.converters.published.idx import FILES
+from tfr_convert.converters.published.safe_pickle import UnsafePickleError, safe_load
 from tfr_convert.dataset.example import serialize
 from tfr_convert.inspect.summary import SAMPLE
 from tfr_convert.skips import LISTED
@@ -69,7 +69,7 @@ def test_a_pickle_of_shared_references_is_resolved_once_per_object():
     data = pickle.dumps({b"data": laughs(10), b"labels": laughs(10)}, protocol=2)
     assert len(data) < 1000  # a few hundred bytes standing for 10**10 references
     proc = subprocess.run(  # in a child with a deadline: the old walk took 10**10 steps
-        [sys.executable, "-c", "import sys; from tfr_convert.converters.safe_pickle import safe_load; "
+        [sys.executable, "-c", "import sys; from tfr_convert.converters.published.safe_pickle import safe_load; "
          "r = safe_load(sys.stdin.buffer.read()); v = r[b'data']; print(v[0] is v[9], len(v))"],
         input=data, capture_output=True, timeout=60,
     )  # fmt: skip

@@ -660,7 +660,7 @@ def test_a_csv_column_named_label_without_label_column_is_pointed_out(cli, tmp_p
     ],
 )
 def test_the_default_name_walks_up_past_generic_folder_names(cli, tmp_path, image_dir, name):
-    from tfr_convert.converters.folders import dataset_name
+    from tfr_convert.converters.listing.folders import dataset_name
 
     root = tmp_path / "x" / image_dir
     save(root / "cat" / "a.png", rgb())
@@ -673,7 +673,7 @@ def test_the_default_name_walks_up_past_generic_folder_names(cli, tmp_path, imag
 
 
 def test_a_path_of_generic_folders_alone_keeps_the_nearest_name():
-    from tfr_convert.converters.folders import dataset_name
+    from tfr_convert.converters.listing.folders import dataset_name
 
     assert dataset_name("s3://images") == "images" and dataset_name("gs://data/train") == "train"
 

@@ -1,4 +1,4 @@
-"""Keep mode's structural JPEG check (converters/jpeg_check.py) against the references:
+"""Keep mode's structural JPEG check (pictures/jpeg_check.py) against the references:
 whatever it vouches for, Pillow's full probe and TensorFlow's decoder both read at the
 same size and bands (and Pillow at the same EXIF orientation); what it cannot vouch for
 it leaves to Pillow (None). Valid, progressive, CMYK, arithmetic-coded, lossless,
@@ -18,10 +18,10 @@ import pytest
 import tensorflow as tf
 from PIL import Image
 
-from tfr_convert.converters import jpeg_check
-from tfr_convert.converters.imaging import probe_with_pillow
-from tfr_convert.converters.jpeg_check import plain_jpeg, scan_end
 from tfr_convert.errors import SourceError
+from tfr_convert.pictures import jpeg_check
+from tfr_convert.pictures.imaging import probe_with_pillow
+from tfr_convert.pictures.jpeg_check import plain_jpeg, scan_end
 
 LIMIT = 89_478_485
 

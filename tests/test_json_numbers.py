@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from tfr_convert.converters.json_numbers import past_int64
+from tfr_convert.converters.table.json_numbers import past_int64
 
 LINES = [
     {"id": 1, "note": "12345678901234567890123 in a string", "x": 0.5},

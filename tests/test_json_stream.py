@@ -1,5 +1,5 @@
 """The COCO reader's JSON: the top-level object member by member, large arrays element
-by element (converters/box_formats/json_stream.py), against json.loads."""
+by element (converters/annotations/box_formats/json_stream.py), against json.loads."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tfr_convert.converters.box_formats.json_stream import read_object
+from tfr_convert.converters.annotations.box_formats.json_stream import read_object
 
 DOC = {"info": {"year": 2017}, "images": [{"id": 1}, {"id": 2}], "annotations": [], "categories": [[1, "a"]]}
 

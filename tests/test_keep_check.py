@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from tfr_convert.converters.imaging import probe
 from tfr_convert.errors import SourceError
+from tfr_convert.pictures.imaging import probe
 
 
 def _jpeg(width=96, height=64, progressive=False, mode="RGB") -> bytes:

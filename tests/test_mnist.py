@@ -13,7 +13,7 @@ import tensorflow_datasets as tfds
 from helpers import final_files, write_mnist
 
 from tfr_convert.containers.scan import read_records
-from tfr_convert.converters.idx import FILES, IMAGES_MAGIC, idx_bytes, parse_idx
+from tfr_convert.converters.published.idx import FILES, IMAGES_MAGIC, idx_bytes, parse_idx
 from tfr_convert.dataset.naming import ShardName
 
 
@@ -295,8 +295,8 @@ def test_broken_test_images_found_after_train_was_written_leave_nothing(cli, mni
 def test_images_set_inflating_before_the_converter_give_the_same_shards(mnist_src, tmp_path):
     # the command starts idx.start_images before it imports the converter (and numpy);
     # the converter reading the folder itself is the simple path it is held to
-    from tfr_convert.converters.idx import start_images
-    from tfr_convert.converters.mnist import MnistConverter
+    from tfr_convert.converters.published.idx import start_images
+    from tfr_convert.converters.published.mnist import MnistConverter
     from tfr_convert.engine.local import run
     from tfr_convert.engine.run_options import RunOptions
     from tfr_convert.output.shards import ShardPolicy
@@ -313,7 +313,7 @@ def test_images_set_inflating_before_the_converter_give_the_same_shards(mnist_sr
 
 
 def test_start_images_leaves_a_folder_missing_an_images_file_to_the_converter(mnist_src):
-    from tfr_convert.converters.idx import start_images
+    from tfr_convert.converters.published.idx import start_images
 
     src, _ = mnist_src
     (src / (FILES["test", "images"] + ".gz")).unlink()
@@ -327,7 +327,7 @@ def test_idx_reading_and_run_options_import_no_numpy():
     import sys
 
     code = (
-        "import sys; import tfr_convert.converters.idx, tfr_convert.engine.run_options; "
+        "import sys; import tfr_convert.converters.published.idx, tfr_convert.engine.run_options; "
         "print(sorted(m for m in ('numpy', 'tfr_convert.engine.core') if m in sys.modules))"
     )
     found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from tfr_convert.converters.png import encode_pngs
+from tfr_convert.pictures.png import encode_pngs
 
 
 def pillow_png(pixels: np.ndarray) -> bytes:

@@ -1,4 +1,4 @@
-"""Keep mode's PNG check without Pillow (converters/png_check.py) against Pillow's:
+"""Keep mode's PNG check without Pillow (pictures/png_check.py) against Pillow's:
 it answers only for files Pillow decodes, with Pillow's size and bands, and leaves
 every other file, well-formed or damaged, to Pillow."""
 
@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from PIL import Image, PngImagePlugin
 
-from tfr_convert.converters.imaging import probe, probe_with_pillow
-from tfr_convert.converters.png_check import plain_png
 from tfr_convert.errors import SourceError
+from tfr_convert.pictures.imaging import probe, probe_with_pillow
+from tfr_convert.pictures.png_check import plain_png
 
 LIMIT = 10**8
 SIGNATURE = b"\x89PNG\r\n\x1a\n"

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from tfr_convert.converters.safe_pickle import safe_load
+from tfr_convert.converters.published.safe_pickle import safe_load
 from tfr_convert.storage.reading import HashingReader
 
 

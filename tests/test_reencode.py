@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from tfr_convert.converters.imaging import DecodePolicy, decode, encode, reencode
+from tfr_convert.pictures.imaging import DecodePolicy, decode, encode, reencode
 
 
 def _bytes(im: Image.Image, fmt: str, **kwargs) -> bytes:

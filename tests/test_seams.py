@@ -194,10 +194,10 @@ def test_a_missing_or_odd_manifest_reads_as_empty(tmp_path):
 
 
 def test_a_converters_options_say_what_is_impossible_together_to_cli_and_library_alike(tmp_path, cli):
-    from tfr_convert.converters.detection import DetectionOptions
+    from tfr_convert.converters.annotations.detection import DetectionOptions
     from tfr_convert.converters.images import ImagesConverter, ImagesOptions
-    from tfr_convert.converters.imaging import DecodePolicy
     from tfr_convert.errors import OptionError
+    from tfr_convert.pictures.imaging import DecodePolicy
 
     wrong = ImagesOptions(group_column="patient")
     assert wrong.problem() == (
@@ -220,7 +220,7 @@ def test_the_published_datasets_options_are_checked_by_their_converters_before_r
     from tfr_convert.errors import OptionError
 
     cls = {"mnist": "MnistConverter", "emnist": "EmnistConverter", "cifar": "CifarConverter"}[converter]
-    make = getattr(importlib.import_module(f"tfr_convert.converters.{converter}"), cls)
+    make = getattr(importlib.import_module(f"tfr_convert.converters.published.{converter}"), cls)
     with pytest.raises(OptionError, match="drop --image-format raw"):
         make(str(tmp_path / "nothing-here"), PublishedOptions(image_format="raw", layout="tfds"))
 
@@ -603,7 +603,7 @@ def test_a_part_of_integer_rows_is_still_an_array_and_holds_what_the_slice_holds
 def test_parts_of_a_table_kept_whole_join_into_one_range_and_others_into_row_numbers():
     import numpy as np
 
-    from tfr_convert.converters.table_rows import joined_rows
+    from tfr_convert.converters.table.rows import joined_rows
 
     assert joined_rows([range(0, 5), range(5, 9), range(9, 9), range(9, 12)]) == range(0, 12)
     assert isinstance(joined_rows([range(0, 5), range(5, 9)]), range)
@@ -620,7 +620,7 @@ def test_a_column_is_coded_chunk_by_chunk_as_a_whole_column_would_be():
     each with a dictionary of their own)."""
     import pyarrow as pa
 
-    from tfr_convert.converters.table_splits import coded
+    from tfr_convert.converters.table.splits import coded
 
     chunks = [["b", None, "a"], [], ["a", "c", "b", None]]
     flat = [v for chunk in chunks for v in chunk]
@@ -662,7 +662,7 @@ def test_an_integer_label_column_is_read_into_the_narrowest_type_that_holds_it_a
     import numpy as np
     import pyarrow as pa
 
-    from tfr_convert.converters.table_splits import narrow_ints
+    from tfr_convert.converters.table.splits import narrow_ints
 
     cases = [
         (pa.chunked_array([[3, None, 0], [], [127, 5]], pa.int64()), np.int8),

@@ -621,7 +621,7 @@ def test_the_columnar_path_writes_the_bytes_of_the_value_by_value_path(tmp_path)
     import random
 
     from tfr_convert.converters.base import ColumnBatch
-    from tfr_convert.converters.table import TableConverter, TableOptions
+    from tfr_convert.converters.table.converter import TableConverter, TableOptions
     from tfr_convert.dataset.example import serialize
     from tfr_convert.engine.encode import encode_items
 
@@ -657,7 +657,7 @@ def test_the_columnar_path_writes_the_bytes_of_the_value_by_value_path(tmp_path)
 def test_a_table_far_wider_than_its_batch_is_encoded_row_by_row_to_the_same_bytes(tmp_path, monkeypatch):
     """100,000 columns of one row: row by row (a column's numpy calls cost more than its
     one value) gives the columnar encoder's bytes, nulls and lists included."""
-    from tfr_convert.converters import table as table_module
+    from tfr_convert.converters.table import converter as table_module
 
     pa = pytest.importorskip("pyarrow")
     columns = {f"c{i}": pa.array([i, None] if i % 3 else [[i], [1, 2]], pa.int64() if i % 3 else pa.list_(pa.int64()))

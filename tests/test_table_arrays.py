@@ -1,4 +1,4 @@
-"""Arrow arrays to numpy and back through their buffers (converters/arrow_numpy.py): the
+"""Arrow arrays to numpy and back through their buffers (converters/table/arrow_numpy.py): the
 values pyarrow's own conversions give, and a table conversion that never imports pandas."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tfr_convert.converters.arrow_numpy import from_numpy, strings, to_numpy
+from tfr_convert.converters.table.arrow_numpy import from_numpy, strings, to_numpy
 
 NUMERIC = [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64()]
 NUMERIC += [pa.float32(), pa.float64(), pa.bool_()]

@@ -1,4 +1,4 @@
-"""converters/table_rows.py: local Parquet files read a column or a run of rows at a time
+"""converters/table/rows.py: local Parquet files read a column or a run of rows at a time
 give what the whole table in memory gives — the same Arrow values, the same nulls, the
 same encoded bytes — and a damaged file is an error naming it."""
 
@@ -14,9 +14,9 @@ import pytest
 pa = pytest.importorskip("pyarrow")
 import pyarrow.parquet as pq  # noqa: E402
 
-from tfr_convert.converters import table_files  # noqa: E402
-from tfr_convert.converters.table import TableConverter, TableOptions  # noqa: E402
-from tfr_convert.converters.table_rows import (  # noqa: E402
+from tfr_convert.converters.table import files as table_files  # noqa: E402
+from tfr_convert.converters.table.converter import TableConverter, TableOptions  # noqa: E402
+from tfr_convert.converters.table.rows import (  # noqa: E402
     ParquetColumns,
     ParquetFileTable,
     ParquetRows,
@@ -175,8 +175,8 @@ def test_rows_laid_out_in_a_shuffled_plan_encode_the_bytes_of_the_table_in_memor
     forked processes, each writing its pieces of the files (joined when read)."""
     import os
 
-    from tfr_convert.converters import table_rows
     from tfr_convert.converters.base import SourceContext
+    from tfr_convert.converters.table import rows as table_rows
     from tfr_convert.dataset import splits
     from tfr_convert.engine.workers import forked_parts
 

@@ -298,7 +298,7 @@ def test_a_run_killed_midway_resumes_to_the_uninterrupted_bytes_and_refuses_a_ch
 def test_frames_converted_by_one_reformatter_per_clip_are_each_frames_own_rgb(tmp_path, codec, pix_fmt):
     """The clip's frames go to RGB through one converter kept for the clip (the fast way):
     the very pixels each decoded frame's own to_ndarray gives, whatever its pixel format."""
-    from tfr_convert.converters.video import clip_frames
+    from tfr_convert.converters.media.video import clip_frames
 
     frames = _frames(6, 3, (48, 64))
     path = tmp_path / "c.mkv"

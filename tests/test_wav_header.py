@@ -1,4 +1,4 @@
-"""The WAV header reader (converters/wav_header.py) against libsndfile: for every file it
+"""The WAV header reader (converters/media/wav_header.py) against libsndfile: for every file it
 reads, the rate, channels, length and sample format soundfile.info gives; every other
 file is left to libsndfile (None)."""
 
@@ -10,7 +10,7 @@ import struct
 import numpy as np
 import pytest
 
-from tfr_convert.converters.wav_header import wav_info, wav_samples
+from tfr_convert.converters.media.wav_header import wav_info, wav_samples
 from tfr_convert.errors import SourceError
 
 sf = pytest.importorskip("soundfile")

@@ -23,7 +23,7 @@ def write(data: Any, out: str, **options: Any) -> dict[str, Any]:
     import click
 
     from .cli.commands import table
-    from .converters.table_files import FromPython
+    from .converters.table.files import FromPython
 
     given = FromPython(_opened(data, options.pop("features", None)))
     argv = [_SOURCE, "--out", str(out), *_argv(table.command, options)]
@@ -83,7 +83,7 @@ def _text(value: Any) -> str:
 
 def _opened(data: Any, features: Any) -> Any:
     """The data's Arrow tables (and a Hugging Face dataset's features)."""
-    from .converters.table_files import in_memory
+    from .converters.table.files import in_memory
     from .optional import pyarrow
 
     pa = pyarrow("tfr_convert.write()")

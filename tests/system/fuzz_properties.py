@@ -17,14 +17,14 @@ import numpy as np
 
 from tfr_convert.containers.crc import masked_crc
 from tfr_convert.containers.scan import scan_records
-from tfr_convert.converters import csvtable
-from tfr_convert.converters.idx import parse_idx
-from tfr_convert.converters.jpeg_check import plain_jpeg
-from tfr_convert.converters.json_nesting import deepest
-from tfr_convert.converters.png_check import plain_png
-from tfr_convert.converters.wav_header import wav_info
+from tfr_convert.converters.listing import csvtable
+from tfr_convert.converters.media.wav_header import wav_info
+from tfr_convert.converters.published.idx import parse_idx
+from tfr_convert.converters.table.json_nesting import deepest
 from tfr_convert.dataset.example import ExampleDecodeError, parse
 from tfr_convert.errors import RecordError, SourceError
+from tfr_convert.pictures.jpeg_check import plain_jpeg
+from tfr_convert.pictures.png_check import plain_png
 
 MAX_PIXELS = 1 << 20
 
@@ -174,7 +174,7 @@ def seeds() -> dict[str, bytes]:
     """A valid input of each kind, for mutation to start from."""
     from PIL import Image
 
-    from tfr_convert.converters.idx import idx_bytes
+    from tfr_convert.converters.published.idx import idx_bytes
     from tfr_convert.dataset.example import serialize
 
     rng = np.random.default_rng(0)

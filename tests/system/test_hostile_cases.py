@@ -75,7 +75,7 @@ def test_libsndfiles_words_name_the_file_once_without_a_python_repr(cli, tmp_pat
 
 
 def test_a_clip_whose_frames_pass_what_a_record_holds_stops_at_that_frame(cli, tmp_path, monkeypatch):
-    from tfr_convert.converters import video
+    from tfr_convert.converters.media import video
 
     (tmp_path / "root" / "a").mkdir(parents=True)
     (tmp_path / "root" / "a" / "clip.mp4").write_bytes(mp4(frames=6))

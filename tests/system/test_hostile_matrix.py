@@ -37,7 +37,7 @@ from PIL import Image
 
 from tfr_convert.cli import commands
 from tfr_convert.containers.crc import masked_crc
-from tfr_convert.converters.idx import FILES, idx_bytes
+from tfr_convert.converters.published.idx import FILES, idx_bytes
 from tfr_convert.dataset.example import serialize
 
 SCRIPTS = Path(sys.executable).parent

@@ -319,7 +319,7 @@ def max_record_option(what: str):
     )
 
 
-# What audio and video label and split their files by (converters/media_folders.py's
+# What audio and video label and split their files by (converters/media/folders.py's
 # Labelling): their options, taken out of the command's keyword arguments together.
 LABELLING = (
     "split",

@@ -28,15 +28,15 @@ from typing import Any
 from ..dataset.features import FeatureSpec
 from ..dataset.splits import SplitSpec, split_by_ratio
 from ..errors import OptionError, SourceError
+from ..pictures.imaging import DEFAULT_CHROMA, DecodePolicy
+from ..pictures.stored_image import stored
 from ..skips import Skips
 from ..storage import fs
 from .base import Converter, SourceContext, items_per_chunk
-from .class_folders import class_folders
-from .folders import IMAGE_SUFFIXES, FileItems, ImageFolder, dataset_name, named, split_folders
-from .grouping import plan_groups
-from .imaging import DEFAULT_CHROMA, DecodePolicy
-from .label_csv import LabelCsv
-from .stored_image import stored
+from .listing.class_folders import class_folders
+from .listing.folders import IMAGE_SUFFIXES, FileItems, ImageFolder, dataset_name, named, split_folders
+from .listing.grouping import plan_groups
+from .listing.label_csv import LabelCsv
 
 IMAGE_FORMATS = ("keep", "png", "jpeg", "raw")
 LAYOUTS = ("flat", "tfds")

@@ -8,7 +8,7 @@ from ..options import common_options, labelling_of, labels_csv_options, on_error
 from ..running import run_conversion, source_context
 from ..types import LocalOrRemotePath
 
-CONVERTERS = ("tfr_convert.converters.audio:AudioConverter",)
+CONVERTERS = ("tfr_convert.converters.media.audio:AudioConverter",)
 
 
 @click.command()
@@ -47,7 +47,7 @@ def command(
     **common,
 ) -> None:
     """A folder of recordings (WAV, FLAC, OGG...), labelled by a CSV (--labels) or by class sub-folders."""
-    from ...converters.audio import AudioConverter, AudioOptions
+    from ...converters.media.audio import AudioConverter, AudioOptions
 
     options = AudioOptions(
         audio_format=audio_format,

@@ -7,7 +7,7 @@ import click
 from ..options import published_dataset_options, source_of, usage_error_if
 from ..running import run_conversion, source_context
 
-CONVERTERS = ("tfr_convert.converters.cifar:CifarConverter",)
+CONVERTERS = ("tfr_convert.converters.published.cifar:CifarConverter",)
 
 #: --variant, as the converter names them (cifar_files.VARIANTS, to which
 #: tests/test_cli.py holds these): listed here, so that parsing the command line
@@ -30,7 +30,7 @@ def command(src, download, variant, binary, image_format, layout, mirror, cache_
     never with pickle.load.
     """
     from ...converters.base import PublishedOptions
-    from ...converters.cifar import CifarConverter
+    from ...converters.published.cifar import CifarConverter
 
     options = PublishedOptions(variant, image_format, layout)
     usage_error_if(options.problem())

@@ -22,7 +22,7 @@ from ..options import (
 from ..running import run_conversion, source_context
 from ..types import LocalOrRemotePath, SplitOrPath
 
-CONVERTERS = ("tfr_convert.converters.detection:DetectionConverter",)
+CONVERTERS = ("tfr_convert.converters.annotations.detection:DetectionConverter",)
 
 
 @click.command()
@@ -109,8 +109,8 @@ def command(
 ) -> None:
     """IMAGE_DIR's images with bounding boxes (CSV, Pascal VOC, COCO or YOLO annotations),
     in the TensorFlow Object Detection API's layout, with label_map.pbtxt."""
-    from ...converters.detection import DetectionConverter, DetectionOptions
-    from ...converters.imaging import DecodePolicy
+    from ...converters.annotations.detection import DetectionConverter, DetectionOptions
+    from ...pictures.imaging import DecodePolicy
 
     policy = DecodePolicy(max_pixels, grayscale=grayscale, resize=resize, structural=check == "structure")
     splits = [split for split, _ in annotations]

@@ -100,7 +100,7 @@ def command(
 ) -> None:
     """A folder of images, labelled by a CSV (--labels) or by class sub-folders."""
     from ...converters.images import ImagesConverter, ImagesOptions
-    from ...converters.imaging import DecodePolicy
+    from ...pictures.imaging import DecodePolicy
 
     if grayscale and color == "rgb":
         raise click.UsageError("--grayscale is --color grayscale: give one of them")

@@ -9,7 +9,10 @@ import click
 from ..options import published_dataset_options, source_of, usage_error_if
 from ..running import run_conversion, source_context
 
-CONVERTERS = ("tfr_convert.converters.mnist:MnistConverter", "tfr_convert.converters.emnist:EmnistConverter")
+CONVERTERS = (
+    "tfr_convert.converters.published.mnist:MnistConverter",
+    "tfr_convert.converters.published.emnist:EmnistConverter",
+)
 
 #: --variant, as the converters name them (mnist's and emnist's VARIANTS, to which
 #: tests/test_cli.py holds these): listed here, so that parsing the command line
@@ -47,14 +50,14 @@ def command(src, download, variant, image_format, layout, mirror, cache_dir, **c
     source = source_of(src, download, variant, "mnist", mirror, cache_dir)
 
     def converter():
-        from ...converters.idx import start_images
+        from ...converters.published.idx import start_images
 
         path = source()
         emnist = (variant or "").startswith("emnist/")
         # inflating the images is the longest step: it starts before numpy is imported
         images = None if emnist or not os.path.isdir(path) else start_images(path)
-        from ...converters.emnist import EmnistConverter, looks_like_emnist
-        from ...converters.mnist import MnistConverter
+        from ...converters.published.emnist import EmnistConverter, looks_like_emnist
+        from ...converters.published.mnist import MnistConverter
 
         if emnist or (variant is None and looks_like_emnist(path)):
             if images:

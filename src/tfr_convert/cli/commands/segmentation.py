@@ -19,7 +19,7 @@ from ..options import (
 from ..running import run_conversion, source_context
 from ..types import LocalOrRemotePath, Split
 
-CONVERTERS = ("tfr_convert.converters.segmentation:SegmentationConverter",)
+CONVERTERS = ("tfr_convert.converters.annotations.segmentation:SegmentationConverter",)
 
 
 @click.command()
@@ -82,8 +82,8 @@ def command(
 ) -> None:
     """IMAGE_DIR's images with their segmentation masks from MASK_DIR, as TFDS's
     oxford_iiit_pet stores them: image, segmentation_mask (a PNG of class indices), file_name."""
-    from ...converters.imaging import DecodePolicy
-    from ...converters.segmentation import SegmentationConverter, SegmentationOptions
+    from ...converters.annotations.segmentation import SegmentationConverter, SegmentationOptions
+    from ...pictures.imaging import DecodePolicy
 
     options = SegmentationOptions(
         masks=masks,

@@ -20,7 +20,7 @@ from ..options import (
 from ..running import converted, run_conversion, source_context
 from ..types import ColumnNames, Delimiter, LocalOrRemotePath, Rename
 
-CONVERTERS = ("tfr_convert.converters.table:TableConverter",)
+CONVERTERS = ("tfr_convert.converters.table.converter:TableConverter",)
 
 
 @click.command()
@@ -102,9 +102,9 @@ def command(
     Splits: a DatasetDict's, else a split word as a file's name (train.csv, data-test.parquet),
     else all train; --split-column reads them from a column, --split draws them by ratio.
     """
-    from ...converters.imaging import DecodePolicy
-    from ...converters.table import TableOptions
-    from ...converters.table_images import ImagePolicy
+    from ...converters.table.converter import TableOptions
+    from ...converters.table.pictures import ImagePolicy
+    from ...pictures.imaging import DecodePolicy
 
     names = None
     if label_names is not None:
@@ -136,12 +136,12 @@ def command(
     )
     usage_error_if(options.problem())
 
-    from ...converters.table_files import FromPython
+    from ...converters.table.files import FromPython
 
     given = click.get_current_context().find_object(FromPython)  # tfr_convert.write()'s tables
 
     def make_converter():
-        from ...converters.table import TableConverter
+        from ...converters.table.converter import TableConverter
         from ...engine.run_options import default_workers  # the engine runs the shuffle's parts
         from ...engine.workers import forked_parts
 

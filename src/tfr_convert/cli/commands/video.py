@@ -18,7 +18,7 @@ from ..options import (
 from ..running import run_conversion, source_context
 from ..types import LocalOrRemotePath
 
-CONVERTERS = ("tfr_convert.converters.video:VideoConverter",)
+CONVERTERS = ("tfr_convert.converters.media.video:VideoConverter",)
 
 
 @click.command()
@@ -75,7 +75,7 @@ def command(
     **common,
 ) -> None:
     """A folder of clips (MP4, MKV, AVI, WebM...), labelled by a CSV (--labels) or by class sub-folders."""
-    from ...converters.video import VideoConverter, VideoOptions
+    from ...converters.media.video import VideoConverter, VideoOptions
 
     if fit != "stretch" and not resize:
         raise click.UsageError("--fit needs --resize WxH")
