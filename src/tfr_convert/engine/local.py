@@ -49,8 +49,16 @@ WINDOW_PER_WORKER = 4  # batches in flight per worker
 # ---------------------------------------------------------------- encoding
 
 
-# the worker process's converter, on_error, container, and the plan when it came with the fork
-_job: tuple[Converter, str, containers.Container, dict[str, list[Hashable]] | None] | None = None
+class WorkerJob(NamedTuple):
+    """What a worker process encodes with, set once when it starts (`_init_worker`)."""
+
+    converter: Converter
+    on_error: str
+    container: containers.Container
+    plan: dict[str, list[Hashable]] | None  # the plan, where it came with the fork (batches are then _Spans)
+
+
+_worker_job: WorkerJob | None = None  # this worker process's, once started
 
 
 class _Span(NamedTuple):
@@ -65,19 +73,19 @@ class _Span(NamedTuple):
 def _init_worker(
     converter: Converter, on_error: str, container: containers.Container, plan: dict[str, list[Hashable]] | None
 ) -> None:
-    global _job
-    _job = (converter, on_error, container, plan)
+    global _worker_job
+    _worker_job = WorkerJob(converter, on_error, container, plan)
 
 
 def _encode_in_worker(batch: Sequence[Hashable] | _Span) -> Encoded:
     import pickle
 
-    assert _job is not None
-    converter, on_error, container, plan = _job
+    job = _worker_job
+    assert job is not None
     if isinstance(batch, _Span):
-        assert plan is not None
-        batch = plan[batch.split][batch.start : batch.stop]
-    encoded = encode_sealed(converter, batch, on_error, container)
+        assert job.plan is not None
+        batch = job.plan[batch.split][batch.start : batch.stop]
+    encoded = encode_sealed(job.converter, batch, job.on_error, job.container)
     return encoded._replace(blob=pickle.PickleBuffer(encoded.blob))  # sent beside the pickle, not in it
 
 
