@@ -9,7 +9,9 @@ import sys
 import sysconfig
 from pathlib import Path
 
+import click
 import pytest
+from click.testing import CliRunner
 from helpers import write_cifar
 from PIL import Image
 
@@ -267,3 +269,30 @@ def test_each_commands_help_lists_its_own_options_before_the_shared_ones(cli):
         shared = listed.index("--out")  # the first of the options every converter shares
         assert shared > 0 and "--help" not in listed[:shared], (name, listed)
         assert not {"--num-shards", "--seed", "--json"} & set(listed[:shared]), (name, listed)
+
+
+def test_options_of_builds_a_commands_options_from_its_parameters_by_name():
+    """cli/options.options_of: every field named like a parameter takes its value, a field
+    no parameter names keeps its default, and what the command gives wins."""
+    import dataclasses
+
+    from tfr_convert.cli.options import options_of
+
+    @dataclasses.dataclass(frozen=True)
+    class Options:
+        quality: int = 95
+        chroma: str = "4:2:0"
+        policy: str = "default"
+        not_a_parameter: int = 7
+
+    @click.command()
+    @click.option("--quality", type=int, default=95)
+    @click.option("--chroma", default="4:2:0")
+    @click.option("--policy", default="ignored")
+    @click.option("--other", default="x")
+    def command(**_):
+        click.echo(repr(options_of(Options, policy="given")))
+
+    result = CliRunner().invoke(command, ["--quality", "70", "--chroma", "4:4:4"])
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == repr(Options(quality=70, chroma="4:4:4", policy="given", not_a_parameter=7))

@@ -333,6 +333,18 @@ LABELLING = (
 )
 
 
+def options_of(cls: Any, **given: Any) -> Any:
+    """A command's options dataclass from the running command's click parameters, by
+    name: each field named like a parameter takes its value, so no hand-kept `x=x` list
+    can forget one; `given` sets the fields the command works out itself (a policy, a
+    default that depends on other options, a parameter under another name)."""
+    import dataclasses
+
+    params = click.get_current_context().params
+    fields = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{name: params[name] for name in fields - set(given) if name in params}, **given)
+
+
 def labelling_of(given: dict) -> dict:
     """The labelling options, removed from `given` (what stays is the shared options)."""
     return {name: given.pop(name) for name in LABELLING}

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import click
 
-from ..options import common_options, labelling_of, labels_csv_options, on_error_option, split_options, usage_error_if
+from ..options import (
+    common_options,
+    labelling_of,
+    labels_csv_options,
+    on_error_option,
+    options_of,
+    split_options,
+    usage_error_if,
+)
 from ..running import run_conversion, source_context
 from ..types import LocalOrRemotePath
 
@@ -49,14 +57,7 @@ def command(
     """A folder of recordings (WAV, FLAC, OGG...), labelled by a CSV (--labels) or by class sub-folders."""
     from ...converters.media.audio import AudioConverter, AudioOptions
 
-    options = AudioOptions(
-        audio_format=audio_format,
-        mono=mono,
-        clip_seconds=clip_seconds,
-        shorter=shorter,
-        sample_rate=sample_rate,
-        **labelling_of(common),
-    )
+    options = options_of(AudioOptions, **labelling_of(common))
     usage_error_if(options.problem())
 
     def make_converter():

@@ -15,6 +15,7 @@ from ..options import (
     common_options,
     image_format_option,
     on_error_option,
+    options_of,
     resize_option,
     split_options,
     usage_error_if,
@@ -118,21 +119,11 @@ def command(
         raise click.UsageError("--annotations: give one PATH, or SPLIT=PATH once for each split (train=..., val=...)")
     per_split = tuple(annotations) if splits[0] is not None else ()
     annotations = annotations[0][1]
-    options = DetectionOptions(
+    options = options_of(
+        DetectionOptions,
         annotations=annotations,
-        annotation_format=annotation_format,
-        classes_file=classes_file,
-        split=split,
-        stratify=stratify,
         image_format=image_format or ("jpeg" if resize or grayscale else "keep"),
-        quality=quality,
-        chroma=chroma,
         policy=policy,
-        skip_empty=skip_empty,
-        dedupe=dedupe,
-        voc_origin=voc_origin,
-        coco_ids=coco_ids,
-        masks=masks,
         split_annotations=per_split,
     )
     usage_error_if(options.problem())

@@ -15,6 +15,7 @@ from ..options import (
     image_format_option,
     labels_csv_options,
     on_error_option,
+    options_of,
     resize_option,
     split_options,
     usage_error_if,
@@ -117,23 +118,8 @@ def command(
         fit=fit,
         structural=check == "structure",
     )
-    options = ImagesOptions(
-        labels_csv=labels_csv,
-        delimiter=delimiter,
-        path_column=path_column,
-        label_column=label_column,
-        headerless_labels=headerless_labels,
-        split=split,
-        stratify=stratify,
-        split_column=split_column,
-        group_column=group_column,
-        dedupe=dedupe,
-        image_format=image_format or ("png" if resize or color or grayscale else "keep"),
-        keep_exact=keep_exact,
-        quality=quality,
-        chroma=chroma,
-        policy=policy,
-        layout=layout,
+    options = options_of(
+        ImagesOptions, image_format=image_format or ("png" if resize or color or grayscale else "keep"), policy=policy
     )
     usage_error_if(options.problem())
 

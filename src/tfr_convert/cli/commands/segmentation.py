@@ -13,6 +13,7 @@ from ..options import (
     QUALITY,
     common_options,
     on_error_option,
+    options_of,
     resize_option,
     usage_error_if,
 )
@@ -85,18 +86,7 @@ def command(
     from ...converters.annotations.segmentation import SegmentationConverter, SegmentationOptions
     from ...pictures.imaging import DecodePolicy
 
-    options = SegmentationOptions(
-        masks=masks,
-        classes_file=classes_file,
-        palette_file=palette_file,
-        ignore_index=ignore_index,
-        missing=missing_masks,
-        split=split,
-        policy=DecodePolicy(max_pixels, resize=resize),
-        quality=quality,
-        chroma=chroma,
-        layout=layout,
-    )
+    options = options_of(SegmentationOptions, missing=missing_masks, policy=DecodePolicy(max_pixels, resize=resize))
     usage_error_if(options.problem())
 
     def make_converter():

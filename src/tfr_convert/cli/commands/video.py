@@ -11,6 +11,7 @@ from ..options import (
     labelling_of,
     labels_csv_options,
     on_error_option,
+    options_of,
     resize_option,
     split_options,
     usage_error_if,
@@ -79,17 +80,7 @@ def command(
 
     if fit != "stretch" and not resize:
         raise click.UsageError("--fit needs --resize WxH")
-    options = VideoOptions(
-        frame_format=frame_format,
-        quality=quality,
-        chroma=chroma,
-        fps=fps,
-        max_frames=max_frames,
-        resize=resize,
-        fit=fit,
-        as_sequence=record_kind == "sequence-example",
-        **labelling_of(common),
-    )
+    options = options_of(VideoOptions, as_sequence=record_kind == "sequence-example", **labelling_of(common))
     usage_error_if(options.problem())
 
     def make_converter():
