@@ -44,8 +44,26 @@ CATALOG_VERSIONS = {
 }
 
 
+class Options:
+    """What every converter's options class shares: `problem()`, the one home of its rules
+    (a command shows it as a usage error before reading anything), and `checked()`, the
+    first thing a converter does with them: the options, or an OptionError saying why they
+    cannot be, in the command line's words."""
+
+    def problem(self, *context: Any) -> str | None:
+        return None
+
+    def checked(self, *context: Any) -> Any:
+        """These options, or an OptionError naming their problem (`context`: what their
+        `problem` asks of the run, e.g. records' --on-error)."""
+        problem = self.problem(*context)
+        if problem is not None:
+            raise OptionError(problem)
+        return self
+
+
 @dataclass(frozen=True)
-class PublishedOptions:
+class PublishedOptions(Options):
     """What `tfr-convert mnist` and `cifar` take besides their source and the options
     every converter shares; `problem()` is the one home of their rules (the command line
     shows it as a usage error, the converters raise it as an OptionError)."""
@@ -63,13 +81,6 @@ class PublishedOptions:
         if self.layout == "tfds" and self.image_format == "raw":
             return "--layout tfds stores PNG images, as TFDS's catalog does: drop --image-format raw"
         return None
-
-    def checked(self) -> PublishedOptions:
-        """These options, or an OptionError saying why they cannot be."""
-        problem = self.problem()
-        if problem is not None:
-            raise OptionError(problem)
-        return self
 
     @property
     def pixels(self) -> str:

@@ -27,12 +27,11 @@ from typing import Any
 
 from ..dataset.features import FeatureSpec
 from ..dataset.splits import SplitSpec, split_by_ratio
-from ..errors import OptionError, SourceError
+from ..errors import SourceError
 from ..pictures.imaging import DEFAULT_CHROMA, DecodePolicy
 from ..pictures.stored_image import stored
-from ..skips import Skips
 from ..storage import fs
-from .base import Converter, SourceContext, items_per_chunk
+from .base import Converter, Options, SourceContext, items_per_chunk
 from .listing.class_folders import class_folders
 from .listing.folders import IMAGE_SUFFIXES, FileItems, ImageFolder, dataset_name, named, split_folders
 from .listing.grouping import plan_groups
@@ -45,7 +44,7 @@ RESERVED = {"image", "filename", "format", "height", "width", "channels"}
 
 
 @dataclass(frozen=True)
-class ImagesOptions:
+class ImagesOptions(Options):
     """What `tfr-convert images` takes besides the options every converter shares;
     `problem()` is the one home of their rules (the command line shows it as a usage
     error, the converter raises it as an OptionError)."""
@@ -115,11 +114,8 @@ class ImagesConverter(FileItems, Converter):
     ) -> None:
         """context.in_parts: the folders of a large tree are listed in parts, in other
         processes (see list_files)."""
-        options = options or ImagesOptions()
+        options = (options or ImagesOptions()).checked()
         self.context = context = context or SourceContext()
-        problem = options.problem()
-        if problem is not None:
-            raise OptionError(problem)
         labels_csv, split, stratify, dedupe = options.labels_csv, options.split, options.stratify, options.dedupe
         split_column, group_column, label_column = options.split_column, options.group_column, options.label_column
         image_format, keep_exact, quality, policy = (
@@ -136,7 +132,6 @@ class ImagesConverter(FileItems, Converter):
         self.keep_exact = keep_exact  # keep mode: even bytes TensorFlow cannot decode upright
         self._flag: tuple[str, str] | None = None  # (why, file) of the item just encoded, for observe
         self.policy = policy or DecodePolicy()
-        self.skipped = Skips()
         self.columns: list[tuple[str, str]] = []  # extra features: (name, dtype)
         self.labels: dict[str, list[str]] = {}
         self.label_feature: str | None = None

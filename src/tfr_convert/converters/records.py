@@ -35,10 +35,9 @@ from ..dataset.features import FeatureSpec
 from ..dataset.naming import ShardName
 from ..dataset.record_schema import SAMPLE, NoSchema, infer_schema
 from ..dataset.splits import SPLIT_NAME, SPLIT_ORDER, SplitSpec, split_by_ratio
-from ..errors import OptionError, OutputError, RecordError, SourceError
-from ..skips import Skips
+from ..errors import OutputError, RecordError, SourceError
 from ..storage import fs
-from .base import Converter, SourceContext, items_per_chunk
+from .base import Converter, Options, SourceContext, items_per_chunk
 
 #: split names a plain file's name may carry (`data-train.tfrecord`, `x-val.tfrec`)
 FILE_SPLITS = {
@@ -55,7 +54,7 @@ _METADATA_SUFFIXES = (".json", ".txt", ".md", ".png", ".index", ".pbtxt")
 
 
 @dataclass(frozen=True)
-class RecordsOptions:
+class RecordsOptions(Options):
     """What `tfr-convert records` takes besides its sources and the shared options."""
 
     split: SplitSpec | None = None  # re-split every record by these fractions
@@ -154,16 +153,12 @@ class RecordsConverter(Converter):
     def __init__(
         self, paths: list[str], options: RecordsOptions | None = None, context: SourceContext | None = None
     ) -> None:
-        options = options or RecordsOptions()
         self.context = context = context or SourceContext()
-        problem = options.problem(context.on_error)
-        if problem is not None:
-            raise OptionError(problem)
+        options = (options or RecordsOptions()).checked(context.on_error)
         self._options = options
         files, datasets = _files_of(paths)
         if len({dataset.name for dataset in datasets}) > 1:
             raise SourceError(f"datasets {sorted({d.name for d in datasets})} differ: give one dataset's directories")
-        self.skipped = Skips()  # losses, under --on-error skip
         self.warnings: list[str] = []
         self._values: dict[tuple[int, int], dict[str, str]] = {}  # (source, record) -> features_read's values
         self._spool_folder: str | None = None

@@ -31,7 +31,7 @@ from ...errors import OptionError, SourceError
 from ...pictures.imaging import DEFAULT_CHROMA, DecodePolicy, probe, reencode
 from ...skips import Skips
 from ...storage import fs
-from ..base import Converter, SourceContext, fingerprint
+from ..base import Converter, Options, SourceContext, fingerprint
 from ..listing.folders import IMAGE_SUFFIXES, FileItems, dataset_name, list_files, named
 from ..listing.grouping import plan_groups
 from . import box_formats
@@ -78,7 +78,7 @@ COCO_IDS = ("keep", "contiguous")
 
 
 @dataclass(frozen=True)
-class DetectionOptions:
+class DetectionOptions(Options):
     """What `tfr-convert detection` takes besides the options every converter shares;
     `problem()` is the one home of their rules (a usage error on the command line, an
     OptionError from the converter)."""
@@ -126,10 +126,8 @@ class DetectionConverter(FileItems, Converter):
         options: DetectionOptions,
         context: SourceContext | None = None,
     ) -> None:
+        options = options.checked()
         self.context = context = context or SourceContext()
-        problem = options.problem()
-        if problem is not None:
-            raise OptionError(problem)
         annotations, annotation_format, classes_file = (
             options.annotations,
             options.annotation_format,

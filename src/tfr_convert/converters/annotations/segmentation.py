@@ -25,9 +25,8 @@ from ...dataset.features import FeatureSpec, labels_filename
 from ...dataset.splits import SplitSpec, split_by_ratio
 from ...errors import OptionError, SourceError
 from ...pictures.imaging import DEFAULT_CHROMA, DecodePolicy, open_image, probe, reencode
-from ...skips import Skips
 from ...storage import fs
-from ..base import Converter, SourceContext, fingerprint
+from ..base import Converter, Options, SourceContext, fingerprint
 from ..listing.folders import IMAGE_SUFFIXES, FileItems, dataset_name, list_files
 from .box_formats.class_names import read_names
 
@@ -69,7 +68,7 @@ def read_palette(path: str) -> tuple[dict[tuple[int, int, int], int], list[str]]
 
 
 @dataclass(frozen=True)
-class SegmentationOptions:
+class SegmentationOptions(Options):
     """What `tfr-convert segmentation` takes besides the options every converter shares."""
 
     masks: str
@@ -105,14 +104,11 @@ class SegmentationConverter(FileItems, Converter):
         options: SegmentationOptions,
         context: SourceContext | None = None,
     ) -> None:
+        options = options.checked()
         self.context = context = context or SourceContext()
-        problem = options.problem()
-        if problem is not None:
-            raise OptionError(problem)
         self.root, self.mask_root, self.options_ = image_dir, options.masks, options
         self.policy = options.policy
         self.tfds_layout = options.layout == "tfds"
-        self.skipped = Skips()
         self.warnings: list[str] = []
         self.dataset_name = dataset_name(image_dir)
         self._real = {

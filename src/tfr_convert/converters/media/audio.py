@@ -43,7 +43,7 @@ import numpy as np
 
 from ...dataset.example import MAX_EXAMPLE_BYTES
 from ...dataset.features import FeatureSpec
-from ...errors import OptionError, SourceError
+from ...errors import SourceError
 from ...optional import soundfile
 from ...storage import fs
 from ..base import Converter, SourceContext
@@ -157,10 +157,7 @@ class AudioConverter(MediaFolder, Converter):
     chunk_size = 16
 
     def __init__(self, root: str, options: AudioOptions | None = None, context: SourceContext | None = None) -> None:
-        options = options or AudioOptions()
-        problem = options.problem()
-        if problem is not None:
-            raise OptionError(problem)
+        options = (options or AudioOptions()).checked()
         if options.audio_format in ("wav", "flac"):
             _libsndfile()  # it encodes them: a missing extra is said before listing
         listed, split_of = self._open(root, options, context or SourceContext())

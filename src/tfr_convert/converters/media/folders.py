@@ -20,14 +20,14 @@ from ...dataset.splits import SplitSpec, split_by_ratio
 from ...errors import SourceError
 from ...skips import Skips
 from ...storage import fs
-from ..base import SourceContext, fingerprint
+from ..base import Options, SourceContext, fingerprint
 from ..listing.class_folders import class_folders
 from ..listing.folders import FileItems, ImageFolder, dataset_name
 from ..listing.label_csv import LabelCsv
 
 
 @dataclass(frozen=True)
-class Labelling:
+class Labelling(Options):
     """How files are labelled and split: the options `audio` and `video` share."""
 
     split: SplitSpec | None = None
@@ -84,7 +84,6 @@ class MediaFolder(FileItems):
         self._o, self.context, self.root = options, context, root
         self._folder = ImageFolder(root, context.out, context.in_parts)
         self._real_root = None if self._folder.remote else self._folder.real_root
-        self.skipped = Skips()
         self.warnings = []
         self.dataset_name = dataset_name(root)
         self._group_of = {}

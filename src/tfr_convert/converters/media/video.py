@@ -34,7 +34,7 @@ import numpy as np
 from ...dataset.example import MAX_EXAMPLE_BYTES
 from ...dataset.features import FeatureSpec
 from ...dataset.sequence_example import serialize_sequence
-from ...errors import OptionError, SourceError
+from ...errors import SourceError
 from ...optional import av
 from ...pictures.imaging import DEFAULT_CHROMA, encode, fitted
 from ...storage import fs
@@ -86,10 +86,7 @@ class VideoConverter(MediaFolder, Converter):
     chunk_size = 1  # a clip is many frames' work: one a batch, so a worker holds one clip's frames
 
     def __init__(self, root: str, options: VideoOptions | None = None, context: SourceContext | None = None) -> None:
-        options = options or VideoOptions()
-        problem = options.problem()
-        if problem is not None:
-            raise OptionError(problem)
+        options = (options or VideoOptions()).checked()
         av("tfr-convert video")  # (before listing: a missing extra is said first)
         listed, split_of = self._open(root, options, context or SourceContext())
         items, sizes = [], set()

@@ -32,7 +32,7 @@ from ...dataset.rows import GroupCodes, RowNumbers, RowStrata, row_array
 from ...dataset.splits import SplitSpec, split_by_ratio
 from ...errors import OptionError, SourceError
 from ...optional import pyarrow
-from ..base import ColumnBatch, Converter, SourceContext
+from ..base import ColumnBatch, Converter, Options, SourceContext
 from . import arrow_features
 from . import files as table_files
 from . import rows as table_rows
@@ -51,7 +51,7 @@ MAX_SPARSE_LABEL = 1000
 
 
 @dataclass(frozen=True)
-class TableOptions:
+class TableOptions(Options):
     """What `tfr-convert table` takes besides its sources and the shared options."""
 
     delimiter: str | None = None  # a CSV's separator (None: detected)
@@ -165,11 +165,8 @@ class TableConverter(Converter):
     ):
         """`paths`: the SRCs, or tables already opened (in memory, from tfr_convert.write())."""
         pa = pyarrow("tfr-convert table")
-        self._o = options = options or TableOptions()
+        self._o = options = (options or TableOptions()).checked()
         self.context = context = context or SourceContext()
-        problem = options.problem()
-        if problem is not None:
-            raise OptionError(problem)
         self.warnings: list[str] = []
         opened = (
             paths if isinstance(paths, table_files.Opened) else table_files.open_all(list(paths), options.delimiter)
