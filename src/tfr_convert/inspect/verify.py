@@ -140,15 +140,16 @@ def verify(paths: list[str]) -> dict[str, Any]:
     inputs = resolve(paths)
     # sha256 costs more than reading and CRC together: only where a manifest has one to compare
     with_manifest = [d.rstrip("/") + "/" for d in inputs.datasets if fs.exists(fs.join(d, MANIFEST))]
-    labelled = {fs.join(fs.normpath(d), ""): class_counts(d) for d in inputs.datasets}
-    files = _verified(inputs.files, with_manifest, {d: c for d, c in labelled.items() if c})
+    counts = {d: class_counts(d) for d in inputs.datasets}  # each dataset's ClassLabels, read once
+    files = _verified(inputs.files, with_manifest, {fs.join(fs.normpath(d), ""): c for d, c in counts.items() if c})
     by_path = {fs.normpath(f["path"]): f for f in files}
     datasets = []
     for d in inputs.datasets:
-        counts = class_counts(d)
-        mine = [(split, name, by_path.get(fs.normpath(fs.join(d, name)))) for split, name in _shards(d)]
-        tallies = [(split, name, f.pop("labels", {})) for split, name, f in mine if f is not None]
-        wrong, said = label_findings(counts, tallies)
+        wrong, said = [], []
+        if counts[d]:
+            mine = [(split, name, by_path.get(fs.normpath(fs.join(d, name)))) for split, name in _shards(d)]
+            tallies = [(split, name, f.pop("labels", {})) for split, name, f in mine if f is not None]
+            wrong, said = label_findings(counts[d], tallies)
         datasets.append({"path": d, "problems": verify_dataset(d, by_path) + wrong, "notes": _notes(d, files) + said})
     for f in files:
         f.pop("labels", None)
