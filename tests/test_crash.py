@@ -839,7 +839,9 @@ def _edit_journal(out: Path, line: int, edit) -> None:
 )
 def test_resume_does_not_believe_an_edited_journal_line(cli, mnist, tmp_path, edit):
     out, reference = tmp_path / "out", tmp_path / "reference"
-    args = ["mnist", mnist, "--examples-per-shard", "5"]
+    # one worker: its shards are journaled as they close (with more, a shard's line waits
+    # for its hash on the write pool, so which lines a kill leaves depends on timing)
+    args = ["mnist", mnist, "--examples-per-shard", "5", "--workers", "1"]
     assert cli.convert(*args, "--out", reference).exit_code == 0
     assert killed_at(10, *args, "--out", out).returncode == -signal.SIGKILL  # 4 train shards journaled
     _edit_journal(out, 2, edit)  # the second shard's line
@@ -854,7 +856,16 @@ def test_a_resumed_run_says_how_many_shards_it_kept_and_a_finished_one_that_it_w
     import re
 
     out = tmp_path / "out"
-    args = ["mnist", mnist, "--out", out, "--examples-per-shard", "5"]
+    args = [
+        "mnist",
+        mnist,
+        "--out",
+        out,
+        "--examples-per-shard",
+        "5",
+        "--workers",
+        "1",
+    ]  # (as above: lines as shards close)
     assert killed_at(10, *args).returncode == -signal.SIGKILL
     kept = len([line for line in (work_dir(out) / "journal").read_text().splitlines() if '"shard"' in line])
     resumed = cli.convert(*args, "--resume")

@@ -267,3 +267,44 @@ def test_a_splits_result_counts_the_records_and_bytes_of_its_shards():
     result = SplitResult("train", [ShardFile("a", 3, 100, "x"), ShardFile("b", 4, 50, "y")])
     assert (result.records, result.bytes) == (7, 150)
     assert (SplitResult("test").records, SplitResult("test").bytes) == (0, 0)
+
+
+@pytest.mark.parametrize("threads", [1, 4])
+def test_a_split_written_through_a_write_pool_gives_the_same_shards_told_in_order(tmp_path, threads):
+    """With a pool, shards are hashed while the next fills: `on_cut` hears of each as it
+    is cut, `on_shard` in order once it is hashed, and files, digests and checkpoints are
+    those of the writer that hashes as it writes."""
+    import random
+
+    from tfr_convert.containers import get as container
+    from tfr_convert.containers.framing import frame
+    from tfr_convert.output.shards import SplitWriter
+    from tfr_convert.storage.pooled_writes import WritePool
+
+    rng = random.Random(threads)
+    framed = [frame(rng.randbytes(rng.randint(1, 5000))) for _ in range(300)]
+    chunks = [(lo, min(lo + 17, len(framed))) for lo in range(0, len(framed), 17)]
+
+    def written(directory, pool):
+        directory.mkdir()
+        events = []
+        writer = SplitWriter(
+            _Here(directory), "train", len(framed), ShardPolicy(shard_size=40_000), container("tfrecord"), "none",
+            on_shard=lambda shard, at: events.append(("shard", shard.records, shard.sha256, at)),
+            on_cut=lambda at: events.append(("cut", at)), pool=pool,
+        )  # fmt: skip
+        for batch, (lo, hi) in enumerate(chunks):
+            writer.write_chunk(b"".join(framed[lo:hi]), [len(f) for f in framed[lo:hi]], batch=batch, first=0)
+        result = writer.close()
+        files = [open(s.tmp_path, "rb").read() for s in result.shards]
+        return events, files, [(s.records, s.bytes, s.sha256) for s in result.shards]
+
+    plain_events, plain_files, plain_shards = written(tmp_path / "plain", None)
+    with WritePool(threads) as pool:
+        events, files, shards = written(tmp_path / "pooled", pool)
+    assert files == plain_files and shards == plain_shards and len(files) > 5
+    assert [e for e in events if e[0] == "shard"] == [e for e in plain_events if e[0] == "shard"]
+    assert [e for e in events if e[0] == "cut"] == [e for e in plain_events if e[0] == "cut"]
+    for n, event in enumerate(e for e in events if e[0] == "shard"):  # told after its cut, never before
+        cuts_before = [e for e in events[: events.index(event)] if e[0] == "cut"]
+        assert len(cuts_before) > n and cuts_before[n][1] == event[3]

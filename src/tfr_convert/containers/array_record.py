@@ -20,6 +20,7 @@ from typing import Any
 from ..errors import MissingExtra, RecordError, TfrConvertError
 from ..optional import extra_hint
 from ..storage import fs
+from ..storage.pooled_writes import WritePool
 from ..storage.reading import HashingReader
 from .base import MAX_RECORD_BYTES, Container, Opener, Problem, Record, ShardFileWriter
 
@@ -155,8 +156,10 @@ class ArrayRecordContainer(Container):
             return False
         return True
 
-    def writer(self, path: str, compression: str, opener: Opener | None = None) -> ArrayRecordWriter:
-        return ArrayRecordWriter(path, compression, opener)
+    def writer(
+        self, path: str, compression: str, opener: Opener | None = None, pool: WritePool | None = None
+    ) -> ArrayRecordWriter:
+        return ArrayRecordWriter(path, compression, opener)  # (its library writes the file: no pool)
 
     def sniff(self, head: bytes, size: int) -> bool:
         return head.startswith(SIGNATURE)

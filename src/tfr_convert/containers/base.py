@@ -12,7 +12,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import IO, Any, NamedTuple
+from typing import IO, TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from ..storage.pooled_writes import WritePool
 
 Opener = Callable[[str], IO[bytes]]
 
@@ -74,7 +77,13 @@ class ShardFileWriter(ABC):
     def bytes_written(self) -> int: ...
 
     @abstractmethod
-    def sha256(self) -> str: ...
+    def sha256(self) -> str:
+        """The file's digest; may wait until the file is hashed (see `finished`)."""
+
+    def finished(self) -> bool:
+        """Whether `sha256()` will not wait (a writer that hashes after close, on a
+        pool of threads, says False until then)."""
+        return True
 
     def __enter__(self) -> ShardFileWriter:
         return self
@@ -102,9 +111,13 @@ class Container(ABC):
         return None
 
     @abstractmethod
-    def writer(self, path: str, compression: str, opener: Opener | None = None) -> ShardFileWriter:
+    def writer(
+        self, path: str, compression: str, opener: Opener | None = None, pool: WritePool | None = None
+    ) -> ShardFileWriter:
         """A writer of sealed records to `path`, a file opened by `opener` (fs.open_file by
-        default: the output may open its files otherwise, e.g. to upload them in the background)."""
+        default: the output may open its files otherwise, e.g. to upload them in the background).
+        `pool`: threads that may write and hash a local `path` instead (a container whose
+        file is not its records' bytes back to back does without)."""
 
     @abstractmethod
     def sniff(self, head: bytes, size: int) -> bool:

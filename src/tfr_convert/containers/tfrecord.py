@@ -1,7 +1,8 @@
 """The TFRecord container: framed records, optionally gzip / zlib compressed.
 
 Writing: records arrive sealed (framed in place, see framing.py); the writer
-writes and hashes them on a helper thread. Reading goes through scan.py.
+writes and hashes them on a helper thread, or, uncompressed and given a pool of
+threads (storage/pooled_writes.py), through it. Reading goes through scan.py.
 The bytes equal `tf.io.TFRecordWriter`'s.
 """
 
@@ -14,6 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..storage import fs
+from ..storage.pooled_writes import PooledFile, WritePool
 from ..storage.reading import HashingReader
 from .base import MAX_RECORD_BYTES, Container, Opener, Problem, Record, ShardFileWriter
 from .compression import COMPRESSIONS, detect_compression, open_compressed_writer
@@ -90,13 +92,22 @@ class _HashingFile:
         if self._error is not None:
             raise self._error
 
+    def sha256(self) -> str:
+        return self.hash.hexdigest()
+
 
 class RecordWriter(ShardFileWriter):
-    """Writes sealed (framed) records to a path. `sha256()` is the digest of the file as on disk."""
+    """Writes sealed (framed) records to a path. `sha256()` is the digest of the file as on disk.
 
-    def __init__(self, path: str, compression: str = "none", opener: Opener | None = None) -> None:
+    `pool`: where an uncompressed file is written and hashed (`opener` is then not
+    used: the pool writes local files at their offsets)."""
+
+    def __init__(
+        self, path: str, compression: str = "none", opener: Opener | None = None, pool: WritePool | None = None
+    ) -> None:
         self.path = path
-        self._raw = _HashingFile(path, opener)
+        pooled = pool is not None and compression == "none"
+        self._raw: _HashingFile | PooledFile = PooledFile(path, pool) if pooled else _HashingFile(path, opener)
         self._out = open_compressed_writer(self._raw, compression)  # type: ignore[arg-type]
 
     def write(self, blob: memoryview | bytes, sizes: list[int] | None = None) -> None:
@@ -107,8 +118,11 @@ class RecordWriter(ShardFileWriter):
             self._out.close()
         self._raw.close()
 
+    def finished(self) -> bool:
+        return not isinstance(self._raw, PooledFile) or self._raw.finished()
+
     def sha256(self) -> str:
-        return self._raw.hash.hexdigest()
+        return self._raw.sha256()
 
     def bytes_written(self) -> int:
         """The file's size on disk (after compression), known without a stat."""
@@ -123,8 +137,10 @@ class TFRecordContainer(Container):
     def seal(self, blob: bytearray | memoryview, sizes: list[int]) -> None:
         seal(blob, sizes)
 
-    def writer(self, path: str, compression: str, opener: Opener | None = None) -> RecordWriter:
-        return RecordWriter(path, compression, opener)
+    def writer(
+        self, path: str, compression: str, opener: Opener | None = None, pool: WritePool | None = None
+    ) -> RecordWriter:
+        return RecordWriter(path, compression, opener, pool)
 
     def sniff(self, head: bytes, size: int) -> bool:
         """Any file but one whose first header is no header at all: its length field

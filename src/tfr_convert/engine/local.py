@@ -23,16 +23,19 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .. import containers
 from ..converters.base import Columns, Converter
 from ..errors import Interrupted, WorkerLost, signal_number
+from ..output.base import Output
 from ..output.journal import Progress, Tally
 from ..output.opening import open_output
 from ..output.shards import Checkpoint, ShardFile, SplitResult, SplitWriter
+from ..storage import fs
+from ..storage.pooled_writes import WritePool
 from .core import Summary, commit_with_metadata, committed_summary, encode_sealed, output_name, plan_splits
 from .encode import Encoded
 from .resume import input_files, kept_work, run_identity
@@ -160,6 +163,15 @@ def _pool(
     return pool, forkable
 
 
+def _write_pool(out: Output, options: RunOptions) -> WritePool | None:
+    """Threads that write and hash the shards, with --workers 2 or more into a local
+    output: one thread hashing every byte would otherwise cap what the workers give.
+    (After the workers fork: a forked child would not have them.)"""
+    if options.workers < 2 or fs.is_remote(out.build):
+        return None
+    return WritePool(options.workers)
+
+
 # ---------------------------------------------------------------- run
 
 
@@ -191,12 +203,20 @@ def run(
         tally.warnings += converter.warnings
         tally.merge(done.tally)
         results: list[SplitResult] = []
+        cut_tallies: deque[Tally] = deque()  # what each shard cut and not yet journaled holds
+
+        def cut(where: Checkpoint) -> None:
+            cut_tallies.append(Tally())
+            cut_tallies[-1].merge(pending)
+            pending.clear()
+
         converter.planned(plan)  # before workers fork: they share what it lays out
         pool, shared = (
             (None, False)
             if _runs_inline(converter, plan, options.workers)
             else _pool(converter, options, container, plan)
         )
+        writes = _write_pool(out, options)
         try:
             if progress:
                 progress(0, total)
@@ -210,8 +230,7 @@ def run(
                 at = done.at.get(split, Checkpoint())
 
                 def journal_shard(shard: ShardFile, where: Checkpoint, split: str = split) -> None:
-                    journal.shard_done(split, out.entry(shard), where, pending)
-                    pending.clear()
+                    journal.shard_done(split, out.entry(shard), where, cut_tallies.popleft())
 
                 with SplitWriter(
                     out,
@@ -223,6 +242,8 @@ def run(
                     at=at,
                     kept=shards,
                     on_shard=journal_shard,
+                    on_cut=cut,
+                    pool=writes,
                 ) as writer:
                     if progress and at.cutter != (0, 0, 0):
                         progress(at.cutter[0] + at.cutter[1], total)
@@ -255,6 +276,8 @@ def run(
             journal.close()
             if pool is not None:
                 pool.close()
+            if writes is not None:
+                writes.close()
         summary = commit_with_metadata(
             converter, options, out, results, tally.observations, tally.skipped, tally.warnings, started, plan
         )

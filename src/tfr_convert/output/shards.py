@@ -12,14 +12,18 @@
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import accumulate
-from typing import IO, Protocol
+from typing import IO, TYPE_CHECKING, Protocol
 
 from ..containers import Container, ShardFileWriter
 from ..errors import OutputError
 from ..storage import fs
+
+if TYPE_CHECKING:
+    from ..storage.pooled_writes import WritePool
 
 DEFAULT_SHARD_SIZE = 64 << 20  # bytes: TFDS's lower bound for a shard
 
@@ -220,6 +224,10 @@ class SplitWriter:
     `batch` and `first`, the chunk's first record within it), so that every
     finished shard can be reported to `on_shard` with where the next one
     begins: a resumed run starts there (`kept` shards, `at`).
+
+    With a `pool` (storage/pooled_writes.py) a shard closed is still being written and
+    hashed while the next one fills: `on_cut` is told at once where it ends (the records
+    it holds are decided), and `on_shard`, in order, once it is written and hashed.
     """
 
     def __init__(
@@ -234,15 +242,19 @@ class SplitWriter:
         at: Checkpoint | None = None,
         kept: list[ShardFile] | None = None,
         on_shard: Callable[[ShardFile, Checkpoint], None] | None = None,
+        on_cut: Callable[[Checkpoint], None] | None = None,
+        pool: WritePool | None = None,
     ) -> None:
         self.out, self.split, self.container, self.compression = out, split, container, compression
         at = at or Checkpoint()
         self.cutter = ShardCutter(total, policy, at.cutter)
         self.result = SplitResult(split, list(kept or []))
-        self.on_shard = on_shard
+        self.on_shard, self.on_cut, self.pool = on_shard, on_cut, pool
         self._writer: ShardFileWriter | None = None
         self._shard_records = 0
         self._batch = at.batch - 1  # the last batch written (none yet)
+        self._shards = len(self.result.shards)  # opened, finished or not
+        self._closing: deque[tuple[ShardFileWriter, int, Checkpoint]] = deque()  # closed, not yet hashed
 
     def skip(self, n: int) -> None:
         """n planned records will not come (left out under on_error="skip")."""
@@ -264,11 +276,13 @@ class SplitWriter:
             if closes:
                 self._close_shard(Checkpoint(batch, first + at, (written + at, skipped, split_bytes + start)))
         self._batch = batch
+        self._report(wait=False)
 
     def _append(self, records: memoryview, sizes: list[int]) -> None:
         if self._writer is None:  # opened lazily: an empty split writes no file
-            path = self.out.temp_path(f"{self.split}-{len(self.result.shards):05d}")
-            self._writer = self.container.writer(path, self.compression, self.out.opener)
+            path = self.out.temp_path(f"{self.split}-{self._shards:05d}")
+            self._writer = self.container.writer(path, self.compression, self.out.opener, self.pool)
+            self._shards += 1
         with fs.naming(self._writer.path):
             self._writer.write(records, sizes)
 
@@ -281,12 +295,24 @@ class SplitWriter:
         assert w is not None
         with fs.naming(w.path):
             w.close()
-        shard = ShardFile(w.path, self._shard_records, w.bytes_written(), w.sha256())
-        self.result.shards.append(shard)
+        self._closing.append((w, self._shard_records, where))
         self._writer = None
         self._shard_records = 0
-        if self.on_shard is not None:
-            self.on_shard(shard, where)
+        if self.on_cut is not None:
+            self.on_cut(where)
+        self._report(wait=False)
+
+    def _report(self, wait: bool) -> None:
+        """The closed shards whose digest is known (all of them if `wait`), in order: into
+        the result, and to `on_shard`."""
+        while self._closing and (wait or self._closing[0][0].finished()):
+            w, records, where = self._closing.popleft()
+            with fs.naming(w.path):
+                digest = w.sha256()
+            shard = ShardFile(w.path, records, w.bytes_written(), digest)
+            self.result.shards.append(shard)
+            if self.on_shard is not None:
+                self.on_shard(shard, where)
 
     def __enter__(self) -> SplitWriter:
         return self
@@ -304,5 +330,6 @@ class SplitWriter:
     def close(self) -> SplitResult:
         if self._writer is not None:
             self._close_shard(self._after_chunk())
+        self._report(wait=True)
         self.cutter.check_complete(self.split)
         return self.result
