@@ -15,6 +15,9 @@ Jobs (inputs made once under --work, seeded):
              in order; floor: Pool(N) read + sha256 + write of the file's share of each.
   table      `tfr-convert table` of --rows rows of 20 numeric columns (bench_table.py's);
              floor: pyarrow reads the Parquet and writes as many bytes (one process).
+  shard writer  the parent's part alone: as many bytes as the reshard's, sealed, through
+             the shard writer as the engine arranges it for W workers (a helper thread
+             for 1, a pool of W threads writing and hashing otherwise); floor: the reshard's.
 N is the largest worker count. Ours runs as a user types it (process start included);
 the peers and floors time their bare work, imports not counted. Every contender runs
 once a round, rounds interleaved; medians of --repeat. A peer whose library is missing
@@ -89,6 +92,34 @@ if __name__ == "__main__":
     print(time.perf_counter() - t)
 """
 
+# The parent's part alone, as the engine arranges it: sealed records of 100 KiB, as many
+# bytes as the reshard's file, through the shard writer (64 MiB shards): with 1 worker a
+# helper thread writes and hashes; with W, a pool of W threads (storage/pooled_writes.py).
+SHARD_WRITER = """
+import os, sys, time
+from tfr_convert.containers import get
+from tfr_convert.containers.framing import frame
+from tfr_convert.output.shards import ShardPolicy, SplitWriter
+from tfr_convert.storage.pooled_writes import WritePool
+size, out, w = os.path.getsize(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+record = frame(os.urandom(100 << 10))
+chunk, sizes = record * 10, [len(record)] * 10
+batches = size // len(chunk)
+class Here:
+    def temp_path(self, label): return os.path.join(out, label)
+    def opener(self, path): return open(path, "wb")
+os.makedirs(out)
+t = time.perf_counter()
+pool = WritePool(w) if w > 1 else None
+with SplitWriter(Here(), "train", batches * 10, ShardPolicy(), get("tfrecord"), "none", pool=pool) as writer:
+    for b in range(batches):
+        writer.write_chunk(chunk, sizes, b, 0)
+    writer.close()
+if pool is not None:
+    pool.close()
+print(time.perf_counter() - t)
+"""
+
 # bench_table.py's floor (pyarrow reads the table, as many bytes are written), timed inside
 TABLE_FLOOR = "import time\nt = time.perf_counter()\n" + TABLE_FLOOR_BODY + "print(time.perf_counter() - t)\n"
 
@@ -149,6 +180,11 @@ def main() -> None:
                 ["records", records, "--num-shards", 8, "--no-shuffle", "--workers", w], out, records
             ),
         )
+    jobs["shard writer"] = {
+        f"ours, {w}": (records, lambda out, w=w: inner_time(SHARD_WRITER, records, out / "s", w)[0]) for w in counts
+    }
+    jobs["shard writer"][f"floor: Pool({most}) read + sha256 + write"] = (
+        records, lambda out: inner_time(RESHARD_FLOOR, records, out / "r", most)[0])  # fmt: skip
     jobs["keep"][f"floor: Pool({most}) read + sha256 + write"] = (
         photos, lambda out: inner_time(IO_FLOOR, photos, out / "io", most)[0])  # fmt: skip
     if _installed("webdataset"):
@@ -220,7 +256,7 @@ def _report(args, jobs, times, m, counts: list[int], most: int) -> None:
                 goals.append((job, f"ours, {most} / the loop", top / m[job, "the loop (TensorFlow)"], "<= 0.9"))
         elif job == "re-encode" and floor:
             goals.append((job, f"floor speed / ours, {most} speed", floor / top, ">= 0.9"))
-        elif job == "reshard" and floor:
+        elif job in ("reshard", "shard writer") and floor:
             goals.append((job, f"ours, {most} / its floor", top / floor, "<= 1.5"))
     lines += ["## Goals (issue 74)", "", "| job | measure | value | goal | met |", "|---|---|---|---|---|"]
     lines += [*common.goal_rows(goals), ""]

@@ -93,3 +93,36 @@ def test_a_file_shorter_than_was_written_is_an_error_not_a_digest(tmp_path):
             read_sha256(fd, 4)
     finally:
         os.close(fd)
+
+
+def test_a_files_pieces_are_written_one_after_another_in_order(tmp_path, monkeypatch):
+    """Never two threads on one file, nor a piece ahead of the one before it (a hole the
+    filesystem fills later); different files may be written side by side."""
+    import threading
+    import time
+
+    real_pwrite, events, lock = os.pwrite, [], threading.Lock()
+
+    def slow_pwrite(fd, data, offset):
+        with lock:
+            events.append(("start", fd, offset))
+        time.sleep(0.002)  # long enough for another thread to start the next piece, were it allowed
+        n = real_pwrite(fd, data, offset)
+        with lock:
+            events.append(("end", fd, offset))
+        return n
+
+    monkeypatch.setattr(os, "pwrite", slow_pwrite)
+    with WritePool(8) as pool:
+        files = [PooledFile(str(tmp_path / f"f{n}"), pool) for n in range(2)]
+        for _ in range(20):
+            for f in files:
+                f.write(b"x" * 1000)
+        for f in files:
+            f.close()
+            f.sha256()
+    descriptors = {fd for _, fd, _ in events}
+    assert len(descriptors) == 2
+    for descriptor in descriptors:
+        one_file = [(kind, offset) for kind, fd, offset in events if fd == descriptor]
+        assert one_file == [(kind, n * 1000) for n in range(20) for kind in ("start", "end")]

@@ -3,17 +3,20 @@
 One thread that writes and sha256-hashes every byte of a run caps a many-core run at
 the speed of one core's sha256, however many processes encode. Here the caller hands
 a file's pieces in order; each is written at its offset (`os.pwrite`) by whichever
-thread of the pool is free, and once the file is closed one thread reads it back
-(from the page cache, where it was just written) to hash it: the closed files of a
-run are hashed side by side while the next is written. pwrite, pread and sha256
-release the GIL, so the threads use as many cores as there are files under way.
+thread of the pool is free, once the file's previous piece is written (two threads
+writing one file would only queue on its lock in the kernel, and a piece written
+ahead of the one before it leaves a hole the filesystem must fill later), and once
+the file is closed one thread reads it back (from the page cache, where it was just
+written) to hash it: the closed files of a run are hashed side by side while the next
+is written. pwrite, pread and sha256 release the GIL, so the threads use as many
+cores as there are files under way.
 
 The caller learns a file's digest when it asks for it (`PooledFile.sha256`), and a
 write's error at its next write or then. Memory stays flat: a write waits while
 `QUEUED_BYTES` are handed and not yet written (the pieces are the caller's buffers,
-held until written). That is a bound on the whole pool, not on each thread: writes to
-one file take turns in the kernel anyway, while the hashes, which read the files
-back, use the threads side by side.
+held until written). That is a bound on the whole pool, not on each thread: a file's
+writes take turns anyway, while the hashes, which read the files back, use the
+threads side by side.
 """
 
 from __future__ import annotations
@@ -43,17 +46,20 @@ class WritePool:
         self._open.add(fd)
         return fd
 
-    def write(self, fd: int, piece: memoryview, offset: int) -> Future:
+    def write(self, fd: int, piece: memoryview, offset: int, after: Future | None = None) -> Future:
+        """Write `piece` at `offset` once `after` (the file's previous write) is done."""
         n = len(piece)
         with self._room:
             while self._queued and self._queued + n > QUEUED_BYTES:
                 self._room.wait()
             self._queued += n
-        return self._executor.submit(self._write, fd, piece, offset)
+        return self._executor.submit(self._write, fd, piece, offset, after)
 
-    def _write(self, fd: int, piece: memoryview, offset: int) -> None:
+    def _write(self, fd: int, piece: memoryview, offset: int, after: Future | None) -> None:
         n = len(piece)
         try:
+            if after is not None:
+                wait([after])
             done = 0
             while done < n:
                 done += os.pwrite(fd, piece[done:], offset + done)
@@ -124,7 +130,8 @@ class PooledFile:
         self._raise_failed()
         piece = memoryview(data).cast("B")
         if piece:
-            self._writes.append(self._pool.write(self._fd, piece, self.size))
+            after = self._writes[-1] if self._writes else None
+            self._writes.append(self._pool.write(self._fd, piece, self.size, after))
             self.size += len(piece)
         return len(piece)
 
