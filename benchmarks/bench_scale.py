@@ -16,8 +16,9 @@ Jobs (inputs made once under --work, seeded):
   table      `tfr-convert table` of --rows rows of 20 numeric columns (bench_table.py's);
              floor: pyarrow reads the Parquet and writes as many bytes (one process).
   shard writer  the parent's part alone: as many bytes as the reshard's, sealed, through
-             the shard writer as the engine arranges it for W workers (a helper thread
-             for 1, a pool of W threads writing and hashing otherwise); floor: the reshard's.
+             the shard writer: for 1, a helper thread that writes and hashes; for W, a
+             pool of W threads writing and hashing (the engine's from 3 workers on);
+             floor: the reshard's.
 N is the largest worker count. Ours runs as a user types it (process start included);
 the peers and floors time their bare work, imports not counted. Every contender runs
 once a round, rounds interleaved; medians of --repeat. A peer whose library is missing
@@ -92,9 +93,9 @@ if __name__ == "__main__":
     print(time.perf_counter() - t)
 """
 
-# The parent's part alone, as the engine arranges it: sealed records of 100 KiB, as many
-# bytes as the reshard's file, through the shard writer (64 MiB shards): with 1 worker a
-# helper thread writes and hashes; with W, a pool of W threads (storage/pooled_writes.py).
+# The parent's part alone: sealed records of 100 KiB, as many bytes as the reshard's
+# file, through the shard writer (64 MiB shards): for 1, a helper thread writes and
+# hashes; for W, a pool of W threads (storage/pooled_writes.py).
 SHARD_WRITER = """
 import os, sys, time
 from tfr_convert.containers import get

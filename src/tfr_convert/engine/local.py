@@ -163,11 +163,17 @@ def _pool(
     return pool, forkable
 
 
+POOLED_FROM = 3  # workers from which the shards are written and hashed on a pool of threads
+
+
 def _write_pool(out: Output, options: RunOptions) -> WritePool | None:
-    """Threads that write and hash the shards, with --workers 2 or more into a local
-    output: one thread hashing every byte would otherwise cap what the workers give.
-    (After the workers fork: a forked child would not have them.)"""
-    if options.workers < 2 or fs.is_remote(out.build):
+    """Threads that write and hash the shards, with --workers POOLED_FROM or more into a
+    local output: one thread hashing every byte would cap what the workers give. With
+    fewer, a shard's one helper thread hashes each piece as it writes it, while the piece
+    is in the CPU's cache, and keeps up with two processes' encoding: the pool would cost
+    a read of every shard back, for cores those two processes use already.
+    (Made after the workers fork: a forked child would not have them.)"""
+    if options.workers < POOLED_FROM or fs.is_remote(out.build):
         return None
     return WritePool(options.workers)
 
