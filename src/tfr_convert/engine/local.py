@@ -193,7 +193,6 @@ def run(
     started = time.perf_counter()
     container = options.container()
     plan = plan_splits(converter, options)
-    total = sum(len(items) for items in plan.values())
     name = output_name(converter, options)
     inputs = input_files(converter, plan, options.workers)
     identity = run_identity(converter, options, plan, inputs)
@@ -201,21 +200,8 @@ def run(
         if out.finished:
             return committed_summary(out.path, time.perf_counter() - started)
         kept = kept_work(out, name, options.file_format, container) if out.resuming else None
-        journal = out.journal
-        journal.open(identity, kept[0] if kept else None, inputs)
+        out.journal.open(identity, kept[0] if kept else None, inputs)
         done = kept[1] if kept else Progress()
-        tally, pending = Tally(), Tally()  # the whole run's; what the journal has not yet got
-        tally.skipped.merge(converter.skipped)  # found while listing sources: first
-        tally.warnings += converter.warnings
-        tally.merge(done.tally)
-        results: list[SplitResult] = []
-        cut_tallies: deque[Tally] = deque()  # what each shard cut and not yet journaled holds
-
-        def cut(where: Checkpoint) -> None:
-            cut_tallies.append(Tally())
-            cut_tallies[-1].merge(pending)
-            pending.clear()
-
         converter.planned(plan)  # before workers fork: they share what it lays out
         pool, shared = (
             (None, False)
@@ -223,67 +209,18 @@ def run(
             else _pool(converter, options, container, plan)
         )
         writes = _write_pool(out, options)
+        splits = _Splits(converter, options, container, out, done, pool, shared, writes, progress)
         try:
-            if progress:
-                progress(0, total)
-            for split, items in plan.items():
-                shards = [ShardFile(e.file, e.records, e.bytes, e.sha256) for e in done.shards.get(split, [])]
-                if split in done.done:
-                    results.append(SplitResult(split, shards))
-                    if progress:
-                        progress(len(items), total)
-                    continue
-                at = done.at.get(split, Checkpoint())
-
-                def journal_shard(shard: ShardFile, where: Checkpoint, split: str = split) -> None:
-                    journal.shard_done(split, out.entry(shard), where, cut_tallies.popleft())
-
-                with SplitWriter(
-                    out,
-                    split,
-                    len(items),
-                    options.policy,
-                    container,
-                    options.compression,
-                    at=at,
-                    kept=shards,
-                    on_shard=journal_shard,
-                    on_cut=cut,
-                    pool=writes,
-                ) as writer:
-                    if progress and at.cutter != (0, 0, 0):
-                        progress(at.cutter[0] + at.cutter[1], total)
-                    batches = _encoded(converter, items, pool, options, container, at.batch, split if shared else None)
-                    for b, encoded in enumerate(batches, at.batch):
-                        first = at.offset if b == at.batch else 0
-                        view = memoryview(encoded.blob)[sum(encoded.sizes[:first]) :]
-                        writer.write_chunk(view, encoded.sizes[first:], b, first)
-                        observed = Counter(encoded.observations[first:])  # counted in C
-                        observed.pop(None, None)
-                        for found in (tally, pending):
-                            found.add(observed, encoded.skipped, encoded.warnings)
-                        writer.skip(len(encoded.skipped))
-                        if progress:
-                            progress(len(encoded.sizes) - first + len(encoded.skipped), total)
-                    results.append(writer.close())
-                journal.split_done(split, pending)
-                pending.clear()
-            journal.flush()
+            results = splits.write(plan)
         except (KeyboardInterrupt, WorkerLost) as e:
-            why = str(e) if isinstance(e, WorkerLost) else "interrupted"
-            raise Interrupted(
-                f"{why}; the finished shards are kept in {out.work}: run the same command "
-                "with --resume to finish it, or with --overwrite to start over"
-                if out.work
-                else why,
-                None if isinstance(e, WorkerLost) else signal_number(e),
-            ) from None
+            raise _interrupted(e, out.work) from None
         finally:
-            journal.close()
+            out.journal.close()
             if pool is not None:
                 pool.close()
             if writes is not None:
                 writes.close()
+        tally = splits.tally
         summary = commit_with_metadata(
             converter, options, out, results, tally.observations, tally.skipped, tally.warnings, started, plan
         )
@@ -292,3 +229,98 @@ def run(
         elif options.resume:  # said, not silent: a mistyped --out would otherwise pass unnoticed
             summary.resumed = {"nothing_to_resume": True}
         return summary
+
+
+def _interrupted(e: KeyboardInterrupt | WorkerLost, work: str | None) -> Interrupted:
+    why = str(e) if isinstance(e, WorkerLost) else "interrupted"
+    return Interrupted(
+        f"{why}; the finished shards are kept in {work}: run the same command "
+        "with --resume to finish it, or with --overwrite to start over"
+        if work
+        else why,
+        None if isinstance(e, WorkerLost) else signal_number(e),
+    )
+
+
+class _Splits:
+    """A run's writing of its splits, in plan order, from where an interrupted run left
+    off (`done`): each split's batches encoded (here or on the workers) and written to
+    its shards, each finished shard journaled with what encoding found up to its cut."""
+
+    def __init__(
+        self,
+        converter: Converter,
+        options: RunOptions,
+        container: containers.Container,
+        out: Output,
+        done: Progress,
+        pool: Workers | None,
+        shared: bool,
+        writes: WritePool | None,
+        progress: Callable[[int, int], None] | None,
+    ) -> None:
+        self.converter, self.options, self.container, self.out, self.done = converter, options, container, out, done
+        self.pool, self.shared, self.writes, self.progress = pool, shared, writes, progress
+        self.tally = Tally()  # the whole run's
+        self.tally.skipped.merge(converter.skipped)  # found while listing sources: first
+        self.tally.warnings += converter.warnings
+        self.tally.merge(done.tally)
+        self.pending = Tally()  # what the journal has not yet got
+        self.cut_tallies: deque[Tally] = deque()  # what each shard cut and not yet journaled holds
+        self.total = 0
+
+    def write(self, plan: dict[str, list[Hashable]]) -> list[SplitResult]:
+        self.total = sum(len(items) for items in plan.values())
+        self._advance(0)
+        results = [self._split(split, items) for split, items in plan.items()]
+        self.out.journal.flush()
+        return results
+
+    def _advance(self, n: int) -> None:
+        if self.progress:
+            self.progress(n, self.total)
+
+    def _split(self, split: str, items: list[Hashable]) -> SplitResult:
+        shards = [ShardFile(e.file, e.records, e.bytes, e.sha256) for e in self.done.shards.get(split, [])]
+        if split in self.done.done:
+            self._advance(len(items))
+            return SplitResult(split, shards)
+        at = self.done.at.get(split, Checkpoint())
+        options = self.options
+
+        def journal_shard(shard: ShardFile, where: Checkpoint) -> None:
+            self.out.journal.shard_done(split, self.out.entry(shard), where, self.cut_tallies.popleft())
+
+        with SplitWriter(
+            self.out, split, len(items), options.policy, self.container, options.compression,
+            at=at, kept=shards, on_shard=journal_shard, on_cut=self._cut, pool=self.writes,
+        ) as writer:  # fmt: skip
+            if at.cutter != (0, 0, 0):
+                self._advance(at.cutter[0] + at.cutter[1])
+            self._write_batches(writer, split, items, at)
+            result = writer.close()
+        self.out.journal.split_done(split, self.pending)
+        self.pending.clear()
+        return result
+
+    def _write_batches(self, writer: SplitWriter, split: str, items: list[Hashable], at: Checkpoint) -> None:
+        """The split's batches from the checkpoint on, each written, its findings counted."""
+        batches = _encoded(
+            self.converter, items, self.pool, self.options, self.container, at.batch, split if self.shared else None
+        )
+        for b, encoded in enumerate(batches, at.batch):
+            first = at.offset if b == at.batch else 0
+            view = memoryview(encoded.blob)[sum(encoded.sizes[:first]) :]
+            writer.write_chunk(view, encoded.sizes[first:], b, first)
+            observed = Counter(encoded.observations[first:])  # counted in C
+            observed.pop(None, None)
+            for found in (self.tally, self.pending):
+                found.add(observed, encoded.skipped, encoded.warnings)
+            writer.skip(len(encoded.skipped))
+            self._advance(len(encoded.sizes) - first + len(encoded.skipped))
+
+    def _cut(self, where: Checkpoint) -> None:
+        """A shard was cut: what encoding found so far is its, for when it is journaled."""
+        self.cut_tallies.append(Tally())
+        self.cut_tallies[-1].merge(self.pending)
+        self.pending.clear()
