@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tfr_convert.engine.workers import (
+    HERE_BYTES,
     PIPE_BYTES,
     RESIDENT_SLOTS,
     RESULT_BYTES_PER_WORKER,
@@ -324,6 +325,40 @@ def test_an_error_in_a_task_done_here_waits_its_turn():
         workers.close()
     assert 5 in done_here
     assert got == list(range(5))  # every earlier result first, whoever computed it
+
+
+_served = 0
+
+
+def _second_slow_mib(task: int) -> pickle.PickleBuffer:
+    """A MiB for each task; the second this worker gets comes a second late."""
+    import time
+
+    global _served
+    _served += 1
+    if _served == 2:
+        time.sleep(1)
+    return pickle.PickleBuffer(bytearray(1 << 20))
+
+
+def test_results_made_here_while_a_slow_worker_is_awaited_stay_within_here_bytes():
+    """The parent's own results wait in its memory for their turn: while one slow worker
+    result is awaited, it makes no more than HERE_BYTES of them, whatever the window."""
+    held, most = [0], [0]
+
+    def here(task: int) -> tuple[str, bytearray]:
+        held[0] += 1
+        most[0] = max(most[0], held[0])
+        return ("here", bytearray(1 << 20))
+
+    workers = Workers(1, _second_slow_mib, _setup, (0,), FORK)
+    try:
+        for result in workers.ordered(iter(range(200)), 64, here):
+            if isinstance(result, tuple):
+                held[0] -= 1
+    finally:
+        workers.close()
+    assert most[0] <= HERE_BYTES // (1 << 20)
 
 
 def _deaf_to_sigterm(salt: int) -> None:

@@ -52,6 +52,8 @@ RESIDENT_SLOTS = SLOTS
 # so that batches of large records (5 MiB of photos) keep a worker's memory to about as
 # many results as it holds slots, while small ones keep the whole window.
 RESULT_BYTES_PER_WORKER = 24 << 20
+# Results made by the parent itself (`ordered`'s `here`), held until their turn: bytes.
+HERE_BYTES = 16 << 20
 _FLAGS = SLOTS * SLOT_BYTES
 _SENT, _END = object(), object()  # to `ordered`: a task sent to a worker; the end of the tasks
 
@@ -175,7 +177,7 @@ class Workers:
         while queued:
             head = queued.popleft()
             if head is _SENT:
-                if here is not None and ahead < self._window(window) and not self._ready():
+                if here is not None and ahead < self._ahead(window) and not self._ready():
                     task = next(tasks, _END)
                     if task is not _END:
                         queued.appendleft(_SENT)
@@ -201,6 +203,15 @@ class Workers:
             return most
         procs = len(self._procs)
         return min(most, max(2 * procs, RESULT_BYTES_PER_WORKER * procs // self._last_bytes))
+
+    def _ahead(self, most: int) -> int:
+        """Results made here that may wait for their turn: `most`, or as many as HERE_BYTES
+        holds of results as large as the workers' last (2 before the first). They are this
+        process's own memory, which would otherwise grow with the window when many slow
+        workers keep it waiting for the oldest result."""
+        if not self._last_bytes:
+            return min(most, 2)
+        return max(1, min(most, HERE_BYTES // self._last_bytes))
 
     def _ready(self) -> bool:
         """Whether the oldest result in flight has begun to arrive."""
