@@ -105,7 +105,9 @@ def machine() -> str:
     if os.path.exists("/proc/cpuinfo"):
         with open("/proc/cpuinfo") as f:
             model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "")
-    return f"{os.cpu_count()} cores, {model or platform.processor()}, Python {platform.python_version()}"
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cores = f"{usable} cores" if usable == os.cpu_count() else f"{usable} of {os.cpu_count()} cores (affinity)"
+    return f"{cores}, {model or platform.processor()}, Python {platform.python_version()}"
 
 
 def bench_parser(doc: str, name: str) -> argparse.ArgumentParser:
