@@ -100,20 +100,13 @@ def export(
     """
     from ..engine.run_options import default_workers
     from ..engine.workers import can_fork
-    from ..errors import OptionError, OutputError
-    from ..export import boxes, images, media, parquet
+    from ..errors import OutputError
     from ..export.engine import ExportOptions
     from ..export.source import ExportSource
-    from ..skips import Skips, skipped_fields
+    from ..skips import Skips
     from ..storage import fs
 
-    if target not in ("images", *media.MEDIA) and layout:
-        raise OptionError("--layout is for --to images, audio and video")
-    if target == "parquet" and (image_feature or label_feature):
-        raise OptionError("--image-feature and --label-feature are for --to images and the box formats")
-    if target not in boxes.FORMATS and box_features:
-        raise OptionError("--box-features is for --to coco|yolo|voc|csv")
-
+    _check_target_options(target, layout, image_feature, label_feature, box_features)
     if fs.exists(out) and fs.isdir(out) and fs.listdir(out) and not overwrite:
         raise OutputError(f"{out}: holds files already: give --overwrite to write into it")
     source = ExportSource.open(
@@ -128,35 +121,68 @@ def export(
         fork=can_fork([out, *paths]),
         dry_run=dry_run,
     )
-    plan = (
-        images.plan(source, layout, image_feature, label_feature)
-        if target == "images"
-        else media.media_plan(source, target, layout, image_feature, label_feature)
-        if target in media.MEDIA
-        else None
-    )
+    plan = _picture_plan(source, target, layout, image_feature, label_feature)
     try:
-        if plan is not None:
-            written = images.write(source, out, plan, options)
-        elif target in boxes.FORMATS:
-            keys = boxes.box_keys(source, box_features, image_feature, label_feature)
-            written = boxes.write(source, out, target, keys, options, voc_origin=voc_origin)
-        else:
-            written = parquet.write(source, out, options, row_group_size or parquet.ROW_GROUP_BYTES)
+        written = _write(source, out, target, plan, options, box_features, image_feature, label_feature,
+                         voc_origin=voc_origin, row_group_size=row_group_size)  # fmt: skip
     finally:
         close_bar()
+    _tell(target, out, written, plan, options.skips, dry_run, as_json)
+
+
+def _check_target_options(target, layout, image_feature, label_feature, box_features) -> None:
+    """OptionError for an option the --to target does not take."""
+    from ..errors import OptionError
+    from ..export import boxes, media
+
+    if target not in ("images", *media.MEDIA) and layout:
+        raise OptionError("--layout is for --to images, audio and video")
+    if target == "parquet" and (image_feature or label_feature):
+        raise OptionError("--image-feature and --label-feature are for --to images and the box formats")
+    if target not in boxes.FORMATS and box_features:
+        raise OptionError("--box-features is for --to coco|yolo|voc|csv")
+
+
+def _picture_plan(source, target, layout, image_feature, label_feature):
+    """--to images|audio|video: which feature goes where (export/images.py's Plan); else None."""
+    from ..export import images, media
+
+    if target == "images":
+        return images.plan(source, layout, image_feature, label_feature)
+    if target in media.MEDIA:
+        return media.media_plan(source, target, layout, image_feature, label_feature)
+    return None
+
+
+def _write(source, out, target, plan, options, box_features, image_feature, label_feature, *, voc_origin,
+           row_group_size) -> dict:  # fmt: skip
+    """Each split's entry ({records, ...}) of what the target's exporter wrote (or would)."""
+    from ..export import boxes, images, parquet
+
+    if plan is not None:
+        return images.write(source, out, plan, options)
+    if target in boxes.FORMATS:
+        keys = boxes.box_keys(source, box_features, image_feature, label_feature)
+        return boxes.write(source, out, target, keys, options, voc_origin=voc_origin)
+    return parquet.write(source, out, options, row_group_size or parquet.ROW_GROUP_BYTES)
+
+
+def _tell(target, out, written: dict, plan, skips, dry_run: bool, as_json: bool) -> None:
+    """The summary: one JSON document, or a line on stdout and the skips and notes on stderr."""
+    from ..skips import Skips, skipped_fields
+
     summary: dict = {"to": target, "out": out, "splits": written}
     if dry_run:
         summary = {"mode": "dry_run", **summary}
     if plan is not None:
         summary.update(layout=plan.layout, image=plan.image, label=plan.label, filename=plan.filename)
         summary.update(columns=plan.columns, left_out=plan.left_out, notes=plan.notes)
-    skips = options.skips or Skips()
-    if options.skips is not None:
+    if skips is not None:
         summary.update(skipped_fields(skips))
     if as_json:
         click.echo(json.dumps(summary, indent=1))
         return
+    skips = skips or Skips()
     for skipped in skips.listed:
         click.echo(f"skipped: {skipped['item']}: {skipped['reason']}", err=True)
     if skips.total > len(skips.listed):

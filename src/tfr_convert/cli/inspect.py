@@ -93,58 +93,70 @@ def inspect(
     if len(modes) > 1:
         raise click.UsageError(f"choose one of {', '.join(modes)}")
     with _hint_for_large_records():
-        paths = list(paths)
         # the limits' defaults live with the readers (containers.MAX_RECORD_BYTES, grid.MAX_PIXELS)
         limit = {"max_record": max_record_size} if max_record_size else {}
-        if count:
-            from ..inspect.summary import count as count_files
-            from ..inspect.summary import format_files
-
-            report = count_files(paths)
-            text = "\n".join(format_files(report))
-        elif verify:
-            from ..inspect.verify import format_verify
-            from ..inspect.verify import verify as verify_files
-
-            report = verify_files(paths)
-            text = format_verify(report)
-        elif stats:
-            from ..inspect.stats import format_stats
-            from ..inspect.stats import stats as feature_stats
-
-            report = feature_stats(paths, **limit)
-            text = format_stats(report)
-        elif grid_out:
-            from ..inspect.grid import grid
-
-            report = grid(paths, grid_out, grid_count, **limit, **({"max_pixels": max_pixels} if max_pixels else {}))
-            text = f"{report['images']} images of {report['feature']!r} -> {report['out']}"
-        elif report_out:
-            from ..inspect.report import report as write_report
-
-            pixels = {"max_pixels": max_pixels} if max_pixels else {}
-            report = write_report(paths, report_out, report_per_class, **limit, **pixels)
+        pixels = {"max_pixels": max_pixels} if max_pixels else {}
+        if report_out:
+            report, text = _report_page(list(paths), report_out, report_per_class, limit, pixels)
             if report_out == "-":
                 if as_json:  # the page is on stdout: the figures go to stderr
                     click.echo(json.dumps(report, indent=2), err=True)
                 return
-            text = (
-                f"{report['records']} records: {report['charts']} charts, {report['thumbnails']} pictures, "
-                f"{report['problems']} problems -> {report['out']}"
-            )
-        elif write_index:
-            from ..inspect.index import write_indexes
+        elif grid_out:
+            from ..inspect.grid import grid
 
-            report = write_indexes(paths)
-            text = "\n".join(f"{i['index']}  {i['records']} records" for i in report["indexes"])
+            report = grid(list(paths), grid_out, grid_count, **limit, **pixels)
+            text = f"{report['images']} images of {report['feature']!r} -> {report['out']}"
         else:
-            from ..inspect.summary import format_summary, summarize
-
-            report = summarize(paths, head=head, every=every, **limit)
-            text = format_summary(report)
+            report, text = _figures(list(paths), count, verify, stats, write_index, head, every, limit)
     click.echo(json.dumps(report, indent=2, ensure_ascii=False) if as_json else text)
     if verify and not report["ok"]:
         raise SystemExit(1)
+
+
+def _report_page(paths: list[str], out: str, per_class: int, limit: dict, pixels: dict) -> tuple[dict, str]:
+    from ..inspect.report import report as write_report
+
+    report = write_report(paths, out, per_class, **limit, **pixels)
+    text = (
+        f"{report['records']} records: {report['charts']} charts, {report['thumbnails']} pictures, "
+        f"{report['problems']} problems -> {report['out']}"
+    )
+    return report, text
+
+
+def _figures(
+    paths: list[str], count: bool, verify: bool, stats: bool, write_index: bool, head: int, every: bool, limit: dict
+) -> tuple[dict, str]:
+    """The report of the mode asked (--count, --verify, --stats, --write-index, else the
+    summary) and its text; each mode's module imported when it runs."""
+    if count:
+        from ..inspect.summary import count as count_files
+        from ..inspect.summary import format_files
+
+        report = count_files(paths)
+        return report, "\n".join(format_files(report))
+    if verify:
+        from ..inspect.verify import format_verify
+        from ..inspect.verify import verify as verify_files
+
+        report = verify_files(paths)
+        return report, format_verify(report)
+    if stats:
+        from ..inspect.stats import format_stats
+        from ..inspect.stats import stats as feature_stats
+
+        report = feature_stats(paths, **limit)
+        return report, format_stats(report)
+    if write_index:
+        from ..inspect.index import write_indexes
+
+        report = write_indexes(paths)
+        return report, "\n".join(f"{i['index']}  {i['records']} records" for i in report["indexes"])
+    from ..inspect.summary import format_summary, summarize
+
+    report = summarize(paths, head=head, every=every, **limit)
+    return report, format_summary(report)
 
 
 @contextlib.contextmanager

@@ -31,7 +31,9 @@ STORAGE_OPTIONS = click.option(
 
 
 def common_options(f):
-    """Options every converter shares."""
+    """Options every converter shares.
+
+    Long on purpose: the options' list, one entry each, in the order --help shows them."""
     options = [
         click.option(
             "--out",
@@ -348,6 +350,24 @@ def options_of(cls: Any, **given: Any) -> Any:
 def labelling_of(given: dict) -> dict:
     """The labelling options, removed from `given` (what stays is the shared options)."""
     return {name: given.pop(name) for name in LABELLING}
+
+
+def labelled_folder_options(files: str, groups: str):
+    """How a folder of `files` is labelled and split: --labels CSV (and how it is read),
+    --split..., --split-column, --group-column (`groups`: what makes a group, for its help)."""
+    options = [
+        labels_csv_options(files),
+        split_options("Keep label proportions in every split."),
+        click.option("--split-column", help="CSV column naming each row's split."),
+        click.option("--group-column", help=f"CSV column whose rows must share a split ({groups})."),
+    ]
+
+    def decorate(f):
+        for option in reversed(options):
+            f = option(f)
+        return f
+
+    return decorate
 
 
 def labels_csv_options(files: str):

@@ -230,6 +230,11 @@ def _said_if_resized(problem: Problem, path: str, size: int) -> Problem:
 def _scan_stream(
     cursor: _Cursor, compression: str, file_size: int, payload: str, max_record: int, offset: int = 0
 ) -> Iterator[Record | Problem | int]:
+    """Each record of the stream from `offset` (or its problem), checked as `payload` says.
+
+    Long on purpose: the fast path over the records lying whole in a block and the slow
+    path across block edges share the cursor's state in locals, and a call per record
+    would cost more than a small record's own check."""
     index = 0
     keep, check, tally = payload == "keep", payload != "skip", payload == "tally"
     headers: dict[int, int] = {}  # length -> its masked CRC: records of one size share one

@@ -116,75 +116,72 @@ class ImagesConverter(FileItems, Converter):
         processes (see list_files)."""
         options = (options or ImagesOptions()).checked()
         self.context = context = context or SourceContext()
-        labels_csv, split, stratify, dedupe = options.labels_csv, options.split, options.stratify, options.dedupe
-        split_column, group_column, label_column = options.split_column, options.group_column, options.label_column
-        image_format, keep_exact, quality, policy = (
-            options.image_format,
-            options.keep_exact,
-            options.quality,
-            options.policy,
-        )
         self.root = image_dir
         self._folder = ImageFolder(image_dir, context.out, context.in_parts)
         self._remote, self._real_root = self._folder.remote, self._folder.real_root
-        self.image_format, self.quality, self.chroma = image_format, quality, options.chroma
+        self.image_format, self.quality, self.chroma = options.image_format, options.quality, options.chroma
         self.tfds_layout = options.layout == "tfds"
-        self.keep_exact = keep_exact  # keep mode: even bytes TensorFlow cannot decode upright
+        self.keep_exact = options.keep_exact  # keep mode: even bytes TensorFlow cannot decode upright
         self._flag: tuple[str, str] | None = None  # (why, file) of the item just encoded, for observe
-        self.policy = policy or DecodePolicy()
+        self.policy = options.policy or DecodePolicy()
         self.columns: list[tuple[str, str]] = []  # extra features: (name, dtype)
         self.labels: dict[str, list[str]] = {}
         self.label_feature: str | None = None
         self.raw_shape: tuple[int, int, int] | None = None  # (H, W, C), known after finish() for raw
-        self._csv = labels_csv
+        self._csv = options.labels_csv
         self.warnings: list[str] = []
         self._settings = {
-            "image_format": image_format,
-            "keep_exact": keep_exact,
-            "split": split.describe() if split else None,
-            "stratify": stratify,
-            "split_column": split_column,
-            "label_column": label_column,
+            "image_format": options.image_format,
+            "keep_exact": options.keep_exact,
+            "split": options.split.describe() if options.split else None,
+            "stratify": options.stratify,
+            "split_column": options.split_column,
+            "label_column": options.label_column,
             "headerless_labels": options.headerless_labels,
             "delimiter": options.delimiter,
-            "group_column": group_column,
-            "dedupe": dedupe,
+            "group_column": options.group_column,
+            "dedupe": options.dedupe,
             "layout": options.layout,
         }
-        self._group_column, self._dedupe = group_column, dedupe
+        self._group_column, self._dedupe = options.group_column, options.dedupe
         self._group_of: dict[str, str] = {}  # image -> its --group-column value
         self.dataset_name = dataset_name(image_dir)
-
-        if labels_csv is None:
-            items, split_of = self._class_folders()
-        else:
-            table = LabelCsv(self._folder, labels_csv, options.delimiter, RESERVED, self.reject, self._inside)
-            if options.headerless_labels:
-                items, split_of = table.headerless(), {}
-            else:
-                items, split_of = table.with_header(options.path_column, label_column, split_column, group_column)
-            self.columns, self.labels, self.label_feature = table.columns, table.labels, table.label_feature
-            self._group_of = table.group_of
-            self.warnings += table.warnings
-            if split_column is None:  # ROOT/SPLIT/*: the CSV's paths lead through split folders
-                split_of = self._split_folders_of(items)
+        items, split_of = self._class_folders() if options.labels_csv is None else self._labelled(options)
         if not items:
             raise SourceError(f"{image_dir}: no images to convert")
         if split_of:  # recorded: which folder gave which split
             self._settings["split_folders"] = dict(
                 sorted({rel.split(os.sep, 1)[0]: s for rel, s in split_of.items()}.items())
             )
-        if split_of and split is not None:
+        if split_of and options.split is not None:
             self.warnings.append(
                 f"{image_dir}: --split re-splits the images of its split folders "
                 f"({', '.join(sorted({rel.split(os.sep, 1)[0] for rel in split_of}))}) by its fractions"
             )
             split_of = {}
-        self._splits = self._split(items, split, stratify, split_of, context.seed)
-        if image_format == "keep" and not self._remote:
+        self._splits = self._split(items, options.split, options.stratify, split_of, context.seed)
+        if options.image_format == "keep" and not self._remote:
             self.chunk_size = _keep_chunk_size(self.root, [item[0] for item in items[:CHUNK_SAMPLE]])
         self._folder.listed()
         self.features = self._declare_features()
+
+    def _labelled(self, options: ImagesOptions) -> tuple[list[tuple], dict[str, str]]:
+        """The items the labels CSV lists, and the split each is in (its split column, or
+        the split folder its path leads through), with its extra columns and labels."""
+        assert options.labels_csv is not None
+        table = LabelCsv(self._folder, options.labels_csv, options.delimiter, RESERVED, self.reject, self._inside)
+        if options.headerless_labels:
+            items, split_of = table.headerless(), {}
+        else:
+            items, split_of = table.with_header(
+                options.path_column, options.label_column, options.split_column, options.group_column
+            )
+        self.columns, self.labels, self.label_feature = table.columns, table.labels, table.label_feature
+        self._group_of = table.group_of
+        self.warnings += table.warnings
+        if options.split_column is None:  # ROOT/SPLIT/*: the CSV's paths lead through split folders
+            split_of = self._split_folders_of(items)
+        return items, split_of
 
     # ------------------------------------------------------------ listing
 

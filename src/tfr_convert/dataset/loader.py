@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from .. import containers
 from ..errors import SourceError
@@ -71,90 +72,128 @@ def plan_split(directory: str | ExistingDataset, split: str) -> tuple[list[Shard
     return slices, max(stop - start, 0)
 
 
+def _records(tf: Any, slices: list[Any], read_shard: Any, shuffle_files: bool, seed: int | None) -> Any:
+    """The split's records: its shards' slices (in a seeded shuffled order if asked), read
+    side by side (interleave), in a deterministic order."""
+    files = tf.data.Dataset.from_tensor_slices(
+        (
+            tf.constant([s.path for s in slices], tf.string),
+            tf.constant([s.skip for s in slices], tf.int64),
+            tf.constant([s.take for s in slices], tf.int64),
+        )
+    )
+    if shuffle_files:
+        files = files.shuffle(len(slices), seed=seed)
+    return files.interleave(
+        read_shard,
+        cycle_length=min(len(slices), 8) or 1,
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=True,
+    )
+
+
 def _decoders(dataset: ExistingDataset):
     """(parse spec, {feature: decode fn}) from features.json and the manifest."""
     tf = tensorflow("tfr_convert.load()")
 
     directory = dataset.path
-    features = dataset.features
-    if not features:
+    if not dataset.features:
         raise SourceError(f"{directory}: not a tfr-convert dataset (no features.json)")
     raw = dataset.options.get("raw_image") or {}
     spec, decode, labels = {}, {}, []
-    dtypes = {"int64": tf.int64, "float32": tf.float32, "string": tf.string}
     for name, (feature, per_object, _) in dataset.flat_features.items():
         if per_object:  # one value per object (a detection's boxes): a 1-D tensor, as long as the objects
             dtype = tf.int64 if "classLabel" in feature else tf.string if "text" in feature else None
-            dtype = dtype or dtypes.get((feature.get("tensor") or {}).get("dtype"))
+            dtype = dtype or _dtypes(tf).get((feature.get("tensor") or {}).get("dtype"))
             if dtype is None:
                 raise SourceError(f"{directory}/features.json: per-object feature {name!r} of an unknown kind")
-            spec[name] = tf.io.FixedLenSequenceFeature([], dtype, allow_missing=True)
+            spec[name], fn = tf.io.FixedLenSequenceFeature([], dtype, allow_missing=True), None
         elif "classLabel" in feature:
-            spec[name] = tf.io.FixedLenFeature([], tf.int64)
+            spec[name], fn = tf.io.FixedLenFeature([], tf.int64), None
             labels.append(name)
         elif "text" in feature:
-            spec[name] = tf.io.FixedLenFeature([], tf.string)
-        elif "image" in feature:
-            shape = [int(d) for d in feature["image"].get("shape", {}).get("dimensions", [])]
-            channels = shape[2] if len(shape) == 3 and shape[2] > 0 else 3
-            spec[name] = tf.io.FixedLenFeature([], tf.string)
-            static = [d if d > 0 else None for d in shape] if shape else [None, None, channels]
-
-            def image(x, channels=channels, static=static):
-                pixels = tf.io.decode_image(x, channels=channels, expand_animations=False)
-                pixels.set_shape(static)
-                return pixels
-
-            decode[name] = image
-        elif "video" in feature:  # one encoded picture per frame: (frames, height, width, channels)
-            dims = [int(d) for d in feature["video"].get("shape", {}).get("dimensions", [])] or [-1, -1, -1, 3]
-            spec[name] = tf.io.VarLenFeature(tf.string)
-
-            def video(x, dims=dims):
-                frames = tf.map_fn(
-                    lambda f: tf.io.decode_image(f, channels=dims[3], expand_animations=False),
-                    tf.sparse.to_dense(x),
-                    fn_output_signature=tf.TensorSpec([None, None, dims[3]], tf.uint8),
-                )
-                frames.set_shape([d if d > 0 else None for d in dims])
-                return frames
-
-            decode[name] = video
-        elif "audio" in feature and feature["audio"].get("lazyDecode"):  # a file's bytes, decoded by the reader
-            spec[name] = tf.io.FixedLenFeature([], tf.string)
-        elif "audio" in feature and str(feature["audio"].get("encoding", "")).upper() == "BYTES":  # one bytes value
-            dims = [int(d) for d in feature["audio"].get("shape", {}).get("dimensions", [])] or [-1]
-            dtype = tf.dtypes.as_dtype(feature["audio"].get("dtype", "int16"))
-            spec[name] = tf.io.FixedLenFeature([], tf.string)
-            decode[name] = lambda x, dims=dims, dtype=dtype: tf.reshape(tf.io.decode_raw(x, dtype), [-1, *dims[1:]])
-        elif "audio" in feature:  # samples of the file's type, stored as an int64 or float list
-            dims = [int(d) for d in feature["audio"].get("shape", {}).get("dimensions", [])] or [-1]
-            dtype = tf.dtypes.as_dtype(feature["audio"].get("dtype", "int16"))
-            spec[name] = tf.io.VarLenFeature(tf.float32 if dtype.is_floating else tf.int64)
-            decode[name] = lambda x, dims=dims, dtype=dtype: tf.reshape(
-                tf.cast(tf.sparse.to_dense(x), dtype), [-1, *dims[1:]]
-            )
-        elif "tensor" in feature and feature["tensor"].get("encoding") == "bytes":  # raw pixels, one bytes value
-            shape = [int(d) for d in feature["tensor"]["shape"]["dimensions"]]
-            dtype = tf.dtypes.as_dtype(feature["tensor"]["dtype"])
-            spec[name] = tf.io.FixedLenFeature([], tf.string)
-            decode[name] = lambda x, shape=shape, dtype=dtype: tf.reshape(tf.io.decode_raw(x, dtype), shape)
+            spec[name], fn = tf.io.FixedLenFeature([], tf.string), None
+        elif "image" in feature or "video" in feature:
+            spec[name], fn = _picture(tf, feature)
+        elif "audio" in feature:
+            spec[name], fn = _audio(tf, feature["audio"])
         elif "tensor" in feature:
-            dims = [int(d) for d in (feature["tensor"].get("shape") or {}).get("dimensions", [])]
-            dtype = dtypes[feature["tensor"]["dtype"]]
-            # a first dimension of unknown length (-1): as many values as each record holds
-            unknown = bool(dims) and dims[0] < 0
-            spec[name] = (
-                tf.io.FixedLenSequenceFeature(dims[1:], dtype, allow_missing=True)
-                if unknown
-                else tf.io.FixedLenFeature(dims, dtype)
-            )
-            if name == raw.get("feature"):  # datasets written before raw images were described as such
-                shape = [int(d) for d in raw["shape"]]
-                decode[name] = lambda x, shape=shape: tf.reshape(tf.io.decode_raw(x, tf.uint8), shape)
+            spec[name], fn = _tensor(tf, feature["tensor"], raw if name == raw.get("feature") else None)
         else:
             raise SourceError(f"{directory}/features.json: feature {name!r} of an unknown kind")
+        if fn is not None:
+            decode[name] = fn
     return spec, decode, labels
+
+
+def _dtypes(tf: Any) -> dict[str, Any]:
+    """The dtypes features.json names, as TensorFlow's."""
+    return {"int64": tf.int64, "float32": tf.float32, "string": tf.string}
+
+
+def _picture(tf: Any, feature: dict[str, Any]) -> tuple[Any, Any]:
+    """An Image (decoded to uint8 (H, W, C)) or a Video (one encoded picture per frame:
+    (frames, height, width, channels))."""
+    if "image" in feature:
+        shape = [int(d) for d in feature["image"].get("shape", {}).get("dimensions", [])]
+        channels = shape[2] if len(shape) == 3 and shape[2] > 0 else 3
+        static = [d if d > 0 else None for d in shape] if shape else [None, None, channels]
+
+        def image(x, channels=channels, static=static):
+            pixels = tf.io.decode_image(x, channels=channels, expand_animations=False)
+            pixels.set_shape(static)
+            return pixels
+
+        return tf.io.FixedLenFeature([], tf.string), image
+    dims = [int(d) for d in feature["video"].get("shape", {}).get("dimensions", [])] or [-1, -1, -1, 3]
+
+    def video(x, dims=dims):
+        frames = tf.map_fn(
+            lambda f: tf.io.decode_image(f, channels=dims[3], expand_animations=False),
+            tf.sparse.to_dense(x),
+            fn_output_signature=tf.TensorSpec([None, None, dims[3]], tf.uint8),
+        )
+        frames.set_shape([d if d > 0 else None for d in dims])
+        return frames
+
+    return tf.io.VarLenFeature(tf.string), video
+
+
+def _audio(tf: Any, audio: dict[str, Any]) -> tuple[Any, Any]:
+    """A recording: a file's bytes (decoded by the reader), one bytes value of samples, or
+    samples of the file's type stored as an int64 or float list."""
+    if audio.get("lazyDecode"):
+        return tf.io.FixedLenFeature([], tf.string), None
+    dims = [int(d) for d in audio.get("shape", {}).get("dimensions", [])] or [-1]
+    dtype = tf.dtypes.as_dtype(audio.get("dtype", "int16"))
+    if str(audio.get("encoding", "")).upper() == "BYTES":
+        return tf.io.FixedLenFeature([], tf.string), lambda x: tf.reshape(tf.io.decode_raw(x, dtype), [-1, *dims[1:]])
+    return (
+        tf.io.VarLenFeature(tf.float32 if dtype.is_floating else tf.int64),
+        lambda x: tf.reshape(tf.cast(tf.sparse.to_dense(x), dtype), [-1, *dims[1:]]),
+    )
+
+
+def _tensor(tf: Any, tensor: dict[str, Any], raw: dict[str, Any] | None) -> tuple[Any, Any]:
+    """A tensor: raw pixels in one bytes value, or values of its dtype (a first dimension
+    of unknown length, -1: as many as each record holds). `raw`: the manifest's note of a
+    raw image written before raw images were described as such."""
+    if tensor.get("encoding") == "bytes":
+        shape = [int(d) for d in tensor["shape"]["dimensions"]]
+        dtype = tf.dtypes.as_dtype(tensor["dtype"])
+        return tf.io.FixedLenFeature([], tf.string), lambda x: tf.reshape(tf.io.decode_raw(x, dtype), shape)
+    dims = [int(d) for d in (tensor.get("shape") or {}).get("dimensions", [])]
+    dtype = _dtypes(tf)[tensor["dtype"]]
+    unknown = bool(dims) and dims[0] < 0
+    spec = (
+        tf.io.FixedLenSequenceFeature(dims[1:], dtype, allow_missing=True)
+        if unknown
+        else tf.io.FixedLenFeature(dims, dtype)
+    )
+    if raw is None:
+        return spec, None
+    shape = [int(d) for d in raw["shape"]]
+    return spec, lambda x: tf.reshape(tf.io.decode_raw(x, tf.uint8), shape)
 
 
 def load(
@@ -194,21 +233,7 @@ def load(
                 f"(class labels here: {labels or 'none'}; name one with label=...)"
             )
 
-    files = tf.data.Dataset.from_tensor_slices(
-        (
-            tf.constant([s.path for s in slices], tf.string),
-            tf.constant([s.skip for s in slices], tf.int64),
-            tf.constant([s.take for s in slices], tf.int64),
-        )
-    )
-    if shuffle_files:
-        files = files.shuffle(len(slices), seed=seed)
-    dataset = files.interleave(
-        read_shard,
-        cycle_length=min(len(slices), 8) or 1,
-        num_parallel_calls=tf.data.AUTOTUNE,
-        deterministic=True,
-    )
+    dataset = _records(tf, slices, read_shard, shuffle_files, seed)
 
     def parse(record):
         example = tf.io.parse_single_example(record, spec)

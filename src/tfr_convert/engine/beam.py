@@ -99,61 +99,17 @@ def run(
         log = None
         try:
             plan_files = _write_plan(plan, converter.chunk_size, out.build)
-            rank = {split: i for i, split in enumerate(plan)}
             arguments = shlex.split(beam_options)
             if not any(a.startswith("--default_sdk_harness_log_level") for a in arguments):
                 arguments.append(f"--default_sdk_harness_log_level={'ERROR' if quiet else 'WARNING'}")
             with _logs_aside(quiet) as log, beam.Pipeline(options=PipelineOptions(arguments)) as pipeline:
-                encoded = (
-                    pipeline
-                    | "PlanFiles" >> beam.Create(plan_files)
-                    | "Batches" >> beam.FlatMap(_read_plan)
-                    | "Spread" >> beam.Reshuffle()
-                    | "Encode"
-                    >> beam.Map(
-                        _encode_batch,
-                        converter=converter,
-                        on_error=options.on_error,
-                        container=container,
-                        out=out.build,
-                        rank=rank,
-                    )
-                )
-                shards = (
-                    encoded
-                    | "Sizes" >> beam.Map(lambda e: (e[0], (e[1], e[2], e[3])))
-                    | "BySplit" >> beam.GroupByKey()
-                    | "Cut" >> beam.FlatMap(_cut_split, totals=totals, policy=options.policy)
-                    | "ByShard" >> beam.GroupByKey()
-                    | "WriteShard"
-                    >> beam.Map(_write_shard, out=out.build, container=container, compression=options.compression)
-                )
-                extras = (
-                    encoded
-                    | "Extras" >> beam.Map(lambda e: e[4])
-                    | "Gather" >> beam.CombineGlobally(_merge_extras)
-                    | "Tag" >> beam.Map(lambda gathered: {"extras": gathered})
-                )
-                # One last step that every other one leads to: some runners (Dask's) run only
-                # what the pipeline's final transform needs.
-                _ = (
-                    (shards, extras)
-                    | "Reports" >> beam.Flatten()
-                    | "Collect" >> beam.combiners.ToList()
-                    | "WriteReports" >> beam.Map(_write_json, path=fs.join(out.build, _REPORTS))
-                )
+                _steps(pipeline, plan_files, converter, options, container, out.build, totals, list(plan))
         except TfrConvertError:
             _remove_temporaries(out.build)
             raise
         except Exception as e:  # Beam wraps what a worker raised: the error itself, not Beam's stack
             _remove_temporaries(out.build)
-            raised = from_text(str(e))
-            if raised is not None:
-                raise raised from None
-            text = str(e).strip()
-            where = f" (the runner's log: {log.name})" if log is not None else ""
-            first = text.splitlines()[0] if text else type(e).__name__
-            raise TfrConvertError(f"the Beam pipeline failed: {first}{where}") from None
+            raise _pipeline_error(e, log) from None
         results, observations, skipped, found_warnings = _read_reports(out, totals)
         if progress:
             progress(sum(totals.values()), sum(totals.values()))
@@ -164,6 +120,67 @@ def run(
         return commit_with_metadata(
             converter, options, out, results, observations, in_order, found_warnings, started, plan
         )
+
+
+def _steps(
+    pipeline: Any,
+    plan_files: list[str],
+    converter: Converter,
+    options: RunOptions,
+    container: containers.Container,
+    build: str,
+    totals: dict[str, int],
+    splits: list[str],
+) -> None:
+    """The pipeline: the plan's batches spread and encoded; their sizes cut into shards per
+    split, each shard written; what encoding found gathered; every report written."""
+    import apache_beam as beam
+
+    rank = {split: i for i, split in enumerate(splits)}
+    encoded = (
+        pipeline
+        | "PlanFiles" >> beam.Create(plan_files)
+        | "Batches" >> beam.FlatMap(_read_plan)
+        | "Spread" >> beam.Reshuffle()
+        | "Encode"
+        >> beam.Map(
+            _encode_batch, converter=converter, on_error=options.on_error, container=container, out=build, rank=rank
+        )
+    )
+    shards = (
+        encoded
+        | "Sizes" >> beam.Map(lambda e: (e[0], (e[1], e[2], e[3])))
+        | "BySplit" >> beam.GroupByKey()
+        | "Cut" >> beam.FlatMap(_cut_split, totals=totals, policy=options.policy)
+        | "ByShard" >> beam.GroupByKey()
+        | "WriteShard" >> beam.Map(_write_shard, out=build, container=container, compression=options.compression)
+    )
+    extras = (
+        encoded
+        | "Extras" >> beam.Map(lambda e: e[4])
+        | "Gather" >> beam.CombineGlobally(_merge_extras)
+        | "Tag" >> beam.Map(lambda gathered: {"extras": gathered})
+    )
+    # One last step that every other one leads to: some runners (Dask's) run only
+    # what the pipeline's final transform needs.
+    _ = (
+        (shards, extras)
+        | "Reports" >> beam.Flatten()
+        | "Collect" >> beam.combiners.ToList()
+        | "WriteReports" >> beam.Map(_write_json, path=fs.join(build, _REPORTS))
+    )
+
+
+def _pipeline_error(e: Exception, log: Any) -> TfrConvertError:
+    """What a failed pipeline raised, as the error a worker raised where Beam carried it,
+    else one line naming the runner's log."""
+    raised = from_text(str(e))
+    if raised is not None:
+        return raised
+    text = str(e).strip()
+    where = f" (the runner's log: {log.name})" if log is not None else ""
+    first = text.splitlines()[0] if text else type(e).__name__
+    return TfrConvertError(f"the Beam pipeline failed: {first}{where}")
 
 
 @contextlib.contextmanager

@@ -194,16 +194,7 @@ def _picture(example: dict, keys: BoxKeys, where: str, default_name: str) -> tup
         path = checked_relative(_text(_one(example, keys.filename)))
     else:
         path = f"{default_name}.{EXTENSIONS.get(sniff_format(data) or '', 'bin')}"
-    if keys.corners is not None:
-        lists = [example.get(k, (None, []))[1] for k in keys.corners]
-        if any(len(v) != len(lists[0]) for v in lists):
-            raise SourceError("the box corner lists differ in length")
-        corners = list(zip(*lists, strict=True))
-    else:
-        flat = example.get(keys.packed, (None, []))[1]
-        if len(flat) % 4:
-            raise SourceError(f"{keys.packed!r} holds {len(flat)} values, not four a box")
-        corners = [(flat[i + 1], flat[i], flat[i + 3], flat[i + 2]) for i in range(0, len(flat), 4)]
+    corners = _corners(example, keys)
     n = len(corners)
 
     def per_box(key: str | None, default: Any) -> list[Any]:
@@ -242,15 +233,35 @@ def _picture(example: dict, keys: BoxKeys, where: str, default_name: str) -> tup
         for box, mask in zip(boxes, masks, strict=True):
             box["mask"] = mask
     if keys.keypoints is not None:
-        x, y, visibility, text = (example.get(k, (None, []))[1] for k in keys.keypoints)
-        if n and (len(x) % n or len(y) != len(x) or len(visibility) not in (0, len(x))):
-            raise SourceError(f"{len(x)} keypoints in {keys.keypoints[0]!r} do not divide among {n} boxes")
-        count = len(x) // n if n else 0
-        picture.keypoint_names = [_text(t) for t in text[:count]] if len(text) == len(x) else []
-        for i, box in enumerate(boxes):
-            at = slice(i * count, (i + 1) * count)
-            box["keypoints"] = list(zip(map(f32, x[at]), map(f32, y[at]), visibility[at] or [2] * count, strict=True))
+        _add_keypoints(picture, example, keys.keypoints)
     return picture, data
+
+
+def _corners(example: dict, keys: BoxKeys) -> list[tuple]:
+    """Each box's (xmin, ymin, xmax, ymax): from four lists, or one of four values a box
+    in TFDS's order (ymin, xmin, ymax, xmax)."""
+    if keys.corners is not None:
+        lists = [example.get(k, (None, []))[1] for k in keys.corners]
+        if any(len(v) != len(lists[0]) for v in lists):
+            raise SourceError("the box corner lists differ in length")
+        return list(zip(*lists, strict=True))
+    flat = example.get(keys.packed, (None, []))[1]
+    if len(flat) % 4:
+        raise SourceError(f"{keys.packed!r} holds {len(flat)} values, not four a box")
+    return [(flat[i + 1], flat[i], flat[i + 3], flat[i + 2]) for i in range(0, len(flat), 4)]
+
+
+def _add_keypoints(picture: Picture, example: dict, features: tuple[str, ...]) -> None:
+    """Each box's share of the keypoint lists (x, y, visibility; their names once)."""
+    boxes, n = picture.boxes, len(picture.boxes)
+    x, y, visibility, text = (example.get(k, (None, []))[1] for k in features)
+    if n and (len(x) % n or len(y) != len(x) or len(visibility) not in (0, len(x))):
+        raise SourceError(f"{len(x)} keypoints in {features[0]!r} do not divide among {n} boxes")
+    count = len(x) // n if n else 0
+    picture.keypoint_names = [_text(t) for t in text[:count]] if len(text) == len(x) else []
+    for i, box in enumerate(boxes):
+        at = slice(i * count, (i + 1) * count)
+        box["keypoints"] = list(zip(map(f32, x[at]), map(f32, y[at]), visibility[at] or [2] * count, strict=True))
 
 
 def _instance(mask: bytes, w: int, h: int) -> np.ndarray:

@@ -172,6 +172,31 @@ class Pictures:
         names = self.names.get(mask, [])
         return 0 if names and names[0].strip("_").lower() == "background" else None
 
+    def _clip(self, path: str, index: int, example: dict) -> Picture | None:
+        """A SequenceExample's clip: a few of its frames side by side."""
+        from PIL import Image
+
+        self.feature = self.frames  # (what the grid says it drew)
+        frames = [step[0] for step in example.get(self.frames, (None, []))[1] if step]
+        if not frames:
+            return None
+        try:
+            pixels = strip([_pixels(frames[i], example, None, self.max_pixels) for i in frames_shown(len(frames))])
+        except (OSError, ValueError, Image.DecompressionBombError, SourceError) as e:
+            raise SourceError(f"{path}: record {index}: cannot draw {self.frames!r}: {e}") from None
+        label, names_file = caption(example, self.names)
+        return Picture(pixels, label, [], [label], tail=names_file)
+
+    def _recording(self, example: dict) -> Picture | None:
+        """A recording's waveform, or None when the record holds none."""
+        self.sound = self.sound or next((n for n in self.sounds if example.get(n, (None, []))[1]), None)
+        if self.sound is None or not example.get(self.sound, (None, []))[1]:
+            return None
+        label, names_file = caption(example, self.names)
+        sound = self.sounds[self.sound]
+        drawn = waveform(samples_of(example[self.sound][1], sound), sound.channels)
+        return Picture(drawn, label, [], [label], tail=names_file)
+
     def picture(self, path: str, index: int, example: dict) -> Picture | None:
         """The record's image with its caption and boxes, or None when it holds no image."""
         from PIL import Image
@@ -179,25 +204,10 @@ class Pictures:
         if self.frames is None:
             self.frames = frame_list(example) or ""
         if self.frames:  # a SequenceExample's clip: its frames are the steps of a feature list
-            self.feature = self.frames  # (what the grid says it drew)
-            frames = [step[0] for step in example.get(self.frames, (None, []))[1] if step]
-            if not frames:
-                return None
-            try:
-                pixels = strip([_pixels(frames[i], example, None, self.max_pixels) for i in frames_shown(len(frames))])
-            except (OSError, ValueError, Image.DecompressionBombError, SourceError) as e:
-                raise SourceError(f"{path}: record {index}: cannot draw {self.frames!r}: {e}") from None
-            label, names_file = caption(example, self.names)
-            return Picture(pixels, label, [], [label], tail=names_file)
+            return self._clip(path, index, example)
         self.feature = self.feature or image_feature(example)
         if self.feature is None:  # a recording is drawn as its waveform
-            self.sound = self.sound or next((n for n in self.sounds if example.get(n, (None, []))[1]), None)
-            if self.sound is None or not example.get(self.sound, (None, []))[1]:
-                return None
-            label, names_file = caption(example, self.names)
-            sound = self.sounds[self.sound]
-            drawn = waveform(samples_of(example[self.sound][1], sound), sound.channels)
-            return Picture(drawn, label, [], [label], tail=names_file)
+            return self._recording(example)
         if not example.get(self.feature, (None, []))[1]:
             return None
         values = example[self.feature][1]

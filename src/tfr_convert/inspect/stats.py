@@ -166,121 +166,159 @@ def _filename(example: dict[str, Any]) -> str | None:
 def stats(paths: list[str], max_record: int = MAX_RECORD_BYTES, sound_only: bool = False) -> dict[str, Any]:
     """The figures of every record (`sound_only`: of every sound record of damaged files)."""
     inputs = resolve(paths)
-    label_features: set[str] = set()
     names: dict[str, list[str]] = {}  # class names of the label features that have them
+    label_features: set[str] = set()
     for d in inputs.datasets:
         names.update(class_names(d))
         label_features |= set(class_names(d))
         label_features |= {
             n for n, f in ExistingDataset(d).features.items() if isinstance(f, dict) and "classLabel" in f
         }
-    numbers: dict[str, NumberStats] = {}
-    strings: dict[str, BytesStats] = {}
-    masks: dict[str, MaskStats] = {}
-    instances: dict[str, InstanceStats] = {}
-    histograms: dict[str, Counter[int]] = {}
-    per_split: dict[str, dict[str, Any]] = {}  # split -> {records, histograms}, for a dataset directory
-    kinds: dict[str, set[str | None]] = {}
-    steps: dict[str, NumberStats] = {}  # a SequenceExample's feature lists: steps per record
-    # leakage: digest of an image value -> {split: first (file, record, its filename feature)}
-    seen_in: dict[tuple[str, bytes], dict[str, tuple[str, int, str | None]]] = {}
     in_dataset = {p for d in inputs.datasets for p in inputs.files if p.startswith(d.rstrip("/") + "/")}
-    several_splits = len({split_of(p) for p in in_dataset}) > 1
-    # near-duplicate candidates: (hash, split, file, record, filename, digest) of each image value
-    perceptual: list[tuple[int, str, str, int, str | None, bytes]] = []
-    records = undecodable = 0
-    present: Counter[str] = Counter()  # records holding at least one value of each feature
-    record_bytes = Distribution()
-    boxes = BoxStats()
-    # (split, or None for files outside a dataset; feature) -> its single labels in reading order
-    orders: dict[tuple[str | None, str], array] = {}
+    figures = _Figures(names, label_features, several_splits=len({split_of(p) for p in in_dataset}) > 1)
     for path in inputs.files:
         split = split_of(path) if path in in_dataset else None
-        split_stats = per_split.setdefault(split, {"records": 0, "histograms": {}}) if split else None
+        if split:
+            figures.per_split.setdefault(split, {"records": 0, "histograms": {}})  # listed, even empty
         for record, example in examples_of(path, max_record, sound_only=sound_only):
-            records += 1
-            record_bytes.add(len(record.data))
-            if split_stats is not None:
-                split_stats["records"] += 1
-            if example is None:
-                undecodable += 1
-                continue
-            boxes.add(example, names)
-            for name, (kind, values) in example.items():
-                kinds.setdefault(name, set()).add(kind)
-                if values:
-                    present[name] += 1
-                if kind in (INT64, FLOAT):
-                    numbers.setdefault(name, NumberStats(kind == INT64)).add(values)
-                    if kind == INT64 and (name in label_features or "label" in name):
-                        histograms.setdefault(name, Counter()).update(values)
-                        if len(values) == 1:
-                            orders.setdefault((split, name), array("q")).append(values[0])
-                        if split_stats is not None:
-                            split_stats["histograms"].setdefault(name, Counter()).update(values)
-                elif kind is not None and kind.startswith("feature_list"):
-                    steps.setdefault(name, NumberStats()).add([len(values)])
-                elif kind == BYTES:
-                    acc = strings.setdefault(name, BytesStats(_image_like(name)))
-                    acc.add(values)
-                    if is_instance_mask(name):
-                        instances.setdefault(name, InstanceStats()).add(values)
-                    elif is_mask(name):
-                        masks.setdefault(name, MaskStats()).add(values)
-                    if split is not None and acc.formats and not is_mask(name):  # masks repeat by nature
-                        filename = _filename(example)
-                        for v in values:
-                            digest = _digest(v)
-                            refs = seen_in.setdefault((name, digest), {})
-                            refs.setdefault(split, (path, record.index, filename))
-                            if several_splits and sniff_format(v):
-                                h = fingerprint(v)
-                                if h is not None:
-                                    perceptual.append((h, split, path, record.index, filename, digest))
-    features: dict[str, Any] = {}
-    for name in sorted(kinds):
-        entry: dict[str, Any] = {"kind": sorted(k or "unset" for k in kinds[name])}
-        if len(entry["kind"]) == 1:
-            entry["kind"] = entry["kind"][0]
-        decoded = records - undecodable
-        # records without a value: the feature absent (a null left out) or an empty list
-        entry["missing"] = decoded - present[name]
-        entry["missing_share"] = round((decoded - present[name]) / decoded, 6) if decoded else 0.0
-        if name in numbers:
-            entry.update(numbers[name].to_dict())
-        if name in steps:
-            entry["steps"] = {k: v for k, v in steps[name].to_dict().items() if k in ("min", "max", "mean")}
-        if name in strings:
-            entry.update(strings[name].to_dict())
-        mask = masks[name].to_dict() if name in masks else None
-        if mask is not None:  # pixels per class index, and images showing each
-            known = names.get(name, [])
-            entry["mask"] = mask
-            if known:
-                entry["mask"]["class_names"] = {k: known[int(k)] for k in mask["pixels"] if int(k) < len(known)}
-        if name in instances:  # masks per image
-            entry["instances"] = instances[name].to_dict()
-        if name in histograms:
-            entry["histogram"] = {str(k): v for k, v in sorted(histograms[name].items())}
-            if name in names:  # index -> class name, for the indices that have one
-                entry["class_names"] = {
-                    str(k): names[name][k] for k in sorted(histograms[name]) if 0 <= k < len(names[name])
-                }
-        features[name] = entry
+            figures.add(path, split, record.index, len(record.data), example)
     report: dict[str, Any] = {
         "mode": "stats",
-        "records": records,
-        "undecodable_records": undecodable,
-        "record_bytes": record_bytes.to_dict(),
-        "features": features,
+        "records": figures.records,
+        "undecodable_records": figures.undecodable,
+        "record_bytes": figures.record_bytes.to_dict(),
+        "features": {name: figures.feature(name) for name in sorted(figures.kinds)},
     }
-    if boxes.images:
-        report["boxes"] = boxes.to_dict()
-    if orders:  # how well the reading order mixes each label (a class-sorted file shows as long runs)
+    if figures.boxes.images:
+        report["boxes"] = figures.boxes.to_dict()
+    if figures.orders:  # how well the reading order mixes each label (a class-sorted file shows as long runs)
         report["order"] = {}
-        for (split, name), labels in orders.items():
+        for (split, name), labels in figures.orders.items():
             report["order"].setdefault(split or "all", {})[name] = order_quality.figure(labels)
     if inputs.datasets:
+        report["splits"] = figures.splits()
+        report["leakage"] = figures.leakage()
+    return report
+
+
+class _Figures:
+    """What `stats` gathers, record by record: per feature (kinds, numbers, strings, masks,
+    label histograms, steps), per split, and the image values seen in several splits."""
+
+    def __init__(self, names: dict[str, list[str]], label_features: set[str], several_splits: bool) -> None:
+        self.names, self.label_features, self.several_splits = names, label_features, several_splits
+        self.records = self.undecodable = 0
+        self.record_bytes = Distribution()
+        self.boxes = BoxStats()
+        self.kinds: dict[str, set[str | None]] = {}
+        self.present: Counter[str] = Counter()  # records holding at least one value of each feature
+        self.numbers: dict[str, NumberStats] = {}
+        self.strings: dict[str, BytesStats] = {}
+        self.masks: dict[str, MaskStats] = {}
+        self.instances: dict[str, InstanceStats] = {}
+        self.histograms: dict[str, Counter[int]] = {}
+        self.steps: dict[str, NumberStats] = {}  # a SequenceExample's feature lists: steps per record
+        self.per_split: dict[str, dict[str, Any]] = {}  # split -> {records, histograms}, for a dataset directory
+        # (split, or None for files outside a dataset; feature) -> its single labels in reading order
+        self.orders: dict[tuple[str | None, str], array] = {}
+        # leakage: digest of an image value -> {split: first (file, record, its filename feature)}
+        self.seen_in: dict[tuple[str, bytes], dict[str, tuple[str, int, str | None]]] = {}
+        # near-duplicate candidates: (hash, split, file, record, filename, digest) of each image value
+        self.perceptual: list[tuple[int, str, str, int, str | None, bytes]] = []
+
+    def add(self, path: str, split: str | None, index: int, size: int, example: dict[str, Any] | None) -> None:
+        """One record of `path` (of `split`, for a dataset's file), `example` None if it does not decode."""
+        self.records += 1
+        self.record_bytes.add(size)
+        split_stats = self.per_split[split] if split else None
+        if split_stats is not None:
+            split_stats["records"] += 1
+        if example is None:
+            self.undecodable += 1
+            return
+        self.boxes.add(example, self.names)
+        for name, (kind, values) in example.items():
+            self.kinds.setdefault(name, set()).add(kind)
+            if values:
+                self.present[name] += 1
+            if kind in (INT64, FLOAT):
+                self.numbers.setdefault(name, NumberStats(kind == INT64)).add(values)
+                if kind == INT64 and (name in self.label_features or "label" in name):
+                    self._add_labels(name, values, split, split_stats)
+            elif kind is not None and kind.startswith("feature_list"):
+                self.steps.setdefault(name, NumberStats()).add([len(values)])
+            elif kind == BYTES:
+                self._add_bytes(name, values, split, path, index, example)
+
+    def _add_labels(self, name: str, values: list[int], split: str | None, split_stats: dict[str, Any] | None) -> None:
+        self.histograms.setdefault(name, Counter()).update(values)
+        if len(values) == 1:
+            self.orders.setdefault((split, name), array("q")).append(values[0])
+        if split_stats is not None:
+            split_stats["histograms"].setdefault(name, Counter()).update(values)
+
+    def _add_bytes(
+        self, name: str, values: list[bytes], split: str | None, path: str, index: int, example: dict[str, Any]
+    ) -> None:
+        acc = self.strings.setdefault(name, BytesStats(_image_like(name)))
+        acc.add(values)
+        if is_instance_mask(name):
+            self.instances.setdefault(name, InstanceStats()).add(values)
+        elif is_mask(name):
+            self.masks.setdefault(name, MaskStats()).add(values)
+        if split is None or not acc.formats or is_mask(name):  # masks repeat by nature
+            return
+        filename = _filename(example)
+        for v in values:
+            digest = _digest(v)
+            refs = self.seen_in.setdefault((name, digest), {})
+            refs.setdefault(split, (path, index, filename))
+            if self.several_splits and sniff_format(v):
+                h = fingerprint(v)
+                if h is not None:
+                    self.perceptual.append((h, split, path, index, filename, digest))
+
+    def feature(self, name: str) -> dict[str, Any]:
+        """One feature's entry of the report."""
+        entry: dict[str, Any] = {"kind": sorted(k or "unset" for k in self.kinds[name])}
+        if len(entry["kind"]) == 1:
+            entry["kind"] = entry["kind"][0]
+        decoded = self.records - self.undecodable
+        # records without a value: the feature absent (a null left out) or an empty list
+        entry["missing"] = decoded - self.present[name]
+        entry["missing_share"] = round((decoded - self.present[name]) / decoded, 6) if decoded else 0.0
+        if name in self.numbers:
+            entry.update(self.numbers[name].to_dict())
+        if name in self.steps:
+            entry["steps"] = {k: v for k, v in self.steps[name].to_dict().items() if k in ("min", "max", "mean")}
+        if name in self.strings:
+            entry.update(self.strings[name].to_dict())
+        known = self.names.get(name, [])
+        if name in self.masks:  # pixels per class index, and images showing each
+            mask = entry["mask"] = self.masks[name].to_dict()
+            if known:
+                mask["class_names"] = {k: known[int(k)] for k in mask["pixels"] if int(k) < len(known)}
+        if name in self.instances:  # masks per image
+            entry["instances"] = self.instances[name].to_dict()
+        if name in self.histograms:
+            entry["histogram"] = {str(k): v for k, v in sorted(self.histograms[name].items())}
+            if name in self.names:  # index -> class name, for the indices that have one
+                entry["class_names"] = {str(k): known[k] for k in sorted(self.histograms[name]) if 0 <= k < len(known)}
+        return entry
+
+    def splits(self) -> dict[str, Any]:
+        return {
+            split: {
+                "records": s["records"],
+                "histograms": {
+                    n: {str(k): v for k, v in sorted(h.items())} for n, h in sorted(s["histograms"].items())
+                },
+            }
+            for split, s in self.per_split.items()
+        }
+
+    def leakage(self) -> dict[str, Any]:
+        """The image values found in several splits, exactly and near."""
         leaks = [
             {
                 "feature": name,
@@ -289,26 +327,16 @@ def stats(paths: list[str], max_record: int = MAX_RECORD_BYTES, sound_only: bool
                     {"file": f, "record": i, **({"filename": n} if n is not None else {})} for f, i, n in refs.values()
                 ],
             }
-            for (name, _), refs in seen_in.items()
+            for (name, _), refs in self.seen_in.items()
             if len(refs) > 1
         ]
-        report["splits"] = {
-            split: {
-                "records": s["records"],
-                "histograms": {
-                    n: {str(k): v for k, v in sorted(h.items())} for n, h in sorted(s["histograms"].items())
-                },
-            }
-            for split, s in per_split.items()
-        }
-        near_count, near = near_duplicate_pairs(perceptual)
-        report["leakage"] = {
+        near_count, near = near_duplicate_pairs(self.perceptual)
+        return {
             "images_in_several_splits": len(leaks),
             "examples": leaks[:10],
             "near_duplicate_pairs": near_count,
             "near_duplicates": near,
         }
-    return report
 
 
 def near_duplicate_pairs(
@@ -407,54 +435,9 @@ def _first_pairs_apart(
 def format_stats(report: dict[str, Any]) -> str:
     lines = [f"{report['records']} records"]
     for name, f in report["features"].items():
-        lines.append(f"{name} ({f['kind']}):")
-        if "mean" in f:
-            lines.append(
-                f"  min {f['min']:g}  max {f['max']:g}  mean {f['mean']:.4g}  std {f['std']:.4g}  "
-                f"zeros {f['zeros']}  nans {f['nans']}"
-            )
-        if "steps" in f:
-            lines.append(f"  steps per record {f['steps']['min']}..{f['steps']['max']} (mean {f['steps']['mean']:.4g})")
-        if f.get("missing"):
-            records = "record" if f["missing"] == 1 else "records"
-            lines.append(f"  missing in {f['missing']} {records} ({f['missing_share']:.1%})")
-        if "histogram" in f:
-            named = f.get("class_names", {})
-            lines.append("  histogram: " + ", ".join(f"{named.get(k, k)}: {v}" for k, v in f["histogram"].items()))
-        if "unique" in f:
-            bound = "+" if f["unique_is_lower_bound"] else ""
-            length = f["length"]
-            lines.append(
-                f"  unique {f['unique']}{bound}  length {length['min']}..{length['max']} (mean {length['mean']:.1f})"
-            )
-            if f["top"] and not f.get("image"):
-                lines.append("  top: " + ", ".join(f"{t['value']!r} x{t['count']}" for t in f["top"]))
-        if f.get("image"):
-            image = f["image"]
-            formats = ", ".join(f"{k} {v}" for k, v in image["formats"].items())
-            size = (
-                f"  width {image['width'][0]}..{image['width'][1]}  height {image['height'][0]}..{image['height'][1]}"
-                if image["width"]
-                else ""
-            )
-            lines.append(f"  images: {formats}{size}")
+        lines += _feature_lines(name, f)
     for name, f in report["features"].items():
-        if "mask" in f:
-            mask = f["mask"]
-            total = sum(mask["pixels"].values())
-            named = mask.get("class_names", {})
-            shares = ", ".join(
-                f"{named.get(k, k)} {n / total:.1%} (in {mask['images_with'][k]}, {mask['images_share'][k]:.0%})"
-                for k, n in mask["pixels"].items()
-            )
-            lines.append(f"{name}: pixels per class in {mask['masks']} masks (images with it): {shares}")
-        if "instances" in f:
-            seen = f["instances"]
-            lines.append(
-                f"{name}: {seen['instances']} instance masks in {seen['images']} images "
-                f"({seen['images_without']} without any), per image up to {seen['per_image']['max']} "
-                f"(mean {seen['per_image']['mean']:.2f})"
-            )
+        lines += _mask_lines(name, f)
     if "boxes" in report:
         lines.append(format_boxes(report["boxes"]))
     for split, figures in report.get("order", {}).items():
@@ -467,21 +450,81 @@ def format_stats(report: dict[str, Any]) -> str:
             parts.append(f"{name} " + ", ".join(f"{named.get(k, k)}: {v}" for k, v in histogram.items()))
         lines.append("; ".join(parts))
     if "leakage" in report:
-        leak = report["leakage"]
-        lines.append(f"leakage: {leak['images_in_several_splits']} images appear in more than one split")
-        for ex in leak["examples"]:
-            refs = "; ".join(
-                r.get("filename") or f"{os.path.basename(r['file'])} record {r['record']}" for r in ex["records"]
-            )
-            lines.append(f"  {ex['feature']} in {', '.join(ex['splits'])}: {refs}")
-        lines.append(
-            f"near-duplicates: {leak['near_duplicate_pairs']} pairs of similar images in different splits "
-            f"(perceptual hash within {THRESHOLD} of 64 bits)"
-        )
-        for pair in leak["near_duplicates"]:
-            refs = " ~ ".join(
-                f"{r['split']}:" + (r.get("filename") or f"{os.path.basename(r['file'])} record {r['record']}")
-                for r in pair["records"]
-            )
-            lines.append(f"  {refs} (distance {pair['distance']})")
+        lines += _leakage_lines(report["leakage"])
     return "\n".join(lines)
+
+
+def _feature_lines(name: str, f: dict[str, Any]) -> list[str]:
+    lines = [f"{name} ({f['kind']}):"]
+    if "mean" in f:
+        lines.append(
+            f"  min {f['min']:g}  max {f['max']:g}  mean {f['mean']:.4g}  std {f['std']:.4g}  "
+            f"zeros {f['zeros']}  nans {f['nans']}"
+        )
+    if "steps" in f:
+        lines.append(f"  steps per record {f['steps']['min']}..{f['steps']['max']} (mean {f['steps']['mean']:.4g})")
+    if f.get("missing"):
+        records = "record" if f["missing"] == 1 else "records"
+        lines.append(f"  missing in {f['missing']} {records} ({f['missing_share']:.1%})")
+    if "histogram" in f:
+        named = f.get("class_names", {})
+        lines.append("  histogram: " + ", ".join(f"{named.get(k, k)}: {v}" for k, v in f["histogram"].items()))
+    if "unique" in f:
+        bound = "+" if f["unique_is_lower_bound"] else ""
+        length = f["length"]
+        lines.append(
+            f"  unique {f['unique']}{bound}  length {length['min']}..{length['max']} (mean {length['mean']:.1f})"
+        )
+        if f["top"] and not f.get("image"):
+            lines.append("  top: " + ", ".join(f"{t['value']!r} x{t['count']}" for t in f["top"]))
+    if f.get("image"):
+        image = f["image"]
+        formats = ", ".join(f"{k} {v}" for k, v in image["formats"].items())
+        size = (
+            f"  width {image['width'][0]}..{image['width'][1]}  height {image['height'][0]}..{image['height'][1]}"
+            if image["width"]
+            else ""
+        )
+        lines.append(f"  images: {formats}{size}")
+    return lines
+
+
+def _mask_lines(name: str, f: dict[str, Any]) -> list[str]:
+    lines = []
+    if "mask" in f:
+        mask = f["mask"]
+        total = sum(mask["pixels"].values())
+        named = mask.get("class_names", {})
+        shares = ", ".join(
+            f"{named.get(k, k)} {n / total:.1%} (in {mask['images_with'][k]}, {mask['images_share'][k]:.0%})"
+            for k, n in mask["pixels"].items()
+        )
+        lines.append(f"{name}: pixels per class in {mask['masks']} masks (images with it): {shares}")
+    if "instances" in f:
+        seen = f["instances"]
+        lines.append(
+            f"{name}: {seen['instances']} instance masks in {seen['images']} images "
+            f"({seen['images_without']} without any), per image up to {seen['per_image']['max']} "
+            f"(mean {seen['per_image']['mean']:.2f})"
+        )
+    return lines
+
+
+def _leakage_lines(leak: dict[str, Any]) -> list[str]:
+    lines = [f"leakage: {leak['images_in_several_splits']} images appear in more than one split"]
+    for ex in leak["examples"]:
+        refs = "; ".join(
+            r.get("filename") or f"{os.path.basename(r['file'])} record {r['record']}" for r in ex["records"]
+        )
+        lines.append(f"  {ex['feature']} in {', '.join(ex['splits'])}: {refs}")
+    lines.append(
+        f"near-duplicates: {leak['near_duplicate_pairs']} pairs of similar images in different splits "
+        f"(perceptual hash within {THRESHOLD} of 64 bits)"
+    )
+    for pair in leak["near_duplicates"]:
+        refs = " ~ ".join(
+            f"{r['split']}:" + (r.get("filename") or f"{os.path.basename(r['file'])} record {r['record']}")
+            for r in pair["records"]
+        )
+        lines.append(f"  {refs} (distance {pair['distance']})")
+    return lines

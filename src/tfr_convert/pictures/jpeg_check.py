@@ -59,6 +59,10 @@ def plain_jpeg(data: bytes, max_pixels: int) -> tuple[tuple[int, int], int, int]
 
 
 def _walk(data: bytes, max_pixels: int) -> tuple[tuple[int, int], int, int] | None:
+    """The markers in order, each segment checked as the module's docstring lists.
+
+    Long on purpose: one loop over the segments with the walk's state in locals; a call
+    per segment is a real share of a photo's check, which keep mode makes for every photo."""
     quant: frozenset[int] = frozenset()
     huffman: frozenset[tuple[int, int]] = frozenset()  # (class: 0 DC / 1 AC, id)
     frame: tuple[int, int, int, _Components] | None = None  # kind, width, height, components

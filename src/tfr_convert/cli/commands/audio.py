@@ -6,11 +6,10 @@ import click
 
 from ..options import (
     common_options,
+    labelled_folder_options,
     labelling_of,
-    labels_csv_options,
     on_error_option,
     options_of,
-    split_options,
     usage_error_if,
 )
 from ..running import run_conversion, source_context
@@ -21,10 +20,7 @@ CONVERTERS = ("tfr_convert.converters.media.audio:AudioConverter",)
 
 @click.command()
 @click.argument("root", type=LocalOrRemotePath(exists=True, file_okay=False))
-@labels_csv_options("recordings")
-@split_options("Keep label proportions in every split.")
-@click.option("--split-column", help="CSV column naming each row's split.")
-@click.option("--group-column", help="CSV column whose rows must share a split (a speaker, a session).")
+@labelled_folder_options("recordings", "a speaker, a session")
 @click.option(
     "--audio-format",
     type=click.Choice(["raw", "bytes", "keep", "wav", "flac"]),

@@ -13,6 +13,7 @@ from ..options import (
     common_options,
     image_format_option,
     on_error_option,
+    options_of,
     resize_option,
     split_options,
     usage_error_if,
@@ -103,41 +104,18 @@ def command(
     else all train; --split-column reads them from a column, --split draws them by ratio.
     """
     from ...converters.table.converter import TableOptions
-    from ...converters.table.pictures import ImagePolicy
-    from ...pictures.imaging import DecodePolicy
+    from ...converters.table.files import FromPython
 
-    names = None
-    if label_names is not None:
-        from ...storage import fs
-
-        names = tuple(line.strip() for line in fs.read_bytes(label_names).decode("utf-8-sig").splitlines())
-        names = tuple(n for n in names if n)
-    options = TableOptions(
-        delimiter=delimiter,
+    options = options_of(
+        TableOptions,
         columns=tuple(n for group in columns for n in group),
         drop=tuple(n for group in drop for n in group),
         rename=tuple(rename),
-        nulls=nulls,
-        label_column=label_column,
-        label_names=names,
-        split=split,
-        stratify=stratify,
-        group_column=group_column,
-        split_column=split_column,
-        key_column=key_column,
+        label_names=_names_in(label_names),
         image_columns=tuple(image_columns),
-        images=ImagePolicy(
-            image_format=image_format or ("png" if resize else "keep"),
-            quality=quality,
-            chroma=chroma,
-            policy=DecodePolicy(max_pixels, resize=resize, structural=check == "structure"),
-            root=image_root,
-        ),
+        images=_image_policy(image_format, quality, chroma, resize, max_pixels, check, image_root),
     )
     usage_error_if(options.problem())
-
-    from ...converters.table.files import FromPython
-
     given = click.get_current_context().find_object(FromPython)  # tfr_convert.write()'s tables
 
     def make_converter():
@@ -153,3 +131,27 @@ def command(
     else:  # no report: write() returns the summary
         common.pop("as_json")
         given.summary = converted(make_converter, on_error=on_error, **common)
+
+
+def _names_in(path: str | None) -> tuple[str, ...] | None:
+    """--label-names: a file's non-empty lines."""
+    if path is None:
+        return None
+    from ...storage import fs
+
+    lines = (line.strip() for line in fs.read_bytes(path).decode("utf-8-sig").splitlines())
+    return tuple(n for n in lines if n)
+
+
+def _image_policy(image_format, quality, chroma, resize, max_pixels, check, image_root):
+    """How the picture columns are stored: kept, or re-encoded (PNG by default when resized)."""
+    from ...converters.table.pictures import ImagePolicy
+    from ...pictures.imaging import DecodePolicy
+
+    return ImagePolicy(
+        image_format=image_format or ("png" if resize else "keep"),
+        quality=quality,
+        chroma=chroma,
+        policy=DecodePolicy(max_pixels, resize=resize, structural=check == "structure"),
+        root=image_root,
+    )

@@ -8,12 +8,11 @@ from ..options import (
     CHROMA,
     QUALITY,
     common_options,
+    labelled_folder_options,
     labelling_of,
-    labels_csv_options,
     on_error_option,
     options_of,
     resize_option,
-    split_options,
     usage_error_if,
 )
 from ..running import run_conversion, source_context
@@ -24,10 +23,7 @@ CONVERTERS = ("tfr_convert.converters.media.video:VideoConverter",)
 
 @click.command()
 @click.argument("root", type=LocalOrRemotePath(exists=True, file_okay=False))
-@labels_csv_options("clips")
-@split_options("Keep label proportions in every split.")
-@click.option("--split-column", help="CSV column naming each row's split.")
-@click.option("--group-column", help="CSV column whose rows must share a split (a person, a scene).")
+@labelled_folder_options("clips", "a person, a scene")
 @click.option(
     "--frame-format",
     type=click.Choice(["png", "jpeg"]),

@@ -128,60 +128,88 @@ class DetectionConverter(FileItems, Converter):
     ) -> None:
         options = options.checked()
         self.context = context = context or SourceContext()
-        annotations, annotation_format, classes_file = (
-            options.annotations,
-            options.annotation_format,
-            options.classes_file,
-        )
-        split, stratify, image_format, quality = options.split, options.stratify, options.image_format, options.quality
-        policy, skip_empty, dedupe = options.policy, options.skip_empty, options.dedupe
         self.root = image_dir
         # a local image's real path must stay under this (object stores have no links)
         self._real_root = None if fs.is_remote(image_dir) else os.path.realpath(image_dir)
-        self.image_format, self.quality, self.chroma = image_format, quality, options.chroma
-        self.policy = policy or DecodePolicy()
+        self.image_format, self.quality, self.chroma = options.image_format, options.quality, options.chroma
+        self.policy = options.policy or DecodePolicy()
         self.skipped = Skips()
         self.warnings: list[str] = []
         self.dataset_name = dataset_name(image_dir)
         self._flag: tuple[Any, ...] = ()
-        fmt = box_formats.detect(annotations) if annotation_format == "auto" else annotation_format
-        if options.split_annotations and annotation_format == "auto":
+        fmt = self.annotation_format = self._format_of(options)
+        self.masks = options.masks
+        self._voc_masks = self._voc_masks_of(options, fmt)
+        self._annotations = options.annotations
+        self._settings = {
+            "annotation_format": fmt,
+            "image_format": options.image_format,
+            "skip_empty": options.skip_empty,
+            "split": options.split.describe() if options.split else None,
+            "stratify": options.stratify,
+            "dedupe": options.dedupe,
+            **({"voc_origin": options.voc_origin} if fmt == "voc" else {}),
+            **({"coco_ids": options.coco_ids} if fmt == "coco" else {}),
+            **({"masks": True} if options.masks else {}),
+        }
+        self._dedupe = options.dedupe
+        classes = read_names(options.classes_file) if options.classes_file else None
+        images = [f.replace(os.sep, "/") for f in list_files(image_dir, exclude=context.out)]
+        images = [f for f in images if f.lower().endswith(IMAGE_SUFFIXES)]
+        found, split_of, split_source = self._read(options, fmt, images, classes)
+        self._take_annotations(found, classes, options)
+        items = self._items(found.images, images, options.classes_file or (found.files[0] if found.classes else None))
+        if split_of:
+            items, split_of = self._in_their_splits(items, split_of, split_source, options.split)
+        if options.skip_empty:
+            items = [item for item in items if item[-1]]
+        if not items:
+            raise SourceError(f"{image_dir}: no images to convert")
+        self._splits = self._split(items, options.split, options.stratify, context.seed, split_of)
+        negatives = sum(not item[-1] for split_items in self._splits.values() for item in split_items)
+        if negatives and not options.skip_empty:
+            self.warnings.insert(
+                0,
+                f"{image_dir}: {negatives} image{'s' if negatives != 1 else ''} without boxes, "
+                "kept as negatives (--skip-empty drops them)",
+            )
+        self.labels = {LABEL: label_names(self._label)}
+        self.features = self._declare_features()
+
+    @staticmethod
+    def _format_of(options: DetectionOptions) -> str:
+        """The annotations' format: as given, or detected (one for every split's file)."""
+        if options.annotation_format != "auto":
+            return options.annotation_format
+        fmt = box_formats.detect(options.annotations)
+        if options.split_annotations:
             formats = {box_formats.detect(path) for _, path in options.split_annotations}
             if len(formats) > 1:
                 raise OptionError(
                     f"--annotations: the splits' files are of several formats ({', '.join(sorted(formats))})"
                 )
-        self.annotation_format = fmt
+        return fmt
+
+    @staticmethod
+    def _voc_masks_of(options: DetectionOptions, fmt: str) -> str | None:
+        """--masks: refused for formats without segmentations; VOC's folder of instance masks."""
         if options.masks and fmt not in MASK_FORMATS:
             raise OptionError(
                 f"--masks draws COCO segmentations or VOC SegmentationObject PNGs; {fmt} annotations hold none"
             )
-        self.masks = options.masks
-        self._voc_masks = None
-        if options.masks and fmt == "voc":
-            self._voc_masks = options.voc_masks or fs.join(fs.dirname(annotations.rstrip("/")), "SegmentationObject")
-            if not fs.isdir(self._voc_masks):
-                raise SourceError(
-                    f"{self._voc_masks}: no such folder: --masks reads VOC's instance masks from the "
-                    "SegmentationObject folder beside the annotations folder"
-                )
-        self._annotations = annotations
-        self._settings = {
-            "annotation_format": fmt,
-            "image_format": image_format,
-            "skip_empty": skip_empty,
-            "split": split.describe() if split else None,
-            "stratify": stratify,
-            "dedupe": dedupe,
-            **({"voc_origin": options.voc_origin} if fmt == "voc" else {}),
-            **({"coco_ids": options.coco_ids} if fmt == "coco" else {}),
-            **({"masks": True} if options.masks else {}),
-        }
-        self._dedupe = dedupe
-        classes = read_names(classes_file) if classes_file else None
-        images = [f.replace(os.sep, "/") for f in list_files(image_dir, exclude=context.out)]
-        images = [f for f in images if f.lower().endswith(IMAGE_SUFFIXES)]
-        found, split_of, split_source = self._read(options, fmt, images, classes)
+        if not (options.masks and fmt == "voc"):
+            return None
+        folder = options.voc_masks or fs.join(fs.dirname(options.annotations.rstrip("/")), "SegmentationObject")
+        if not fs.isdir(folder):
+            raise SourceError(
+                f"{folder}: no such folder: --masks reads VOC's instance masks from the "
+                "SegmentationObject folder beside the annotations folder"
+            )
+        return folder
+
+    def _take_annotations(self, found: Any, classes: list[str] | None, options: DetectionOptions) -> None:
+        """What the annotations hold besides boxes: their files, keypoint names, the
+        problems found (rejected), the classes and their ids."""
         self._annotation_files = found.files
         self.keypoint_names, self.skeleton = found.keypoint_names or [], found.skeleton or []
         if self.keypoint_names:
@@ -190,33 +218,24 @@ class DetectionConverter(FileItems, Converter):
             self.reject(where, why)
         self.classes = classes or found.classes or sorted({b.name for i in found.images for b in i.boxes})
         kept_ids = found.class_ids if classes is None and options.coco_ids == "keep" else None
-        self._label = class_labels(self.classes, kept_ids, annotations)
-        items = self._items(found.images, images, classes_file or (found.files[0] if found.classes else None))
-        if split_of:
-            self._settings["splits_from"] = split_source
-            left = [item[0] for item in items if item[0] not in split_of]
-            items = [item for item in items if item[0] in split_of]
-            if left:
-                self.warnings.append(
-                    f"{image_dir}: {named(left, 'image')} in none of the splits of {split_source}, left out"
-                )
-            if split is not None:
-                self.warnings.append(f"{image_dir}: --split re-splits the images of the splits of {split_source}")
-                split_of = {}
-        if skip_empty:
-            items = [item for item in items if item[-1]]
-        if not items:
-            raise SourceError(f"{image_dir}: no images to convert")
-        self._splits = self._split(items, split, stratify, context.seed, split_of)
-        negatives = sum(not item[-1] for split_items in self._splits.values() for item in split_items)
-        if negatives and not skip_empty:
-            self.warnings.insert(
-                0,
-                f"{image_dir}: {negatives} image{'s' if negatives != 1 else ''} without boxes, "
-                "kept as negatives (--skip-empty drops them)",
+        self._label = class_labels(self.classes, kept_ids, options.annotations)
+
+    def _in_their_splits(
+        self, items: list[tuple], split_of: dict[str, str], split_source: str, split: Any
+    ) -> tuple[list[tuple], dict[str, str]]:
+        """The items the annotations' own splits name (the others left out, said), and those
+        splits, or none where --split re-splits them."""
+        self._settings["splits_from"] = split_source
+        left = [item[0] for item in items if item[0] not in split_of]
+        items = [item for item in items if item[0] in split_of]
+        if left:
+            self.warnings.append(
+                f"{self.root}: {named(left, 'image')} in none of the splits of {split_source}, left out"
             )
-        self.labels = {LABEL: label_names(self._label)}
-        self.features = self._declare_features()
+        if split is not None:
+            self.warnings.append(f"{self.root}: --split re-splits the images of the splits of {split_source}")
+            split_of = {}
+        return items, split_of
 
     # ------------------------------------------------------------ listing
 

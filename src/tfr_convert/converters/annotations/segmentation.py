@@ -115,6 +115,24 @@ class SegmentationConverter(FileItems, Converter):
             root: None if fs.is_remote(root) else os.path.realpath(root) for root in (image_dir, options.masks)
         }
         self.colours: dict[tuple[int, int, int], int] = {}
+        self.classes = self._class_names(options)
+        items = self._paired(image_dir, options, context)
+        if not items:
+            raise SourceError(f"{image_dir}: no image with a mask in {options.masks}")
+        if options.split is None:
+            self._splits = {"train": items}
+        else:
+            self._splits, said = split_by_ratio(items, self.key, options.split, context.seed)
+            self.warnings += [said] if said else []
+        self.labels: dict[str, list[str]] = {}
+        self.features = {
+            "image": FeatureSpec.image((None, None, self.policy.channels or 3), "jpeg" if self.policy.resize else None),
+            "segmentation_mask": FeatureSpec.image((None, None, 1), "png"),
+            "file_name": FeatureSpec.text(),
+        }
+
+    def _class_names(self, options: SegmentationOptions) -> list[str]:
+        """The classes' names (--classes, else the --palette's), and the palette's colours."""
         names: list[str] = []
         if options.palette_file:
             self.colours, names = read_palette(options.palette_file)
@@ -125,7 +143,11 @@ class SegmentationConverter(FileItems, Converter):
                     f"--palette {options.palette_file} has colours of classes past the {len(names)} that "
                     f"--classes {options.classes_file} names"
                 )
-        self.classes = names
+        return names
+
+    def _paired(self, image_dir: str, options: SegmentationOptions, context: SourceContext) -> list[tuple[str, str]]:
+        """(image, mask) of each image with a mask of its name's stem: an image without one is
+        an error, or skipped (--missing-masks skip); masks without an image are said."""
         images = [f for f in list_files(image_dir, exclude=context.out) if f.lower().endswith(IMAGE_SUFFIXES)]
         masks = [f for f in list_files(options.masks, exclude=context.out) if f.lower().endswith(IMAGE_SUFFIXES)]
         by_stem: dict[str, str] = {}
@@ -153,19 +175,7 @@ class SegmentationConverter(FileItems, Converter):
             self.warnings.append(
                 f"{options.masks}: {len(by_stem)} mask(s) without an image, left out ({sorted(by_stem.values())[0]}...)"
             )
-        if not items:
-            raise SourceError(f"{image_dir}: no image with a mask in {options.masks}")
-        if options.split is None:
-            self._splits = {"train": items}
-        else:
-            self._splits, said = split_by_ratio(items, self.key, options.split, context.seed)
-            self.warnings += [said] if said else []
-        self.labels: dict[str, list[str]] = {}
-        self.features = {
-            "image": FeatureSpec.image((None, None, self.policy.channels or 3), "jpeg" if self.policy.resize else None),
-            "segmentation_mask": FeatureSpec.image((None, None, 1), "png"),
-            "file_name": FeatureSpec.text(),
-        }
+        return items
 
     # ------------------------------------------------------------ converter interface
 

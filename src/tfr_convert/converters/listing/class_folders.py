@@ -22,6 +22,30 @@ class Labelled:
     split_of: dict[str, str]
 
 
+def _by_class(
+    parts: list[tuple[str, list[str]]], loose: Callable[[list[str], str], None]
+) -> tuple[list[tuple[str, int | None]], list[str]]:
+    """(file, class index) of the files of each part (ROOT, or each split folder, with its
+    prefix), the classes being the folders in them all, sorted; files beside the class
+    folders go to `loose` (unlabelled files, where there are no class folders at all)."""
+    # (prefix, its files' runs): the class folders of ROOT or of each split folder
+    inner = [(prefix, [f[len(prefix) :] for f in found]) for prefix, found in parts]
+    inner_runs = [(prefix, found, folder_runs(found)) for prefix, found in inner]
+    classes = sorted({top for _, _, found in inner_runs for top, _, _ in found if top is not None})
+    labelled: list[tuple[str, int | None]] = []
+    index = {name: i for i, name in enumerate(classes)}
+    for prefix, found, found_runs in inner_runs:
+        outside = [prefix + f for top, start, stop in found_runs if top is None for f in found[start:stop]]
+        if not classes:
+            labelled += [(f, None) for f in outside]  # unlabelled: just files
+            continue
+        loose(outside, "class")
+        for top, start, stop in found_runs:
+            if top is not None:
+                labelled += [(prefix + f, index[top]) for f in found[start:stop]]
+    return labelled, classes
+
+
 def class_folders(
     folder: ImageFolder,
     suffixes: tuple[str, ...],
@@ -63,21 +87,7 @@ def class_folders(
     else:
         loose([f for top, start, stop in runs if top is None for f in files[start:stop]], "split")
         parts = [(top + os.sep, files[start:stop]) for top, start, stop in runs if top is not None]
-    # (prefix, its files' runs): the class folders of ROOT or of each split folder
-    inner = [(prefix, [f[len(prefix) :] for f in found]) for prefix, found in parts]
-    inner_runs = [(prefix, found, folder_runs(found)) for prefix, found in inner]
-    classes = sorted({top for _, _, found in inner_runs for top, _, _ in found if top is not None})
-    labelled: list[tuple[str, int | None]] = []
-    index = {name: i for i, name in enumerate(classes)}
-    for prefix, found, found_runs in inner_runs:
-        outside = [prefix + f for top, start, stop in found_runs if top is None for f in found[start:stop]]
-        if not classes:
-            labelled += [(f, None) for f in outside]  # unlabelled: just files
-            continue
-        loose(outside, "class")
-        for top, start, stop in found_runs:
-            if top is not None:
-                labelled += [(prefix + f, index[top]) for f in found[start:stop]]
+    labelled, classes = _by_class(parts, loose)
     # a README, a .DS_Store or a notes.txt in a class folder is no picture or recording:
     # left out by its name, as Keras, TFDS's ImageFolder and HF's imagefolder do
     others = [f for f, _ in labelled if not f.lower().endswith(suffixes)]

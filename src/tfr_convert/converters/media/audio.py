@@ -161,55 +161,71 @@ class AudioConverter(MediaFolder, Converter):
         if options.audio_format in ("wav", "flac"):
             _libsndfile()  # it encodes them: a missing extra is said before listing
         listed, split_of = self._open(root, options, context or SourceContext())
-        items = []
         heard: dict[str, tuple[Any, str]] = {}  # what the files must share -> (value, the first file with it)
-        for rel, line, label, extras in listed:
-            where = self.describe((rel, line))
-            try:
-                with fs.open_input(fs.join(root, rel)) as f:
-                    info = _header(f)
-                    size = f.seek(0, io.SEEK_END)
-            except SourceError as e:
-                self.reject(where, str(e))
-                continue
-            except OSError as e:
-                self.reject(where, f"cannot read: {e.strerror or e}")
-                continue
-            frames = info.frames
-            if options.clip_seconds is not None and frames < round(options.clip_seconds * info.samplerate):
-                if options.shorter == "drop":
-                    self.skipped.add(where, f"shorter than --clip-seconds {options.clip_seconds:g} (--drop)")
-                    continue
-                if options.shorter is None:
-                    raise SourceError(
-                        f"{where}: {frames / info.samplerate:g} s, shorter than --clip-seconds "
-                        f"{options.clip_seconds:g}: give --pad (silence after it) or --drop (leave such files out)"
-                    )
-            shared = {} if options.sample_rate else {"sample rate": info.samplerate}
-            if options.audio_format in SAMPLES:
-                shared["sample format"] = samples_dtype(info.subtype)
-                if not stored_as(info.subtype, shared["sample format"]):
-                    _libsndfile()  # it converts them: a missing extra is said now
-            too_large = self._too_large(info, size)
-            if too_large is not None:
-                self.reject(where, too_large)
-                continue
-            if not options.mono:
-                shared["channel count"] = info.channels
-            if options.audio_format == "keep":
-                shared = {}
-            for what, value in shared.items():
-                first = heard.setdefault(what, (value, where))
-                if first[0] != value:
-                    raise SourceError(
-                        f"{first[1]} and {where} differ in {what} ({first[0]} and {value}): one dataset holds one "
-                        f"({_MIXED[what]})"
-                    )
-            items.append((rel, line, label, extras, info.samplerate, info.channels, info.format))
+        items = [
+            item
+            for rel, line, label, extras in listed
+            if (item := self._item(root, rel, line, label, extras, options, heard)) is not None
+        ]
         if not items:
             raise SourceError(f"{root}: no recordings to convert")
         self._splits = self._split(items, split_of)
         self._folder.listed()
+        self._declare_features(items, heard, options)
+        self._label_features("audio")
+
+    def _item(
+        self, root: str, rel: str, line: Any, label: Any, extras: Any, options: AudioOptions, heard: dict
+    ) -> tuple | None:
+        """One recording's item, from its header; None where it is rejected (unreadable, too
+        large) or dropped (shorter than --clip-seconds with --drop). What every file must
+        share with the first (`heard`) is checked here."""
+        where = self.describe((rel, line))
+        try:
+            with fs.open_input(fs.join(root, rel)) as f:
+                info = _header(f)
+                size = f.seek(0, io.SEEK_END)
+        except SourceError as e:
+            self.reject(where, str(e))
+            return None
+        except OSError as e:
+            self.reject(where, f"cannot read: {e.strerror or e}")
+            return None
+        frames = info.frames
+        if options.clip_seconds is not None and frames < round(options.clip_seconds * info.samplerate):
+            if options.shorter == "drop":
+                self.skipped.add(where, f"shorter than --clip-seconds {options.clip_seconds:g} (--drop)")
+                return None
+            if options.shorter is None:
+                raise SourceError(
+                    f"{where}: {frames / info.samplerate:g} s, shorter than --clip-seconds "
+                    f"{options.clip_seconds:g}: give --pad (silence after it) or --drop (leave such files out)"
+                )
+        shared = {} if options.sample_rate else {"sample rate": info.samplerate}
+        if options.audio_format in SAMPLES:
+            shared["sample format"] = samples_dtype(info.subtype)
+            if not stored_as(info.subtype, shared["sample format"]):
+                _libsndfile()  # it converts them: a missing extra is said now
+        too_large = self._too_large(info, size)
+        if too_large is not None:
+            self.reject(where, too_large)
+            return None
+        if not options.mono:
+            shared["channel count"] = info.channels
+        if options.audio_format == "keep":
+            shared = {}
+        for what, value in shared.items():
+            first = heard.setdefault(what, (value, where))
+            if first[0] != value:
+                raise SourceError(
+                    f"{first[1]} and {where} differ in {what} ({first[0]} and {value}): one dataset holds one "
+                    f"({_MIXED[what]})"
+                )
+        return (rel, line, label, extras, info.samplerate, info.channels, info.format)
+
+    def _declare_features(self, items: list[tuple], heard: dict, options: AudioOptions) -> None:
+        """The recording (its sample format, and the rate and channels all files share) and
+        the figures beside it."""
         # (keep mode requires nothing shared: what all its files share is still said)
         rates, counts, formats = ({item[at] for item in items} for at in (4, 5, 6))
         rate = options.sample_rate or (rates.pop() if len(rates) == 1 else None)
@@ -230,7 +246,6 @@ class AudioConverter(MediaFolder, Converter):
         }
         if options.audio_format in ("wav", "flac"):
             self.features["audio"] = FeatureSpec.audio("int16", channels, rate, options.audio_format, True)
-        self._label_features("audio")
 
     # ------------------------------------------------------------ converter interface
 

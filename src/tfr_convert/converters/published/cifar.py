@@ -199,30 +199,40 @@ class CifarConverter(Converter):
         # batch gathers its rows and turns them channel-last while they are in cache.
         self._planes: dict[str, tuple[list[np.ndarray], np.ndarray]] = {}  # split -> (batches, first index of each)
         for split, members in (("train", layout.train), ("test", layout.test)):
-            labels, starts, total, planes = [[] for _ in self.kinds], [], 0, []
-            for m in members:
-                member = found.pop(m)  # an archive's bytes go once parsed
-                if layout.binary:
-                    data, batch_labels = self._parse(
-                        m, member, lambda where, stream: _binary_batch(where, stream.read(), layout)
-                    )
-                else:
-                    data, batch_labels = self._parse(
-                        m, member, lambda where, stream: _batch(where, _load(where, stream), self.kinds)
-                    )
-                planes.append(data)
-                for acc, lab in zip(labels, batch_labels, strict=True):
-                    acc.extend(lab)
-                starts.append((total, member.where))
-                total += len(data)
-            self._labels[split] = [np.array(lab, np.int64) for lab in labels]
-            self._planes[split] = (planes, np.array([start for start, _ in starts], np.int64))
-            self._rows[split] = starts
+            self._read_split(split, members, found, layout)
         self.dataset_name = self.variant
         if self.layout == "tfds":
             self.tfds_layout = True
             self.catalog = (self.variant, CATALOG_VERSIONS[self.variant])
         self.description = f"{'CIFAR-10' if self.variant == 'cifar10' else 'CIFAR-100'}: 32x32 RGB images."
+        self._declare_features()
+
+    def _read_split(self, split: str, members: list[str], found: dict[str, Member], layout: Layout) -> None:
+        """A split's batches, parsed in order: their planar pixels, labels, and where each begins."""
+        labels: list[list[int]] = [[] for _ in self.kinds]
+        starts: list[tuple[int, str]] = []
+        total, planes = 0, []
+        for m in members:
+            member = found.pop(m)  # an archive's bytes go once parsed
+            if layout.binary:
+                data, batch_labels = self._parse(
+                    m, member, lambda where, stream: _binary_batch(where, stream.read(), layout)
+                )
+            else:
+                data, batch_labels = self._parse(
+                    m, member, lambda where, stream: _batch(where, _load(where, stream), self.kinds)
+                )
+            planes.append(data)
+            for acc, lab in zip(labels, batch_labels, strict=True):
+                acc.extend(lab)
+            starts.append((total, member.where))
+            total += len(data)
+        self._labels[split] = [np.array(lab, np.int64) for lab in labels]
+        self._planes[split] = (planes, np.array([start for start, _ in starts], np.int64))
+        self._rows[split] = starts
+
+    def _declare_features(self) -> None:
+        """The image and each label kind's index and name; TFDS's names under --layout tfds."""
         image = (
             FeatureSpec.raw_image((32, 32, 3)) if self.image_format == "raw" else FeatureSpec.image((32, 32, 3), "png")
         )

@@ -77,29 +77,7 @@ class MnistConverter(Converter):
         # Inflating the images runs on a thread (zlib releases the GIL) while the
         # caller plans the splits, which needs only the labels; every header is
         # still checked here. Engines settle it before forking workers.
-        shapes = set()
-        for split in SPLITS:
-            if images:
-                images_path, images_raw = images.files[split]
-            else:
-                images_path, images_raw = self._read_source(split, "images")
-            dims = idx_dims(images_path, images_raw, IMAGES_MAGIC, 3)
-            if not images:  # inflating the images is the longest step of a conversion: it starts first
-                self._images.submit(split, self._parse_images, images_path, images_raw)
-            labels_path, labels_raw = self._read_source(split, "labels")
-            self._paths[split, "images"], self._paths[split, "labels"] = images_path, labels_path
-            self._sources += [fingerprint(images_path, images_raw), fingerprint(labels_path, labels_raw)]
-            labels = parse_idx(labels_path, labels_raw, LABELS_MAGIC, 1)
-            if dims[0] != len(labels):
-                raise SourceError(f"{images_path}: holds {dims[0]} images but {labels_path} holds {len(labels)} labels")
-            bad = np.flatnonzero(labels >= self.num_classes)
-            if bad.size:
-                i = int(bad[0])
-                raise SourceError(
-                    f"{labels_path}: label {labels[i]} at index {i} (byte {8 + i}) is outside 0..{self.num_classes - 1}"
-                )
-            self._labels[split] = labels
-            shapes.add(tuple(dims[1:]))
+        shapes = {self._read_split(split, images) for split in SPLITS}
         if len(shapes) != 1:
             raise SourceError(f"{src_dir}: train and test images differ in size: {sorted(shapes)}")
         self.height, self.width = shapes.pop()
@@ -122,6 +100,31 @@ class MnistConverter(Converter):
             if self.variant in CATALOG_VERSIONS:
                 self.catalog = (self.variant, CATALOG_VERSIONS[self.variant])
         self.labels = {"label": self.class_names()}
+
+    def _read_split(self, split: str, images: ImageFiles | None) -> tuple[int, ...]:
+        """A split's labels, checked against its images' header (their inflating set going
+        on a thread, unless the caller started it); the images' (height, width)."""
+        if images:
+            images_path, images_raw = images.files[split]
+        else:
+            images_path, images_raw = self._read_source(split, "images")
+        dims = idx_dims(images_path, images_raw, IMAGES_MAGIC, 3)
+        if not images:  # inflating the images is the longest step of a conversion: it starts first
+            self._images.submit(split, self._parse_images, images_path, images_raw)
+        labels_path, labels_raw = self._read_source(split, "labels")
+        self._paths[split, "images"], self._paths[split, "labels"] = images_path, labels_path
+        self._sources += [fingerprint(images_path, images_raw), fingerprint(labels_path, labels_raw)]
+        labels = parse_idx(labels_path, labels_raw, LABELS_MAGIC, 1)
+        if dims[0] != len(labels):
+            raise SourceError(f"{images_path}: holds {dims[0]} images but {labels_path} holds {len(labels)} labels")
+        bad = np.flatnonzero(labels >= self.num_classes)
+        if bad.size:
+            i = int(bad[0])
+            raise SourceError(
+                f"{labels_path}: label {labels[i]} at index {i} (byte {8 + i}) is outside 0..{self.num_classes - 1}"
+            )
+        self._labels[split] = labels
+        return tuple(dims[1:])
 
     def _read_source(self, split: str, what: str) -> tuple[str, bytes]:
         """(where, bytes) of one of the four idx files."""

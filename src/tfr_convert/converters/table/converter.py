@@ -164,33 +164,64 @@ class TableConverter(Converter):
         context: SourceContext | None = None,
     ):
         """`paths`: the SRCs, or tables already opened (in memory, from tfr_convert.write())."""
-        pa = pyarrow("tfr-convert table")
+        pyarrow("tfr-convert table")
         self._o = options = (options or TableOptions()).checked()
-        self.context = context = context or SourceContext()
+        self.context = context or SourceContext()
         self.warnings: list[str] = []
         opened = (
             paths if isinstance(paths, table_files.Opened) else table_files.open_all(list(paths), options.delimiter)
         )
-        self._parts = opened.parts
-        for part in self._parts:
-            _check_nesting(part)
-        self._index_columns = _pandas_index(self._parts[0].table.schema, options)
-        if self._index_columns:
-            self.warnings.append(
-                f"{self._parts[0].path}: left out the pandas index ({', '.join(self._index_columns)}): an index is "
-                "no column of the data (df.reset_index() before writing keeps it as one)"
-            )
-        self._starts = np.cumsum([0] + [p.table.num_rows for p in self._parts]).tolist()
-        for part in self._parts:
-            for line, why in part.problems:
-                self.reject(f"{part.path}: line {line}", why)
+        self._read_parts(opened.parts)
         source = table_rows.Joined([part.table for part in self._parts], lambda: table_files.joined(self._parts))
-        self.dataset_name = "table" if isinstance(paths, table_files.Opened) else table_files.dataset_name_of(paths[0])
         exported = [p.exported for p in self._parts]
+        self.dataset_name = "table" if isinstance(paths, table_files.Opened) else table_files.dataset_name_of(paths[0])
         if all(exported):  # tfr-export's Parquet files: the dataset comes back as it was
             self.keeps_order = True
             self.dataset_name = exported[0].get("name") or self.dataset_name
-        pictures = self._picture_columns(source.column_names, opened.hf_features)
+        flat = self._lay_out_columns(source, opened.hf_features)
+        _check_rows(self._parts)
+        ok = np.ones(self._starts[-1], bool)  # rows kept (under --on-error skip a bad one is not)
+        ok &= self._labels_checked(flat, opened.hf_features, exported[0] if all(exported) else None)
+        ok &= self._values_checked(flat)
+        self._declare_features()
+        if all(exported):
+            self._carry_features(exported[0].get("features"))
+        self._keys = self._key_values(flat, ok)
+        sources = [c.source for c in self._columns] + [p.source for p in self._images.columns]
+        self._held = source.rows(flat, sources)
+        # what the manifest says of each input, now: their tables are let go (the rows
+        # written are in self._held, one copy, or in the Parquet files)
+        self._sources = [table_files.described(part) for part in self._parts]
+        for part in self._parts:
+            part.table = None
+        flat.let_go()  # (a label column read whole: not held while the rows are planned)
+        self._splits = self._split(flat, ok)
+        # rows encoded column by column cost little each: large batches spread a batch's
+        # fixed cost; a row with pictures is a picture's work
+        self.chunk_size = 64 if self._images.columns else COLUMNAR_BATCH
+
+    def _read_parts(self, parts: list[Any]) -> None:
+        """The tables' parts, checked for nesting, their pandas index left out (said), where
+        each starts among the rows, and the rows their reader rejected."""
+        self._parts = parts
+        for part in parts:
+            _check_nesting(part)
+        self._index_columns = _pandas_index(parts[0].table.schema, self._o)
+        if self._index_columns:
+            self.warnings.append(
+                f"{parts[0].path}: left out the pandas index ({', '.join(self._index_columns)}): an index is "
+                "no column of the data (df.reset_index() before writing keeps it as one)"
+            )
+        self._starts = np.cumsum([0] + [p.table.num_rows for p in parts]).tolist()
+        for part in parts:
+            for line, why in part.problems:
+                self.reject(f"{part.path}: line {line}", why)
+
+    def _lay_out_columns(self, source: table_rows.Joined, hf_features: Any) -> Any:
+        """The table's columns, flattened: which are pictures, which become features under
+        which names (--rename); the flat columns."""
+        options = self._o
+        pictures = self._picture_columns(source.column_names, hf_features)
         flat = source.columns(set(pictures))
         self._check_named(flat)
         renamed = dict(options.rename)
@@ -204,21 +235,33 @@ class TableConverter(Converter):
             if source not in (options.split_column, options.label_column, *pictures)
         ]
         self.nested_features = any("/" in c.name for c in self._columns)
+        return flat
+
+    def _labels_checked(self, flat: Any, hf_features: Any, exported: dict[str, Any] | None) -> np.ndarray:
+        """The rows whose class labels are sound: ClassLabel columns (of a Hugging Face
+        dataset, or of our own export) within their names, and the --label-column's."""
         self.labels: dict[str, list[str]] = {}
         self._class_labels = {}  # feature -> names, for ClassLabel features
         self._label_values: np.ndarray | None = None  # the label column's class index per row
-        n = self._starts[-1]
-        _check_rows(self._parts)
-        ok = np.ones(n, bool)  # rows kept (under --on-error skip a bad one is not)
-        self._hf_labels(opened.hf_features)
-        for name, names in (exported[0].get("class_names") or {}).items() if all(exported) else ():
+        ok = np.ones(self._starts[-1], bool)
+        self._hf_labels(hf_features)
+        for name, names in (exported.get("class_names") or {}).items() if exported else ():
             if name in {c.name for c in self._columns if c.kind == "int" and not c.shape}:
                 self._class_labels[name] = [str(n) for n in names]
         for column in self._columns:
             if column.name in self._class_labels:
                 ok &= self._named_classes(column, flat[column.source], len(self._class_labels[column.name]))
-        if options.label_column is not None:
-            ok &= self._label(flat[options.label_column], options.label_column, opened.hf_features)
+        if self._o.label_column is not None:
+            ok &= self._label(flat[self._o.label_column], self._o.label_column, hf_features)
+        return ok
+
+    def _values_checked(self, flat: Any) -> np.ndarray:
+        """The rows whose values each feature can hold (nulls as --nulls says, no null inside
+        a list, unsigned 64-bit within int64), and which features may be absent; float64
+        values float32 changes are said."""
+        pa = pyarrow("tfr-convert table")
+        options = self._o
+        ok = np.ones(self._starts[-1], bool)
         absent_allowed = set()
         for column in self._columns:
             nulls = flat.null_count(column.source)
@@ -250,6 +293,11 @@ class TableConverter(Converter):
                 )
         self._absent_allowed = frozenset(absent_allowed)
         self.optional_features = self._absent_allowed
+        return ok
+
+    def _declare_features(self) -> None:
+        """Each column's feature (a ClassLabel where it has class names), the pictures', the
+        label column's; and the labels' names."""
         self.features: dict[str, FeatureSpec] = {}
         for column in self._columns:
             if column.name in self._class_labels:
@@ -260,26 +308,11 @@ class TableConverter(Converter):
             name: spec.of_absent() if name in self._absent_allowed else spec
             for name, spec in self._images.features().items()
         }
-        if options.label_column is not None:
-            name = renamed.get(options.label_column, options.label_column)
+        if self._o.label_column is not None:
+            name = dict(self._o.rename).get(self._o.label_column, self._o.label_column)
             self.features[name] = FeatureSpec.class_label(len(self._class_labels[name]))
             self._label_name = name
         self.labels = dict(self._class_labels)
-        if all(exported):
-            self._carry_features(exported[0].get("features"))
-        self._keys = self._key_values(flat, ok)
-        sources = [c.source for c in self._columns] + [p.source for p in self._images.columns]
-        self._held = source.rows(flat, sources)
-        # what the manifest says of each input, now: their tables are let go (the rows
-        # written are in self._held, one copy, or in the Parquet files)
-        self._sources = [table_files.described(part) for part in self._parts]
-        for part in self._parts:
-            part.table = None
-        flat.let_go()  # (a label column read whole: not held while the rows are planned)
-        self._splits = self._split(flat, ok)
-        # rows encoded column by column cost little each: large batches spread a batch's
-        # fixed cost; a row with pictures is a picture's work
-        self.chunk_size = 64 if self._images.columns else COLUMNAR_BATCH
 
     # ------------------------------------------------------------ listing
 

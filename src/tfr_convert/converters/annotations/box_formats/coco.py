@@ -369,19 +369,21 @@ class _Annotations:
                     )
                 )
             else:
-                x, y, w, h = self.boxes[4 * (k - 1) : 4 * k]
-                area = self.area[k - 1]
-                entry["boxes"].append(
-                    Box(
-                        categories[cid],
-                        x,
-                        y,
-                        x + w,
-                        y + h,
-                        where=where,  # type: ignore[index]
-                        is_crowd=self.crowd[k - 1],
-                        area=None if math.isnan(area) else area,
-                        segmentation=self.segmentations[k - 1] if self.masks else None,
-                        keypoints=self.keypoints[k - 1],
-                    )
-                )
+                entry["boxes"].append(self._box(k - 1, categories[cid], where))  # type: ignore[index]
+
+    def _box(self, at: int, name: str, where: str) -> Box:
+        """The sound entry `at` of the columns, as a box (COCO's x, y, width, height as corners)."""
+        x, y, w, h = self.boxes[4 * at : 4 * at + 4]
+        area = self.area[at]
+        return Box(
+            name,
+            x,
+            y,
+            x + w,
+            y + h,
+            where=where,
+            is_crowd=self.crowd[at],
+            area=None if math.isnan(area) else area,
+            segmentation=self.segmentations[at] if self.masks else None,
+            keypoints=self.keypoints[at],
+        )
