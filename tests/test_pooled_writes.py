@@ -126,3 +126,17 @@ def test_a_files_pieces_are_written_one_after_another_in_order(tmp_path, monkeyp
     for descriptor in descriptors:
         one_file = [(kind, offset) for kind, fd, offset in events if fd == descriptor]
         assert one_file == [(kind, n * 1000) for n in range(20) for kind in ("start", "end")]
+
+
+def test_a_system_without_preadv_hashes_with_pread(tmp_path, monkeypatch):
+    path = tmp_path / "f"
+    data = os.urandom(700_000)
+    path.write_bytes(data)
+    monkeypatch.delattr(os, "preadv")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert read_sha256(fd, len(data)) == hashlib.sha256(data).hexdigest()
+        with pytest.raises(OSError, match="ends at byte 700000"):
+            read_sha256(fd, len(data) + 1)
+    finally:
+        os.close(fd)

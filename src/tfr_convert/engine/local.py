@@ -34,7 +34,7 @@ from ..output.base import Output
 from ..output.journal import Progress, Tally
 from ..output.opening import open_output
 from ..output.shards import Checkpoint, ShardFile, SplitResult, SplitWriter
-from ..storage import fs
+from ..storage import fs, pooled_writes
 from ..storage.pooled_writes import WritePool
 from .core import Summary, commit_with_metadata, committed_summary, encode_sealed, output_name, plan_splits
 from .encode import Encoded
@@ -173,7 +173,7 @@ def _write_pool(out: Output, options: RunOptions) -> WritePool | None:
     is in the CPU's cache, and keeps up with two processes' encoding: the pool would cost
     a read of every shard back, for cores those two processes use already.
     (Made after the workers fork: a forked child would not have them.)"""
-    if options.workers < POOLED_FROM or fs.is_remote(out.build):
+    if options.workers < POOLED_FROM or fs.is_remote(out.build) or not pooled_writes.available():
         return None
     return WritePool(options.workers)
 

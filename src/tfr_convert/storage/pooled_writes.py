@@ -107,12 +107,23 @@ def read_sha256(fd: int, size: int) -> str:
     buffer = memoryview(bytearray(min(READ_BYTES, max(size, 1))))
     at = 0
     while at < size:
-        n = os.preadv(fd, [buffer[: min(len(buffer), size - at)]], at)
+        want = min(len(buffer), size - at)
+        if hasattr(os, "preadv"):  # into the one buffer
+            n = os.preadv(fd, [buffer[:want]], at)
+            piece = buffer[:n]
+        else:  # (macOS before 11) a new bytes object a read
+            piece = os.pread(fd, want, at)
+            n = len(piece)
         if n == 0:
             raise OSError(errno.EIO, f"the file ends at byte {at}, before the {size} bytes written")
-        digest.update(buffer[:n])
+        digest.update(piece)
         at += n
     return digest.hexdigest()
+
+
+def available() -> bool:
+    """Whether this system writes at offsets (`os.pwrite`: not on Windows)."""
+    return hasattr(os, "pwrite")
 
 
 class PooledFile:
