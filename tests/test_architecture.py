@@ -319,7 +319,9 @@ def test_the_context_a_converter_keeps_travels_to_workers_without_its_listing_he
 
     (tmp_path / "cat").mkdir()
     (tmp_path / "cat" / "a.png").write_bytes(b"")
-    made = ImagesConverter(str(tmp_path), None, SourceContext(seed=7, on_error="skip", in_parts=lambda fill, n: None))
+    made = ImagesConverter(
+        str(tmp_path), None, SourceContext(seed=7, on_error="skip", fill_in_parts=lambda fill, n: None)
+    )
     copied = pickle.loads(pickle.dumps(made))  # what a spawned worker or Beam receives
     assert copied.context == SourceContext(seed=7, on_error="skip")
 

@@ -342,9 +342,9 @@ def _messy_tree(root: Path) -> Path:
 
 
 def _forked(parts: int):
-    from tfr_convert.engine.workers import in_forks
+    from tfr_convert.engine.workers import fill_in_forks
 
-    return lambda fill, n: in_forks(fill, n, min(parts, n))
+    return lambda fill, n: fill_in_forks(fill, n, min(parts, n))
 
 
 @pytest.mark.parametrize("parts", [2, 3, 16])
@@ -364,5 +364,5 @@ def test_a_folder_the_parts_cannot_list_is_listed_here_and_its_error_named(tmp_p
     with pytest.raises(SourceError, match=r"pipe\.jpg") as serial:
         list_files(str(root))
     with pytest.raises(SourceError, match=r"pipe\.jpg") as forked:
-        list_files(str(root), in_parts=_forked(4))
+        list_files(str(root), fill_in_parts=_forked(4))
     assert str(forked.value) == str(serial.value)

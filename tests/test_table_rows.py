@@ -157,15 +157,15 @@ def test_a_damaged_parquet_file_is_exit_1_naming_it_and_writes_nothing(cli, tmp_
 
 
 def _in_parts_here(parts):
-    """An in_parts that runs each part here, one after the other (where forking is
+    """An fill_in_parts that runs each part here, one after the other (where forking is
     allowed depends on the threads other tests left running)."""
     import itertools
 
-    def in_parts(fill, n):
+    def fill_in_parts(fill, n):
         bounds = [n * i // parts for i in range(parts + 1)]
         return [fill(lo, hi) for lo, hi in itertools.pairwise(bounds)]
 
-    return in_parts
+    return fill_in_parts
 
 
 @pytest.mark.parametrize("parts", [None, 3, "forked"], ids=["whole", "in 3 parts", "in forked parts"])
@@ -178,15 +178,15 @@ def test_rows_laid_out_in_a_shuffled_plan_encode_the_bytes_of_the_table_in_memor
     from tfr_convert.converters.base import SourceContext
     from tfr_convert.converters.table import rows as table_rows
     from tfr_convert.dataset import splits
-    from tfr_convert.engine.workers import forked_parts
+    from tfr_convert.engine.workers import forked_filler
 
     monkeypatch.setattr(table_rows, "SPILL_ROWS", 4)
     paths, _ = _parts(tmp_path)
     held = TableConverter(
         table_files.in_memory([(None, pq.read_table(p)) for p in paths], "table"), TableOptions(nulls="omit")
     )
-    in_parts = forked_parts(3) if parts == "forked" else _in_parts_here(parts) if parts else None
-    lazy = TableConverter(paths, TableOptions(nulls="omit"), SourceContext(in_parts=in_parts))
+    fill_in_parts = forked_filler(3) if parts == "forked" else _in_parts_here(parts) if parts else None
+    lazy = TableConverter(paths, TableOptions(nulls="omit"), SourceContext(fill_in_parts=fill_in_parts))
     source = {"train": range(0, 13), "test": [13, 14, 16, 17, 18, 19]}  # row 15 is not written
     plan = splits.assign(source, str, seed=4, shuffle=True)
     assert isinstance(plan["train"], RowNumbers) and sorted(plan["train"]) == list(range(13))

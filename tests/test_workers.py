@@ -20,7 +20,7 @@ from tfr_convert.engine.workers import (
     SLOTS,
     RemoteTraceback,
     Workers,
-    in_forks,
+    fill_in_forks,
 )
 from tfr_convert.errors import SourceError, WorkerLost
 
@@ -385,7 +385,7 @@ def test_close_ends_workers_that_a_sigterm_would_not():
     assert _children() <= before
 
 
-# ---------------------------------------------------------------- in_forks
+# ---------------------------------------------------------------- fill_in_forks
 
 
 def _digits(lo: int, hi: int) -> bytes:
@@ -396,7 +396,7 @@ def _digits(lo: int, hi: int) -> bytes:
 
 @pytest.mark.parametrize("n, parts", [(10, 3), (1000, 4), (2, 5)])  # uneven parts; more parts than items
 def test_in_forks_gives_the_parts_in_order(n, parts):
-    found = in_forks(_digits, n, parts)
+    found = fill_in_forks(_digits, n, parts)
     assert found is not None and len(found) == parts and b"".join(found) == _digits(0, n)
 
 
@@ -420,7 +420,7 @@ def test_a_failing_child_gives_none_and_no_child_is_left():
         return _digits(lo, hi)
 
     before = _children()
-    assert in_forks(fail_past_half, 100, 4) is None
+    assert fill_in_forks(fail_past_half, 100, 4) is None
     assert _children() <= before
 
 
@@ -435,5 +435,5 @@ def test_an_error_in_this_process_s_part_is_raised_as_itself_and_the_children_ar
 
     before = _children()
     with pytest.raises(SourceError, match="the first part"):
-        in_forks(slow_children_failing_parent, 100, 3)
+        fill_in_forks(slow_children_failing_parent, 100, 3)
     assert _children() <= before

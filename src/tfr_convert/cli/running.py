@@ -106,13 +106,13 @@ def converted(
         raise
 
 
-def source_context(common: dict[str, Any], on_error: str = "fail", in_parts: Any = None) -> Any:
+def source_context(common: dict[str, Any], on_error: str = "fail", fill_in_parts: Any = None) -> Any:
     """The SourceContext every converter is made with (`XConverter(source, options,
     context)`), from the options every command shares: the output it must not list, the
     seed of its ratio splits, what a bad item does, where listing may run in parts."""
     from ..converters.base import SourceContext  # with the converter: not at start-up
 
-    return SourceContext(out=common["out"], seed=common["seed"], on_error=on_error, in_parts=in_parts)
+    return SourceContext(out=common["out"], seed=common["seed"], on_error=on_error, fill_in_parts=fill_in_parts)
 
 
 def _local_run(converter, options, progress, lock):

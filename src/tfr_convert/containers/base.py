@@ -50,7 +50,7 @@ class Loss:
     reason: str
     kept: bytes = b""  # the first of those bytes, up to a cap (what --quarantine writes)
 
-    def said(self) -> str:
+    def summary(self) -> str:
         """The loss as reports list it: its reason and the records it held."""
         records = "records lost: unknown" if self.records is None else f"{self.records} record(s) lost"
         return f"{self.reason}; {records}"

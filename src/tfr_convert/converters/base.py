@@ -90,7 +90,7 @@ class PublishedOptions(Options):
 
 #: runs fill(lo, hi) -> bytes over 0..n-1 in parts elsewhere (an engine's forked
 #: processes), giving each part's bytes in order, or None: then the caller does it
-InParts = Callable[[Callable[[int, int], bytes], int], "list[bytes] | None"]
+PartsFiller = Callable[[Callable[[int, int], bytes], int], "list[bytes] | None"]
 
 
 @dataclass(frozen=True)
@@ -103,10 +103,10 @@ class SourceContext:
     out: str | None = None  # this run's output: never listed as an input
     seed: int = 0  # seeds the splits a converter draws by ratio
     on_error: str = "fail"  # "skip": an item that cannot be used is listed in `skipped`, left out
-    in_parts: InParts | None = None  # where independent listing work may run (folders.list_files)
+    fill_in_parts: PartsFiller | None = None  # where independent listing work may run (folders.list_files)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # listing is done where the converter is made: in_parts (a closure over that
+        # listing is done where the converter is made: fill_in_parts (a closure over that
         # process) does not travel with the converter to workers or Beam
         return SourceContext, (self.out, self.seed, self.on_error, None)
 

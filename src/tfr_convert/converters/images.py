@@ -112,12 +112,12 @@ class ImagesConverter(FileItems, Converter):
         options: ImagesOptions | None = None,
         context: SourceContext | None = None,
     ) -> None:
-        """context.in_parts: the folders of a large tree are listed in parts, in other
+        """context.fill_in_parts: the folders of a large tree are listed in parts, in other
         processes (see list_files)."""
         options = (options or ImagesOptions()).checked()
         self.context = context = context or SourceContext()
         self.root = image_dir
-        self._folder = ImageFolder(image_dir, context.out, context.in_parts)
+        self._folder = ImageFolder(image_dir, context.out, context.fill_in_parts)
         self._remote, self._real_root = self._folder.remote, self._folder.real_root
         self.image_format, self.quality, self.chroma = options.image_format, options.quality, options.chroma
         self.tfds_layout = options.layout == "tfds"

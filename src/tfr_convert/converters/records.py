@@ -247,7 +247,7 @@ class RecordsConverter(Converter):
         quarantined."""
         entry = {
             "item": f"{path}: bytes {loss.start}-{loss.end}",
-            "reason": loss.said(),
+            "reason": loss.summary(),
             "file": path,
             "start": loss.start,
             "end": loss.end,

@@ -31,7 +31,7 @@ from ..skips import Skips, from_fields, skipped_fields
 from ..storage import fs
 from .encode import Encoded, encode_items
 from .run_options import RunOptions, catalog_version
-from .workers import joined_parts
+from .workers import filled_in_parts
 
 
 @dataclass
@@ -175,7 +175,7 @@ def _ranks_in_parts(converter: Converter, workers: int) -> splitting.Ranker:
         def part(lo: int, hi: int) -> bytes:
             return splitting.rank_bytes(part_of(items, lo, hi), key, seed, purpose)
 
-        return joined_parts(converter.input_roots(), part, len(items), min(workers, len(items) // RANKS_PER_PROCESS))
+        return filled_in_parts(converter.input_roots(), part, len(items), min(workers, len(items) // RANKS_PER_PROCESS))
 
     return ranks
 

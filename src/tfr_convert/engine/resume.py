@@ -23,7 +23,7 @@ from ..storage import fs
 from ..storage.fingerprints import InputFiles
 from ..version import __version__
 from .run_options import RunOptions
-from .workers import joined_parts
+from .workers import filled_in_parts
 
 
 def run_identity(
@@ -59,14 +59,14 @@ def input_files(converter: Converter, plan: dict[str, list[Hashable]], workers: 
     items = [item for split in sorted(plan) for item in plan[split]]
     parts = min(workers, len(items) // STATS_PER_PROCESS)
 
-    def in_parts(fill: Callable[[int, int], bytes], n: int) -> bytes:
-        return joined_parts(roots, fill, n, parts)
+    def filled(fill: Callable[[int, int], bytes], n: int) -> bytes:
+        return filled_in_parts(roots, fill, n, parts)
 
-    first = InputFiles.of(roots[0], [converter.item_file(item) or "" for item in items], in_parts)
+    first = InputFiles.of(roots[0], [converter.item_file(item) or "" for item in items], filled)
     more = [converter.item_files(item)[1:] for item in items] if len(roots) > 1 else []
     if not any(more):
         return first
-    others = [InputFiles.of(root, [m[at] or "" for m in more], in_parts) for at, root in enumerate(roots[1:])]
+    others = [InputFiles.of(root, [m[at] or "" for m in more], filled) for at, root in enumerate(roots[1:])]
     return InputFiles.joined([first, *others])
 
 
@@ -105,7 +105,7 @@ def _plan_digest(converter: Converter, plan: dict[str, list[Hashable]], workers:
         return b"".join(digests)
 
     parts = min(workers, sum(map(len, plan.values())) // DIGEST_ITEMS_PER_PROCESS)
-    block_digests = memoryview(joined_parts(converter.input_roots(), fill, len(blocks), parts))
+    block_digests = memoryview(filled_in_parts(converter.input_roots(), fill, len(blocks), parts))
     digest, at = hashlib.sha256(), 0
     for split, items in splits:
         size = 32 * -(-len(items) // PLAN_BLOCK)  # a sha256 per block, the last one short

@@ -361,7 +361,7 @@ def _take(tasks: Any, inbox: queue.SimpleQueue) -> None:
         inbox.put(None)
 
 
-def in_forks(fill: Callable[[int, int], bytes], n: int, parts: int) -> list[bytes] | None:
+def fill_in_forks(fill: Callable[[int, int], bytes], n: int, parts: int) -> list[bytes] | None:
     """fill(lo, hi) over 0..n-1 cut into `parts` contiguous parts: the first here, each
     other in a process forked from this one (which must run no other thread), which
     sends its bytes back through a pipe.
@@ -468,24 +468,24 @@ def can_fork(roots: list[str]) -> bool:
     return may_fork() and not any(fs.is_remote(root) for root in roots)
 
 
-def forked_parts(workers: int) -> Callable[[Callable[[int, int], bytes], int], list[bytes] | None]:
-    """For a converter's independent work (listing folders): in_parts(fill, n) gives
+def forked_filler(workers: int) -> Callable[[Callable[[int, int], bytes], int], list[bytes] | None]:
+    """For a converter's independent work (listing folders): fill_in_parts(fill, n) gives
     fill's bytes over 0..n-1 in up to `workers` parts on forked processes, or None
     where this engine would not fork (one worker or part, other threads alive, a
     child failed): the converter then does the work itself."""
 
-    def in_parts(fill: Callable[[int, int], bytes], n: int) -> list[bytes] | None:
+    def fill_in_parts(fill: Callable[[int, int], bytes], n: int) -> list[bytes] | None:
         parts = min(workers, n)
         if parts < 2 or not may_fork():
             return None
-        return in_forks(fill, n, parts)
+        return fill_in_forks(fill, n, parts)
 
-    return in_parts
+    return fill_in_parts
 
 
-def joined_parts(roots: list[str], fill: Callable[[int, int], bytes], n: int, parts: int) -> bytes:
+def filled_in_parts(roots: list[str], fill: Callable[[int, int], bytes], n: int, parts: int) -> bytes:
     """fill(0, n), computed in `parts` parts on forked processes where that is worth it and
     allowed; here for one part, where no fork is allowed, or when a child failed (its
     error is then raised here, as itself)."""
-    found = forked_parts(parts)(fill, n) if parts > 1 and can_fork(roots) else None
+    found = forked_filler(parts)(fill, n) if parts > 1 and can_fork(roots) else None
     return fill(0, n) if found is None else b"".join(found)

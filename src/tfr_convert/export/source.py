@@ -60,7 +60,7 @@ class ExportSource:
             for record in container.salvage(path, limit) if self.salvage else container.records(path, limit):
                 if isinstance(record, containers.Loss):
                     if skips is not None:
-                        skips.add(f"{path}: bytes {record.start}-{record.end}", record.said())
+                        skips.add(f"{path}: bytes {record.start}-{record.end}", record.summary())
                     continue
                 if self.salvage and record.offset is not None:  # salvage's indexes count sound records only
                     yield f"{path} record at byte {record.offset}", record.data

@@ -79,12 +79,12 @@ class InputFiles:
 
     @classmethod
     def of(
-        cls, root: str, names: Sequence[str], in_parts: Callable[[Callable[[int, int], bytes], int], bytes]
+        cls, root: str, names: Sequence[str], filled: Callable[[Callable[[int, int], bytes], int], bytes]
     ) -> InputFiles:
-        """in_parts(fill, n): fill(0, n), possibly computed in parts elsewhere."""
+        """filled(fill, n): fill(0, n), possibly computed in parts elsewhere."""
         if fs.is_remote(root):
             return cls((root,), names, stat_remote(root, names), (len(names),))
-        return cls((root,), names, in_parts(lambda lo, hi: stat_local(root, names[lo:hi]), len(names)), (len(names),))
+        return cls((root,), names, filled(lambda lo, hi: stat_local(root, names[lo:hi]), len(names)), (len(names),))
 
     @classmethod
     def joined(cls, groups: Sequence[InputFiles]) -> InputFiles:

@@ -125,9 +125,9 @@ def command(
 
     def make_converter():  # a remote IMAGE_DIR / CSV is read in place, through fsspec
         from ...engine.run_options import default_workers  # the engine runs the listing's parts
-        from ...engine.workers import forked_parts
+        from ...engine.workers import forked_filler
 
-        parts = forked_parts(common["workers"] or default_workers())
+        parts = forked_filler(common["workers"] or default_workers())
         return ImagesConverter(image_dir, options, source_context(common, on_error, parts))
 
     run_conversion(make_converter, on_error=on_error, nested=layout == "tfds", **common)

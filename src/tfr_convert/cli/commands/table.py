@@ -121,9 +121,9 @@ def command(
     def make_converter():
         from ...converters.table.converter import TableConverter
         from ...engine.run_options import default_workers  # the engine runs the shuffle's parts
-        from ...engine.workers import forked_parts
+        from ...engine.workers import forked_filler
 
-        parts = forked_parts(common["workers"] or default_workers())
+        parts = forked_filler(common["workers"] or default_workers())
         return TableConverter(given.opened if given else list(src), options, source_context(common, on_error, parts))
 
     if given is None:

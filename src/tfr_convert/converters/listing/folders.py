@@ -19,7 +19,7 @@ from ...dataset.naming import INFO, MANIFEST
 from ...dataset.splits import SPLIT_FOLDERS
 from ...errors import OptionError
 from ...storage import fs
-from ..base import InParts
+from ..base import PartsFiller
 
 _JUNK_FILES = {"thumbs.db", "desktop.ini"}  # OS litter that lives in image folders
 _AFTER_SEP = chr(ord(os.sep) + 1)  # sorts right after the separator: "F0" > every "F/..."
@@ -40,26 +40,26 @@ def list_files(
     root: str,
     left_out: dict[str, list[str]] | None = None,
     exclude: str | None = None,
-    in_parts: InParts | None = None,
+    fill_in_parts: PartsFiller | None = None,
 ) -> list[str]:
     """Relative paths of every visible regular file under root, sorted. Not entered:
     links to folders (their relative paths go to left_out["link"]), folders holding a
     tfr-convert dataset (an earlier run's output: left_out["dataset"]), and the folder
     `exclude` (this run's own output, when it lies inside root). Files that are links
     are listed, and named again in left_out["file_link"] (local roots only). Each
-    left_out list is sorted. `in_parts`: the folders under root are listed in parts
+    left_out list is sorted. `fill_in_parts`: the folders under root are listed in parts
     by it, where it takes the work."""
     if not fs.is_remote(root):
         skip = os.path.realpath(exclude) if exclude and not fs.is_remote(exclude) else None
         found: list[str] = []
         missed: dict[str, list[str]] = {}
-        if in_parts is None:
+        if fill_in_parts is None:
             _list_local(root, "", found, missed, skip)
         else:  # the top level here, the folders under it in parts
             folders: list[str] = []
             _list_local(root, "", found, missed, skip, folders)
             if folders:
-                found += _list_folders(root, folders, missed, skip, in_parts)
+                found += _list_folders(root, folders, missed, skip, fill_in_parts)
         if left_out is not None:
             for kind, paths in missed.items():
                 left_out.setdefault(kind, []).extend(sorted(paths))
@@ -75,10 +75,10 @@ def list_files(
 
 
 def _list_folders(
-    root: str, folders: list[str], left_out: dict[str, list[str]], skip: str | None, in_parts: InParts
+    root: str, folders: list[str], left_out: dict[str, list[str]], skip: str | None, fill_in_parts: PartsFiller
 ) -> list[str]:
     """The files under `folders` (and what they leave out, added to left_out), listed in
-    parts by in_parts; here when it does not take the work, or a part failed (its error
+    parts by fill_in_parts; here when it does not take the work, or a part failed (its error
     is then raised here, as itself)."""
 
     def list_some(lo: int, hi: int, found: list[str], missed: dict[str, list[str]]) -> None:
@@ -91,7 +91,7 @@ def _list_folders(
         list_some(lo, hi, found, missed)
         return pickle.dumps(("\0".join(found), missed))  # NUL: the one character no name holds
 
-    listed = in_parts(part, len(folders))
+    listed = fill_in_parts(part, len(folders))
     found: list[str] = []
     if listed is None:
         list_some(0, len(folders), found, left_out)
@@ -223,23 +223,23 @@ def named(files: list[str], what: str = "file") -> str:
 class ImageFolder:
     """IMAGE_DIR as a converter reads it: its files (listed when first asked for),
     whether a relative path names one, whether a path stays inside it (links resolved).
-    `out`: this run's output, never listed when it lies inside; `in_parts`: how the
+    `out`: this run's output, never listed when it lies inside; `fill_in_parts`: how the
     engine lists a large tree in parts (see list_files)."""
 
-    def __init__(self, root: str, out: str | None = None, in_parts: InParts | None = None) -> None:
-        self.root, self.out, self.in_parts = root, out, in_parts
+    def __init__(self, root: str, out: str | None = None, fill_in_parts: PartsFiller | None = None) -> None:
+        self.root, self.out, self.fill_in_parts = root, out, fill_in_parts
         self.remote = fs.is_remote(root)
         self.real_root = root if self.remote else os.path.realpath(root)
         self._remote_files: set[str] | None = None  # a remote folder's, listed once
 
     def files(self, left_out: dict[str, list[str]] | None = None) -> list[str]:
-        return list_files(self.root, left_out, self.out, self.in_parts)
+        return list_files(self.root, left_out, self.out, self.fill_in_parts)
 
     def is_file(self, rel: str) -> bool:
         if not self.remote:
             return os.path.isfile(os.path.join(self.root, rel))
         if self._remote_files is None:
-            self._remote_files = set(list_files(self.root, in_parts=self.in_parts))
+            self._remote_files = set(list_files(self.root, fill_in_parts=self.fill_in_parts))
         return rel in self._remote_files
 
     def outside(self, rel: str) -> str | None:
@@ -251,7 +251,7 @@ class ImageFolder:
 
     def listed(self) -> None:
         """Listing is over: what only it needed goes (workers get a copy of the converter)."""
-        self._remote_files = self.in_parts = None
+        self._remote_files = self.fill_in_parts = None
 
 
 class FileItems:

@@ -82,7 +82,7 @@ class MediaFolder(FileItems):
     def _open(self, root: str, options: Labelling, context: SourceContext) -> tuple[list[tuple], dict[str, str]]:
         """Takes the (checked) options, reads ROOT and lists its files: `_listed`'s answer."""
         self._o, self.context, self.root = options, context, root
-        self._folder = ImageFolder(root, context.out, context.in_parts)
+        self._folder = ImageFolder(root, context.out, context.fill_in_parts)
         self._real_root = None if self._folder.remote else self._folder.real_root
         self.warnings = []
         self.dataset_name = dataset_name(root)

@@ -577,7 +577,7 @@ class TableConverter(Converter):
 
     def planned(self, plan: dict[str, Sequence[Hashable]]) -> None:
         if isinstance(self._held, table_rows.ParquetRows) and not all(isinstance(i, range) for i in plan.values()):
-            self._held = self._held.spilled(plan, self._starts[-1], self.context.in_parts)  # type: ignore[arg-type]
+            self._held = self._held.spilled(plan, self._starts[-1], self.context.fill_in_parts)  # type: ignore[arg-type]
 
     def columns_of(self, items: list[Hashable]) -> ColumnBatch | None:
         """The batch column by column (no Python object per row), where every column allows;

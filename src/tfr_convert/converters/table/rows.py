@@ -382,10 +382,10 @@ class ParquetRows:
             self._whole = pa.concat_tables(tables).combine_chunks()
         return self._whole.take(from_numpy(np.asarray(rows, np.int64)))
 
-    def spilled(self, plan: dict[str, Sequence[int]], total: int, in_parts: Any = None) -> SpilledRows:
+    def spilled(self, plan: dict[str, Sequence[int]], total: int, fill_in_parts: Any = None) -> SpilledRows:
         """These rows laid out in the plan's order (its splits one after another);
-        `in_parts` (SourceContext's): where the row groups may be laid out in parts."""
-        return SpilledRows(self, plan, total, in_parts)
+        `fill_in_parts` (SourceContext's): where the row groups may be laid out in parts."""
+        return SpilledRows(self, plan, total, fill_in_parts)
 
     def group_count(self) -> int:
         return len(self._groups)
@@ -399,11 +399,13 @@ class ParquetRows:
 class SpilledRows:
     """ParquetRows laid out in a plan's order in files of SPILL_ROWS consecutive
     positions or more: a batch of consecutive positions is read from one or two files.
-    The row groups are laid out in parts (on forked processes where `in_parts` allows),
+    The row groups are laid out in parts (on forked processes where `fill_in_parts` allows),
     each part writing its own piece of the files it reaches; a batch gathers its rows
     from every piece."""
 
-    def __init__(self, rows: ParquetRows, plan: dict[str, Sequence[int]], total: int, in_parts: Any = None) -> None:
+    def __init__(
+        self, rows: ParquetRows, plan: dict[str, Sequence[int]], total: int, fill_in_parts: Any = None
+    ) -> None:
         import numpy as np
 
         planned = sum(len(items) for items in plan.values())
@@ -427,7 +429,7 @@ class SpilledRows:
             return np.array([lo, *self._spill(rows.groups(lo, hi), lo)], np.int64).tobytes()
 
         count = rows.group_count()
-        found = in_parts(spill, count) if in_parts is not None else None
+        found = fill_in_parts(spill, count) if fill_in_parts is not None else None
         self._pieces: dict[int, list[int]] = {}  # file -> the parts (first row group) that wrote a piece
         for part in found if found is not None else [spill(0, count)]:
             lo, *files = np.frombuffer(part, np.int64).tolist()
