@@ -57,6 +57,16 @@ def work_dir(out: Path) -> Path:
     return out.parent / f".{out.name}.tfr-convert"
 
 
+def killed_fresh(n: int, args: list, out: Path, expected: dict[str, bytes]) -> None:
+    """A run into a fresh `out` killed at its Nth filesystem change leaves nothing at `out`,
+    or the whole `expected` dataset: never part of it."""
+    shutil.rmtree(out, ignore_errors=True)
+    shutil.rmtree(work_dir(out), ignore_errors=True)
+    run = killed_at(n, *args, "--out", out)
+    assert run.returncode == -signal.SIGKILL, (n, run.stderr)
+    assert files(out) in ({}, expected), n
+
+
 @pytest.fixture
 def mnist(tmp_path):
     src = tmp_path / "src"
@@ -74,11 +84,7 @@ def test_resume_after_a_kill_at_any_filesystem_change_gives_the_uninterrupted_by
     assert total > 20  # shards, journal, metadata, swap: every step is a kill point
     resumed_with_shards_kept = 0
     for n in range(1, total + 1):
-        shutil.rmtree(out, ignore_errors=True)
-        shutil.rmtree(work_dir(out), ignore_errors=True)
-        run = killed_at(n, *args, "--out", out)
-        assert run.returncode == -signal.SIGKILL, (n, run.stderr)
-        assert files(out) in ({}, expected), n  # nothing, or the whole dataset: never part of it
+        killed_fresh(n, args, out, expected)
         journal = work_dir(out) / "journal"
         kept = journal.exists() and journal.read_text().count('"shard"')
         result = cli.convert(*args, "--out", out, "--resume", "--json")

@@ -6,8 +6,6 @@ parent's memory bounded with 16 forked workers."""
 from __future__ import annotations
 
 import os
-import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +14,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from test_crash import changes_made, files, killed_at, work_dir
+from test_crash import changes_made, files, killed_fresh, work_dir
 
 HERE = Path(__file__).resolve().parent
 
@@ -66,11 +64,7 @@ def test_a_many_worker_run_killed_at_any_filesystem_step_leaves_nothing_or_all_a
     total = changes_made(*args, "--out", tmp_path / "counted", count_file=tmp_path / "count")
     out = tmp_path / "out"
     for n in range(1, total + 1):
-        shutil.rmtree(out, ignore_errors=True)
-        shutil.rmtree(work_dir(out), ignore_errors=True)
-        run = killed_at(n, *args, "--out", out)
-        assert run.returncode == -signal.SIGKILL, (n, run.stderr)
-        assert files(out) in ({}, expected), n  # nothing, or the whole dataset: never part of it
+        killed_fresh(n, args, out, expected)
         result = cli.convert(*args, "--out", out, "--resume")
         assert result.exit_code == 0, (n, result.output)
         assert files(out) == expected, n
