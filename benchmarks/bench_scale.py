@@ -151,18 +151,24 @@ def main() -> None:
     parser.add_argument("--records-gib", type=float, default=1.0)
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--cores", type=int, default=os.cpu_count() or 1, help="the largest worker count")
+    parser.add_argument("--workers", help="the worker counts, comma-separated (default: 1, 2, 4, ... --cores)")
+    parser.add_argument("--jobs", help="the jobs to run, comma-separated (default: all of them)")
     args = parser.parse_args()
     compile_package()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
-    counts, most = worker_counts(args.cores), args.cores
+    counts = [int(w) for w in args.workers.split(",")] if args.workers else worker_counts(args.cores)
+    most = counts[-1]
+    wanted = set(args.jobs.split(",")) if args.jobs else {"keep", "re-encode", "reshard", "shard writer", "table"}
     photos = work / f"photos-{args.photos}"
-    make_photos(photos, args.photos, None)
+    if wanted & {"keep", "re-encode"}:
+        make_photos(photos, args.photos, None)
     records = work / f"records-{args.records_gib:g}GiB.tfrecord"
-    make_file(records, int(args.records_gib * (1 << 30)), 100 << 10)
+    if wanted & {"reshard", "shard writer"}:
+        make_file(records, int(args.records_gib * (1 << 30)), 100 << 10)
     table = work / f"table-{args.rows}.parquet"
-    if _installed("pyarrow") and not table.exists():
+    if "table" in wanted and _installed("pyarrow") and not table.exists():
         from bench_table import make_table
 
         make_table(table, args.rows)
@@ -206,17 +212,19 @@ def main() -> None:
         jobs["table"]["floor: pyarrow read + write as many bytes"] = (
             table, lambda out: inner_time(TABLE_FLOOR, table, out / "t", _table_bytes(table, work))[0])  # fmt: skip
 
+    jobs = {job: contenders for job, contenders in jobs.items() if job in wanted}
     times: dict[tuple[str, str], list[float]] = {}
-    for _ in range(args.repeat):
+    for round_ in range(args.repeat):
         for job, contenders in jobs.items():
             for name, (_, run) in contenders.items():
                 out = work / "out"
                 subprocess.run(["rm", "-rf", str(out)], check=True)
                 out.mkdir(parents=True)
                 times.setdefault((job, name), []).append(run(out))  # type: ignore[operator]
-    m = {key: median(found) for key, found in times.items()}
-    _report(args, jobs, times, m, counts, most)
-    _plot(Path(args.out).with_suffix(".svg"), jobs, m, counts)
+        # written after every round, so that a run stopped early leaves what it measured
+        m = {key: median(found) for key, found in times.items()}
+        _report(args, jobs, times, m, counts, most, round_ + 1)
+        _plot(Path(args.out).with_suffix(".svg"), jobs, m, counts)
 
 
 def _table_bytes(table: Path, work: Path) -> int:
@@ -227,12 +235,13 @@ def _table_bytes(table: Path, work: Path) -> int:
     return _written(out)
 
 
-def _report(args, jobs, times, m, counts: list[int], most: int) -> None:
+def _report(args, jobs, times, m, counts: list[int], most: int, rounds: int) -> None:
+    chosen = "".join(f" --{o} {getattr(args, o)}" for o in ("workers", "jobs") if getattr(args, o))
     lines = [
-        f"# Scaling ({datetime.date.today()}, {machine()}, medians of {args.repeat}, interleaved)",
+        f"# Scaling ({datetime.date.today()}, {machine()}, medians of {rounds}, interleaved)",
         "",
         f"`python benchmarks/bench_scale.py --photos {args.photos} --records-gib {args.records_gib:g} "
-        f"--rows {args.rows} --cores {args.cores} --repeat {args.repeat}`",
+        f"--rows {args.rows} --cores {args.cores}{chosen} --repeat {args.repeat}`",
         "",
         "Ours: the whole command, W workers. Floors and peers: their bare work, imports not counted.",
         "",
