@@ -7,8 +7,7 @@ import json
 import click
 
 from ..export import TARGETS
-from ..version import __version__
-from .options import STORAGE_OPTIONS, max_record_option, on_error_option
+from .options import max_record_option, on_error_option, tool_options
 from .progress import progress_bar
 from .translate import Command
 from .types import ByteSize, LocalOrRemotePath
@@ -66,9 +65,7 @@ from .types import ByteSize, LocalOrRemotePath
 )
 @click.option("--overwrite", is_flag=True, help="Write into an output directory that already holds files.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON document.")
-@STORAGE_OPTIONS
-@click.version_option(__version__, prog_name="tfr-export")
+@tool_options("tfr-export", "the summary")
 def export(
     paths,
     out,

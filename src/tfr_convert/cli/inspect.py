@@ -10,8 +10,7 @@ from collections.abc import Iterator
 import click
 
 from ..errors import RecordError
-from ..version import __version__
-from .options import STORAGE_OPTIONS, max_record_option
+from .options import max_record_option, tool_options
 from .translate import Command
 from .types import LocalOrRemotePath
 
@@ -53,9 +52,7 @@ from .types import LocalOrRemotePath
     type=click.IntRange(min=1),
     help="Largest image --grid decodes; larger ones are reported. [default: 25000000]",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON document.")
-@STORAGE_OPTIONS
-@click.version_option(__version__, prog_name="tfr-inspect")
+@tool_options("tfr-inspect", "the report")
 def inspect(
     paths,
     count,

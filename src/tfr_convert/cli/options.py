@@ -118,6 +118,19 @@ def common_options(f):
     return _apply(options, f)
 
 
+def tool_options(prog_name: str, what_json_prints: str):
+    """The options that close tfr-inspect's and tfr-export's lists: --json (`what_json_prints`:
+    "the report", "the summary"), the storage options and --version."""
+    from ..version import __version__
+
+    options = [
+        click.option("--json", "as_json", is_flag=True, help=f"Print {what_json_prints} as one JSON document."),
+        STORAGE_OPTIONS,
+        click.version_option(__version__, prog_name=prog_name),
+    ]
+    return lambda f: _apply(options, f)
+
+
 def _apply(decorators, f):
     """Apply click decorators listed top to bottom, as if stacked above f."""
     for decorator in reversed(decorators):
@@ -283,6 +296,24 @@ def image_format_option(choices: list[str], what: str):
 def resize_option(what: str):
     """--resize WxH, said in the command's own terms (how boxes or masks follow)."""
     return click.option("--resize", type=Size2D(), help=what)
+
+
+def fit_option(padding: str):
+    """--fit: how --resize meets a picture of another shape; `padding`: what pads it."""
+    return click.option(
+        "--fit",
+        type=click.Choice(["stretch", "crop", "pad"]),
+        default="stretch",
+        show_default=True,
+        help=f"With --resize: stretch to WxH, crop to cover it, or pad to fit inside it ({padding}).",
+    )
+
+
+def classes_option(what: str):
+    """--classes FILE: class names, one per line; `what`: their numbering and what breaks it."""
+    return click.option(
+        "--classes", "classes_file", type=LocalOrRemotePath(exists=True, dir_okay=False), help=f"Class names, {what}"
+    )
 
 
 MAX_PIXELS = click.option(

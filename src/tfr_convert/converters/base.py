@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..dataset.features import FeatureSpec
 from ..errors import OptionError, SourceError
@@ -42,6 +42,9 @@ CATALOG_VERSIONS = {
     "cifar10": "3.0.2",
     "cifar100": "3.0.2",
 }
+
+
+OptionsT = TypeVar("OptionsT", bound="Options")
 
 
 class Options:
@@ -202,6 +205,14 @@ class Converter(ABC):
     #: (TFDS catalog name, its version) when the output is that catalog dataset's very
     #: layout: its VERSION is the catalog's, written in its metadata too (else 1.0.0)
     catalog: tuple[str, str] | None = None
+
+    def begin(self, options: OptionsT, context: SourceContext | None, *about: Any) -> OptionsT:
+        """The first step of a built-in converter's constructor: the run's context (or the
+        default one), no warnings yet, and the options checked (an OptionError naming their
+        problem; `about`: what their `problem` asks of the run, e.g. records' --on-error)."""
+        self.context = context or SourceContext()
+        self.warnings = []
+        return options.checked(*about)
 
     @abstractmethod
     def source_splits(self) -> dict[str, list[Hashable]]:

@@ -114,8 +114,8 @@ class ImagesConverter(FileItems, Converter):
     ) -> None:
         """context.fill_in_parts: the folders of a large tree are listed in parts, in other
         processes (see list_files)."""
-        options = (options or ImagesOptions()).checked()
-        self.context = context = context or SourceContext()
+        options = self.begin(options or ImagesOptions(), context)
+        context = self.context
         self.root = image_dir
         self._folder = ImageFolder(image_dir, context.out, context.fill_in_parts)
         self._remote, self._real_root = self._folder.remote, self._folder.real_root
@@ -129,7 +129,6 @@ class ImagesConverter(FileItems, Converter):
         self.label_feature: str | None = None
         self.raw_shape: tuple[int, int, int] | None = None  # (H, W, C), known after finish() for raw
         self._csv = options.labels_csv
-        self.warnings: list[str] = []
         self._settings = {
             "image_format": options.image_format,
             "keep_exact": options.keep_exact,

@@ -153,13 +153,12 @@ class RecordsConverter(Converter):
     def __init__(
         self, paths: list[str], options: RecordsOptions | None = None, context: SourceContext | None = None
     ) -> None:
-        self.context = context = context or SourceContext()
-        options = (options or RecordsOptions()).checked(context.on_error)
+        context = context or SourceContext()
+        options = self.begin(options or RecordsOptions(), context, context.on_error)
         self._options = options
         files, datasets = _files_of(paths)
         if len({dataset.name for dataset in datasets}) > 1:
             raise SourceError(f"datasets {sorted({d.name for d in datasets})} differ: give one dataset's directories")
-        self.warnings: list[str] = []
         self._values: dict[tuple[int, int], dict[str, str]] = {}  # (source, record) -> features_read's values
         self._spool_folder: str | None = None
         self._sources: list[_Source] = []

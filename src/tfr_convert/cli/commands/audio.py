@@ -4,14 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..options import (
-    common_options,
-    labelled_folder_options,
-    labelling_of,
-    on_error_option,
-    options_of,
-    usage_error_if,
-)
+from .. import options as opt
 from ..running import run_conversion, source_context
 from ..types import LocalOrRemotePath
 
@@ -20,7 +13,7 @@ CONVERTERS = ("tfr_convert.converters.media.audio:AudioConverter",)
 
 @click.command()
 @click.argument("root", type=LocalOrRemotePath(exists=True, file_okay=False))
-@labelled_folder_options("recordings", "a speaker, a session")
+@opt.labelled_folder_options("recordings", "a speaker, a session")
 @click.option(
     "--audio-format",
     type=click.Choice(["raw", "bytes", "keep", "wav", "flac"]),
@@ -38,8 +31,8 @@ CONVERTERS = ("tfr_convert.converters.media.audio:AudioConverter",)
 @click.option("--clip-seconds", type=click.FloatRange(min=0, min_open=True), help="Keep the first S seconds.")
 @click.option("--pad", "shorter", flag_value="pad", help="With --clip-seconds: silence after a shorter recording.")
 @click.option("--drop", "shorter", flag_value="drop", help="With --clip-seconds: leave shorter recordings out.")
-@on_error_option("skip: leave out recordings that cannot be read, and list them.")
-@common_options
+@opt.on_error_option("skip: leave out recordings that cannot be read, and list them.")
+@opt.common_options
 def command(
     root,
     audio_format,
@@ -53,8 +46,8 @@ def command(
     """A folder of recordings (WAV, FLAC, OGG...), labelled by a CSV (--labels) or by class sub-folders."""
     from ...converters.media.audio import AudioConverter, AudioOptions
 
-    options = options_of(AudioOptions, **labelling_of(common))
-    usage_error_if(options.problem())
+    options = opt.options_of(AudioOptions, **opt.labelling_of(common))
+    opt.usage_error_if(options.problem())
 
     def make_converter():
         return AudioConverter(root, options, source_context(common, on_error))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..options import published_dataset_options, source_of, usage_error_if
+from .. import options as opt
 from ..running import run_conversion, source_context
 
 CONVERTERS = ("tfr_convert.converters.published.cifar:CifarConverter",)
@@ -16,7 +16,7 @@ VARIANTS = ("cifar10", "cifar100")
 
 
 @click.command()
-@published_dataset_options(list(VARIANTS), "[default: detected from the files]")
+@opt.published_dataset_options(list(VARIANTS), "[default: detected from the files]")
 @click.option(
     "--binary",
     is_flag=True,
@@ -33,10 +33,10 @@ def command(src, download, variant, binary, image_format, layout, mirror, cache_
     from ...converters.published.cifar import CifarConverter
 
     options = PublishedOptions(variant, image_format, layout)
-    usage_error_if(options.problem())
+    opt.usage_error_if(options.problem())
     if binary and not download:
         raise click.UsageError("--binary chooses what --download fetches; SRC's format is detected: drop --binary")
     # the binary archives are listed as datasets of their own, cached beside the pickles
     suffix = "-binary" if binary else ""
-    source = source_of(src, download, variant and variant + suffix, "cifar10" + suffix, mirror, cache_dir)
+    source = opt.source_of(src, download, variant and variant + suffix, "cifar10" + suffix, mirror, cache_dir)
     run_conversion(lambda: CifarConverter(source(), options, source_context(common)), nested=layout == "tfds", **common)

@@ -6,20 +6,7 @@ import dataclasses
 
 import click
 
-from ..options import (
-    CHECK,
-    CHROMA,
-    DEDUPE,
-    MAX_PIXELS,
-    QUALITY,
-    common_options,
-    image_format_option,
-    on_error_option,
-    options_of,
-    resize_option,
-    split_options,
-    usage_error_if,
-)
+from .. import options as opt
 from ..running import run_conversion, source_context
 from ..types import LocalOrRemotePath, SplitOrPath
 
@@ -44,12 +31,7 @@ CONVERTERS = ("tfr_convert.converters.annotations.detection:DetectionConverter",
     show_default=True,
     help="auto: from PATH (.csv, .json, a folder of .xml or of .txt).",
 )
-@click.option(
-    "--classes",
-    "classes_file",
-    type=LocalOrRemotePath(exists=True, dir_okay=False),
-    help="Class names, one per line (label 1 first): a box of any other class is an error.",
-)
+@opt.classes_option("one per line (label 1 first): a box of any other class is an error.")
 @click.option(
     "--voc-origin",
     type=click.IntRange(0, 1),
@@ -72,20 +54,20 @@ CONVERTERS = ("tfr_convert.converters.annotations.detection:DetectionConverter",
     help="Instance masks to image/object/mask (a 0/1 PNG per object, as the Object Detection API's "
     "--include_masks): COCO polygons and RLE, or VOC's SegmentationObject PNGs beside the annotations folder.",
 )
-@split_options("Keep the proportions of each image's main class in every split.")
-@image_format_option(
+@opt.split_options("Keep the proportions of each image's main class in every split.")
+@opt.image_format_option(
     ["keep", "jpeg", "png"], "keep: JPEG/PNG bytes as they are [default: keep, or jpeg with --resize/--grayscale]."
 )
-@QUALITY
-@CHROMA
-@resize_option("Resize every image to WxH (stretched: normalized boxes stay right).")
+@opt.QUALITY
+@opt.CHROMA
+@opt.resize_option("Resize every image to WxH (stretched: normalized boxes stay right).")
 @click.option("--grayscale", is_flag=True, help="Store 1-channel grayscale images.")
-@MAX_PIXELS
-@CHECK
+@opt.MAX_PIXELS
+@opt.CHECK
 @click.option("--skip-empty", is_flag=True, help="Leave out images without boxes (kept as negatives by default).")
-@DEDUPE
-@on_error_option("skip: leave out images with a bad annotation or file, and list them.")
-@common_options
+@opt.DEDUPE
+@opt.on_error_option("skip: leave out images with a bad annotation or file, and list them.")
+@opt.common_options
 def command(
     image_dir,
     annotations,
@@ -119,14 +101,14 @@ def command(
         raise click.UsageError("--annotations: give one PATH, or SPLIT=PATH once for each split (train=..., val=...)")
     per_split = tuple(annotations) if splits[0] is not None else ()
     annotations = annotations[0][1]
-    options = options_of(
+    options = opt.options_of(
         DetectionOptions,
         annotations=annotations,
         image_format=image_format or ("jpeg" if resize or grayscale else "keep"),
         policy=policy,
         split_annotations=per_split,
     )
-    usage_error_if(options.problem())
+    opt.usage_error_if(options.problem())
 
     def make_converter():  # remote annotations are read from local copies; images in place
         from ...storage import fs

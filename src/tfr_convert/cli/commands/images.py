@@ -4,22 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..options import (
-    CHECK,
-    CHROMA,
-    DEDUPE,
-    LAYOUT,
-    MAX_PIXELS,
-    QUALITY,
-    common_options,
-    image_format_option,
-    labels_csv_options,
-    on_error_option,
-    options_of,
-    resize_option,
-    split_options,
-    usage_error_if,
-)
+from .. import options as opt
 from ..running import run_conversion, source_context
 from ..types import Color, LocalOrRemotePath
 
@@ -28,17 +13,17 @@ CONVERTERS = ("tfr_convert.converters.images:ImagesConverter",)
 
 @click.command()
 @click.argument("image_dir", type=LocalOrRemotePath(exists=True, file_okay=False))
-@labels_csv_options("images")
+@opt.labels_csv_options("images")
 @click.option(
     "--headerless-labels",
     is_flag=True,
     help="The CSV has no header and one value per image, in sorted file order (the face/age tutorial's age.csv).",
 )
-@split_options("Keep label proportions in every split.")
+@opt.split_options("Keep label proportions in every split.")
 @click.option("--split-column", help="CSV column naming each row's split.")
 @click.option("--group-column", help="CSV column whose rows must share a split (a patient, a video, a source image).")
-@DEDUPE
-@image_format_option(
+@opt.DEDUPE
+@opt.image_format_option(
     ["keep", "png", "jpeg", "raw"],
     "keep: original bytes; raw: uint8 pixels [default: keep, or png with --resize/--grayscale].",
 )
@@ -48,16 +33,10 @@ CONVERTERS = ("tfr_convert.converters.images:ImagesConverter",)
     help="keep: store every image's bytes as they are, even those TensorFlow cannot decode upright "
     "(webp, tiff, EXIF-rotated), which are otherwise re-encoded; they are listed.",
 )
-@QUALITY
-@CHROMA
-@resize_option("Resize every image to WxH.")
-@click.option(
-    "--fit",
-    type=click.Choice(["stretch", "crop", "pad"]),
-    default="stretch",
-    show_default=True,
-    help="With --resize: stretch to WxH, crop to cover it, or pad to fit inside it (with --background).",
-)
+@opt.QUALITY
+@opt.CHROMA
+@opt.resize_option("Resize every image to WxH.")
+@opt.fit_option("with --background")
 @click.option(
     "--color",
     type=click.Choice(["rgb", "grayscale"]),
@@ -66,11 +45,11 @@ CONVERTERS = ("tfr_convert.converters.images:ImagesConverter",)
 @click.option("--grayscale", is_flag=True, help="Same as --color grayscale.")
 @click.option("--gray-method", type=click.Choice(["luma", "mean"]), default="luma", show_default=True)
 @click.option("--background", type=Color(), default="white", show_default=True, help="Colour behind transparency.")
-@MAX_PIXELS
-@CHECK
-@LAYOUT
-@on_error_option("skip: leave out bad images and rows, and list them.")
-@common_options
+@opt.MAX_PIXELS
+@opt.CHECK
+@opt.LAYOUT
+@opt.on_error_option("skip: leave out bad images and rows, and list them.")
+@opt.common_options
 def command(
     image_dir,
     labels_csv,
@@ -118,10 +97,10 @@ def command(
         fit=fit,
         structural=check == "structure",
     )
-    options = options_of(
+    options = opt.options_of(
         ImagesOptions, image_format=image_format or ("png" if resize or color or grayscale else "keep"), policy=policy
     )
-    usage_error_if(options.problem())
+    opt.usage_error_if(options.problem())
 
     def make_converter():  # a remote IMAGE_DIR / CSV is read in place, through fsspec
         from ...engine.run_options import default_workers  # the engine runs the listing's parts

@@ -6,7 +6,7 @@ import os
 
 import click
 
-from ..options import published_dataset_options, source_of, usage_error_if
+from .. import options as opt
 from ..running import run_conversion, source_context
 
 CONVERTERS = (
@@ -31,7 +31,7 @@ VARIANTS = (
 
 
 @click.command()
-@published_dataset_options(
+@opt.published_dataset_options(
     list(VARIANTS),
     "[default: EMNIST's one variant in SRC; else detected from checksums, else mnist]",
 )
@@ -41,13 +41,13 @@ def command(src, download, variant, image_format, layout, mirror, cache_dir, **c
     from ...converters.base import PublishedOptions
 
     options = PublishedOptions(variant, image_format, layout)
-    usage_error_if(options.problem())
+    opt.usage_error_if(options.problem())
     if download and (variant or "").startswith("emnist/"):
         raise click.UsageError(
             "--download knows no published checksum for EMNIST: fetch gzip.zip from "
             "https://biometrics.nist.gov/cs_links/EMNIST/gzip.zip and give it as SRC"
         )
-    source = source_of(src, download, variant, "mnist", mirror, cache_dir)
+    source = opt.source_of(src, download, variant, "mnist", mirror, cache_dir)
 
     def converter():
         from ...converters.published.idx import start_images

@@ -7,7 +7,7 @@ import dataclasses
 
 import click
 
-from ..options import common_options, max_record_option, on_error_option, split_options, usage_error_if
+from .. import options as opt
 from ..running import run_conversion, source_context
 
 CONVERTERS = ("tfr_convert.converters.records:RecordsConverter",)
@@ -15,7 +15,7 @@ CONVERTERS = ("tfr_convert.converters.records:RecordsConverter",)
 
 @click.command()
 @click.argument("src", nargs=-1, required=True)
-@split_options("Records name the feature to stratify by: use --stratify-feature NAME.")
+@opt.split_options("Records name the feature to stratify by: use --stratify-feature NAME.")
 @click.option(
     "--split-feature",
     metavar="NAME",
@@ -31,7 +31,7 @@ CONVERTERS = ("tfr_convert.converters.records:RecordsConverter",)
     metavar="NAME",
     help="With --split: records sharing this feature's value go to one split (e.g. a patient or video id).",
 )
-@on_error_option(
+@opt.on_error_option(
     "skip: salvage damaged TFRecord files: read past every bad record (a payload that fails "
     "its CRC is dropped; after a broken length the records go on at the next sound one), keep "
     "every sound record and list each loss (file, byte range, records lost)."
@@ -42,8 +42,8 @@ CONVERTERS = ("tfr_convert.converters.records:RecordsConverter",)
     help="With --on-error skip: write the raw bytes of every loss here, one file each "
     "(NNNNN-SOURCE.START-END.bad), for a closer look.",
 )
-@max_record_option("copied; a larger one is an error (with --on-error skip, a loss)")
-@common_options
+@opt.max_record_option("copied; a larger one is an error (with --on-error skip, a loss)")
+@opt.common_options
 def command(
     src,
     split,
@@ -80,7 +80,7 @@ def command(
         quarantine=quarantine,
         **({"max_record_size": max_record_size} if max_record_size else {}),
     )
-    usage_error_if(options.problem(on_error))
+    opt.usage_error_if(options.problem(on_error))
     from ...storage import fs
 
     if quarantine is not None and fs.within(quarantine, common["out"]):

@@ -6,17 +6,7 @@ import dataclasses
 
 import click
 
-from ..options import (
-    CHROMA,
-    LAYOUT,
-    MAX_PIXELS,
-    QUALITY,
-    common_options,
-    on_error_option,
-    options_of,
-    resize_option,
-    usage_error_if,
-)
+from .. import options as opt
 from ..running import run_conversion, source_context
 from ..types import LocalOrRemotePath, Split
 
@@ -31,12 +21,7 @@ CONVERTERS = ("tfr_convert.converters.annotations.segmentation:SegmentationConve
     type=LocalOrRemotePath(exists=True, file_okay=False),
     help="The masks: a.png for IMAGE_DIR's a.jpg (same relative path and stem), palette, grayscale or RGB PNGs.",
 )
-@click.option(
-    "--classes",
-    "classes_file",
-    type=LocalOrRemotePath(exists=True, dir_okay=False),
-    help="Class names, one per line (class 0 first): a mask value past them is an error.",
-)
+@opt.classes_option("one per line (class 0 first): a mask value past them is an error.")
 @click.option(
     "--palette",
     "palette_file",
@@ -57,14 +42,14 @@ CONVERTERS = ("tfr_convert.converters.annotations.segmentation:SegmentationConve
     show_default=True,
     help="An image without a mask: an error, or left out and listed.",
 )
-@LAYOUT
+@opt.LAYOUT
 @click.option("--split", "split", type=Split(), help="e.g. train=0.8,validation=0.1,test=0.1 [default: all train].")
-@resize_option("Resize images to WxH (JPEG) and masks with nearest neighbour.")
-@QUALITY
-@CHROMA
-@MAX_PIXELS
-@on_error_option("skip: leave out images whose mask or file is bad, and list them.")
-@common_options
+@opt.resize_option("Resize images to WxH (JPEG) and masks with nearest neighbour.")
+@opt.QUALITY
+@opt.CHROMA
+@opt.MAX_PIXELS
+@opt.on_error_option("skip: leave out images whose mask or file is bad, and list them.")
+@opt.common_options
 def command(
     image_dir,
     masks,
@@ -86,8 +71,8 @@ def command(
     from ...converters.annotations.segmentation import SegmentationConverter, SegmentationOptions
     from ...pictures.imaging import DecodePolicy
 
-    options = options_of(SegmentationOptions, missing=missing_masks, policy=DecodePolicy(max_pixels, resize=resize))
-    usage_error_if(options.problem())
+    options = opt.options_of(SegmentationOptions, missing=missing_masks, policy=DecodePolicy(max_pixels, resize=resize))
+    opt.usage_error_if(options.problem())
 
     def make_converter():
         from ...storage import fs

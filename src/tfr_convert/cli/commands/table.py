@@ -5,19 +5,7 @@ from __future__ import annotations
 
 import click
 
-from ..options import (
-    CHECK,
-    CHROMA,
-    MAX_PIXELS,
-    QUALITY,
-    common_options,
-    image_format_option,
-    on_error_option,
-    options_of,
-    resize_option,
-    split_options,
-    usage_error_if,
-)
+from .. import options as opt
 from ..running import converted, run_conversion, source_context
 from ..types import ColumnNames, Delimiter, LocalOrRemotePath, Rename
 
@@ -45,7 +33,7 @@ CONVERTERS = ("tfr_convert.converters.table.converter:TableConverter",)
     type=LocalOrRemotePath(exists=True, dir_okay=False),
     help="A file of class names, one per line (the first names class 0), for an integer --label-column.",
 )
-@split_options("Keep --label-column's proportions in every split.")
+@opt.split_options("Keep --label-column's proportions in every split.")
 @click.option("--split-column", help="The column naming each row's split (it is not written as a feature).")
 @click.option("--group-column", help="With --split: rows sharing this column's value go to one split.")
 @click.option("--key-column", help="Each row's unique key (seeds splits and shuffle) [default: its position].")
@@ -61,16 +49,18 @@ CONVERTERS = ("tfr_convert.converters.table.converter:TableConverter",)
     type=LocalOrRemotePath(exists=True, file_okay=False),
     help="The folder the paths of a picture column are relative to (nothing outside it is read).",
 )
-@image_format_option(
+@opt.image_format_option(
     ["keep", "png", "jpeg"], "keep: the pictures' own bytes (checked) [default: keep, or png with --resize]."
 )
-@QUALITY
-@CHROMA
-@resize_option("Resize every picture to WxH.")
-@MAX_PIXELS
-@CHECK
-@on_error_option("skip: leave out rows that cannot be written (a null, a bad label, a damaged picture) and list them.")
-@common_options
+@opt.QUALITY
+@opt.CHROMA
+@opt.resize_option("Resize every picture to WxH.")
+@opt.MAX_PIXELS
+@opt.CHECK
+@opt.on_error_option(
+    "skip: leave out rows that cannot be written (a null, a bad label, a damaged picture) and list them."
+)
+@opt.common_options
 def command(
     src,
     delimiter,
@@ -106,7 +96,7 @@ def command(
     from ...converters.table.converter import TableOptions
     from ...converters.table.files import FromPython
 
-    options = options_of(
+    options = opt.options_of(
         TableOptions,
         columns=tuple(n for group in columns for n in group),
         drop=tuple(n for group in drop for n in group),
@@ -115,7 +105,7 @@ def command(
         image_columns=tuple(image_columns),
         images=_image_policy(image_format, quality, chroma, resize, max_pixels, check, image_root),
     )
-    usage_error_if(options.problem())
+    opt.usage_error_if(options.problem())
     given = click.get_current_context().find_object(FromPython)  # tfr_convert.write()'s tables
 
     def make_converter():

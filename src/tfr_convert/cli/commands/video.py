@@ -4,17 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..options import (
-    CHROMA,
-    QUALITY,
-    common_options,
-    labelled_folder_options,
-    labelling_of,
-    on_error_option,
-    options_of,
-    resize_option,
-    usage_error_if,
-)
+from .. import options as opt
 from ..running import run_conversion, source_context
 from ..types import LocalOrRemotePath
 
@@ -23,7 +13,7 @@ CONVERTERS = ("tfr_convert.converters.media.video:VideoConverter",)
 
 @click.command()
 @click.argument("root", type=LocalOrRemotePath(exists=True, file_okay=False))
-@labelled_folder_options("clips", "a person, a scene")
+@opt.labelled_folder_options("clips", "a person, a scene")
 @click.option(
     "--frame-format",
     type=click.Choice(["png", "jpeg"]),
@@ -31,22 +21,16 @@ CONVERTERS = ("tfr_convert.converters.media.video:VideoConverter",)
     show_default=True,
     help="How each frame is stored: png (lossless) or jpeg (--quality).",
 )
-@QUALITY
-@CHROMA
+@opt.QUALITY
+@opt.CHROMA
 @click.option(
     "--fps",
     type=click.FloatRange(min=0, min_open=True),
     help="Resample every clip to F frames a second by timestamps [default: the clip's own frames].",
 )
 @click.option("--max-frames", type=click.IntRange(min=1), help="Keep a clip's first N frames.")
-@resize_option("Make every frame WxH (see --fit).")
-@click.option(
-    "--fit",
-    type=click.Choice(["stretch", "crop", "pad"]),
-    default="stretch",
-    show_default=True,
-    help="With --resize: stretch to WxH, crop to cover it, or pad to fit inside it (black).",
-)
+@opt.resize_option("Make every frame WxH (see --fit).")
+@opt.fit_option("black")
 @click.option(
     "--as",
     "record_kind",
@@ -56,8 +40,8 @@ CONVERTERS = ("tfr_convert.converters.media.video:VideoConverter",)
     help="example: TFDS's Video feature; sequence-example: one tf.train.SequenceExample per clip, the frames "
     "and their times in feature lists (image/encoded, image/timestamp), the rest in the context (MediaPipe's keys).",
 )
-@on_error_option("skip: leave out clips that cannot be read, and list them.")
-@common_options
+@opt.on_error_option("skip: leave out clips that cannot be read, and list them.")
+@opt.common_options
 def command(
     root,
     frame_format,
@@ -76,8 +60,8 @@ def command(
 
     if fit != "stretch" and not resize:
         raise click.UsageError("--fit needs --resize WxH")
-    options = options_of(VideoOptions, as_sequence=record_kind == "sequence-example", **labelling_of(common))
-    usage_error_if(options.problem())
+    options = opt.options_of(VideoOptions, as_sequence=record_kind == "sequence-example", **opt.labelling_of(common))
+    opt.usage_error_if(options.problem())
 
     def make_converter():
         return VideoConverter(root, options, source_context(common, on_error))

@@ -29,7 +29,6 @@ from ...dataset.naming import KEYPOINTS
 from ...dataset.splits import SplitSpec, split_by_ratio
 from ...errors import OptionError, SourceError
 from ...pictures.imaging import DEFAULT_CHROMA, DecodePolicy, probe, reencode
-from ...skips import Skips
 from ...storage import fs
 from ..base import Converter, Options, SourceContext, fingerprint
 from ..listing.folders import IMAGE_SUFFIXES, FileItems, dataset_name, list_files, named
@@ -120,21 +119,14 @@ class DetectionConverter(FileItems, Converter):
     chunk_size = 16  # images are large: keep what is in flight between processes small
     nested_features = True
 
-    def __init__(
-        self,
-        image_dir: str,
-        options: DetectionOptions,
-        context: SourceContext | None = None,
-    ) -> None:
-        options = options.checked()
-        self.context = context = context or SourceContext()
+    def __init__(self, image_dir: str, options: DetectionOptions, context: SourceContext | None = None) -> None:
+        options = self.begin(options, context)
+        context = self.context
         self.root = image_dir
         # a local image's real path must stay under this (object stores have no links)
         self._real_root = None if fs.is_remote(image_dir) else os.path.realpath(image_dir)
         self.image_format, self.quality, self.chroma = options.image_format, options.quality, options.chroma
         self.policy = options.policy or DecodePolicy()
-        self.skipped = Skips()
-        self.warnings: list[str] = []
         self.dataset_name = dataset_name(image_dir)
         self._flag: tuple[Any, ...] = ()
         fmt = self.annotation_format = self._format_of(options)

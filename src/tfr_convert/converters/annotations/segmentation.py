@@ -98,18 +98,12 @@ class SegmentationConverter(FileItems, Converter):
     chunk_size = 16
     supervised_keys = SUPERVISED
 
-    def __init__(
-        self,
-        image_dir: str,
-        options: SegmentationOptions,
-        context: SourceContext | None = None,
-    ) -> None:
-        options = options.checked()
-        self.context = context = context or SourceContext()
+    def __init__(self, image_dir: str, options: SegmentationOptions, context: SourceContext | None = None) -> None:
+        options = self.begin(options, context)
+        context = self.context
         self.root, self.mask_root, self.options_ = image_dir, options.masks, options
         self.policy = options.policy
         self.tfds_layout = options.layout == "tfds"
-        self.warnings: list[str] = []
         self.dataset_name = dataset_name(image_dir)
         self._real = {
             root: None if fs.is_remote(root) else os.path.realpath(root) for root in (image_dir, options.masks)

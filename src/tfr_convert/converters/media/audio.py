@@ -157,10 +157,10 @@ class AudioConverter(MediaFolder, Converter):
     chunk_size = 16
 
     def __init__(self, root: str, options: AudioOptions | None = None, context: SourceContext | None = None) -> None:
-        options = (options or AudioOptions()).checked()
+        options = self.begin(options or AudioOptions(), context)
         if options.audio_format in ("wav", "flac"):
             _libsndfile()  # it encodes them: a missing extra is said before listing
-        listed, split_of = self._open(root, options, context or SourceContext())
+        listed, split_of = self._open(root, options)
         heard: dict[str, tuple[Any, str]] = {}  # what the files must share -> (value, the first file with it)
         items = [
             item

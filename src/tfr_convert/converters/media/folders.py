@@ -20,7 +20,7 @@ from ...dataset.splits import SplitSpec, split_by_ratio
 from ...errors import SourceError
 from ...skips import Skips
 from ...storage import fs
-from ..base import Options, SourceContext, fingerprint
+from ..base import Options, fingerprint
 from ..listing.class_folders import class_folders
 from ..listing.folders import FileItems, ImageFolder, dataset_name
 from ..listing.label_csv import LabelCsv
@@ -79,12 +79,11 @@ class MediaFolder(FileItems):
     supervised_keys: dict[str, Any] | None
     reject: Callable[[str, str], None]  # the Converter's
 
-    def _open(self, root: str, options: Labelling, context: SourceContext) -> tuple[list[tuple], dict[str, str]]:
+    def _open(self, root: str, options: Labelling) -> tuple[list[tuple], dict[str, str]]:
         """Takes the (checked) options, reads ROOT and lists its files: `_listed`'s answer."""
-        self._o, self.context, self.root = options, context, root
-        self._folder = ImageFolder(root, context.out, context.fill_in_parts)
+        self._o, self.root = options, root
+        self._folder = ImageFolder(root, self.context.out, self.context.fill_in_parts)
         self._real_root = None if self._folder.remote else self._folder.real_root
-        self.warnings = []
         self.dataset_name = dataset_name(root)
         self._group_of = {}
         return self._listed()

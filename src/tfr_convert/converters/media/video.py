@@ -86,9 +86,9 @@ class VideoConverter(MediaFolder, Converter):
     chunk_size = 1  # a clip is many frames' work: one a batch, so a worker holds one clip's frames
 
     def __init__(self, root: str, options: VideoOptions | None = None, context: SourceContext | None = None) -> None:
-        options = (options or VideoOptions()).checked()
+        options = self.begin(options or VideoOptions(), context)
         av("tfr-convert video")  # (before listing: a missing extra is said first)
-        listed, split_of = self._open(root, options, context or SourceContext())
+        listed, split_of = self._open(root, options)
         items, sizes = [], set()
         for rel, line, label, extras in listed:
             where = self.describe((rel, line))

@@ -157,8 +157,7 @@ class CifarConverter(Converter):
 
     def __init__(self, src: str, options: PublishedOptions | None = None, context: SourceContext | None = None) -> None:
         """layout "tfds": exactly TFDS's catalog features (id, image PNG, label, coarse_label)."""
-        options = (options or PublishedOptions()).checked()
-        self.context = context or SourceContext()
+        options = self.begin(options or PublishedOptions(), context)
         variant = options.variant
         self.layout = options.layout
         self.image_format = options.pixels

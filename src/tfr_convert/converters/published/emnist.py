@@ -166,8 +166,7 @@ class EmnistConverter(MnistConverter):
     description = "EMNIST handwritten characters (28x28 grayscale) with class labels."
 
     def __init__(self, src: str, options: PublishedOptions | None = None, context: SourceContext | None = None) -> None:
-        options = (options or PublishedOptions()).checked()
-        self.context = context or SourceContext()
+        options = self.begin(options or PublishedOptions(), context)
         variant, layout = options.variant, options.layout
         self._files = EmnistFiles(src)
         found = self._files.variants()

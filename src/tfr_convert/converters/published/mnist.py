@@ -64,8 +64,7 @@ class MnistConverter(Converter):
         """`source`: the folder, or its images files set inflating already by
         idx.start_images (by a caller that starts them before it imports this module, and
         numpy)."""
-        options = (options or PublishedOptions()).checked()
-        self.context = context or SourceContext()
+        options = self.begin(options or PublishedOptions(), context)
         images = source if isinstance(source, ImageFiles) else None
         self.src_dir = src_dir = images.folder if images else str(source)
         self.layout = layout = options.layout

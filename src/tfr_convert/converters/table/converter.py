@@ -165,9 +165,7 @@ class TableConverter(Converter):
     ):
         """`paths`: the SRCs, or tables already opened (in memory, from tfr_convert.write())."""
         pyarrow("tfr-convert table")
-        self._o = options = (options or TableOptions()).checked()
-        self.context = context or SourceContext()
-        self.warnings: list[str] = []
+        self._o = options = self.begin(options or TableOptions(), context)
         opened = (
             paths if isinstance(paths, table_files.Opened) else table_files.open_all(list(paths), options.delimiter)
         )
