@@ -12,6 +12,10 @@ import numpy as np
 from tfr_convert.converters.base import Converter
 from tfr_convert.converters.published.idx import FILES, idx_bytes
 from tfr_convert.converters.published.mnist import MnistConverter
+from tfr_convert.output.shards import ShardPolicy
+
+TESTS = Path(__file__).resolve().parent  # the helper scripts (kill_at.py, peak_rss.py...) are here
+REPO = TESTS.parent
 
 
 def write_mnist(directory: Path, n_train: int = 40, n_test: int = 12, gz: bool = True, seed: int = 0,
@@ -219,3 +223,30 @@ class Given(Converter):
 
     def key(self, item):
         return str(item)
+
+
+def make_clip(path: Path, frames: np.ndarray, rate: int = 10) -> np.ndarray:
+    """An FFV1 clip (lossless: it decodes to exactly `frames`)."""
+    import av
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("ffv1", rate=rate)
+        stream.width, stream.height, stream.pix_fmt = frames.shape[2], frames.shape[1], "bgr0"
+        for frame in frames:
+            out.mux(stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")))
+        out.mux(stream.encode())
+    return frames
+
+
+def shards_by_record(policy: ShardPolicy, sizes: list[int]) -> list[int]:
+    """Records per shard when records of these framed sizes are written."""
+    counts, current, split_bytes, shard_bytes = [], 0, 0, 0
+    for i, size in enumerate(sizes, 1):
+        current += 1
+        shard_bytes += size
+        split_bytes += size
+        if policy.closes_after(i, len(sizes), current, shard_bytes, split_bytes):
+            counts.append(current)
+            current = shard_bytes = 0
+    return counts

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_hostile_matrix import framed, mp4, wav
 
 import tfr_convert
 from tfr_convert.containers.crc import masked_crc
+from valid_files import framed, mp4, wav
 
 HERE = Path(__file__).resolve().parent
 PEAK_RSS = HERE.parent / "peak_rss.py"
