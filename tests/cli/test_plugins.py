@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 import tensorflow as tf
-from helpers import write_mnist
+from helpers import TESTS, write_mnist
 
 from tfr_convert.cli.convert import PLUGIN_LOAD_SECONDS
 from tfr_convert.dataset.example import parse
 
 SCRIPTS = Path(sys.executable).parent
-PLUGIN = Path(__file__).parent / "plugin_counting"
+PLUGIN = TESTS / "plugin_counting"
 
 
 @pytest.fixture(scope="module")

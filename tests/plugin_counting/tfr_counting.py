@@ -33,7 +33,7 @@ class Counting(Converter):
     def sources(self):
         return []
 
-    def options(self):
+    def recorded_options(self):
         return {"n": self.n}
 
 

@@ -3,11 +3,13 @@ run (or its dry run), and the summary on stdout."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
 import os
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import click
@@ -34,14 +36,17 @@ def run_conversion(
     _terminate_as_interrupt()
     progress, close_bar = progress_bar(quiet, "converting", "ex", "checking sources")
     try:
-        done = converted(
-            make_converter, engine=engine, beam_options=beam_options, dry_run=dry_run, nested=nested,
-            quiet=quiet, progress=progress, **common,
-        )  # fmt: skip
+        if dry_run:
+            plan = dry_run_plan(make_converter, engine=engine, beam_options=beam_options, **common)
+        else:
+            done = converted(
+                make_converter, engine=engine, beam_options=beam_options, nested=nested,
+                quiet=quiet, progress=progress, **common,
+            )  # fmt: skip
     finally:
         close_bar()
     if dry_run:
-        _print_plan(done, quiet, as_json)
+        _print_plan(plan, quiet, as_json)
         return
     done.seconds = time.perf_counter() - started  # reading and checking the sources included
     try:
@@ -59,14 +64,13 @@ def converted(
     *,
     engine: str = "local",
     beam_options: str = "",
-    dry_run: bool = False,
     nested: bool = False,
     quiet: bool = True,
     progress: Any = None,
     **common,
 ) -> Any:
-    """The run itself, for the command line and for tfr_convert.write(): the Summary, or
-    with `dry_run` the plan (nothing written). Reports nothing.
+    """The run itself, for the command line and for tfr_convert.write(): its Summary.
+    Reports nothing.
 
     The output's lock is taken before the converter reads anything and held until the
     commit, so a second run into the same output is refused at any point of this one;
@@ -77,29 +81,57 @@ def converted(
     from ..output.opening import claimed
 
     options = run_options(**common)
+    run = _engine(engine, beam_options, options.resume, quiet)
+    with _hinted(common, options), nullcontext() if nested else claimed(options.out) as lock:
+        converter, options = _made(make_converter, options, common)
+        return run(converter, options, progress=progress, lock=lock)
+
+
+def dry_run_plan(
+    make_converter, *, engine: str = "local", beam_options: str = "", nested: bool = False, quiet: bool = True, **common
+) -> dict[str, Any]:
+    """What a run would write, per split (examples, shards, estimated bytes); nothing is
+    written and no lock taken (`nested` and `quiet` change nothing here). Reports nothing."""
+    from ..engine.core import dry_run
+
+    options = run_options(**common)
+    _engine(engine, beam_options, options.resume, quiet=True)  # its usage errors all the same
+    with _hinted(common, options):
+        converter, options = _made(make_converter, options, common)
+        return dry_run(converter, options)
+
+
+def _engine(engine: str, beam_options: str, resume: bool, quiet: bool) -> Any:
+    """The engine's run function; a UsageError for options it cannot take."""
     if engine == "beam":
         from ..engine import beam as beam_engine
 
         if not beam_engine.available():
             raise click.UsageError(beam_engine.install_hint())
-        if options.resume:
+        if resume:
             raise click.UsageError("--resume is for --engine local (Beam's runners retry failed work themselves)")
-        run = functools.partial(beam_engine.run, beam_options=beam_options, quiet=quiet)
-    else:
-        if beam_options:
-            raise click.UsageError("--beam-options needs --engine beam")
-        run = _local_run
-    try:
-        with nullcontext() if dry_run or nested else claimed(options.out) as lock:
-            converter = make_converter()
-            options = options.at_dataset_folder(converter)
-            if common.get("shuffle") is None and converter.keeps_order:
-                options = dataclasses.replace(options, shuffle=False)
-            if dry_run:
-                from ..engine.core import dry_run as plan
+        return functools.partial(beam_engine.run, beam_options=beam_options, quiet=quiet)
+    if beam_options:
+        raise click.UsageError("--beam-options needs --engine beam")
+    return _local_run
 
-                return plan(converter, options)
-            return run(converter, options, progress=progress, lock=lock)
+
+def _made(make_converter, options: Any, common: dict[str, Any]) -> tuple[Any, Any]:
+    """The converter (its sources read) and the run options as it settles them: the
+    dataset's folder in TFDS's layout, no shuffle for a source that keeps its order."""
+    converter = make_converter()
+    options = options.at_dataset_folder(converter)
+    if common.get("shuffle") is None and converter.keeps_order:
+        options = dataclasses.replace(options, shuffle=False)
+    return converter, options
+
+
+@contextlib.contextmanager
+def _hinted(common: dict[str, Any], options: Any) -> Iterator[None]:
+    """An item's error, with the hint of --on-error skip where the command has it and it
+    was not given."""
+    try:
+        yield
     except TfrConvertError as e:
         if e.skippable and "on_error" in common and options.on_error == "fail":
             e.hint = "--on-error skip leaves such items out and lists them"

@@ -155,13 +155,11 @@ class Converter(ABC):
 
     #: registry name, the `tfr-convert` subcommand
     command: str = ""
-    #: default dataset name (--name), used in shard file names
+    #: default dataset name (--name), used in shard file names; the command's without one
     dataset_name: str = ""
     description: str = ""
     #: feature name -> how readers should see it
     features: dict[str, FeatureSpec]
-    #: feature name -> class names, written to {feature}.labels.txt
-    labels: dict[str, list[str]]
     #: what the run told the converter (its constructor sets its own)
     context: SourceContext = SourceContext()
     #: a hint for the engines: items per batch, large enough to amortize a batch's
@@ -181,6 +179,19 @@ class Converter(ABC):
     @skipped.setter
     def skipped(self, value: Skips) -> None:
         self.__dict__["_skipped"] = value
+
+    @property
+    def labels(self) -> dict[str, list[str]]:
+        """Feature name -> class names, written to {feature}.labels.txt; none unless the
+        converter sets them (each converter's own dict, made when first asked for)."""
+        found = self.__dict__.get("_Converter__labels")
+        if found is None:
+            found = self.__dict__["_Converter__labels"] = {}
+        return found
+
+    @labels.setter
+    def labels(self, value: dict[str, list[str]]) -> None:
+        self.__dict__["_Converter__labels"] = value
 
     #: what listing the sources found worth saying (the engines report them first)
     warnings: tuple[str, ...] | list[str] = ()
@@ -226,20 +237,23 @@ class Converter(ABC):
     def key(self, item: Hashable) -> str:
         """A stable, unique name of the item; seeds its split and shuffle rank."""
 
-    @abstractmethod
     def describe(self, item: Hashable) -> str:
-        """Where the item comes from, for error messages (file and position)."""
+        """Where the item comes from, for error messages (file and position); its key
+        unless the converter says more."""
+        return self.key(item)
 
     @abstractmethod
     def features_of(self, item: Hashable) -> dict[str, Any]:
         """The item's features dict (serialized by example.serialize)."""
 
-    @abstractmethod
     def sources(self) -> list[dict[str, Any]]:
-        """Fingerprints of the input files for the manifest."""
+        """Fingerprints of the input files read whole, for the manifest (and for `--resume`
+        to tell a changed one); none unless the converter lists them."""
+        return []
 
-    def options(self) -> dict[str, Any]:
-        """Converter-specific options recorded in the manifest."""
+    def recorded_options(self) -> dict[str, Any]:
+        """The converter's own options, recorded in the manifest (and compared by
+        `--resume`); `self.options` stays free for the converter's options object."""
         return {}
 
     def label_of(self, item: Hashable) -> Hashable | None:

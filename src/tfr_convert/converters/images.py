@@ -355,7 +355,7 @@ class ImagesConverter(FileItems, Converter):
             return []
         return [fingerprint(self._csv, fs.read_bytes(self._csv))]
 
-    def options(self) -> dict[str, Any]:
+    def recorded_options(self) -> dict[str, Any]:
         settings = dict(self._settings)
         if self.raw_shape is not None:  # how to turn the bytes back into pixels (tfr_convert.load, --grid)
             settings["raw_image"] = {"feature": "image", "shape": list(self.raw_shape)}

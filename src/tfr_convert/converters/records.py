@@ -332,7 +332,7 @@ class RecordsConverter(Converter):
             found.append(source)
         return found
 
-    def options(self) -> dict[str, Any]:
+    def recorded_options(self) -> dict[str, Any]:
         o = self._options
         return {
             "split": o.split.describe() if o.split else None,

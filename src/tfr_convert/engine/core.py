@@ -126,7 +126,7 @@ def commit_with_metadata(
         file_format=options.file_format,
         features=converter.features,
         labels=converter.labels,
-        options={**options.recorded(), "name": name, **converter.options()},
+        options={**options.recorded(), "name": name, **converter.recorded_options()},
         sources=converter.sources(),
         results=results,
         skipped=skipped,
@@ -209,7 +209,9 @@ def output_name(converter: Converter, options: RunOptions) -> str:
     """The dataset's name, which begins every shard's file name: --name, else the
     converter's (which may come from the data: a dataset's metadata, a folder's name),
     checked as any path component from the data is, before anything is written."""
-    return checked_component(options.name or converter.dataset_name, "dataset name (--name sets another)")
+    return checked_component(
+        options.name or converter.dataset_name or converter.command, "dataset name (--name sets another)"
+    )
 
 
 DRY_RUN_SAMPLE = 16  # items encoded per split to estimate the sizes a dry run reports

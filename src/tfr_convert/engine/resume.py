@@ -34,7 +34,11 @@ def run_identity(
     identity = {
         "tool_version": __version__,
         "converter": converter.command,
-        "options": {**options.recorded(), "name": options.name or converter.dataset_name, **converter.options()},
+        "options": {
+            **options.recorded(),
+            "name": options.name or converter.dataset_name or converter.command,
+            **converter.recorded_options(),
+        },
         "sources": converter.sources(),
         "items": {"splits": {split: len(items) for split, items in plan.items()}, "sha256": planned},
         "batch": converter.chunk_size,

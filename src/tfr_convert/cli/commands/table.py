@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from .. import options as opt
-from ..running import converted, run_conversion, source_context
+from ..running import converted, dry_run_plan, run_conversion, source_context
 from ..types import ColumnNames, Delimiter, LocalOrRemotePath, Rename
 
 CONVERTERS = ("tfr_convert.converters.table.converter:TableConverter",)
@@ -120,7 +120,8 @@ def command(
         run_conversion(make_converter, on_error=on_error, **common)
     else:  # no report: write() returns the summary
         common.pop("as_json")
-        given.summary = converted(make_converter, on_error=on_error, **common)
+        run = dry_run_plan if common.pop("dry_run") else converted
+        given.summary = run(make_converter, on_error=on_error, **common)
 
 
 def _names_in(path: str | None) -> tuple[str, ...] | None:

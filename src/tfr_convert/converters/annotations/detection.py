@@ -496,7 +496,7 @@ class DetectionConverter(FileItems, Converter):
                 sources.append(fingerprint(path, f.read()))
         return sources
 
-    def options(self) -> dict[str, Any]:
+    def recorded_options(self) -> dict[str, Any]:
         return {
             **self._settings,
             "decode": {

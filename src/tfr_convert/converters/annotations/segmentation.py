@@ -274,7 +274,7 @@ class SegmentationConverter(FileItems, Converter):
                     sources.append(fingerprint(path, f.read()))
         return sources
 
-    def options(self) -> dict[str, Any]:
+    def recorded_options(self) -> dict[str, Any]:
         return {
             "masks": self.mask_root,
             "classes": self.classes,

@@ -359,7 +359,7 @@ class AudioConverter(MediaFolder, Converter):
         clip = self._o.clip_seconds
         return frames if clip is None else min(frames, round(clip * rate))
 
-    def options(self) -> dict[str, Any]:
+    def recorded_options(self) -> dict[str, Any]:
         o = self._o
         return {
             "audio_format": o.audio_format,

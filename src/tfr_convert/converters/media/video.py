@@ -198,7 +198,7 @@ class VideoConverter(MediaFolder, Converter):
             context[name] = value
         return serialize_sequence(context, {"image/encoded": frames, "image/timestamp": times})
 
-    def options(self) -> dict[str, Any]:
+    def recorded_options(self) -> dict[str, Any]:
         o = self._o
         return {
             "as": "sequence-example" if o.as_sequence else "example",

@@ -356,7 +356,7 @@ class CifarConverter(Converter):
     def sources(self) -> list[dict[str, Any]]:
         return self._sources or [self._hashes.get(m) for m in self._fingerprinted]
 
-    def options(self) -> dict[str, Any]:
+    def recorded_options(self) -> dict[str, Any]:
         options: dict[str, Any] = {"variant": self.variant, "image_format": self.image_format, "layout": self.layout}
         if self.image_format == "raw":  # how to turn the bytes back into pixels (tfr_convert.load, --grid)
             options["raw_image"] = {"feature": "image", "shape": [32, 32, 3]}

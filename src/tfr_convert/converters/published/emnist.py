@@ -212,5 +212,5 @@ class EmnistConverter(MnistConverter):
         # TFDS's catalog names EMNIST's classes by number
         return self._names if self._names is not None else [str(i) for i in range(self.num_classes)]
 
-    def options(self) -> dict[str, object]:
-        return {**super().options(), "upright": self.upright}
+    def recorded_options(self) -> dict[str, object]:
+        return {**super().recorded_options(), "upright": self.upright}

@@ -207,7 +207,7 @@ class MnistConverter(Converter):
     def sources(self) -> list[dict[str, Any]]:
         return self._sources
 
-    def options(self) -> dict[str, Any]:
+    def recorded_options(self) -> dict[str, Any]:
         options: dict[str, Any] = {"variant": self.variant, "image_format": self.image_format, "layout": self.layout}
         if self.image_format == "raw":  # how to turn the bytes back into pixels (tfr_convert.load, --grid)
             options["raw_image"] = {"feature": "image_raw", "shape": [self.height, self.width, 1]}

@@ -646,7 +646,7 @@ class TableConverter(Converter):
     def sources(self) -> list[dict[str, Any]]:
         return self._sources
 
-    def options(self) -> dict[str, Any]:
+    def recorded_options(self) -> dict[str, Any]:
         o = self._o
         return {
             "delimiter": o.delimiter,
