@@ -365,3 +365,20 @@ def test_no_test_module_imports_another():
             names += [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
             found += [f"{path.relative_to(TESTS)} imports {n}" for n in names if n in tests and n != path.stem]
     assert found == []
+
+
+def test_every_built_in_source_is_the_files_the_add_a_converter_steps_name():
+    """CONTRIBUTING.md's steps for a new source name its files with NAME: each built-in
+    command has every one of them (its command module, its test), and a golden."""
+    import re
+
+    from tfr_convert.cli import commands
+
+    steps = (REPO / "CONTRIBUTING.md").read_text().split("## How to add a converter", 1)[1].split("\n## ", 1)[0]
+    named = sorted(set(re.findall(r"`((?:src|tests)/[\w/]*NAME[\w/]*\.py)`", steps)))
+    assert "src/tfr_convert/cli/commands/NAME.py" in named and "tests/converters/test_NAME.py" in named
+    missing = [
+        p.replace("NAME", c) for c in commands.modules() for p in named if not (REPO / p.replace("NAME", c)).exists()
+    ]
+    assert missing == []
+    assert "tests/system/test_golden.py" in steps  # (test_golden checks that every command has one)
