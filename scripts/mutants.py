@@ -79,42 +79,64 @@ PRELOAD = ("pytest", "numpy", "click", "PIL.Image", "hypothesis", "pyarrow", "te
 
 # name -> (module, the tests that cover it: fast ones, no TensorFlow where possible)
 TARGETS: dict[str, tuple[str, list[str]]] = {
-    "naming": ("src/tfr_convert/dataset/naming.py", ["tests/test_naming.py"]),
-    "framing": ("src/tfr_convert/containers/framing.py", ["tests/test_tfrecord.py", "tests/test_encode.py"]),
-    "crc": ("src/tfr_convert/containers/crc.py", ["tests/test_tfrecord.py"]),
+    "naming": ("src/tfr_convert/dataset/naming.py", ["tests/dataset/test_naming.py"]),
+    "framing": (
+        "src/tfr_convert/containers/framing.py",
+        ["tests/containers/test_tfrecord.py", "tests/engine/test_encode.py"],
+    ),
+    "crc": ("src/tfr_convert/containers/crc.py", ["tests/containers/test_tfrecord.py"]),
     "example": (
         "src/tfr_convert/dataset/example.py",
-        ["tests/test_example.py", "tests/test_example_parse.py", "tests/test_example_columns.py"],
+        [
+            "tests/dataset/test_example.py",
+            "tests/dataset/test_example_parse.py",
+            "tests/dataset/test_example_columns.py",
+        ],
     ),
     # (shared with the columnar serializer, which holds them to every width)
-    "varints": ("src/tfr_convert/dataset/varints.py", ["tests/test_example.py", "tests/test_example_columns.py"]),
+    "varints": (
+        "src/tfr_convert/dataset/varints.py",
+        ["tests/dataset/test_example.py", "tests/dataset/test_example_columns.py"],
+    ),
     "salvage": (
         "src/tfr_convert/containers/salvage.py",
-        ["tests/test_salvage.py", "-k", "not huge_record"],  # a 1 GiB record: slow, and what it shows others do
+        [
+            "tests/containers/test_salvage.py",
+            "-k",
+            "not huge_record",
+        ],  # a 1 GiB record: slow, and what it shows others do
     ),
     "coco_rle": (
         "src/tfr_convert/dataset/coco_rle.py",
         # in this process; the CLI's memory-bound runs of hostile masks are slow and test no more of it
-        ["tests/test_coco_rle.py", "tests/test_hostile_masks.py", "-k", "not bounded_memory and not claims_too_many"],
+        [
+            "tests/dataset/test_coco_rle.py",
+            "tests/system/test_hostile_masks.py",
+            "-k",
+            "not bounded_memory and not claims_too_many",
+        ],
     ),
-    "jpeg_check": ("src/tfr_convert/pictures/jpeg_check.py", ["tests/test_jpeg_check.py"]),
-    "png_check": ("src/tfr_convert/pictures/png_check.py", ["tests/test_png_check.py"]),
+    "jpeg_check": ("src/tfr_convert/pictures/jpeg_check.py", ["tests/pictures/test_jpeg_check.py"]),
+    "png_check": ("src/tfr_convert/pictures/png_check.py", ["tests/pictures/test_png_check.py"]),
     "splits": (
         "src/tfr_convert/dataset/splits.py",
-        ["tests/test_seams.py", "tests/test_shards_splits.py", "tests/test_records_split.py"],
+        ["tests/system/test_seams.py", "tests/output/test_shards_splits.py", "tests/converters/test_records_split.py"],
     ),
-    "rows": ("src/tfr_convert/dataset/rows.py", ["tests/test_seams.py", "tests/test_table_rows.py"]),
-    "shards": ("src/tfr_convert/output/shards.py", ["tests/test_cutter.py", "tests/test_shards_splits.py"]),
-    "example_columns": ("src/tfr_convert/dataset/example_columns.py", ["tests/test_example_columns.py"]),
-    "fingerprints": ("src/tfr_convert/storage/fingerprints.py", ["tests/test_fingerprints.py"]),
-    "remote_lock": ("src/tfr_convert/output/remote_lock.py", ["tests/test_stores.py"]),
+    "rows": ("src/tfr_convert/dataset/rows.py", ["tests/system/test_seams.py", "tests/converters/test_table_rows.py"]),
+    "shards": (
+        "src/tfr_convert/output/shards.py",
+        ["tests/output/test_cutter.py", "tests/output/test_shards_splits.py"],
+    ),
+    "example_columns": ("src/tfr_convert/dataset/example_columns.py", ["tests/dataset/test_example_columns.py"]),
+    "fingerprints": ("src/tfr_convert/storage/fingerprints.py", ["tests/storage/test_fingerprints.py"]),
+    "remote_lock": ("src/tfr_convert/output/remote_lock.py", ["tests/storage/test_stores.py"]),
     "remote_commit": (
         "src/tfr_convert/output/remote.py",
         # a real S3 server (one for the whole run: S3_TARGETS); of the conversions to a
         # store, one per container and store: the rest write through the same calls
-        ["tests/test_stores.py", "tests/test_remote_crash.py"]
+        ["tests/storage/test_stores.py", "tests/system/test_remote_crash.py"]
         + [
-            f"tests/test_remote.py::test_{name}"
+            f"tests/system/test_remote.py::test_{name}"
             for name in (
                 "mnist_from_and_to_s3_gives_the_local_runs_bytes",
                 "array_record_to_s3_and_index_files_beside_remote_shards",
@@ -122,22 +144,25 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
             )
         ],
     ),
-    "grouping": ("src/tfr_convert/converters/listing/grouping.py", ["tests/test_grouping.py", "tests/test_dedupe.py"]),
+    "grouping": (
+        "src/tfr_convert/converters/listing/grouping.py",
+        ["tests/converters/test_grouping.py", "tests/dataset/test_dedupe.py"],
+    ),
     "journal": (
         "src/tfr_convert/output/journal.py",
         [
-            "tests/test_journal.py",
-            "tests/test_fingerprints.py",
-            "tests/test_crash.py",
+            "tests/output/test_journal.py",
+            "tests/storage/test_fingerprints.py",
+            "tests/system/test_crash.py",
             "-k",
             "test_journal or test_fingerprints or resume and not signal and not worker",
         ],
     ),
     "resume": (
         "src/tfr_convert/engine/resume.py",
-        ["tests/test_plan_digest.py"]
+        ["tests/engine/test_plan_digest.py"]
         + [
-            f"tests/test_crash.py::test_{name}"
+            f"tests/system/test_crash.py::test_{name}"
             for name in (
                 "resume_refuses_another_runs_work_naming_what_differs",
                 "resume_does_not_believe_an_edited_journal_line",
@@ -158,11 +183,11 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
     "commit": (
         "src/tfr_convert/output/local.py",
         [
-            "tests/test_local_commit.py",
-            "tests/test_shards_splits.py::test_output_dir_refuses_non_empty_and_cleans_up_on_failure",
+            "tests/output/test_local_commit.py",
+            "tests/output/test_shards_splits.py::test_output_dir_refuses_non_empty_and_cleans_up_on_failure",
         ]
         + [
-            f"tests/test_crash.py::test_{name}"
+            f"tests/system/test_crash.py::test_{name}"
             for name in (
                 "resume_rewrites_a_finished_shard_that_was_damaged",  # the output tells a whole shard
                 "resume_does_not_believe_an_edited_journal_line",

@@ -762,14 +762,14 @@ EQUIVALENT[
     "chosen[name].append((taken if members is None else members[taken]).astype(position, copy=False))",
     "ReplaceFalseWithTrue",
 ] = "a copy of the positions where they were already of that width: the same values"
-_FEW = "which of two ways finds each code's positions: tests/test_seams.py holds both to np.flatnonzero, code by code"
+_FEW = "which of two ways finds each code's positions: tests/system/test_seams.py holds both to np.flatnonzero, code by code"
 EQUIVALENT["rows", "FEW_CODES = 16  # positions_by_code of this many codes at most: found code by code",
            "NumberReplacer"] = _FEW  # fmt: skip
 for _operator in ("AddNot", "ReplaceComparisonOperator_LtE_Gt", "ReplaceComparisonOperator_LtE_Lt"):
     EQUIVALENT["rows", "if count <= FEW_CODES:  # a pass per code: no sort, whose index and workspace are 16 bytes a position",
                _operator] = _FEW  # fmt: skip
 _TABLE = (
-    "whether the groups x strata table is counted or the items are, one by one: tests/test_seams.py holds the "
+    "whether the groups x strata table is counted or the items are, one by one: tests/system/test_seams.py holds the "
     "two paths to the same splits; past the bound only memory differs"
 )
 EQUIVALENT["rows", "MAX_STRATUM_CELLS = 1 << 24  # groups x strata counted in one table at most (a few hundred MB past it)",
@@ -789,7 +789,7 @@ for _operator in ("NumberReplacer", "ReplaceBinaryOperator_Add_Sub"):
 _ARRAY_PATH = "elif isinstance(group, RowStrata) and (held := group.values[values]).min(initial=0) >= 0:"
 for _operator in ("NumberReplacer", "ReplaceComparisonOperator_GtE_Gt"):
     EQUIVALENT["splits", _ARRAY_PATH, _operator] = (
-        "rows whose strata an array holds go the per-row call's way instead: tests/test_seams.py holds the two "
+        "rows whose strata an array holds go the per-row call's way instead: tests/system/test_seams.py holds the two "
         "to the same splits (only a negative stratum must take that way, and every test with one does)"
     )
 EQUIVALENT["splits", "by_stratum = positions_by_code(held, int(held.max()) + 1 if n else 0)", "NumberReplacer"] = (
