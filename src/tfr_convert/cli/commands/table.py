@@ -116,12 +116,18 @@ def command(
         parts = forked_filler(common["workers"] or default_workers())
         return TableConverter(given.opened if given else list(src), options, source_context(common, on_error, parts))
 
+    _run(make_converter, given, on_error, common)
+
+
+def _run(make_converter, given, on_error: str, common: dict) -> None:
+    """The run, reported on the command line; for tfr_convert.write() (`given`), nothing
+    reported: its summary, or its --dry-run plan, kept for write() to return."""
     if given is None:
         run_conversion(make_converter, on_error=on_error, **common)
-    else:  # no report: write() returns the summary
-        common.pop("as_json")
-        run = dry_run_plan if common.pop("dry_run") else converted
-        given.summary = run(make_converter, on_error=on_error, **common)
+        return
+    common.pop("as_json")
+    run = dry_run_plan if common.pop("dry_run") else converted
+    given.summary = run(make_converter, on_error=on_error, **common)
 
 
 def _names_in(path: str | None) -> tuple[str, ...] | None:
