@@ -190,9 +190,6 @@ def write_emnist(root: Path, variants=("letters",), archive: bool = True, mappin
     return result
 
 
-REPO = Path(__file__).resolve().parents[1]
-
-
 def hint(extra: str) -> str:
     """What a missing extra's message tells this test environment to run: it was installed
     from this checkout, editable (README's Quickstart, .ci/run)."""

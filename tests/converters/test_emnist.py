@@ -159,3 +159,65 @@ def test_a_member_declaring_more_than_an_emnist_file_can_hold_is_refused_before_
     result = cli.convert("mnist", path, "--out", tmp_path / "out")
     assert result.exit_code == 1
     assert f"{path}:{name.decode()}: declares {3 << 30} bytes, more than the {1 << 30}" in result.stderr
+
+
+def _layouts(root):
+    """Folders and files SRC may be: (name, path), made under root."""
+    from helpers import write_mnist
+
+    made = {}
+    write_mnist(root / "mnist")
+    made["plain MNIST"] = root / "mnist"
+    (root / "empty").mkdir()
+    made["an empty folder"] = root / "empty"
+    (root / "notes").mkdir()
+    (root / "notes" / "my-emnist-notes.txt").write_text("x")
+    (root / "notes" / "gzip").mkdir()
+    made["a folder naming emnist only inside a name"] = root / "notes"
+    write_emnist(root / "zipped")
+    made["a folder with gzip.zip"] = root / "zipped"
+    made["gzip.zip itself"] = root / "zipped" / "gzip.zip"
+    write_emnist(root / "extracted", archive=False)
+    made["a folder with gzip/ of emnist files"] = root / "extracted"
+    made["the gzip/ folder itself"] = root / "extracted" / "gzip"
+    (root / "mapping").mkdir()
+    (root / "mapping" / "emnist-letters-mapping.txt").write_text("1 65 97\n")
+    made["a mapping file alone"] = root / "mapping"
+    (root / "bad").mkdir()
+    (root / "bad" / "gzip.zip").write_bytes(b"not a zip")
+    made["a broken gzip.zip"] = root / "bad"
+    (root / "file").write_bytes(b"idx")
+    made["a file that is no zip"] = root / "file"
+    return made
+
+
+def test_a_folder_told_apart_without_the_emnist_reader_is_one_the_reader_calls_plain(tmp_path):
+    """idx.may_be_emnist, which the mnist command asks before importing the EMNIST reader,
+    says no only where looks_like_emnist says no (it may say yes more often)."""
+    from tfr_convert.converters.published.emnist import looks_like_emnist
+    from tfr_convert.converters.published.idx import may_be_emnist
+
+    told = {name: (may_be_emnist(str(p)), looks_like_emnist(str(p))) for name, p in _layouts(tmp_path).items()}
+    assert [name for name, (may, looks) in told.items() if looks and not may] == []
+    assert told["plain MNIST"] == (False, False) and told["an empty folder"] == (False, False)
+    assert told["a folder with gzip/ of emnist files"] == (True, True)
+
+
+def test_a_plain_mnist_run_does_not_import_the_emnist_reader(tmp_path):
+    import subprocess
+    import sys
+
+    from helpers import write_mnist
+
+    write_mnist(tmp_path / "src")
+    code = (
+        "import sys\n"
+        "from tfr_convert.cli.convert import convert\n"
+        "convert.main(sys.argv[1:], standalone_mode=False)\n"
+        "print(sorted(m for m in sys.modules if m.endswith('.emnist')))\n"
+    )
+    args = ["mnist", str(tmp_path / "src"), "--out", str(tmp_path / "out"), "--quiet"]
+    run = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip().splitlines()[-1] == "[]"
+    assert (tmp_path / "out" / "dataset_info.json").exists()

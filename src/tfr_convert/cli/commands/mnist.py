@@ -50,19 +50,21 @@ def command(src, download, variant, image_format, layout, mirror, cache_dir, **c
     source = opt.source_of(src, download, variant, "mnist", mirror, cache_dir)
 
     def converter():
-        from ...converters.published.idx import start_images
+        from ...converters.published.idx import may_be_emnist, start_images
 
         path = source()
         emnist = (variant or "").startswith("emnist/")
         # inflating the images is the longest step: it starts before numpy is imported
         images = None if emnist or not os.path.isdir(path) else start_images(path)
-        from ...converters.published.emnist import EmnistConverter, looks_like_emnist
+        if emnist or (variant is None and may_be_emnist(path)):  # (else EMNIST's reader is not imported)
+            from ...converters.published.emnist import EmnistConverter, looks_like_emnist
+
+            if emnist or looks_like_emnist(path):
+                if images:
+                    images.arrays.finish_loading()
+                return EmnistConverter(path, options, source_context(common))
         from ...converters.published.mnist import MnistConverter
 
-        if emnist or (variant is None and looks_like_emnist(path)):
-            if images:
-                images.arrays.finish_loading()
-            return EmnistConverter(path, options, source_context(common))
         return MnistConverter(images or path, options, source_context(common))
 
     run_conversion(converter, nested=layout == "tfds", **common)

@@ -24,14 +24,14 @@ import numpy as np
 
 from ...errors import OptionError, SourceError
 from ..base import PublishedOptions, SourceContext
-from .idx import FILES
+from .idx import EMNIST_ARCHIVE, FILES
 from .mnist import MnistConverter
 
 #: variant -> its number of classes in TFDS's catalog (`emnist/letters` declares 37
 #: although its labels run 1..26: the catalog's count is kept for `--layout tfds`)
 TFDS_CLASSES = {"byclass": 62, "bymerge": 47, "balanced": 47, "letters": 37, "digits": 10, "mnist": 10}
 VARIANTS = tuple(f"emnist/{v}" for v in TFDS_CLASSES)
-ARCHIVE = "gzip.zip"
+ARCHIVE = EMNIST_ARCHIVE
 
 _DIGITS, _UPPER, _LOWER = "0123456789", "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz"
 _MERGED = _DIGITS + _UPPER + "abdefghnqrt"  # lowercase letters that differ in shape from their capital

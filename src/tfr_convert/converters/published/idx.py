@@ -41,6 +41,21 @@ FILES = {
 }
 
 
+EMNIST_ARCHIVE = "gzip.zip"  # NIST's one archive of EMNIST's files
+
+
+def may_be_emnist(src: str) -> bool:
+    """False only where SRC cannot hold EMNIST (emnist.looks_like_emnist would say no): a
+    folder with no emnist-* file, in it or in its gzip/, and no gzip.zip. A plain MNIST
+    folder is told so without importing the EMNIST reader."""
+    if not os.path.isdir(src):
+        return True
+    for folder in (src, os.path.join(src, "gzip")):
+        if os.path.isdir(folder) and any(name.startswith("emnist-") for name in os.listdir(folder)):
+            return True
+    return os.path.isfile(os.path.join(src, EMNIST_ARCHIVE))
+
+
 def find_source(src_dir: str, stem: str) -> str:
     """The file for a stem: plain or gzipped, `-idx` or `.idx` spelling."""
     dotted = stem.replace("-idx", ".idx")
