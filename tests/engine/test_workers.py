@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tfr_convert.engine.workers import (
-    HERE_BYTES,
+    PARENT_RESULT_BYTES,
     PIPE_BYTES,
     RESIDENT_SLOTS,
     RESULT_BYTES_PER_WORKER,
@@ -343,7 +343,7 @@ def _second_slow_mib(task: int) -> pickle.PickleBuffer:
 
 def test_results_made_here_while_a_slow_worker_is_awaited_stay_within_here_bytes():
     """The parent's own results wait in its memory for their turn: while one slow worker
-    result is awaited, it makes no more than HERE_BYTES of them, whatever the window."""
+    result is awaited, it makes no more than PARENT_RESULT_BYTES of them, whatever the window."""
     held, most = [0], [0]
 
     def here(task: int) -> tuple[str, bytearray]:
@@ -358,7 +358,7 @@ def test_results_made_here_while_a_slow_worker_is_awaited_stay_within_here_bytes
                 held[0] -= 1
     finally:
         workers.close()
-    assert most[0] <= HERE_BYTES // (1 << 20)
+    assert most[0] <= PARENT_RESULT_BYTES // (1 << 20)
 
 
 def _deaf_to_sigterm(salt: int) -> None:

@@ -121,12 +121,12 @@ def _encoded(
         else (_Span(split, start, min(start + size, len(items))) for start in range(first * size, len(items), size))
     )
 
-    def here(batch: Sequence[Hashable] | _Span) -> Encoded:
+    def encode_in_parent(batch: Sequence[Hashable] | _Span) -> Encoded:
         if isinstance(batch, _Span):
             batch = items[batch.start : batch.stop]
         return encode_sealed(converter, batch, options.on_error, container)
 
-    yield from pool.ordered(batches, WINDOW_PER_WORKER * options.workers, here)
+    yield from pool.ordered(batches, WINDOW_PER_WORKER * options.workers, encode_in_parent)
 
 
 def _runs_inline(converter: Converter, plan: dict[str, list[Hashable]], workers: int) -> bool:

@@ -52,8 +52,8 @@ RESIDENT_SLOTS = SLOTS
 # so that batches of large records (5 MiB of photos) keep a worker's memory to about as
 # many results as it holds slots, while small ones keep the whole window.
 RESULT_BYTES_PER_WORKER = 24 << 20
-# Results made by the parent itself (`ordered`'s `here`), held until their turn: bytes.
-HERE_BYTES = 16 << 20
+# Results made by the parent itself (`ordered`'s `in_parent`), held until their turn: bytes.
+PARENT_RESULT_BYTES = 16 << 20
 _FLAGS = SLOTS * SLOT_BYTES
 _SENT, _END = object(), object()  # to `ordered`: a task sent to a worker; the end of the tasks
 
@@ -153,17 +153,19 @@ class Workers:
             area.madvise(mmap.MADV_DONTNEED, slot * SLOT_BYTES, SLOT_BYTES)
         area[_FLAGS + slot] = 0
 
-    def ordered(self, tasks: Iterator[Any], window: int, here: Callable[[Any], Any] | None = None) -> Iterator[Any]:
+    def ordered(
+        self, tasks: Iterator[Any], window: int, in_parent: Callable[[Any], Any] | None = None
+    ) -> Iterator[Any]:
         """The result of each task, in the order of `tasks`, with at most `window` tasks
         sent and not yet received (fewer where results are large: RESULT_BYTES_PER_WORKER):
         memory stays flat however many tasks there are.
 
-        `here(task)`: this process works too. Whenever the oldest result has not come
+        `in_parent(task)`: this process works too. Whenever the oldest result has not come
         yet, it takes the next task itself instead of waiting (so with one worker, two
         processes encode, and only half the results cross a pipe); that result, or its
         error, waits its turn like the others, so the order is the same."""
-        queued: collections.deque[Any] = collections.deque()  # per task: _SENT, or (ok, value) from here
-        ahead = 0  # tasks done here and not yet yielded
+        queued: collections.deque[Any] = collections.deque()  # per task: _SENT, or (ok, value) from in_parent
+        ahead = 0  # tasks done in this process and not yet yielded
 
         def top_up() -> None:
             while len(queued) < self._window(window):
@@ -177,12 +179,12 @@ class Workers:
         while queued:
             head = queued.popleft()
             if head is _SENT:
-                if here is not None and ahead < self._ahead(window) and not self._ready():
+                if in_parent is not None and ahead < self._ahead(window) and not self._ready():
                     task = next(tasks, _END)
                     if task is not _END:
                         queued.appendleft(_SENT)
                         try:
-                            queued.append((True, here(task)))
+                            queued.append((True, in_parent(task)))
                         except Exception as e:
                             queued.append((False, e))
                         ahead += 1
@@ -205,13 +207,13 @@ class Workers:
         return min(most, max(2 * procs, RESULT_BYTES_PER_WORKER * procs // self._last_bytes))
 
     def _ahead(self, most: int) -> int:
-        """Results made here that may wait for their turn: `most`, or as many as HERE_BYTES
+        """Results made in this process that may wait for their turn: `most`, or as many as PARENT_RESULT_BYTES
         holds of results as large as the workers' last (2 before the first). They are this
         process's own memory, which would otherwise grow with the window when many slow
         workers keep it waiting for the oldest result."""
         if not self._last_bytes:
             return min(most, 2)
-        return max(1, min(most, HERE_BYTES // self._last_bytes))
+        return max(1, min(most, PARENT_RESULT_BYTES // self._last_bytes))
 
     def _ready(self) -> bool:
         """Whether the oldest result in flight has begun to arrive."""
