@@ -242,19 +242,19 @@ def header_candidates(window: bytes, max_record: int) -> np.ndarray:
         changes = np.zeros(len(b), np.int32)  # changes[j + 1]: how many of b[0..j+1] differ from the byte before
         np.cumsum(b[1:] != b[:-1], out=changes[1:])
         plausible &= changes[HEADER_SIZE - 1 : HEADER_SIZE - 1 + n] != changes[:n]
-    found = np.flatnonzero(plausible)
-    crc = np.full(len(found), _ZERO_CRC, np.uint32)
+    candidates = np.flatnonzero(plausible)
+    crc = np.full(len(candidates), _ZERO_CRC, np.uint32)
     for k in range(8):
-        crc ^= _BYTE_CRCS[k][b[found + k]]
+        crc ^= _BYTE_CRCS[k][b[candidates + k]]
     masked = ((crc >> np.uint32(15)) | (crc << np.uint32(17))) + np.uint32(0xA282EAD8)
-    stored = b[found + 8].astype(np.uint32)
+    stored = b[candidates + 8].astype(np.uint32)
     for k in (9, 10, 11):
-        stored |= b[found + k].astype(np.uint32) << np.uint32(8 * (k - 8))
-    found = found[masked == stored]
+        stored |= b[candidates + k].astype(np.uint32) << np.uint32(8 * (k - 8))
+    candidates = candidates[masked == stored]
     # the top byte's bound let through lengths up to the next multiple of 256**(top - 1): the few
     # headers left are held to the limit itself
-    lengths = [int.from_bytes(window[i : i + 8], "little") for i in found.tolist()]
-    return found[np.array([n <= max_record for n in lengths], bool)] if lengths else found
+    lengths = [int.from_bytes(window[i : i + 8], "little") for i in candidates.tolist()]
+    return candidates[np.array([n <= max_record for n in lengths], bool)] if lengths else candidates
 
 
 def _byte_tables() -> tuple[int, list]:

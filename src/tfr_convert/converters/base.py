@@ -171,10 +171,10 @@ class Converter(ABC):
         """Items dropped while listing sources (under on_error="skip"). Each converter's
         own, made when first asked for: a class-level default would be one list shared
         by every instance of every converter that did not make its own."""
-        found = self.__dict__.get("_skipped")
-        if found is None:
-            found = self.__dict__["_skipped"] = Skips()
-        return found
+        kept = self.__dict__.get("_skipped")
+        if kept is None:
+            kept = self.__dict__["_skipped"] = Skips()
+        return kept
 
     @skipped.setter
     def skipped(self, value: Skips) -> None:
@@ -184,10 +184,10 @@ class Converter(ABC):
     def labels(self) -> dict[str, list[str]]:
         """Feature name -> class names, written to {feature}.labels.txt; none unless the
         converter sets them (each converter's own dict, made when first asked for)."""
-        found = self.__dict__.get("_Converter__labels")
-        if found is None:
-            found = self.__dict__["_Converter__labels"] = {}
-        return found
+        kept = self.__dict__.get("_Converter__labels")
+        if kept is None:
+            kept = self.__dict__["_Converter__labels"] = {}
+        return kept
 
     @labels.setter
     def labels(self, value: dict[str, list[str]]) -> None:

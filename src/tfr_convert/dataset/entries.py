@@ -17,18 +17,18 @@ _INT64_MAX = (1 << 63) - 1
 def few_values_of(data: bytes, names: Collection[bytes]) -> dict[str, tuple[str | None, list[Any]]]:
     """example.values_of(data, names) for `names` as UTF-8 bytes."""
     spans = _plain_entries(data, names)
-    found = {}
+    values = {}
     for name, span in (spans or {}).items():
         ints = _packed_int64s(data, *span)
         if ints is None:
             spans = None
             break
-        found[name.decode()] = (INT64, ints)
+        values[name.decode()] = (INT64, ints)
     if spans is None:
         from .example import values_of
 
         return values_of(data, {name.decode() for name in names})
-    return found
+    return values
 
 
 def _varint(data: bytes, pos: int, end: int) -> tuple[int, int]:
@@ -54,7 +54,7 @@ def _plain_entries(data: bytes, names: Collection[bytes]) -> dict[bytes, tuple[i
         length, pos = _varint(data, 1, end)
         if pos + length != end:
             return None
-        found = {}
+        entries = {}
         while pos < end:  # one-byte lengths read inline: most entries and names are short
             if data[pos] != 0x0A or pos + 1 >= end:
                 return None
@@ -71,11 +71,11 @@ def _plain_entries(data: bytes, names: Collection[bytes]) -> dict[bytes, tuple[i
                 if at >= stop or data[at] != 0x12:
                     return None
                 size, at = _varint(data, at + 1, stop)
-                if at + size != stop or name in found:
+                if at + size != stop or name in entries:
                     return None
-                found[bytes(name)] = (at, stop)
+                entries[bytes(name)] = (at, stop)
             pos = stop
-        return found
+        return entries
     except ValueError:
         return None
 

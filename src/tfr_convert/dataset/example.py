@@ -373,15 +373,15 @@ def parse(data: bytes) -> dict[str, tuple[str | None, list[Any]]]:
 def values_of(data: bytes, names: Collection[str]) -> dict[str, tuple[str | None, list[Any]]]:
     """The named features of an Example bytes, {name: (kind, values)}; the others are
     stepped over, not decoded (a split by one feature reads every record)."""
-    found = {}
+    found_values = {}
     for number, wire, span in _fields(data, 0, len(data)):
         if wire != 2 or number != 1:
             continue
         for name, value in _map_entries(data, span):
             if name in names:
                 kind, values, _ = _feature(data, value, None)
-                found[name] = (kind, values)
-    return found
+                found_values[name] = (kind, values)
+    return found_values
 
 
 class Outline(dict):

@@ -90,8 +90,8 @@ def thumbnail_hash(thumbnail: np.ndarray) -> int:
 
 def phash(data: bytes, max_pixels: int = 89_478_485) -> int | None:
     """The 64-bit perceptual hash of an encoded image, or None if it cannot be decoded."""
-    found = fingerprint(data, max_pixels)
-    return None if found is None else found[0]
+    fingerprinted = fingerprint(data, max_pixels)
+    return None if fingerprinted is None else fingerprinted[0]
 
 
 def same_colours(a: bytes, b: bytes) -> bool:
@@ -145,7 +145,7 @@ def close_pairs(hashes: Iterable[int], threshold: int = THRESHOLD) -> list[tuple
     h = np.fromiter(hashes, np.uint64)
     if len(h) < 2:
         return []
-    found: list[np.ndarray] = []
+    close: list[np.ndarray] = []
     for c, radius in enumerate(radii):
         keys = ((h >> np.uint64(c * _CHUNK_BITS)) & np.uint64((1 << _CHUNK_BITS) - 1)).astype(np.int64)
         order = np.argsort(keys, kind="stable")
@@ -163,10 +163,10 @@ def close_pairs(hashes: Iterable[int], threshold: int = THRESHOLD) -> list[tuple
             hits += _compare_members(ordered, (starts[a], counts[a]), (starts[b], counts[b]), threshold)
         for pa, pb, distance in hits:
             i, j = order[pa], order[pb]
-            found.append(np.stack([np.minimum(i, j), np.maximum(i, j), distance.astype(np.int64)], axis=1))
-    if not found:
+            close.append(np.stack([np.minimum(i, j), np.maximum(i, j), distance.astype(np.int64)], axis=1))
+    if not close:
         return []
-    pairs = np.unique(np.concatenate(found), axis=0)
+    pairs = np.unique(np.concatenate(close), axis=0)
     return [(int(a), int(b), int(d)) for a, b, d in pairs]
 
 

@@ -48,13 +48,13 @@ def figure(labels: Sequence[Hashable], window_sizes: Sequence[int] | None = None
     codes = np.fromiter((index.setdefault(label, len(index)) for label in labels), np.int64, len(labels))
     sizes = [len(labels)] if window_sizes is None else list(window_sizes)
     starts = np.cumsum([0, *sizes[:-1]]) if sizes else np.zeros(0, np.int64)
-    found = _longest(codes, starts)
+    longest = _longest(codes, starts)
     rng = np.random.default_rng(seed)
     random = float(np.median([_longest(rng.permutation(codes), starts) for _ in range(TRIALS)])) if len(codes) else 0
     return {
-        "longest_run": found,
+        "longest_run": longest,
         "random_longest_run": random,
-        "ratio": round(found / random, 2) if random else None,
+        "ratio": round(longest / random, 2) if random else None,
         "records": len(labels),
     }
 
@@ -65,14 +65,14 @@ def of_splits(plan: dict[str, Sequence[Hashable]], label_of: Callable[[Hashable]
     first = next((items[0] for items in plan.values() if items), None)
     if first is None or label_of(first) is None:  # no label known: nothing read
         return {}
-    found = {}
+    figures = {}
     for split, items in plan.items():
         windows = sample_windows(len(items))
         labels = [label_of(items[i]) for window in windows for i in window]
         if not labels or any(label is None for label in labels):
             return {}
-        found[split] = figure(labels, [len(w) for w in windows])
-    return found
+        figures[split] = figure(labels, [len(w) for w in windows])
+    return figures
 
 
 def verdict(entry: dict[str, Any]) -> str:

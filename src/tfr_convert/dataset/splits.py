@@ -316,12 +316,12 @@ def _rows_by_ratio(
             chosen[name].append((taken if members is None else members[taken]).astype(position, copy=False))
             start += count
     strata = members = None  # (their positions: as many as the rows, let go before the splits are made)
-    found = {}
+    splits = {}
     for name in list(chosen):
         picked = np.concatenate(chosen.pop(name) or [np.zeros(0, position)])
         picked.sort()
-        found[name] = RowNumbers(values[picked])
-    return found
+        splits[name] = RowNumbers(values[picked])
+    return splits
 
 
 def assign_groups_by_ratio(
@@ -413,8 +413,8 @@ def split_by_ratio(
         if is_rows(items) and (stratum is None or isinstance(stratum, RowStrata)):
             of_group = None if stratum is None else group_strata(groups, stratum.values[row_array(items)])
             if stratum is None or of_group is not None:
-                found = _rows_by_groups(items, groups, spec, seed, of_group)  # type: ignore[arg-type]
-                return found, achieved(found, spec, groups.count())  # type: ignore[arg-type]
+                drawn = _rows_by_groups(items, groups, spec, seed, of_group)  # type: ignore[arg-type]
+                return drawn, achieved(drawn, spec, groups.count())  # type: ignore[arg-type]
         groups = groups.as_list()
 
     def of_group(indices: list[int]) -> Hashable:

@@ -51,9 +51,9 @@ def encode_items(
         blob, sizes = serialize_rows(columns.columns, columns.count, head, tail)
         return Encoded(memoryview(blob).cast("B"), sizes.tolist(), [], [], [])
     if columns is not None:
-        found = encode_columns(columns, head, tail)
-        if found is not None:
-            return found
+        encoded = encode_columns(columns, head, tail)
+        if encoded is not None:
+            return encoded
     try:
         together = None if converter.serialized else converter.features_of_each(list(items))
     except TfrConvertError:  # encode() item by item then names the item that fails
@@ -99,9 +99,9 @@ def encode_items(
     return Encoded(bytearray().join(parts), sizes, observations, skipped, [str(w.message) for w in caught])
 
 
-def _optional_only(found: Any, expected: Any, optional: frozenset[str]) -> bool:
-    """Whether `found` lacks only features the converter may leave out."""
-    return found <= expected and expected - found <= optional
+def _optional_only(present: Any, expected: Any, optional: frozenset[str]) -> bool:
+    """Whether `present` lacks only features the converter may leave out."""
+    return present <= expected and expected - present <= optional
 
 
 # ---------------------------------------------------------------- the columnar path
@@ -118,11 +118,11 @@ def encode_columns(columns: Columns, head: int = 0, tail: int = 0) -> Encoded | 
     layouts = []
     widths = np.zeros(columns.count, np.int64)
     for group in columns.groups:
-        found = _layout(group.prototype, group.varying)
-        if found is None or group.positions is None:
+        layout = _layout(group.prototype, group.varying)
+        if layout is None or group.positions is None:
             return None
-        layouts.append(found)
-        widths[group.positions] = head + len(found[0]) + tail
+        layouts.append(layout)
+        widths[group.positions] = head + len(layout[0]) + tail
     starts = np.zeros(columns.count, np.int64)
     np.cumsum(widths[:-1], out=starts[1:])
     blob = np.empty(int(widths.sum()), np.uint8)
@@ -190,10 +190,10 @@ def uniform_rows(
     `head` unset bytes, exactly example.serialize({**prototype, name: value_i, ...}),
     then `tail` unset bytes. None when the values do not fit one layout.
     """
-    found = _layout(prototype, varying)
-    if found is None:
+    layout = _layout(prototype, varying)
+    if layout is None:
         return None
-    template, spots = found
+    template, spots = layout
     n = len(next(iter(varying.values())))
     rows = np.empty((n, head + len(template) + tail), np.uint8)
     rows[:, head : head + len(template)] = np.frombuffer(template, np.uint8)

@@ -314,8 +314,8 @@ class _Splits:
             writer.write_chunk(view, encoded.sizes[first:], b, first)
             observed = Counter(encoded.observations[first:])  # counted in C
             observed.pop(None, None)
-            for found in (self.tally, self.pending):
-                found.add(observed, encoded.skipped, encoded.warnings)
+            for counted in (self.tally, self.pending):
+                counted.add(observed, encoded.skipped, encoded.warnings)
             writer.skip(len(encoded.skipped))
             self._advance(len(encoded.sizes) - first + len(encoded.skipped))
 

@@ -134,11 +134,11 @@ def kept_work(out: Output, name: str, file_format: str, container: containers.Co
             shard = ShardEntry(**entry["shard"])
             split = entry["split"]
             i = index[split] = index.get(split, -1) + 1
-            found = _find_shard(out, shard, ShardName(name, split, i, counts[split], file_format).filename, container)
-            if found is None:
+            where = _find_shard(out, shard, ShardName(name, split, i, counts[split], file_format).filename, container)
+            if where is None:
                 break
-            entry["shard"]["file"] = found
-            files.add(found)
+            entry["shard"]["file"] = where
+            files.add(where)
         kept.append((entry, end))
     out.keep_only(files)
     progress = replay(kept)

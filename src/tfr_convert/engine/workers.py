@@ -386,7 +386,7 @@ def fill_in_forks(fill: Callable[[int, int], bytes], n: int, parts: int) -> list
                     os._exit(code)
             os.close(write)
             children.append((pid, read))
-        found, failed = [fill(bounds[0], bounds[1])], False
+        filled, failed = [fill(bounds[0], bounds[1])], False
         while children:  # each child computed its part already; it only waits to send it
             pid, read = children[0]
             pieces = []
@@ -395,9 +395,9 @@ def fill_in_forks(fill: Callable[[int, int], bytes], n: int, parts: int) -> list
             os.close(read)
             _, status = os.waitpid(pid, 0)
             children.pop(0)
-            found.append(b"".join(pieces))
+            filled.append(b"".join(pieces))
             failed = failed or status != 0
-        return None if failed else found
+        return None if failed else filled
     finally:
         for pid, read in children:  # left only when this process was interrupted or failed
             os.close(read)
@@ -489,5 +489,5 @@ def filled_in_parts(roots: list[str], fill: Callable[[int, int], bytes], n: int,
     """fill(0, n), computed in `parts` parts on forked processes where that is worth it and
     allowed; here for one part, where no fork is allowed, or when a child failed (its
     error is then raised here, as itself)."""
-    found = forked_filler(parts)(fill, n) if parts > 1 and can_fork(roots) else None
-    return fill(0, n) if found is None else b"".join(found)
+    joined = forked_filler(parts)(fill, n) if parts > 1 and can_fork(roots) else None
+    return fill(0, n) if joined is None else b"".join(joined)

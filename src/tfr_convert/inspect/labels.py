@@ -39,7 +39,7 @@ def tally(path: str, counts: dict[str, int]) -> dict[str, Any]:
     """{feature: [{value: records}, index of the first record]} of the labels of one
     file outside their names."""
     names = {name.encode(): n for name, n in counts.items()}
-    found: dict[str, Any] = {}
+    tallied: dict[str, Any] = {}
     try:
         for record in containers.of_file(path).records(path):
             try:
@@ -49,11 +49,11 @@ def tally(path: str, counts: dict[str, int]) -> dict[str, Any]:
             for feature, (kind, values) in labels.items():
                 n = counts[feature]
                 if kind == INT64 and any(not 0 <= v < n for v in values):
-                    entry = found.setdefault(feature, [Counter(), record.index])
+                    entry = tallied.setdefault(feature, [Counter(), record.index])
                     entry[0].update(v for v in values if not 0 <= v < n)
     except (RecordError, SourceError):
         pass  # a record past the container's checks: the framing problems name it
-    return found
+    return tallied
 
 
 def label_findings(
@@ -63,24 +63,24 @@ def label_findings(
     value outside 0..N-1 a problem, -1 a note."""
     by_split: dict[tuple[str, str], Counter[int]] = {}
     first: dict[tuple[str, str], str] = {}
-    for split, file, found in tallies:
-        for feature, (values, index) in found.items():
+    for split, file, tallied in tallies:
+        for feature, (values, index) in tallied.items():
             by_split.setdefault((split, feature), Counter()).update(values)
             first.setdefault((split, feature), f"{file} record {index}")
     problems, notes = [], []
-    for (split, feature), found in by_split.items():
+    for (split, feature), tallied in by_split.items():
         n, where = counts[feature], first[(split, feature)]
         named = f"ClassLabel {feature!r} ({n} name{'s' if n != 1 else ''})"
-        past = {v: c for v, c in found.items() if v != NO_LABEL}
+        past = {v: c for v, c in tallied.items() if v != NO_LABEL}
         if past:
             values = ", ".join(str(v) for v in sorted(past)[:5]) + (", ..." if len(past) > 5 else "")
             message = (
                 f"split {split}: {sum(past.values())} values of {named} outside 0..{n - 1} ({values}; first in {where})"
             )
             problems.append({"kind": "label_outside_names", "file": where.split(" record ")[0], "message": message})
-        if found.get(NO_LABEL):
+        if tallied.get(NO_LABEL):
             notes.append(
-                f"split {split}: {found[NO_LABEL]} records hold {feature!r} -1, no class of {named}: TFDS's "
+                f"split {split}: {tallied[NO_LABEL]} records hold {feature!r} -1, no class of {named}: TFDS's "
                 "'no label' (as GLUE's test splits), read by TFDS; not a class to train on"
             )
     return problems, notes

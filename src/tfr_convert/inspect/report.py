@@ -104,7 +104,7 @@ def pictures_at(pictures: Pictures, wanted: list[dict[str, Any]], max_record: in
     by_file: dict[str, set[int]] = {}
     for ref in wanted:
         by_file.setdefault(ref["file"], set()).add(ref["record"])
-    found: dict[tuple[str, int], dict] = {}
+    by_ref: dict[tuple[str, int], dict] = {}
     for path, indexes in by_file.items():
         last = max(indexes)
         for record, example in examples_of(path, max_record, sound_only=True):
@@ -113,8 +113,8 @@ def pictures_at(pictures: Pictures, wanted: list[dict[str, Any]], max_record: in
             if record.index in indexes and example is not None:
                 picture = pictures.picture(path, record.index, example)
                 if picture is not None:
-                    found[(path, record.index)] = _thumb(picture, path, record.index)
-    return found
+                    by_ref[(path, record.index)] = _thumb(picture, path, record.index)
+    return by_ref
 
 
 def _provenance(datasets: list[str]) -> list[dict[str, Any]]:
@@ -165,8 +165,8 @@ def report(
     position = {name: i for i, name in enumerate(order)}
     rows = dict(sorted(rows.items(), key=lambda row: position.get(row[0], len(order))))
     groups = _referenced(figures)
-    found = pictures_at(pictures, [ref for group in groups for ref in group], max_record)
-    pairs = [[{**ref, "thumb": found.get((ref["file"], ref["record"]))} for ref in group] for group in groups]
+    at_refs = pictures_at(pictures, [ref for group in groups for ref in group], max_record)
+    pairs = [[{**ref, "thumb": at_refs.get((ref["file"], ref["record"]))} for ref in group] for group in groups]
     page = render(
         {
             "title": _title(paths, inputs.datasets),

@@ -340,7 +340,7 @@ class _Figures:
 
 
 def near_duplicate_pairs(
-    found: list[tuple[tuple[int, bytes], str, str, int, str | None, bytes]],
+    pairs: list[tuple[tuple[int, bytes], str, str, int, str | None, bytes]],
 ) -> tuple[int, list[dict[str, Any]]]:
     """(how many, the first LISTED_NEAR) pairs of images in different splits whose hashes
     are close and whose colours agree but whose bytes differ (identical ones are the exact
@@ -349,7 +349,7 @@ def near_duplicate_pairs(
     their pairs counted from how many lie in each split and have each digest, so a
     thousand copies of a picture do not make a million comparisons."""
     groups: dict[tuple[int, bytes], list[int]] = {}
-    for position, entry in enumerate(found):
+    for position, entry in enumerate(pairs):
         groups.setdefault(entry[0], []).append(position)
     prints = list(groups)
     linked = [(p, p, 0) for p in prints if len(groups[p]) > 1]
@@ -357,33 +357,33 @@ def near_duplicate_pairs(
     total, listed = 0, []
     for first, second, distance in linked:
         one, other = groups[first], groups[second]
-        count = _pairs_apart(found, one, other if first != second else None)
+        count = _pairs_apart(pairs, one, other if first != second else None)
         if count:
             total += count
-            listed += [(distance, i, j) for i, j in _first_pairs_apart(found, one, other, first == second)]
+            listed += [(distance, i, j) for i, j in _first_pairs_apart(pairs, one, other, first == second)]
     listed.sort()
     return total, [
         {
             "distance": distance,
             "records": [
                 {"split": s, "file": f, "record": r, **({"filename": n} if n is not None else {})}
-                for _, s, f, r, n, _ in (found[i], found[j])
+                for _, s, f, r, n, _ in (pairs[i], pairs[j])
             ],
         }
         for distance, i, j in listed[:LISTED_NEAR]
     ]
 
 
-def _pairs_apart(found: list[tuple], one: list[int], other: list[int] | None) -> int:
+def _pairs_apart(pairs: list[tuple], one: list[int], other: list[int] | None) -> int:
     """Pairs of one group's records (other None) or across two groups that lie in different
     splits and have different bytes: all pairs, less those sharing a split or bytes, plus
     those sharing both (taken away twice)."""
 
     def tally(members: list[int]) -> tuple[Counter, Counter, Counter]:
         return (
-            Counter(found[m][1] for m in members),
-            Counter(found[m][5] for m in members),
-            Counter((found[m][1], found[m][5]) for m in members),
+            Counter(pairs[m][1] for m in members),
+            Counter(pairs[m][5] for m in members),
+            Counter((pairs[m][1], pairs[m][5]) for m in members),
         )
 
     if other is None:
@@ -397,7 +397,7 @@ def _pairs_apart(found: list[tuple], one: list[int], other: list[int] | None) ->
 
 
 def _first_pairs_apart(
-    found: list[tuple], one: list[int], other: list[int], within: bool, budget: int = 200_000
+    near: list[tuple], one: list[int], other: list[int], within: bool, budget: int = 200_000
 ) -> list[tuple[int, int]]:
     """The first LISTED_NEAR such pairs (i < j) in record order: for each record in turn,
     its partners (the other group's records, or its own group's) that lie later in other
@@ -408,7 +408,7 @@ def _first_pairs_apart(
     for key, members in sides.items():
         split_lists: dict[str, list[int]] = {}
         for m in sorted(members):
-            split_lists.setdefault(found[m][1], []).append(m)
+            split_lists.setdefault(near[m][1], []).append(m)
         by_split[key] = split_lists
     own = set(one)
     pairs: list[tuple[int, int]] = []
@@ -416,13 +416,13 @@ def _first_pairs_apart(
         partners = by_split[id(other)] if i in own and not within else by_split[id(one)]
         mine: list[tuple[int, int]] = []
         for split, members in partners.items():
-            if split == found[i][1]:
+            if split == near[i][1]:
                 continue
             for j in members[bisect.bisect_right(members, i) :]:
                 budget -= 1
                 if budget < 0:
                     return sorted(pairs + mine)[:LISTED_NEAR]
-                if found[j][5] != found[i][5]:
+                if near[j][5] != near[i][5]:
                     mine.append((i, j))
                     if len(mine) == LISTED_NEAR:
                         break

@@ -108,9 +108,9 @@ def shard_set_problems(paths: list[str], covered: list[str]) -> dict[str, list[d
             continue
         key = (directory, shard.name, shard.split, shard.file_format)
         sets.setdefault(key, {}).setdefault(shard.count, set()).add(shard.index)
-    found: dict[str, list[dict[str, str]]] = {}
+    listed: dict[str, list[dict[str, str]]] = {}
     for (directory, name, split, file_format), by_count in sorted(sets.items()):
-        problems = found.setdefault(directory, [])
+        problems = listed.setdefault(directory, [])
         if len(by_count) > 1:
             counts = ", ".join(f"-of-{n:05d}" for n in sorted(by_count))
             problems.append(
@@ -133,7 +133,7 @@ def shard_set_problems(paths: list[str], covered: list[str]) -> dict[str, list[d
                         f"{len(missing) - 10} more of {count} shards absent",
                     )
                 )
-    return {d: p for d, p in found.items() if p}
+    return {d: p for d, p in listed.items() if p}
 
 
 def verify(paths: list[str]) -> dict[str, Any]:
@@ -217,10 +217,10 @@ def _notes(directory: str, files: list[dict[str, Any]]) -> list[str]:
         shard = ShardName.parse(f["path"])
         if shard is not None and shard.name != name:
             others.setdefault(shard.name, []).append(f)
-    for other, found in sorted(others.items()):
-        records = sum(f["records"] for f in found)
+    for other, theirs in sorted(others.items()):
+        records = sum(f["records"] for f in theirs)
         notes.append(
-            f"{counted(len(found), 'file')} of another dataset, {other!r} ({counted(records, 'record')}), "
+            f"{counted(len(theirs), 'file')} of another dataset, {other!r} ({counted(records, 'record')}), "
             f"lie beside {name!r}: verified and counted above, not against its metadata"
         )
     return notes

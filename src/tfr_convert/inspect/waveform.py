@@ -24,7 +24,7 @@ class Sound(NamedTuple):
 
 def audio_features(dataset: ExistingDataset) -> dict[str, Sound]:
     """{feature: Sound} of the dataset's sound features that hold samples."""
-    found = {}
+    features = {}
     for name, (description, per_object, _) in dataset.flat_features.items():
         audio = (
             description.get("audio") if description.get("pythonClassName", "").endswith("audio_feature.Audio") else None
@@ -33,8 +33,8 @@ def audio_features(dataset: ExistingDataset) -> dict[str, Sound]:
             dimensions = (audio.get("shape") or {}).get("dimensions") or ["-1"]
             channels = int(dimensions[1]) if len(dimensions) == 2 and int(dimensions[1]) > 0 else 1
             packed = str(audio.get("dtype", "int16")) if str(audio.get("encoding", "")).upper() == "BYTES" else None
-            found[name] = Sound(channels, packed)
-    return found
+            features[name] = Sound(channels, packed)
+    return features
 
 
 def samples_of(values: list[Any], sound: Sound) -> list[Any] | np.ndarray:

@@ -26,17 +26,17 @@ def dataset_files(directory: str) -> set[str]:
     """The files that make up the tfr-convert dataset in a directory, by its manifest
     (shards, their .index files, labels files of its features, the metadata); also
     the temporaries an older version may have left."""
-    found = {e for e in fs.listdir(directory) if e.startswith(TEMP_PREFIX)} if fs.isdir(directory) else set()
+    files = {e for e in fs.listdir(directory) if e.startswith(TEMP_PREFIX)} if fs.isdir(directory) else set()
     manifest = load_json(directory, MANIFEST)
     if not isinstance(manifest, dict) or manifest.get("tool") != "tfr-convert":
-        return found
+        return files
     for split in (manifest.get("splits") or {}).values():
         for shard in split.get("shards") or []:
-            found |= {shard["file"], shard["file"] + ".index"}
+            files |= {shard["file"], shard["file"] + ".index"}
     features = ((load_json(directory, FEATURES) or {}).get("featuresDict") or {}).get("features") or {}
-    found |= {labels_file for _, _, labels_file in flatten_tfds(features).values()}
-    found |= {name for name in manifest.get("extra_files") or [] if isinstance(name, str) and "/" not in name}
-    return found | {INFO, FEATURES, MANIFEST}
+    files |= {labels_file for _, _, labels_file in flatten_tfds(features).values()}
+    files |= {name for name in manifest.get("extra_files") or [] if isinstance(name, str) and "/" not in name}
+    return files | {INFO, FEATURES, MANIFEST}
 
 
 def sha256_of(path: str) -> str | None:

@@ -111,10 +111,10 @@ class Progress:
 
 def _differences(recorded: Any, current: Any, prefix: str = "") -> list[str]:
     if isinstance(recorded, dict) and isinstance(current, dict):
-        found = []
+        differences = []
         for key in sorted(set(recorded) | set(current), key=str):
-            found += _differences(recorded.get(key), current.get(key), f"{prefix}{key}.")
-        return found
+            differences += _differences(recorded.get(key), current.get(key), f"{prefix}{key}.")
+        return differences
     if recorded == current:
         return []
     shown = [json.dumps(v, sort_keys=True) for v in (recorded, current)]

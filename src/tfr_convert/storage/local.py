@@ -196,5 +196,5 @@ class LocalFiles:
     def glob(self, pattern: str, files_only: bool = False) -> list[str]:
         import glob
 
-        found = glob.glob(pattern)
-        return [p for p in found if not os.path.isdir(p)] if files_only else found
+        matches = glob.glob(pattern)
+        return [p for p in matches if not os.path.isdir(p)] if files_only else matches

@@ -320,5 +320,5 @@ class RemoteFiles:
     def glob(self, pattern: str, files_only: bool = False) -> list[str]:
         fs, key = _split(pattern)
         with stores.translated(pattern):
-            found = fs.glob(key, detail=True)
-        return [fs.unstrip_protocol(p) for p, entry in found.items() if not files_only or entry.get("type") == "file"]
+            matches = fs.glob(key, detail=True)
+        return [fs.unstrip_protocol(p) for p, entry in matches.items() if not files_only or entry.get("type") == "file"]

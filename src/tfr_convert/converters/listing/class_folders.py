@@ -29,20 +29,20 @@ def _by_class(
     prefix), the classes being the folders in them all, sorted; files beside the class
     folders go to `loose` (unlabelled files, where there are no class folders at all)."""
     # (prefix, its files' runs): the class folders of ROOT or of each split folder
-    inner = [(prefix, [f[len(prefix) :] for f in found]) for prefix, found in parts]
-    inner_runs = [(prefix, found, folder_runs(found)) for prefix, found in inner]
-    classes = sorted({top for _, _, found in inner_runs for top, _, _ in found if top is not None})
+    inner = [(prefix, [f[len(prefix) :] for f in files]) for prefix, files in parts]
+    inner_runs = [(prefix, files, folder_runs(files)) for prefix, files in inner]
+    classes = sorted({top for _, _, files in inner_runs for top, _, _ in files if top is not None})
     labelled: list[tuple[str, int | None]] = []
     index = {name: i for i, name in enumerate(classes)}
-    for prefix, found, found_runs in inner_runs:
-        outside = [prefix + f for top, start, stop in found_runs if top is None for f in found[start:stop]]
+    for prefix, files, found_runs in inner_runs:
+        outside = [prefix + f for top, start, stop in found_runs if top is None for f in files[start:stop]]
         if not classes:
             labelled += [(f, None) for f in outside]  # unlabelled: just files
             continue
         loose(outside, "class")
         for top, start, stop in found_runs:
             if top is not None:
-                labelled += [(prefix + f, index[top]) for f in found[start:stop]]
+                labelled += [(prefix + f, index[top]) for f in files[start:stop]]
     return labelled, classes
 
 
@@ -71,12 +71,12 @@ def class_folders(
             f"{root}: left out {named(left_out['dataset'], 'folder')}, holding tfr-convert output, not {noun}s"
         )
 
-    def loose(found: list[str], kind: str) -> None:
-        others = [f for f in found if not f.lower().endswith(suffixes)]
+    def loose(files: list[str], kind: str) -> None:
+        others = [f for f in files if not f.lower().endswith(suffixes)]
         if others:
             warnings.append(f"{root}: left out {named(others)}, beside the {kind} folders (not {noun}s)")
         why = f"{noun} outside the class folders (no label)" if kind == "class" else f"{noun} outside the split folders"
-        for f in found:
+        for f in files:
             if f not in others:
                 reject(os.path.join(root, f), why)
 

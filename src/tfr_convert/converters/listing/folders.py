@@ -51,27 +51,27 @@ def list_files(
     by it, where it takes the work."""
     if not fs.is_remote(root):
         skip = os.path.realpath(exclude) if exclude and not fs.is_remote(exclude) else None
-        found: list[str] = []
+        listed: list[str] = []
         missed: dict[str, list[str]] = {}
         if fill_in_parts is None:
-            _list_local(root, "", found, missed, skip)
+            _list_local(root, "", listed, missed, skip)
         else:  # the top level here, the folders under it in parts
             folders: list[str] = []
-            _list_local(root, "", found, missed, skip, folders)
+            _list_local(root, "", listed, missed, skip, folders)
             if folders:
-                found += _list_folders(root, folders, missed, skip, fill_in_parts)
+                listed += _list_folders(root, folders, missed, skip, fill_in_parts)
         if left_out is not None:
             for kind, paths in missed.items():
                 left_out.setdefault(kind, []).extend(sorted(paths))
-        return sorted(found)
-    found = []
+        return sorted(listed)
+    listed = []
     top = root.rstrip("/")
     for directory, dirs, files in fs.walk(top):
         dirs[:] = sorted(d for d in dirs if visible(d))
         for name in files:
             if visible(name):
-                found.append(fs.join(directory, name)[len(top) + 1 :])
-    return sorted(found)
+                listed.append(fs.join(directory, name)[len(top) + 1 :])
+    return sorted(listed)
 
 
 def _list_folders(
@@ -81,38 +81,38 @@ def _list_folders(
     parts by fill_in_parts; here when it does not take the work, or a part failed (its error
     is then raised here, as itself)."""
 
-    def list_some(lo: int, hi: int, found: list[str], missed: dict[str, list[str]]) -> None:
+    def list_some(lo: int, hi: int, names: list[str], missed: dict[str, list[str]]) -> None:
         for folder in folders[lo:hi]:
-            _list_local(root, folder, found, missed, skip)
+            _list_local(root, folder, names, missed, skip)
 
     def part(lo: int, hi: int) -> bytes:
-        found: list[str] = []
+        names: list[str] = []
         missed: dict[str, list[str]] = {}
-        list_some(lo, hi, found, missed)
-        return pickle.dumps(("\0".join(found), missed))  # NUL: the one character no name holds
+        list_some(lo, hi, names, missed)
+        return pickle.dumps(("\0".join(names), missed))  # NUL: the one character no name holds
 
     listed = fill_in_parts(part, len(folders))
-    found: list[str] = []
+    names: list[str] = []
     if listed is None:
-        list_some(0, len(folders), found, left_out)
-        return found
+        list_some(0, len(folders), names, left_out)
+        return names
     for data in listed:
         joined, missed = pickle.loads(data)  # this process's own children's bytes
-        found += joined.split("\0") if joined else []
+        names += joined.split("\0") if joined else []
         for kind, paths in missed.items():
             left_out.setdefault(kind, []).extend(paths)
-    return found
+    return names
 
 
 def _list_local(
     root: str,
     rel: str,
-    found: list[str],
+    listed: list[str],
     left_out: dict[str, list[str]],
     skip: str | None,
     folders: list[str] | None = None,
 ) -> None:
-    """Appends to `found` what os.walk would list (links to folders not followed),
+    """Appends to `listed` what os.walk would list (links to folders not followed),
     refusing what is neither a folder, a regular file nor a link: a FIFO would hang
     the run, a device never end. `folders`: the folders to go down into are appended
     there instead of being listed now."""
@@ -124,7 +124,7 @@ def _list_local(
         if name[0] == "." or name.lower() in _JUNK_FILES:  # not visible(name): a call per file
             continue
         if entry.is_file(follow_symlinks=False):  # most entries: one question answers
-            found.append(prefix + name)
+            listed.append(prefix + name)
         elif entry.is_dir():
             path = prefix + name
             if entry.is_symlink():
@@ -136,10 +136,10 @@ def _list_local(
             elif folders is not None:
                 folders.append(path)
             else:
-                _list_local(root, path, found, left_out, skip)
+                _list_local(root, path, listed, left_out, skip)
         elif entry.is_symlink():
             left_out.setdefault("file_link", []).append(prefix + name)  # the only files that may lead outside
-            found.append(prefix + name)
+            listed.append(prefix + name)
         else:
             fs.check_regular(entry.path, entry.stat(follow_symlinks=False).st_mode)
 

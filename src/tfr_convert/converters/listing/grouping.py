@@ -78,12 +78,12 @@ def plan_groups(
     """For n images (by name, read by index): (the indices kept, each kept one's group,
     what --dedupe found, a message saying so or None). `values`: --group-column's."""
     n = len(names)
-    kept, pairs, found, message = list(range(n)), [], None, None
+    kept, pairs, plan, message = list(range(n)), [], None, None
     if dedupe:
         pairs = duplicate_pairs(read, n, dedupe)
         duplicates = group_keys(n, None, pairs)  # the clusters alone, without the group column
         clusters, members, listed = describe_clusters(duplicates, names)
-        found = {"clusters": clusters, "images": members, "dropped": 0}
+        plan = {"clusters": clusters, "images": members, "dropped": 0}
         if dedupe == "drop":
             seen: set[str] = set()
             kept = []
@@ -91,11 +91,11 @@ def plan_groups(
                 if cluster not in seen:
                     seen.add(cluster)
                     kept.append(i)
-            found["dropped"] = n - len(kept)
+            plan["dropped"] = n - len(kept)
             pairs = []  # what is left holds no duplicates
-            if found["dropped"]:
+            if plan["dropped"]:
                 message = (
-                    f"{where}: --dedupe drop left out {found['dropped']} near-duplicate image(s), keeping "
+                    f"{where}: --dedupe drop left out {plan['dropped']} near-duplicate image(s), keeping "
                     f"the first by path of each of {clusters} cluster(s) ({listed})"
                 )
         elif clusters:
@@ -106,4 +106,4 @@ def plan_groups(
     renumber = {old: new for new, old in enumerate(kept)}
     pairs = [(renumber[a], renumber[b]) for a, b in pairs]
     kept_values = [values[i] for i in kept] if values is not None else None
-    return kept, group_keys(len(kept), kept_values, pairs), found, message
+    return kept, group_keys(len(kept), kept_values, pairs), plan, message
