@@ -135,19 +135,19 @@ class _ErrorsOnly(pickle.Unpickler):
     passed through a runner's messages, which this process does not control."""
 
     def find_class(self, module: str, name: str) -> type:
-        found = globals().get(name) if module == __name__ else None
-        if isinstance(found, type) and issubclass(found, TfrConvertError):
-            return found
+        cls = globals().get(name) if module == __name__ else None
+        if isinstance(cls, type) and issubclass(cls, TfrConvertError):
+            return cls
         raise pickle.UnpicklingError(f"{module}.{name} is not an error of tfr-convert's")
 
 
 def from_text(text: str) -> TfrConvertError | None:
     """The error `as_text` marked somewhere in `text`, as it was raised; None if none is."""
-    found = _MARKED.search(text)
-    if found is None:
+    marked = _MARKED.search(text)
+    if marked is None:
         return None
     try:
-        error = _ErrorsOnly(io.BytesIO(base64.b64decode(found[1], validate=True))).load()
+        error = _ErrorsOnly(io.BytesIO(base64.b64decode(marked[1], validate=True))).load()
     except (ValueError, TypeError, EOFError, pickle.UnpicklingError):
         return None
     return error if isinstance(error, TfrConvertError) else None

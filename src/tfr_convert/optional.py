@@ -29,15 +29,15 @@ def _installed_from() -> tuple[str | None, bool]:
         from importlib.metadata import distribution
 
         text = distribution("tfr-convert").read_text("direct_url.json")
-        found = json.loads(text) if text else {}
+        direct_url = json.loads(text) if text else {}
     except Exception:  # no metadata at all (run from a source tree): the name is the best hint
         return None, False
-    url = found.get("url", "") if isinstance(found, dict) else ""
+    url = direct_url.get("url", "") if isinstance(direct_url, dict) else ""
     if not url.startswith("file://"):
         return None, False
     from urllib.parse import unquote, urlparse
 
-    return unquote(urlparse(url).path), bool((found.get("dir_info") or {}).get("editable"))
+    return unquote(urlparse(url).path), bool((direct_url.get("dir_info") or {}).get("editable"))
 
 
 def tensorflow(what: str) -> ModuleType:

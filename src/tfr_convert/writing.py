@@ -130,9 +130,9 @@ def _unconvertible(what: str, columns: dict[str, list[Any]], error: Exception, h
     """Why Arrow could not make one table of `columns` ({name: values}): the first value
     out of its column's type, named by column and row, else Arrow's own words."""
     for name, values in columns.items():
-        found = first_odd(values)
-        if found is not None:
-            row, why = found
+        odd = first_odd(values)
+        if odd is not None:
+            row, why = odd
             return SourceError(f"{what}: column {name!r} row {row}: {why}{hint}")
     text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
     return SourceError(f"{what} do not form one table: {text}{hint}")

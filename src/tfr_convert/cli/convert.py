@@ -37,11 +37,11 @@ def _entries() -> tuple:
 def _plugins() -> dict:
     """Entry point name -> entry point, of the plugins that can run (the first of a name;
     none named like a built-in command that is not that command)."""
-    found: dict = {}
+    plugins: dict = {}
     for entry in _entries():
-        if entry.name not in found and not _shadowed(entry):
-            found[entry.name] = entry
-    return found
+        if entry.name not in plugins and not _shadowed(entry):
+            plugins[entry.name] = entry
+    return plugins
 
 
 @functools.cache
@@ -95,9 +95,9 @@ class _Commands(Group):
                 formatter.write_dl([(e.name, f"{e.value}: named like a built-in command, not run") for e in unused])
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        found = super().get_command(ctx, name)
-        if found is not None or name not in _plugins():
-            return found
+        built_in = super().get_command(ctx, name)
+        if built_in is not None or name not in _plugins():
+            return built_in
         entry = _plugins()[name]
         loading = (self._loading or {}).get(name) or _Loading(entry)
         wait = None if self._deadline is None else max(0.0, self._deadline - time.monotonic())

@@ -187,11 +187,11 @@ class ImagesConverter(FileItems, Converter):
     def _class_folders(self) -> tuple[list[tuple], dict[str, str]]:
         """(items, {file: split}): the classes are IMAGE_DIR's folders, or the folders
         inside its split folders (ROOT/SPLIT/CLASS/*), where its folders all name splits."""
-        found = class_folders(self._folder, IMAGE_SUFFIXES, "image", self.reject, self.warnings, self._inside)
-        if found.classes:
+        listed = class_folders(self._folder, IMAGE_SUFFIXES, "image", self.reject, self.warnings, self._inside)
+        if listed.classes:
             self.label_feature = "label"
-            self.labels = {"label": found.classes}
-        return [(f, None, label, ()) for f, label in found.files], found.split_of
+            self.labels = {"label": listed.classes}
+        return [(f, None, label, ()) for f, label in listed.files], listed.split_of
 
     def _split_folders_of(self, items: list[tuple]) -> dict[str, str]:
         """{file: split} where every file a labels CSV names lies in a split folder."""
@@ -234,7 +234,7 @@ class ImagesConverter(FileItems, Converter):
         """(the items, minus dropped duplicates; each one's group): --group-column values
         and --dedupe clusters, merged where they overlap."""
         inside = None if self._remote else self._real_root
-        kept, groups, found, message = plan_groups(
+        kept, groups, groups_of, message = plan_groups(
             [item[0].replace(os.sep, "/") for item in items],
             lambda i: fs.read_bytes(fs.join(self.root, items[i][0]), inside=inside),
             self._dedupe,
@@ -243,8 +243,8 @@ class ImagesConverter(FileItems, Converter):
         )
         if message:
             self.warnings.append(message)
-        if found is not None:
-            self._settings["dedupe_found"] = found
+        if groups_of is not None:
+            self._settings["dedupe_found"] = groups_of
         return [items[i] for i in kept], groups
 
     # ------------------------------------------------------------ features

@@ -106,10 +106,10 @@ def _files_of(paths: list[str]) -> tuple[list[tuple[str, str | None]], list[Exis
                 for split in dataset.splits():
                     files += [(fs.join(p, name), split) for name in dataset.shard_names(split)]
                 continue
-            found = sorted(e for e in fs.files_in(p) if not e.startswith(".") and not e.endswith(_METADATA_SUFFIXES))
-            if not found:
+            listed = sorted(e for e in fs.files_in(p) if not e.startswith(".") and not e.endswith(_METADATA_SUFFIXES))
+            if not listed:
                 raise SourceError(f"{p}: directory holds no record files")
-            files += [(fs.join(p, e), None) for e in found]
+            files += [(fs.join(p, e), None) for e in listed]
         elif fs.isfile(p):
             files.append((p, None))
         else:
@@ -270,11 +270,11 @@ class RecordsConverter(Converter):
     # ------------------------------------------------------------ the Converter interface
 
     def source_splits(self) -> dict[str, list[Hashable]]:
-        found = {s: self._items[s] for s in sorted(self._items, key=_split_rank)}
+        given = {s: self._items[s] for s in sorted(self._items, key=_split_rank)}
         self._items = {}
         if self._options.split is None:
-            return found
-        everything = [item for items in found.values() for item in items]
+            return given
+        everything = [item for items in given.values() for item in items]
         stratify, group = self._options.stratify_feature, self._options.group_feature
         values = self._values
 
@@ -324,13 +324,13 @@ class RecordsConverter(Converter):
         return tuple(values) if len(values) != 1 else values[0]
 
     def sources(self) -> list[dict[str, Any]]:
-        found = []
+        listed = []
         for s in self._sources:
             source = {"file": s.path, "split": s.split, "records": s.records, "records_crc32c": f"{s.crc32c:08x}"}
             if self.context.on_error == "skip":
                 source["lost_bytes"], source["lost_records_known"] = s.lost
-            found.append(source)
-        return found
+            listed.append(source)
+        return listed
 
     def recorded_options(self) -> dict[str, Any]:
         o = self._options
@@ -366,12 +366,12 @@ def _read_values(path: str, index: int, data: bytes, names: tuple[str, ...]) -> 
     missing or the record is not an Example."""
     where = f"{path}: record {index}"
     try:
-        found = values_of(data, names)
+        read = values_of(data, names)
     except ExampleDecodeError as e:
         raise SourceError(f"{where}: not a tf.train.Example ({e}), so it has no feature {names[0]!r}") from None
     texts = {}
     for name in names:
-        _, values = found.get(name, (None, []))
+        _, values = read.get(name, (None, []))
         if not values:
             has = ", ".join(sorted(outline(data, keep=0))) or "none"
             raise SourceError(f"{where}: no value for feature {name!r} (its features: {has})")

@@ -307,7 +307,7 @@ class BoxesJob(Job):
         self.keypoint_classes: set[int] = set()
         self.numbers = {split: n for n, split in enumerate(splits)}
         self._staging: Staging | None = staging  # parent side only
-        self.found: Spool | None = staging.spool("pictures")
+        self.pictures: Spool | None = staging.spool("pictures")
         # label -> class name: every class the dataset names (with boxes or without), and
         # those the boxes show
         self.classes: dict[int, str] = dict(keys.known)
@@ -317,7 +317,7 @@ class BoxesJob(Job):
             staging.claim(VOC_LABELMAP, f"the export's own {VOC_LABELMAP}")
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_staging": None, "found": None, "classes": {}, "ids": None}
+        return {**self.__dict__, "_staging": None, "pictures": None, "classes": {}, "ids": None}
 
     def work(self, chunk: Chunk) -> tuple[list[Any], Any]:
         results: list[Any] = []
@@ -373,7 +373,7 @@ class BoxesJob(Job):
             box["keypoints"] = keypoint_pixels(box["keypoints"], w, h)
 
     def take(self, split: str, where: str, picture: Picture) -> str | None:
-        assert self._staging is not None and self.found is not None
+        assert self._staging is not None and self.pictures is not None
         earlier = self._staging.place(picture.name, posixpath.join(IMAGES, picture.filename), split)
         if earlier is not None:
             return f"{picture.filename}: named by records of {earlier} and {split} too"
@@ -383,7 +383,7 @@ class BoxesJob(Job):
             if earlier is not None:
                 return f"{picture.filename}: its annotation {annotation} is {earlier}'s too"
         picture.split = split
-        self.found.append(picture)
+        self.pictures.append(picture)
         for box in picture.boxes:
             self.classes.setdefault(box["label"], box["text"])
             if self.target == "coco" and any(box.get("keypoints", [])[2::3]):
@@ -402,11 +402,11 @@ def write(
         skeleton = source.dataset.skeleton if source.dataset is not None else []
         job = BoxesJob(target, keys, staging, list(source.splits), voc_origin, skeleton)
         written = run(source, job, options)
-        assert job.found is not None
+        assert job.pictures is not None
         ANNOTATIONS[target](job, staging)
         with staging.csv("splits.csv") as splits:
             splits.row(["filename", "split"])
-            for picture in job.found:
+            for picture in job.pictures:
                 splits.row([picture.filename, picture.split])
         staging.commit()
     return written
@@ -417,15 +417,15 @@ def _coco(job: BoxesJob, staging: Staging) -> None:
     a file's name (train, validation, test), is one file a split, as COCO ships its own:
     annotations/instances_SPLIT.json, each with every category, which
     `tfr-convert detection DIR/images --annotations DIR/annotations` reads back, split by split."""
-    assert job.found is not None
-    splits = list(dict.fromkeys(picture.split for picture in job.found))
+    assert job.pictures is not None
+    splits = list(dict.fromkeys(picture.split for picture in job.pictures))
     if len(splits) > 1 and all(split in SPLIT_WORDS for split in splits):
         for split in splits:
             _coco_file(
-                job, staging, f"{COCO_SPLITS}/instances_{split}.json", [p for p in job.found if p.split == split]
+                job, staging, f"{COCO_SPLITS}/instances_{split}.json", [p for p in job.pictures if p.split == split]
             )
     else:
-        _coco_file(job, staging, "annotations.json", job.found)
+        _coco_file(job, staging, "annotations.json", job.pictures)
 
 
 def _coco_file(job: BoxesJob, staging: Staging, name: str, pictures: list[Picture]) -> None:
@@ -475,8 +475,8 @@ def _yolo(job: BoxesJob, staging: Staging) -> None:
     staging.put(YOLO_CLASSES, lines_file(names, "the class names"))
     _yolo_dataset(job, staging, names)
     index = {label: i for i, label in enumerate(order)}
-    assert job.found is not None
-    for picture in job.found:
+    assert job.pictures is not None
+    for picture in job.pictures:
         lines = "".join(
             " ".join([str(index[box["label"]]), *map(number, box["values"])]) + "\n" for box in picture.boxes
         )
@@ -491,12 +491,12 @@ def _yolo_dataset(job: BoxesJob, staging: Staging, names: list[str]) -> None:
     split is listed, and the names alone are written."""
     import yaml
 
-    assert job.found is not None
-    splits = list(dict.fromkeys(picture.split for picture in job.found))
+    assert job.pictures is not None
+    splits = list(dict.fromkeys(picture.split for picture in job.pictures))
     document: dict[str, Any] = {}
     if all(split in SPLIT_WORDS for split in splits):
         for split in splits:
-            listed = "".join(f"./{IMAGES}/{p.filename}\n" for p in job.found if p.split == split)
+            listed = "".join(f"./{IMAGES}/{p.filename}\n" for p in job.pictures if p.split == split)
             staging.put(f"{SPLIT_WORDS[split]}.txt", listed.encode("utf-8", "surrogateescape"))
             document[SPLIT_WORDS[split]] = f"{SPLIT_WORDS[split]}.txt"
     document["names"] = dict(enumerate(names))
@@ -507,13 +507,13 @@ def _voc_image_sets(job: BoxesJob, staging: Staging) -> None:
     """ImageSets/Main/{train,val,test}.txt (the devkit's split lists, by image id: the
     picture's stem), which `tfr-convert detection` reads beside Annotations/, for a
     dataset of several splits among train, validation and test whose stems are distinct."""
-    assert job.found is not None
-    splits = list(dict.fromkeys(picture.split for picture in job.found))
-    stems = [posixpath.splitext(posixpath.basename(picture.filename))[0] for picture in job.found]
+    assert job.pictures is not None
+    splits = list(dict.fromkeys(picture.split for picture in job.pictures))
+    stems = [posixpath.splitext(posixpath.basename(picture.filename))[0] for picture in job.pictures]
     if len(splits) < 2 or not all(split in SPLIT_WORDS for split in splits) or len(set(stems)) != len(stems):
         return
     for split in splits:
-        ids = "".join(f"{stem}\n" for stem, picture in zip(stems, job.found, strict=True) if picture.split == split)
+        ids = "".join(f"{stem}\n" for stem, picture in zip(stems, job.pictures, strict=True) if picture.split == split)
         staging.put(f"{VOC_IMAGE_SETS}/{SPLIT_WORDS[split]}.txt", ids.encode("utf-8", "surrogateescape"))
 
 
@@ -522,12 +522,12 @@ def _voc(job: BoxesJob, staging: Staging) -> None:
     labelmap.txt (as Datumaro and CVAT export VOC): every class in label order, those with
     no box too, which `tfr-convert detection` reads back as the classes (left out where a
     class name holds a ':' or a line break, which a line of it cannot)."""
-    assert job.found is not None
+    assert job.pictures is not None
     names = [job.classes[label] for label in sorted(job.classes)]
     if not any(":" in name or len(name.splitlines()) != 1 for name in names):  # else a line could not hold it
         staging.put(VOC_LABELMAP, ("# label:color_rgb:parts:actions\n" + "".join(f"{n}:::\n" for n in names)).encode())
     _voc_image_sets(job, staging)
-    for picture in job.found:
+    for picture in job.pictures:
         if not picture.boxes:
             continue  # a negative: no annotation file names it
         objects = []
@@ -550,13 +550,13 @@ def _csv(job: BoxesJob, staging: Staging) -> None:
     reads from a file's name, is one file a split, annotations/boxes_SPLIT.csv (as COCO's
     instances files), each listing its pictures without boxes too (a row with no class
     and no corners), so that `--annotations DIR/annotations` reads every split back."""
-    assert job.found is not None
-    splits = list(dict.fromkeys(picture.split for picture in job.found))
+    assert job.pictures is not None
+    splits = list(dict.fromkeys(picture.split for picture in job.pictures))
     if len(splits) > 1 and all(split in SPLIT_WORDS for split in splits):
         for split in splits:
-            _csv_file(staging, f"{COCO_SPLITS}/boxes_{split}.csv", [p for p in job.found if p.split == split], True)
+            _csv_file(staging, f"{COCO_SPLITS}/boxes_{split}.csv", [p for p in job.pictures if p.split == split], True)
     else:
-        _csv_file(staging, "boxes.csv", job.found, False)
+        _csv_file(staging, "boxes.csv", job.pictures, False)
 
 
 def _csv_file(staging: Staging, name: str, pictures: list[Picture], negatives: bool) -> None:

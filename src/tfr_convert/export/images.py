@@ -361,10 +361,10 @@ def _item(
         return posixpath.join(top, folder, inside) if folder else posixpath.join(top, inside), data, None
     row = [name, split, *([plan.label_text(index)] if index is not None else [])]
     for column in plan.columns:
-        found = example.get(column)
-        if found is None or len(found[1]) != 1:
+        value = example.get(column)
+        if value is None or len(value[1]) != 1:
             raise SourceError(f"no single {column!r} value, which the first records have")
-        row.append(_cell(found[0], found[1], column))
+        row.append(_cell(value[0], value[1], column))
     return name, data, row
 
 

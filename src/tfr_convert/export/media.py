@@ -39,8 +39,8 @@ def media_plan(source: ExportSource, target: str, layout: str | None, feature: s
     """--to images' plan for the dataset's Audio or Video feature (or `feature`)."""
     described = source.dataset.flat_features if source.dataset is not None else {}
     kind = {"audio": "audio_feature.Audio", "video": "video_feature.Video"}[target]
-    found = [n for n, (d, per_object, _) in described.items() if d.get("pythonClassName", "").endswith(kind)]
-    feature = feature or (found[0] if found else None)
+    features = [n for n, (d, per_object, _) in described.items() if d.get("pythonClassName", "").endswith(kind)]
+    feature = feature or (features[0] if features else None)
     if feature is None:
         raise SourceError(f"no {target} feature in the dataset's features.json: name one with --image-feature")
     if layout == "masks":
@@ -80,8 +80,8 @@ def media_file(example: dict, plan: Plan) -> tuple[bytes, str, bool]:
 
 
 def _one(example: dict, name: str) -> Any:
-    found = example.get(name, (None, []))[1]
-    return found[0] if len(found) == 1 else None
+    values = example.get(name, (None, []))[1]
+    return values[0] if len(values) == 1 else None
 
 
 def _wav(values: list[Any], example: dict, plan: Plan) -> bytes:

@@ -39,12 +39,12 @@ class _Column:
         self.optional = spec.per_object  # some records lack it (a table's null under --nulls omit): a null
         self.kind = {"int64": "int64_list", "float32": "float_list", "string": "bytes_list"}[spec.dtype]
 
-    def cell(self, found: tuple[str | None, list[Any]] | None) -> Any:
-        if found is None:
+    def cell(self, entry: tuple[str | None, list[Any]] | None) -> Any:
+        if entry is None:
             if self.optional:
                 return None
             raise SourceError(f"no feature {self.name!r}, which the first records all have")
-        kind, values = found
+        kind, values = entry
         if kind not in (self.kind, None):
             raise SourceError(f"feature {self.name!r} is a {kind}, a {self.kind} in the first records")
         if self.text:

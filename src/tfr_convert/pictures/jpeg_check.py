@@ -121,10 +121,10 @@ def _walk(data: bytes, max_pixels: int) -> tuple[tuple[int, int], int, int] | No
             if frame is None or not _sos(segment, frame[0], frame[3], huffman):
                 return None
             scans += 1
-            found = scan_end(data, after, frame[0] in _SEQUENTIAL)
-            if found is None:
+            end_of_scan = scan_end(data, after, frame[0] in _SEQUENTIAL)
+            if end_of_scan is None:
                 return None  # the file ends inside the scan: cut short
-            pos = found
+            pos = end_of_scan
             continue
         else:
             # SOF3/5-15 (lossless, hierarchical, arithmetic), DAC, DNL, DHP, EXP, JPGn; and
@@ -160,8 +160,8 @@ def scan_end(data: bytes, start: int, last_scan: bool = False) -> int | None:
                 stuffed += sum(np.count_nonzero((p & 0xF8FF) == 0xD0FF) for p in pairs)
             if stuffed == everything:
                 return last
-    found = _SCAN_END.search(data, start)
-    return None if found is None else found.start()
+    match = _SCAN_END.search(data, start)
+    return None if match is None else match.start()
 
 
 # An encoder writes the same tables into every file it makes: each distinct segment is
@@ -277,9 +277,9 @@ def _orientation(exif: bytes | None, xmp: bytes | None) -> int | None:
     """The orientation Pillow's getexif() finds (1 without one), or None where the Exif
     cannot be read cleanly."""
     if exif is not None:
-        found = _exif_orientation(exif[6:])
-        if found is None or found != 0:
-            return found
+        orientation = _exif_orientation(exif[6:])
+        if orientation is None or orientation != 0:
+            return orientation
     if xmp is not None:
         match = _XMP_ORIENTATION.search(xmp)
         if match:
@@ -303,13 +303,13 @@ def _exif_orientation(tiff: bytes) -> int | None:
     (entries,) = struct.unpack_from(order + "H", tiff, ifd)
     if ifd + 2 + 12 * entries > len(tiff):
         return None
-    found = 0
+    orientation = 0
     for i in range(entries):
         tag, kind, count = struct.unpack_from(order + "HHI", tiff, ifd + 2 + 12 * i)
         if tag == 0x0112:
-            if found or kind != 3 or count != 1:
+            if orientation or kind != 3 or count != 1:
                 return None
-            (found,) = struct.unpack_from(order + "H", tiff, ifd + 10 + 12 * i)
-            if found == 0:
+            (orientation,) = struct.unpack_from(order + "H", tiff, ifd + 10 + 12 * i)
+            if orientation == 0:
                 return None  # a zero Pillow would report as is
-    return found
+    return orientation

@@ -22,8 +22,8 @@ def modules() -> dict[str, ModuleType]:
 
 def converter_classes(module: ModuleType) -> list[type]:
     """The converter classes a command's module names in its CONVERTERS."""
-    found = []
+    classes = []
     for spec in module.CONVERTERS:
         name, _, attr = spec.partition(":")
-        found.append(getattr(importlib.import_module(name), attr))
-    return found
+        classes.append(getattr(importlib.import_module(name), attr))
+    return classes

@@ -148,9 +148,13 @@ class DetectionConverter(FileItems, Converter):
         classes = read_names(options.classes_file) if options.classes_file else None
         images = [f.replace(os.sep, "/") for f in list_files(image_dir, exclude=context.out)]
         images = [f for f in images if f.lower().endswith(IMAGE_SUFFIXES)]
-        found, split_of, split_source = self._read(options, fmt, images, classes)
-        self._take_annotations(found, classes, options)
-        items = self._items(found.images, images, options.classes_file or (found.files[0] if found.classes else None))
+        annotations_read, split_of, split_source = self._read(options, fmt, images, classes)
+        self._take_annotations(annotations_read, classes, options)
+        items = self._items(
+            annotations_read.images,
+            images,
+            options.classes_file or (annotations_read.files[0] if annotations_read.classes else None),
+        )
         if split_of:
             items, split_of = self._in_their_splits(items, split_of, split_source, options.split)
         if options.skip_empty:
@@ -199,17 +203,17 @@ class DetectionConverter(FileItems, Converter):
             )
         return folder
 
-    def _take_annotations(self, found: Any, classes: list[str] | None, options: DetectionOptions) -> None:
+    def _take_annotations(self, read: Any, classes: list[str] | None, options: DetectionOptions) -> None:
         """What the annotations hold besides boxes: their files, keypoint names, the
         problems found (rejected), the classes and their ids."""
-        self._annotation_files = found.files
-        self.keypoint_names, self.skeleton = found.keypoint_names or [], found.skeleton or []
+        self._annotation_files = read.files
+        self.keypoint_names, self.skeleton = read.keypoint_names or [], read.skeleton or []
         if self.keypoint_names:
             self._settings["keypoints"] = {"names": self.keypoint_names, "skeleton": self.skeleton}
-        for where, why in found.problems:
+        for where, why in read.problems:
             self.reject(where, why)
-        self.classes = classes or found.classes or sorted({b.name for i in found.images for b in i.boxes})
-        kept_ids = found.class_ids if classes is None and options.coco_ids == "keep" else None
+        self.classes = classes or read.classes or sorted({b.name for i in read.images for b in i.boxes})
+        kept_ids = read.class_ids if classes is None and options.coco_ids == "keep" else None
         self._label = class_labels(self.classes, kept_ids, options.annotations)
 
     def _in_their_splits(
@@ -287,16 +291,16 @@ class DetectionConverter(FileItems, Converter):
             per_split = [(split, path) for split, path, _ in split_files(options.annotations, suffix)]
         if per_split:
             parts = [(split, in_split_folder(read(path), images, path, split)) for split, path in per_split]
-            found = merged(parts)
+            read_boxes = merged(parts)
             split_of = {image.filename: split for split, part in parts for image in part.images}
-            return found, split_of, ", ".join(f"{split}={path}" for split, path in per_split)
-        found = read(options.annotations)
+            return read_boxes, split_of, ", ".join(f"{split}={path}" for split, path in per_split)
+        read_boxes = read(options.annotations)
         if fmt == "voc":
             sets = voc_image_sets(options.annotations)
             if sets is not None:
                 ids = sets[1]
                 stems = {rel: posixpath.splitext(posixpath.basename(rel))[0] for rel in images}
-                return found, {rel: ids[stem] for rel, stem in stems.items() if stem in ids}, sets[0]
+                return read_boxes, {rel: ids[stem] for rel, stem in stems.items() if stem in ids}, sets[0]
         if fmt == "yolo":
             dataset_yaml = find_dataset_yaml(options.annotations)  # its splits, wherever the names came from
             if dataset_yaml is not None:
@@ -304,15 +308,15 @@ class DetectionConverter(FileItems, Converter):
                 if isinstance(split_of, str):
                     self.warnings.append(f"{split_of}: its splits are not used")
                 elif split_of is not None:
-                    return found, split_of, dataset_yaml
-        return found, {}, ""
+                    return read_boxes, split_of, dataset_yaml
+        return read_boxes, {}, ""
 
     def _split(
         self, items: list[tuple], spec: SplitSpec | None, stratify: bool, seed: int, split_of: dict[str, str]
     ) -> dict[str, list[tuple]]:
         groups = None
         if self._dedupe:
-            kept, groups, found, message = plan_groups(
+            kept, groups, by_split, message = plan_groups(
                 [item[0] for item in items],
                 lambda i: fs.read_bytes(fs.join(self.root, items[i][0]), inside=self._real_root),
                 self._dedupe,
@@ -320,14 +324,14 @@ class DetectionConverter(FileItems, Converter):
                 self.root,
             )
             items = [items[i] for i in kept]
-            self._settings["dedupe_found"] = found
+            self._settings["dedupe_found"] = by_split
             if message:
                 self.warnings.append(message)
         if spec is None and split_of:
-            found: dict[str, list[tuple]] = {}
+            by_split: dict[str, list[tuple]] = {}
             for item in items:
-                found.setdefault(split_of[item[0]], []).append(item)
-            return found
+                by_split.setdefault(split_of[item[0]], []).append(item)
+            return by_split
         if spec is None:
             return {"train": items}
         whole = groups if groups is not None and self._dedupe != "drop" else None

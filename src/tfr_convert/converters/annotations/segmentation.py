@@ -49,16 +49,16 @@ def read_palette(path: str) -> tuple[dict[tuple[int, int, int], int], list[str]]
             text = line.split("#", 1)[0]
             if not text.strip():
                 continue
-            found = _COLOUR.match(text)
-            values = [int(v) for v in found.groups()[1:4]] if found else []
-            index = int(found.group(1)) if found and found.group(1) is not None else index + 1
-            if not found or any(v > 255 for v in values) or index > 255:
+            colour_match = _COLOUR.match(text)
+            values = [int(v) for v in colour_match.groups()[1:4]] if colour_match else []
+            index = int(colour_match.group(1)) if colour_match and colour_match.group(1) is not None else index + 1
+            if not colour_match or any(v > 255 for v in values) or index > 255:
                 raise SourceError(f"{path}: line {number}: {line.strip()!r} is not '[INDEX:] R G B name' (0-255 each)")
             colour = (values[0], values[1], values[2])
             if colour in colours:
                 raise SourceError(f"{path}: line {number}: colour {colour} names two classes")
             colours[colour] = index
-            named[index] = found.group(5) or str(index)
+            named[index] = colour_match.group(5) or str(index)
     if not colours:
         raise SourceError(f"{path}: no colours in it")
     names = []
@@ -239,9 +239,9 @@ class SegmentationConverter(FileItems, Converter):
         classes = np.array(list(self.colours.values()), np.uint8)
         order = np.argsort(known)
         at = np.clip(np.searchsorted(known[order], codes), 0, len(known) - 1)
-        found = known[order][at] == codes
-        if not found.all():
-            y, x = map(int, np.argwhere(~found)[0])
+        known_codes = known[order][at] == codes
+        if not known_codes.all():
+            y, x = map(int, np.argwhere(~known_codes)[0])
             raise SourceError(
                 f"{where}: pixel (x={x}, y={y}) has colour {tuple(map(int, pixels[y, x]))}, not in --palette"
             )

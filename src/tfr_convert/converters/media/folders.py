@@ -95,10 +95,12 @@ class MediaFolder(FileItems):
         self.label_feature: str | None = None
         self.columns: list[tuple[str, str]] = []  # a CSV's other columns: (feature, dtype)
         if o.labels_csv is None:
-            found = class_folders(self._folder, self.SUFFIXES, self.NOUN, self.reject, self.warnings, self._inside)
-            self.labels = {"label": found.classes} if found.classes else {}
-            self.label_feature = "label" if found.classes else None
-            return [(rel, None, label, ()) for rel, label in found.files], found.split_of
+            files_listed = class_folders(
+                self._folder, self.SUFFIXES, self.NOUN, self.reject, self.warnings, self._inside
+            )
+            self.labels = {"label": files_listed.classes} if files_listed.classes else {}
+            self.label_feature = "label" if files_listed.classes else None
+            return [(rel, None, label, ()) for rel, label in files_listed.files], files_listed.split_of
         table = LabelCsv(
             self._folder, o.labels_csv, o.delimiter, set(self.RESERVED), self.reject, self._inside, self.NOUN,
             self.SUFFIXES, "ROOT",

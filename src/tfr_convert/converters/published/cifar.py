@@ -84,8 +84,8 @@ def _names(meta: dict[str, Any], kind: LabelKind, where: str) -> list[str]:
 def _batch(where: str, d: dict[str, Any], kinds: tuple[LabelKind, ...]) -> tuple[np.ndarray, list[list[int]]]:
     data = _require(d, "data", where)
     if not isinstance(data, np.ndarray) or data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != ROW_BYTES:
-        found = f"{data.dtype} {data.shape}" if isinstance(data, np.ndarray) else type(data).__name__
-        raise SourceError(f"{where}: data is {found}, expected uint8 (N, {ROW_BYTES})")
+        held = f"{data.dtype} {data.shape}" if isinstance(data, np.ndarray) else type(data).__name__
+        raise SourceError(f"{where}: data is {held}, expected uint8 (N, {ROW_BYTES})")
     all_labels = []
     for kind in kinds:
         labels = _require(d, kind.labels_key, where)
@@ -164,17 +164,17 @@ class CifarConverter(Converter):
         location = locate(src)
         self._sources: list[dict[str, Any]] = []
         if os.path.isfile(location):
-            found, archive_fingerprint = read_archive(location)
+            by_name, archive_fingerprint = read_archive(location)
             self._sources.append(archive_fingerprint)
         else:
-            found = list_folder(location)
+            by_name = list_folder(location)
         try:
-            self.variant, layout = detect(found, location, variant)
+            self.variant, layout = detect(by_name, location, variant)
         except SourceError:
             if variant is None:
                 raise
             self.variant, layout = variant, LAYOUTS[variant]  # its files are named as missing below
-        missing = [m for m in layout.members if m not in found]
+        missing = [m for m in layout.members if m not in by_name]
         if missing:
             raise SourceError(f"{location}: missing {', '.join(missing)} ({self.variant})")
 
@@ -185,11 +185,11 @@ class CifarConverter(Converter):
         self.kinds = layout.label_kinds
         if layout.binary:
             self.class_names = [
-                self._parse(f, found[f], lambda where, stream, kind=kind: _text_names(where, stream.read(), kind))
+                self._parse(f, by_name[f], lambda where, stream, kind=kind: _text_names(where, stream.read(), kind))
                 for f, kind in zip(layout.names_files, self.kinds, strict=True)
             ]
         else:
-            meta = found[layout.meta]
+            meta = by_name[layout.meta]
             loaded = self._parse(layout.meta, meta, _load)
             self.class_names = [_names(loaded, kind, meta.where) for kind in self.kinds]
         self._labels: dict[str, list[np.ndarray]] = {}
@@ -198,7 +198,7 @@ class CifarConverter(Converter):
         # batch gathers its rows and turns them channel-last while they are in cache.
         self._planes: dict[str, tuple[list[np.ndarray], np.ndarray]] = {}  # split -> (batches, first index of each)
         for split, members in (("train", layout.train), ("test", layout.test)):
-            self._read_split(split, members, found, layout)
+            self._read_split(split, members, by_name, layout)
         self.dataset_name = self.variant
         if self.layout == "tfds":
             self.tfds_layout = True
@@ -206,13 +206,13 @@ class CifarConverter(Converter):
         self.description = f"{'CIFAR-10' if self.variant == 'cifar10' else 'CIFAR-100'}: 32x32 RGB images."
         self._declare_features()
 
-    def _read_split(self, split: str, members: list[str], found: dict[str, Member], layout: Layout) -> None:
+    def _read_split(self, split: str, members: list[str], by_name: dict[str, Member], layout: Layout) -> None:
         """A split's batches, parsed in order: their planar pixels, labels, and where each begins."""
         labels: list[list[int]] = [[] for _ in self.kinds]
         starts: list[tuple[int, str]] = []
         total, planes = 0, []
         for m in members:
-            member = found.pop(m)  # an archive's bytes go once parsed
+            member = by_name.pop(m)  # an archive's bytes go once parsed
             if layout.binary:
                 data, batch_labels = self._parse(
                     m, member, lambda where, stream: _binary_batch(where, stream.read(), layout)

@@ -112,15 +112,15 @@ def list_folder(folder: str) -> dict[str, Member]:
     """{member name: member} of every known file in a folder (each file is read once,
     when it is parsed)."""
     wanted = {m for _, layout in ALL_LAYOUTS for m in layout.members}
-    found = {}
+    by_name = {}
     budget = _SizeBudget()
     for name in sorted(wanted):
         path = os.path.join(folder, name)
         if os.path.isfile(path):
             size = os.path.getsize(path)
             budget.take(path, size)
-            found[name] = Member(path, None, size)
-    return found
+            by_name[name] = Member(path, None, size)
+    return by_name
 
 
 class _SizeBudget:
@@ -144,7 +144,7 @@ def read_archive(archive: str) -> tuple[dict[str, Member], dict[str, Any]]:
     """The same, streamed member by member from a .tar.gz in one pass; also the
     archive's own fingerprint, hashed on the way."""
     folders = {layout.folder: layout for _, layout in ALL_LAYOUTS}
-    found: dict[str, Member] = {}
+    by_name: dict[str, Member] = {}
     budget = _SizeBudget()
     current = None
     try:
@@ -157,9 +157,9 @@ def read_archive(archive: str) -> tuple[dict[str, Member], dict[str, Any]]:
                     if not member.isfile() or layout is None or name not in layout.members:
                         continue
                     current = f"{archive}:{member.name}"
-                    if name in found:
+                    if name in by_name:
                         raise SourceError(
-                            f"{current}: a second {name} in the archive (the first is {found[name].where})"
+                            f"{current}: a second {name} in the archive (the first is {by_name[name].where})"
                         )
                     budget.take(current, member.size)
                     stream = tar.extractfile(member)
@@ -167,13 +167,13 @@ def read_archive(archive: str) -> tuple[dict[str, Member], dict[str, Any]]:
                     data = stream.read()
                     if len(data) != member.size:
                         raise SourceError(f"{current}: truncated archive ({len(data)} of {member.size} bytes)")
-                    found[name] = Member(current, data, len(data))
+                    by_name[name] = Member(current, data, len(data))
                     current = None
             reader.drain()
     except (tarfile.TarError, EOFError, zlib.error, OSError) as e:
         where = current or archive
         raise SourceError(f"{where}: truncated or corrupt archive ({e or type(e).__name__})") from None
-    return found, {"file": os.path.basename(archive), "bytes": reader.size, "sha256": reader.hash.hexdigest()}
+    return by_name, {"file": os.path.basename(archive), "bytes": reader.size, "sha256": reader.hash.hexdigest()}
 
 
 def locate(src: str) -> str:
@@ -193,10 +193,10 @@ def locate(src: str) -> str:
     raise SourceError(f"{src}: no CIFAR batches, {folders} folder or archive")
 
 
-def detect(found: dict[str, Any], where: str, variant: str | None) -> tuple[str, Layout]:
+def detect(members: dict[str, Any], where: str, variant: str | None) -> tuple[str, Layout]:
     """(variant, layout) of what was found: the pickles if they are there, else the binaries."""
     for name, layout in ALL_LAYOUTS:
-        if layout.meta in found and variant in (None, name):
+        if layout.meta in members and variant in (None, name):
             return name, layout
     raise SourceError(
         f"{where}: neither batches.meta / batches.meta.txt (CIFAR-10) nor meta / fine_label_names.txt (CIFAR-100) found"

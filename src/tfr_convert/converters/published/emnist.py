@@ -90,12 +90,12 @@ class EmnistFiles:
 
     def variants(self) -> list[str]:
         """The variants all four idx files of which are here."""
-        found: dict[str, set[tuple[str, str]]] = {}
+        halves: dict[str, set[tuple[str, str]]] = {}
         for name in self._where:
             m = _IDX_NAME.fullmatch(name)
             if m:
-                found.setdefault(m[1], set()).add((m[2], m[3]))
-        return [v for v in TFDS_CLASSES if len(found.get(v, ())) == 4]
+                halves.setdefault(m[1], set()).add((m[2], m[3]))
+        return [v for v in TFDS_CLASSES if len(halves.get(v, ())) == 4]
 
     def find(self, stem: str) -> str | None:
         """The file name a stem is stored under (gzipped or not), or None."""
@@ -169,15 +169,15 @@ class EmnistConverter(MnistConverter):
         options = self.begin(options or PublishedOptions(), context)
         variant, layout = options.variant, options.layout
         self._files = EmnistFiles(src)
-        found = self._files.variants()
+        complete = self._files.variants()
         if variant is None:
-            if not found:
+            if not complete:
                 raise SourceError(f"{src}: no complete EMNIST variant (four emnist-NAME-{{train,test}}-... idx files)")
-            if len(found) > 1:
-                raise OptionError(f"{src}: holds EMNIST {', '.join(found)}: choose one with --variant emnist/NAME")
-            variant = f"emnist/{found[0]}"
+            if len(complete) > 1:
+                raise OptionError(f"{src}: holds EMNIST {', '.join(complete)}: choose one with --variant emnist/NAME")
+            variant = f"emnist/{complete[0]}"
         self.config = variant.removeprefix("emnist/")
-        if self.config not in found:
+        if self.config not in complete:
             missing = [stem for stem in self._stems().values() if self._files.find(stem) is None]
             raise SourceError(f"{src}: missing {missing[0]} (or {missing[0]}.gz) for {variant}")
         self._names = self._mapping_names() if layout == "tutorial" else None

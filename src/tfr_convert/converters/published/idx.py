@@ -131,9 +131,9 @@ def _read_header(path: str, stream: io.BufferedIOBase, what: str, magic: int, ra
     head = stream.read(4)
     if len(head) < 4:
         raise SourceError(f"{path}: {what} is {len(head)} bytes long, too short for an idx header")
-    (found,) = struct.unpack(">I", head)
-    if found != magic:
-        raise SourceError(f"{path}: byte 0: magic number {found}, expected {magic}")
+    (magic_read,) = struct.unpack(">I", head)
+    if magic_read != magic:
+        raise SourceError(f"{path}: byte 0: magic number {magic_read}, expected {magic}")
     dims_raw = stream.read(4 * rank)
     if len(dims_raw) < 4 * rank:
         raise SourceError(f"{path}: idx header is truncated (needs {4 + 4 * rank} bytes)")

@@ -75,21 +75,21 @@ def flatten(table: Any, whole: set[str] | frozenset[str] = frozenset()) -> dict[
     """{name: ChunkedArray}: struct columns replaced by their fields, `parent/field`, at
     any depth (a null struct makes its fields null); the columns in `whole` as they are."""
     pa = pyarrow("tfr-convert table")
-    found: dict[str, Any] = {}
+    flat: dict[str, Any] = {}
 
     def walk(name: str, column: Any) -> None:
         if pa.types.is_struct(column.type):
             for field, child in zip(column.type, column.flatten(), strict=True):
                 walk(f"{name}/{field.name}", child)
         else:
-            found[name] = column
+            flat[name] = column
 
     for name, column in zip(table.column_names, table.columns, strict=True):
         if name in whole:
-            found[name] = column
+            flat[name] = column
         else:
             walk(name, column)
-    return found
+    return flat
 
 
 def scalar_kind(t: Any) -> str | None:
@@ -168,23 +168,23 @@ def values(column: Column, array: Any) -> list[Any]:
 
 
 def _lists(column: Column, array: Any) -> list[Any]:
-    found = []
+    lists = []
     for value in array.to_pylist():
         if value is None:
-            found.append(None)
+            lists.append(None)
             continue
         if len(column.shape) == 2:
             value = [v for inner in value for v in (inner if inner is not None else [None])]
         if any(v is None for v in value):
-            found.append(_NULL_INSIDE)
+            lists.append(_NULL_INSIDE)
             continue
         if column.kind == "bytes":
-            found.append([v.encode() if isinstance(v, str) else v for v in value] if value else np.zeros(0, object))
+            lists.append([v.encode() if isinstance(v, str) else v for v in value] if value else np.zeros(0, object))
         elif column.kind == "int":
-            found.append(np.array([int(v) for v in value], np.int64))
+            lists.append(np.array([int(v) for v in value], np.int64))
         else:
-            found.append(np.array(value, np.float64))
-    return found
+            lists.append(np.array(value, np.float64))
+    return lists
 
 
 class NullInside:
@@ -199,7 +199,7 @@ def float32_losses(array: Any) -> int:
     pa = pyarrow("tfr-convert table")
     if not pa.types.is_float64(array.type):
         return 0
-    found = to_numpy(array.drop_null() if array.null_count else array)
-    finite = found[~np.isnan(found)]
+    values = to_numpy(array.drop_null() if array.null_count else array)
+    finite = values[~np.isnan(values)]
     with np.errstate(over="ignore"):
         return int(np.count_nonzero(finite.astype(np.float32).astype(np.float64) != finite))

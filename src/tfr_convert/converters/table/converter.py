@@ -326,16 +326,16 @@ class TableConverter(Converter):
     def _picture_columns(self, names: list[str], hf_features: dict[str, Any]) -> list[str]:
         """--image-column's columns, and every Hugging Face Image feature not left out."""
         o = self._o
-        found = list(o.image_columns)
+        named = list(o.image_columns)
         for name in names:
             described = hf_features.get(name)
-            if isinstance(described, dict) and described.get("_type") == "Image" and name not in found:
+            if isinstance(described, dict) and described.get("_type") == "Image" and name not in named:
                 if name not in o.drop and (not o.columns or name in o.columns):
-                    found.append(name)
-        for name in found:
+                    named.append(name)
+        for name in named:
             if name not in names:
                 raise OptionError(f"no column {name!r} in {self._parts[0].path} (its columns: {', '.join(names)})")
-        return found
+        return named
 
     def _chosen(self, flat: dict[str, Any]) -> list[str]:
         o = self._o
@@ -523,7 +523,7 @@ class TableConverter(Converter):
             runs.setdefault(part.split or "train", []).append(
                 range(start, stop) if kept.all() else np.flatnonzero(kept) + start
             )
-        splits = {split: table_rows.joined_rows(found) for split, found in runs.items()}
+        splits = {split: table_rows.joined_rows(split_rows) for split, split_rows in runs.items()}
         del runs
         if o.split is None:
             return splits
@@ -532,7 +532,7 @@ class TableConverter(Converter):
         rows: Sequence[int] = (
             next(iter(splits.values()))
             if len(splits) == 1
-            else RowNumbers(np.concatenate([row_array(found) for found in splits.values()]))
+            else RowNumbers(np.concatenate([row_array(split_rows) for split_rows in splits.values()]))
         )
         labels = self._label_values
         groups = None
@@ -545,9 +545,9 @@ class TableConverter(Converter):
                 rows, codes = RowNumbers(held), codes[held]
             groups = GroupCodes(codes, texts)
         stratum = RowStrata(labels) if o.stratify and labels is not None else None
-        found, said = split_by_ratio(rows, self.key, o.split, self.context.seed, stratum, groups)
+        split_rows, said = split_by_ratio(rows, self.key, o.split, self.context.seed, stratum, groups)
         self.warnings += [said] if said else []
-        return found
+        return split_rows
 
     # ------------------------------------------------------------ the Converter interface
 
@@ -585,16 +585,16 @@ class TableConverter(Converter):
             return None
         taken = self._taken(items)
         fill = self._o.nulls == "fill"
-        found = []
+        batch_columns = []
         for column in self._columns:
             described = feature_column(column, taken.column(column.source), fill)
             if described is None:
                 return None
-            found.append(described)
+            batch_columns.append(described)
         if self._label_values is not None:
             labels = self._label_values[np.asarray(items, np.int64)]
-            found.append(FeatureColumn(self._label_name, INT64, labels.astype(np.int64)))
-        return ColumnBatch(found, len(items))
+            batch_columns.append(FeatureColumn(self._label_name, INT64, labels.astype(np.int64)))
+        return ColumnBatch(batch_columns, len(items))
 
     def _taken(self, items: list[Hashable]) -> Any:
         """The rows of a batch: a slice where they are a run (an unshuffled split), else taken."""
@@ -620,9 +620,9 @@ class TableConverter(Converter):
         fill = self._o.nulls == "fill"
         for column in self._columns:
             name = column.name
-            found = arrow_features.values(column, taken.column(column.source))
+            column_values = arrow_features.values(column, taken.column(column.source))
             default = column.empty() if fill else None
-            for row, value in zip(rows, found, strict=True):
+            for row, value in zip(rows, column_values, strict=True):
                 if value is None:
                     if default is not None:
                         row[name] = default

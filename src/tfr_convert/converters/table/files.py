@@ -90,8 +90,8 @@ def open_all(paths: list[str], delimiter: str | None = None) -> Opened:
     for path in paths:
         if fs.isdir(path):
             if fs.exists(fs.join(path, "dataset_dict.json")) or fs.exists(fs.join(path, "state.json")):
-                found, features = _huggingface(path)
-                parts += found
+                opened, features = _huggingface(path)
+                parts += opened
                 hf_features = hf_features or features
             else:
                 parts += _parquet_folder(path)
@@ -108,8 +108,8 @@ def open_all(paths: list[str], delimiter: str | None = None) -> Opened:
 def split_in_name(path: str) -> str | None:
     """`train.csv`, `data-val.parquet` -> train, validation; None when the name says none."""
     stem = fs.basename(path).split(".")[0]
-    found = _SPLIT_WORD.search(stem)
-    return SPLIT_FOLDERS.get(found[1].lower()) if found else None
+    match = _SPLIT_WORD.search(stem)
+    return SPLIT_FOLDERS.get(match[1].lower()) if match else None
 
 
 def open_file(path: str, delimiter: str | None = None) -> Part:
@@ -140,10 +140,10 @@ def _json_lines(path: str) -> Any:
 
     local = _local(path)
     with open(local, "rb") as f:
-        found = json_nesting.deepest(f)
-    if found.depth > MAX_NESTING:
+        nesting = json_nesting.deepest(f)
+    if nesting.depth > MAX_NESTING:
         raise SourceError(
-            f"{path}: line {found.line}: nested {found.depth} levels deep; a table holds at most {MAX_NESTING}"
+            f"{path}: line {nesting.line}: nested {nesting.depth} levels deep; a table holds at most {MAX_NESTING}"
         )
     table = arrow_json.read_json(local)
     if any(_floating(field.type) for field in table.schema):  # where pyarrow put an integer past int64
@@ -224,21 +224,21 @@ def _exported(path: str, text: bytes | None) -> dict[str, Any]:
     if text is None:
         return {}
     try:
-        found = json.loads(text)
+        exported = json.loads(text)
     except (ValueError, RecursionError):
         raise SourceError(f"{path}: its tfr_convert metadata is not JSON (or nests too deep)") from None
-    return found if isinstance(found, dict) else {}
+    return exported if isinstance(exported, dict) else {}
 
 
 def _json_object(path: str) -> dict[str, Any]:
     """A JSON file that must hold an object (a Hugging Face folder's metadata)."""
     try:
-        found = json.loads(fs.read_bytes(path))
+        document = json.loads(fs.read_bytes(path))
     except (ValueError, UnicodeDecodeError, RecursionError) as e:
         raise SourceError(f"{path}: not JSON ({type(e).__name__ if isinstance(e, RecursionError) else e})") from None
-    if not isinstance(found, dict):
-        raise SourceError(f"{path}: holds a JSON {type(found).__name__}, where a Hugging Face dataset has an object")
-    return found
+    if not isinstance(document, dict):
+        raise SourceError(f"{path}: holds a JSON {type(document).__name__}, where a Hugging Face dataset has an object")
+    return document
 
 
 def _huggingface(path: str) -> tuple[list[Part], dict[str, Any]]:
@@ -255,8 +255,8 @@ def _huggingface(path: str) -> tuple[list[Part], dict[str, Any]]:
                 raise SourceError(f"{listing}: the split {split!r} {problem}: it cannot name a folder inside {path}")
         parts, features = [], {}
         for split in splits:
-            found, features = _hf_dataset(fs.join(path, split), split)
-            parts += found
+            info, features = _hf_dataset(fs.join(path, split), split)
+            parts += info
         return parts, features
     return _hf_dataset(path, None)
 

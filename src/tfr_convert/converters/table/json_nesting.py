@@ -31,7 +31,7 @@ class Deepest:
 
 def deepest(f: IO[bytes], piece: int = PIECE) -> Deepest:
     """The deepest nesting of any line of the JSON Lines file `f`, and where."""
-    found = Deepest()
+    deepest_so_far = Deepest()
     in_string, backslashes, depth, line = 0, 0, 0, 1  # the state at a piece's end
     while chunk := f.read(piece):
         kinds = _KIND[np.frombuffer(chunk, np.uint8)]
@@ -50,11 +50,11 @@ def deepest(f: IO[bytes], piece: int = PIECE) -> Deepest:
         step[strings == 1] = 0  # (a quote that opens a string is no bracket either)
         within = _within_line(np.cumsum(step), start, depth)
         top = int(within.argmax())
-        if within[top] > found.depth:
-            found = Deepest(int(within[top]), line + int(np.count_nonzero(newlines[:top])))
+        if within[top] > deepest_so_far.depth:
+            deepest_so_far = Deepest(int(within[top]), line + int(np.count_nonzero(newlines[:top])))
         in_string, depth = int(strings[-1]), int(within[-1])
         line += int(np.count_nonzero(newlines))
-    return found
+    return deepest_so_far
 
 
 def _escaped_quotes(at: np.ndarray, kinds: np.ndarray, carried: int, size: int) -> tuple[np.ndarray, int]:

@@ -27,15 +27,15 @@ def past_int64(f: IO[bytes], piece: int = PIECE) -> tuple[int, str, int] | None:
         data = carried + chunk
         end = data.rfind(b"\n") + 1 if chunk else len(data)
         whole, carried = data[:end], data[end:]
-        found = _LONG.search(whole)
-        while found is not None:
-            start = whole.rfind(b"\n", 0, found.start()) + 1
-            stop = whole.find(b"\n", found.end())
+        match = _LONG.search(whole)
+        while match is not None:
+            start = whole.rfind(b"\n", 0, match.start()) + 1
+            stop = whole.find(b"\n", match.end())
             stop = len(whole) if stop < 0 else stop
             hit = _outside_int64(whole[start:stop])
             if hit is not None:
                 return line + whole.count(b"\n", 0, start), *hit
-            found = _LONG.search(whole, stop)
+            match = _LONG.search(whole, stop)
         line += whole.count(b"\n")
         if not chunk:
             return None
@@ -61,7 +61,7 @@ def _walk(value: Any, where: str) -> tuple[str, int] | None:
     else:
         return None
     for place, inner in items:
-        found = _walk(inner, place)
-        if found is not None:
-            return found
+        place_found = _walk(inner, place)
+        if place_found is not None:
+            return place_found
     return None

@@ -90,7 +90,7 @@ class TableImages:
     def values(self, row: dict[str, Any]) -> dict[str, bytes]:
         """{feature: stored picture} of one row's values ({source: Arrow value}); the
         observation of the row is kept for `observed`."""
-        found, seen = {}, []
+        cell, seen = {}, []
         for column in self.columns:
             value = row[column.source]
             if value is None:
@@ -101,10 +101,10 @@ class TableImages:
             picture = stored(
                 data, column.source, policy.image_format, policy.policy, policy.quality, chroma=policy.chroma
             )
-            found[column.name] = picture.data
+            cell[column.name] = picture.data
             seen.append((picture.format, picture.height, picture.width, picture.channels, picture.flag))
         self._seen = tuple(seen)
-        return found
+        return cell
 
     def observed(self) -> tuple[Hashable, ...]:
         return self._seen

@@ -194,7 +194,7 @@ def _dictionary_columns(f: Any) -> list[str]:
     type in the file is no dictionary."""
     pa = pyarrow("tfr-convert table")
     meta, schema = f.metadata, f.schema_arrow
-    found = set()
+    columns = set()
     for g in range(meta.num_row_groups):
         group = meta.row_group(g)
         for c in range(group.num_columns):
@@ -202,8 +202,8 @@ def _dictionary_columns(f: Any) -> list[str]:
             name = chunk.path_in_schema
             if chunk.has_dictionary_page and chunk.physical_type == "BYTE_ARRAY" and name in schema.names:
                 if not pa.types.is_dictionary(schema.field(name).type):
-                    found.add(name)
-    return sorted(found)
+                    columns.add(name)
+    return sorted(columns)
 
 
 def _expanded(table: Any, schema: Any, prefix: str) -> Any:
@@ -251,7 +251,7 @@ def too_large(size: int) -> str:
 
 
 def _statistics_nulls(meta: Any, names: list[str]) -> dict[str, int]:
-    found: dict[str, int] = {}
+    nulls: dict[str, int] = {}
     complete = set(names)
     for g in range(meta.num_row_groups):
         group = meta.row_group(g)
@@ -262,8 +262,8 @@ def _statistics_nulls(meta: Any, names: list[str]) -> dict[str, int]:
             if stats is None or not stats.has_null_count:
                 complete.discard(name)
             else:
-                found[name] = found.get(name, 0) + stats.null_count
-    return {name: n for name, n in found.items() if name in complete}
+                nulls[name] = nulls.get(name, 0) + stats.null_count
+    return {name: n for name, n in nulls.items() if name in complete}
 
 
 def lazy_parquet(tables: list[Any]) -> bool:
@@ -346,18 +346,18 @@ class ParquetRows:
     def _group(self, index: int) -> Any:
         if self._pid != os.getpid():  # a forked worker: its parent's row groups are not its own to keep
             self._kept, self._pid = {}, os.getpid()
-        found = self._kept.get(index)
-        if found is None:
+        kept = self._kept.get(index)
+        if kept is None:
             file, group = self._groups[index]
-            found = read_parquet(
+            kept = read_parquet(
                 self._paths[file],
                 lambda f: f.read_row_group(group, self._columns, use_threads=False),
                 f"row group {group}",
             )
             while len(self._kept) >= ROW_GROUPS_KEPT:
                 del self._kept[next(iter(self._kept))]
-            self._kept[index] = found
-        return found
+            self._kept[index] = kept
+        return kept
 
     def slice(self, first: int, count: int) -> Any:
         pa = pyarrow("tfr-convert table")
@@ -429,9 +429,9 @@ class SpilledRows:
             return np.array([lo, *self._spill(rows.groups(lo, hi), lo)], np.int64).tobytes()
 
         count = rows.group_count()
-        found = fill_in_parts(spill, count) if fill_in_parts is not None else None
+        spilled = fill_in_parts(spill, count) if fill_in_parts is not None else None
         self._pieces: dict[int, list[int]] = {}  # file -> the parts (first row group) that wrote a piece
-        for part in found if found is not None else [spill(0, count)]:
+        for part in spilled if spilled is not None else [spill(0, count)]:
             lo, *files = np.frombuffer(part, np.int64).tolist()
             for file in files:
                 self._pieces.setdefault(file, []).append(lo)
@@ -483,22 +483,22 @@ class SpilledRows:
         increasing order; their rows)."""
         if self._pid != os.getpid():
             self._kept, self._pid = {}, os.getpid()
-        found = self._kept.get(file)
-        if found is None:
+        groups = self._kept.get(file)
+        if groups is None:
             pa = pyarrow("tfr-convert table")
             from pyarrow import ipc
 
-            found = []
+            groups = []
             for part in self._pieces[file]:
                 reader = ipc.open_file(pa.memory_map(self._path(file, part)))
                 for i in range(reader.num_record_batches):
                     batch = reader.get_batch(i)
                     rows = pa.Table.from_batches([batch]).drop_columns([self._mark])
-                    found.append((to_numpy(batch.column(self._mark)), rows))
+                    groups.append((to_numpy(batch.column(self._mark)), rows))
             while len(self._kept) >= ROW_GROUPS_KEPT:
                 del self._kept[next(iter(self._kept))]
-            self._kept[file] = found
-        return found
+            self._kept[file] = groups
+        return groups
 
     def _between(self, file: int, lo: int, hi: int) -> Any:
         """The rows at plan positions lo..hi-1 (all in `file`), in that order: the run of

@@ -42,8 +42,8 @@ def coded(column: Any) -> tuple[np.ndarray, list[str]]:
     mapping = np.array([*code_of, -1], np.int32)  # (index -1: the appended -1)
     # the distinct values looked up in one call (each call builds a table of them), each
     # chunk's positions then made codes on their own
-    found = pc.index_in(whole, value_set=distinct)
-    codes = _filled(found.chunks, len(column), np.int32, lambda c: mapping[to_numpy(c, -1)])
+    indices = pc.index_in(whole, value_set=distinct)
+    codes = _filled(indices.chunks, len(column), np.int32, lambda c: mapping[to_numpy(c, -1)])
     return codes, list(texts)
 
 
@@ -68,9 +68,9 @@ def _filled(chunks: list[Any], length: int, dtype: Any, values_of: Callable[[Any
     chunk at a time, no column-long temporary beside it."""
     out, at = np.empty(length, dtype), 0
     for chunk in chunks:
-        found = values_of(chunk)
-        out[at : at + len(found)] = found
-        at += len(found)
+        values = values_of(chunk)
+        out[at : at + len(values)] = values
+        at += len(values)
     return out
 
 

@@ -93,8 +93,8 @@ def find_names(labels: str) -> tuple[str, list[str]] | None:
     """(file, class names) found beside YOLO labels or up to UP folders above, or None:
     in each folder one of NAME_FILES, else the one other YAML file with a `names:` key
     (Ultralytics names its dataset files after the dataset: coco8.yaml)."""
-    found = _looked_up(labels, NAME_FILES)
-    return (found, read_names(found)) if found is not None else None
+    names_file = _looked_up(labels, NAME_FILES)
+    return (names_file, read_names(names_file)) if names_file is not None else None
 
 
 def find_dataset_yaml(labels: str) -> str | None:
@@ -135,14 +135,14 @@ def _yaml_names_files(folder: str) -> list[str]:
         entries = sorted(os.listdir(folder))
     except OSError:
         return []
-    found = []
+    files = []
     for entry in entries:
         path = os.path.join(folder, entry)
         if entry in NAME_FILES or not entry.lower().endswith((".yaml", ".yml")) or not os.path.isfile(path):
             continue
         try:
             if "names" in yolo_yaml.load(path):
-                found.append(path)
+                files.append(path)
         except SourceError:
             continue
-    return found
+    return files

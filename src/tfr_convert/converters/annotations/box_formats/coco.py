@@ -112,13 +112,13 @@ def read(path: str, masks: bool = False) -> Annotations:
             raise SourceError(f"{path}: {kind}: no boxes here; give the instances_*.json of the same split")
     categories = _categories(doc, path)
     keypoints = _keypoint_lists(doc, categories, path)
-    found = Annotations([], [path], classes=[categories[c] for c in sorted(categories)], class_ids=sorted(categories))
+    boxes = Annotations([], [path], classes=[categories[c] for c in sorted(categories)], class_ids=sorted(categories))
     if keypoints:
-        found.keypoint_names, found.skeleton = next(iter(keypoints.values()))
-    found.problems += images.problems
-    annotations.resolve(images.by_id, categories, found.problems, {c: len(k[0]) for c, k in keypoints.items()})
-    found.images = images.collector.images()
-    return found
+        boxes.keypoint_names, boxes.skeleton = next(iter(keypoints.values()))
+    boxes.problems += images.problems
+    annotations.resolve(images.by_id, categories, boxes.problems, {c: len(k[0]) for c, k in keypoints.items()})
+    boxes.images = images.collector.images()
+    return boxes
 
 
 def _unwritable(value: Any) -> Any:
@@ -151,7 +151,7 @@ def _categories(doc: dict[str, Any], path: str) -> dict[int, str]:
 def _keypoint_lists(doc: dict[str, Any], categories: dict[int, str], path: str) -> dict[int, tuple[list, list]]:
     """{category id: (keypoint names, skeleton)} of the categories that name keypoints;
     all of them must name the same (the records hold one list per object)."""
-    found: dict[int, tuple[list, list]] = {}
+    keypoints: dict[int, tuple[list, list]] = {}
     for i, cat in enumerate(doc["categories"]):
         if "keypoints" not in cat:
             continue
@@ -166,14 +166,14 @@ def _keypoint_lists(doc: dict[str, Any], categories: dict[int, str], path: str) 
             for pair in skeleton
         ):
             raise SourceError(f"{where}: skeleton is {shown(skeleton)}, not pairs of keypoint numbers 1..{len(names)}")
-        for other, (other_names, _) in found.items():
+        for other, (other_names, _) in keypoints.items():
             if other_names != names:
                 raise SourceError(
                     f"{where}: {categories[cat['id']]!r} names other keypoints than {categories[other]!r}; "
                     "the records hold one list of keypoints for every object: convert them apart"
                 )
-        found[cat["id"]] = (names, skeleton)
-    return found
+        keypoints[cat["id"]] = (names, skeleton)
+    return keypoints
 
 
 def _keypoints(value: Any) -> tuple[str, int]:

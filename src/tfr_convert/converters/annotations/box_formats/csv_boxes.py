@@ -22,14 +22,14 @@ def read(path: str, delimiter: str | None = None) -> Annotations:
             f"{path}: no {', '.join(missing)} column{'s' if len(missing) > 1 else ''} (found: "
             f"{', '.join(table.header)}); a box CSV has the columns {','.join(COLUMNS)}"
         )
-    found = Annotations([], [path], problems=[(f"{path} line {line}", why) for line, why in table.problems])
+    boxes = Annotations([], [path], problems=[(f"{path} line {line}", why) for line, why in table.problems])
     images = ImageCollector()
     for row in table.rows:
         where = f"{path} line {row.line}"
         value = {c: row.values[column[c]].strip() for c in COLUMNS}
         filename = relative(value["filename"])
         if not filename:
-            found.problems.append((where, "empty filename"))
+            boxes.problems.append((where, "empty filename"))
             continue
         try:
             width, height = size(value["width"], "width"), size(value["height"], "height")
@@ -50,5 +50,5 @@ def read(path: str, delimiter: str | None = None) -> Annotations:
             entry["problems"].append((where, str(e)))
             continue
         entry["boxes"].append(Box(value["class"], *coords, where=where))
-    found.images = images.images()
-    return found
+    boxes.images = images.images()
+    return boxes

@@ -44,13 +44,13 @@ def split_files(folder: str, suffix: str) -> list[tuple[str, str, str]]:
     instances = [f for f in files if f.lower().startswith("instances")] if suffix == ".json" else []
     by_split: dict[str, list[tuple[str, str]]] = {}
     for name in instances or files:
-        found = split_word(os.path.splitext(name)[0])
-        if found is None:
+        word = split_word(os.path.splitext(name)[0])
+        if word is None:
             raise SourceError(
                 f"{os.path.join(folder, name)}: names no split (train, val, test): "
                 "give each split's file with --annotations SPLIT=FILE"
             )
-        by_split.setdefault(found[0], []).append((name, found[1]))
+        by_split.setdefault(word[0], []).append((name, word[1]))
     if not by_split:
         raise SourceError(f"{folder}: no .json, .xml (VOC) or .txt (YOLO) files in it")
     result = []
@@ -69,7 +69,7 @@ def voc_image_sets(annotations: str) -> tuple[str, dict[str, str]] | None:
     VOC annotations folder, or None where it holds none of them (trainval.txt is their
     union, and the per-class files repeat them)."""
     main = os.path.join(os.path.dirname(os.path.abspath(annotations)), "ImageSets", "Main")
-    found: dict[str, str] = {}
+    image_sets: dict[str, str] = {}
     for name, split in (("train.txt", "train"), ("val.txt", "validation"), ("test.txt", "test")):
         path = os.path.join(main, name)
         if not os.path.isfile(path):
@@ -78,10 +78,10 @@ def voc_image_sets(annotations: str) -> tuple[str, dict[str, str]] | None:
             image = line.split()[0] if line.split() else ""
             if not image:
                 continue
-            if found.get(image, split) != split:
-                raise SourceError(f"{path}: line {number}: image {image!r} is in the {found[image]} split too")
-            found[image] = split
-    return (main, found) if found else None
+            if image_sets.get(image, split) != split:
+                raise SourceError(f"{path}: line {number}: image {image!r} is in the {image_sets[image]} split too")
+            image_sets[image] = split
+    return (main, image_sets) if image_sets else None
 
 
 def yolo_yaml_splits(yaml_path: str, image_dir: str, images: list[str]) -> dict[str, str] | str | None:
@@ -117,13 +117,13 @@ def yolo_yaml_splits(yaml_path: str, image_dir: str, images: list[str]) -> dict[
                         listed[os.path.realpath(os.path.join(os.path.dirname(target), line.strip()))] = split
             else:
                 return f"{yaml_path}: {value!r} ({split}) is no folder or list file under {root}"
-    found = {}
+    splits = {}
     for rel in images:
         real = os.path.realpath(os.path.join(image_dir, rel))
         split = listed.get(real) or next((s for d, s in folders if real.startswith(d + os.sep)), None)
         if split is not None:
-            found[rel] = split
-    return found
+            splits[rel] = split
+    return splits
 
 
 def _lines(path: str) -> list[str]:
@@ -131,22 +131,22 @@ def _lines(path: str) -> list[str]:
         return f.read(MAX_LIST_BYTES).splitlines()
 
 
-def in_split_folder(found: Annotations, images: list[str], path: str, split: str) -> Annotations:
+def in_split_folder(read: Annotations, images: list[str], path: str, split: str) -> Annotations:
     """A split's annotations whose picture names lie under IMAGE_DIR's folder of that split
     (COCO's instances_train2017.json names 000000000009.jpg, kept in train2017/): the
     names, led by that folder, where none is in IMAGE_DIR as it stands."""
-    names = [image.filename for image in found.images]
+    names = [image.filename for image in read.images]
     on_disk = set(images)
     if not names or any(name in on_disk for name in names):
-        return found
+        return read
     word = split_word(os.path.splitext(os.path.basename(path))[0])
     wanted = {w.lower() for w in [*([word[1]] if word else []), *(k for k, v in SPLIT_FOLDERS.items() if v == split)]}
     folders = sorted({rel.split("/", 1)[0] for rel in images if "/" in rel and rel.split("/", 1)[0].lower() in wanted})
     for folder in folders:
         if any(f"{folder}/{name}" in on_disk for name in names):
-            found.images = [dataclasses.replace(image, filename=f"{folder}/{image.filename}") for image in found.images]
+            read.images = [dataclasses.replace(image, filename=f"{folder}/{image.filename}") for image in read.images]
             break
-    return found
+    return read
 
 
 def merged(parts: list[tuple[str, Annotations]]) -> Annotations:
@@ -156,25 +156,25 @@ def merged(parts: list[tuple[str, Annotations]]) -> Annotations:
     ids: dict[str, int] = {}
     named_by: dict[str, str] = {}
     together = Annotations([], [])
-    for split, found in parts:
-        for image in found.images:
+    for split, read in parts:
+        for image in read.images:
             if image.filename in named_by:
                 raise SourceError(f"{image.where}: {image.filename} is in the {named_by[image.filename]} split too")
             named_by[image.filename] = split
-        together.images += found.images
-        together.files += found.files
-        together.problems += found.problems
-        together.keypoint_names = together.keypoint_names or found.keypoint_names
-        together.skeleton = together.skeleton or found.skeleton
-        for i, name in enumerate(found.classes or []):
+        together.images += read.images
+        together.files += read.files
+        together.problems += read.problems
+        together.keypoint_names = together.keypoint_names or read.keypoint_names
+        together.skeleton = together.skeleton or read.skeleton
+        for i, name in enumerate(read.classes or []):
             if name not in classes:
                 classes.append(name)
-            if found.class_ids is not None:
-                if ids.get(name, found.class_ids[i]) != found.class_ids[i]:
+            if read.class_ids is not None:
+                if ids.get(name, read.class_ids[i]) != read.class_ids[i]:
                     raise SourceError(
-                        f"{found.files[0]}: category {name!r} has id {found.class_ids[i]}, another split's {ids[name]}"
+                        f"{read.files[0]}: category {name!r} has id {read.class_ids[i]}, another split's {ids[name]}"
                     )
-                ids[name] = found.class_ids[i]
+                ids[name] = read.class_ids[i]
     if classes:
         together.classes = sorted(classes, key=lambda n: ids[n]) if len(ids) == len(classes) else classes
         together.class_ids = [ids[n] for n in together.classes] if len(ids) == len(classes) else None

@@ -32,7 +32,7 @@ def read(folder: str, image_files: list[str], names: list[str] | None = None) ->
     image_of: dict[str, list[str]] = {}
     for image in image_files:
         image_of.setdefault(posixpath.splitext(image)[0], []).append(image)
-    found = Annotations([], files, classes=list(names))
+    boxes = Annotations([], files, classes=list(names))
     images = ImageCollector()
     for directory, dirs, entries in os.walk(folder):
         dirs.sort()
@@ -44,13 +44,13 @@ def read(folder: str, image_files: list[str], names: list[str] | None = None) ->
             candidates = image_of.get(stem, [])
             if len(candidates) != 1:
                 why = "no image" if not candidates else f"{len(candidates)} images ({', '.join(candidates)})"
-                found.problems.append((path, f"{why} named {stem}.* in IMAGE_DIR for these labels"))
+                boxes.problems.append((path, f"{why} named {stem}.* in IMAGE_DIR for these labels"))
                 continue
             files.append(path)
             entry_boxes = images.image(candidates[0], path)
             _read_labels(path, names, entry_boxes)
-    found.images = images.images()
-    return found
+    boxes.images = images.images()
+    return boxes
 
 
 def _read_labels(path: str, names: list[str], entry: dict) -> None:

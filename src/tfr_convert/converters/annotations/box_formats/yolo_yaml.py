@@ -49,26 +49,28 @@ def load(path: str) -> dict[str, Any]:
 
 def names(path: str, doc: dict[str, Any]) -> list[str]:
     """`names:`: a list, or a mapping from 0..N-1 (the two forms the YOLO tools write)."""
-    found = doc.get("names")
-    if isinstance(found, dict):
-        if sorted(found, key=str) != sorted(range(len(found)), key=str) or not all(isinstance(k, int) for k in found):
-            raise SourceError(f"{path}: names: numbers must run 0..{len(found) - 1}")
-        found = [found[k] for k in range(len(found))]
-    if not isinstance(found, list):
+    names_given = doc.get("names")
+    if isinstance(names_given, dict):
+        if sorted(names_given, key=str) != sorted(range(len(names_given)), key=str) or not all(
+            isinstance(k, int) for k in names_given
+        ):
+            raise SourceError(f"{path}: names: numbers must run 0..{len(names_given) - 1}")
+        names_given = [names_given[k] for k in range(len(names_given))]
+    if not isinstance(names_given, list):
         raise SourceError(f"{path}: no names: (the class names) as a list or a mapping from 0")
-    for i, name in enumerate(found):
+    for i, name in enumerate(names_given):
         if not isinstance(name, (str, int, float)) or isinstance(name, bool) or str(name) == "":
             raise SourceError(f"{path}: names: entry {i} is no class name")
-    return [str(name) for name in found]
+    return [str(name) for name in names_given]
 
 
 def paths(path: str, doc: dict[str, Any], key: str) -> list[str]:
     """A key's folders or list files: none for a null (a split the dataset does not have)."""
-    found = doc.get(key)
-    if found is None:
+    value = doc.get(key)
+    if value is None:
         return []
-    if isinstance(found, str):
-        return [found]
-    if isinstance(found, list) and all(isinstance(v, str) for v in found):
-        return list(found)
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return list(value)
     raise SourceError(f"{path}: {key}: is neither a path nor a list of paths")
