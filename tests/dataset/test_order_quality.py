@@ -104,3 +104,28 @@ def test_every_converter_with_labels_reports_its_orders_mixing_and_a_clumped_one
                         "--out", tmp_path / "detection", "--json")  # fmt: skip
     assert boxes.exit_code == 0, boxes.output
     assert "train" in json.loads(boxes.stdout)["order"]
+
+
+def test_the_longest_run_is_the_one_a_plain_loop_finds():
+    """order_quality._longest (edges marked in one numpy array) against a loop over the codes."""
+    import numpy as np
+
+    from tfr_convert.dataset.order_quality import _longest
+
+    def loop(codes, starts):
+        best = run = 0
+        for i, code in enumerate(codes):
+            run = 1 if i == 0 or i in starts or code != codes[i - 1] else run + 1
+            best = max(best, run)
+        return best
+
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        n = int(rng.integers(0, 60))
+        codes = rng.integers(0, int(rng.integers(1, 4)), n)
+        starts = (
+            np.unique(np.concatenate([[0], rng.integers(0, max(n, 1), int(rng.integers(0, 4)))]))
+            if n
+            else np.zeros(0, int)
+        )
+        assert _longest(codes, starts) == loop(list(codes), set(starts.tolist())), (codes, starts)

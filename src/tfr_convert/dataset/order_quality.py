@@ -33,12 +33,17 @@ def sample_windows(n: int, windows: int = WINDOWS, size: int = WINDOW) -> list[r
 
 
 def _longest(codes: np.ndarray, starts: np.ndarray) -> int:
-    """The longest run of equal codes, runs broken at each window start too."""
-    if not len(codes):
+    """The longest run of equal codes, runs broken at each window start too. (Edges are
+    marked in one array, not merged with np.union1d, whose np.unique imports numpy.ma:
+    a cost every conversion with labels would pay at its end.)"""
+    n = len(codes)
+    if not n:
         return 0
-    breaks = np.union1d(np.flatnonzero(np.diff(codes)) + 1, starts)
-    edges = np.concatenate([breaks[breaks > 0], [len(codes)]])
-    return int(np.max(np.diff(np.concatenate([[0], edges]))))
+    edge = np.zeros(n + 1, bool)
+    edge[np.flatnonzero(codes[1:] != codes[:-1]) + 1] = True
+    edge[np.asarray(starts, np.int64)] = True
+    edge[[0, n]] = True
+    return int(np.max(np.diff(np.flatnonzero(edge))))
 
 
 def figure(labels: Sequence[Hashable], window_sizes: Sequence[int] | None = None, seed: int = 0) -> dict[str, Any]:
