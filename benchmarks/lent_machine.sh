@@ -24,6 +24,12 @@ for w in 1 4 $cores; do  # where the CPU goes: the parent's main thread, its thr
         | tee -a "$OUT/thread-times-$cores-cores.jsonl"
 done
 rm -rf $shm/tt
+for w in 1 $cores; do  # the parent's stages, timed inside the command
+    rm -rf $shm/tt
+    python3 benchmarks/stage_times.py images $shm/photos-48000 --out $shm/tt --workers $w --quiet 2>&1 \
+        | tail -1 >> "$OUT/stage-times-$cores-cores.jsonl"
+done
+rm -rf $shm/tt
 timeout 130 python3 benchmarks/bench_scale.py --work $shm --photos 48000 --jobs keep --workers 1,4,$cores \
     --repeat 3 --out "$OUT/scale-$cores-cores-keep-tmpfs.md" | tail -12
 timeout 130 python3 benchmarks/bench_scale.py --work $disk --photos 48000 --jobs keep --workers 1,4,$cores \
