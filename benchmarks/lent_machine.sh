@@ -4,7 +4,8 @@
 # itself, built here with `pip wheel --no-deps -w .whl .`). Results go to $OUT (or
 # benchmarks/results/) as scale-N-cores*.md; each step has its own time limit, and
 # bench_scale.py writes its file after every round, so a step stopped early leaves
-# what it measured.
+# what it measured. It leaves 8 files in $OUT (3 results, 3 plots, 2 files of JSON lines),
+# the most a lent machine's call brings back: keep a log of its output elsewhere.
 set -u
 OUT=${OUT:-benchmarks/results}
 cores=$(nproc)
