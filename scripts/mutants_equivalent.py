@@ -361,7 +361,7 @@ for _line, _operators, _why in (
      "out fewer"),
     ("for k in range(8):", ("NumberReplacer",),
      "7 leaves out the length's top byte, zero in every length the prefilter lets through (9 is caught)"),
-    ('lengths = [int.from_bytes(window[i : i + 8], "little") for i in found.tolist()]', ("NumberReplacer",),
+    ('lengths = [int.from_bytes(window[i : i + 8], "little") for i in candidates.tolist()]', ("NumberReplacer",),
      "7 bytes read the same length: the top byte is zero in every length the prefilter lets through"),
     ("if room > 0 and stop > self.base:", ("NumberReplacer", "ReplaceAndWithOr"),
      "the search has read a window past the loss before it is kept, so the cap is reached in one step: room "
