@@ -108,11 +108,32 @@ def test_a_swapped_function_behaves_as_the_mutated_module_imported_afresh(tmp_pa
     assert live.chosen(1) == fresh.chosen(1) == 2
 
 
+_RUN = """
+import json, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+import mutants
+found = mutants._run("naming", Path(sys.argv[2]), 2, simple=sys.argv[3] == "simple")
+print(json.dumps({"paths": found["paths"], "mutants": found["mutants"], "outcomes": found["outcomes"]}, default=str))
+"""
+
+
+def _mutants_run(work, how: str) -> dict:
+    """mutants._run in an interpreter of its own, as scripts/mutants.py runs it: forked from
+    this test session, its children would each copy a process holding the whole suite."""
+    import json
+    import subprocess
+
+    run = subprocess.run([sys.executable, "-c", _RUN, str(SCRIPTS), str(work), how], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
 def test_the_fast_path_kills_the_mutants_the_simple_path_kills(tmp_path):
     """Every mutant of one module, once swapped into a collected session, once in a fresh
     session: the same mutants killed (pins the fast path to the simple one)."""
-    fast = mutants._run("naming", tmp_path, 2)
-    simple = mutants._run("naming", tmp_path, 2, simple=True)
+    fast = _mutants_run(tmp_path, "fast")
+    simple = _mutants_run(tmp_path, "simple")
     assert fast["paths"]["swapped"] > 0 and simple["paths"]["simple"] == simple["mutants"]
     assert fast["outcomes"] == simple["outcomes"]
 
