@@ -450,7 +450,7 @@ for _line, _operators, _why in (
      "with no `keep`, room for any count above what a record can hold (0 is caught)"),
     ('values.append(struct.unpack_from("<f", buf, value[0])[0])', ("NumberReplacer",),
      "[-1] of unpack_from's one-value tuple is its [0]"),
-    ('values.extend(np.frombuffer(buf, "<f4", max(0, min(n, room())), a).tolist())', ("NumberReplacer",),
+    ('values.extend(struct.unpack_from(f"<{max(0, min(n, room()))}f", buf, a))', ("NumberReplacer",),
      "room() is never negative (values are added only up to it), so a floor of -1 changes nothing (1 is caught)"),
     ('name, value, plain = "", (0, 0), True', ("NumberReplacer",),
      "another empty span for an entry without a value, (1, 0), (-1, 0) or (0, -1): nothing is read from it "

@@ -356,3 +356,40 @@ def test_the_writers_sha256_and_size_are_the_files_whatever_the_size_of_each_wri
     assert writer.bytes_written() == len(on_disk)
     if compression == "none":
         assert on_disk == b"".join(writes)
+
+
+@pytest.mark.parametrize("compression", ["none", "gzip"])
+@pytest.mark.parametrize("seed", range(4))
+def test_a_digest_scan_names_what_a_keeping_scan_names_with_each_payloads_sha256(tmp_path, compression, seed):
+    """The digest scan (read in the caller's thread, each payload hashed where it lies)
+    against the keeping one: the same records, offsets and problems, records across
+    block edges and larger than a block included, sound files and damaged ones."""
+    rng = np.random.default_rng(seed)
+    sizes = [int(rng.choice([0, 7, 4096, 70_001, (1 << 20) + 5])) for _ in range(40)]
+    path = tmp_path / "f.tfrecord"
+    with tf.io.TFRecordWriter(str(path), TF_COMPRESSION[compression]) as w:
+        for n in sizes:
+            w.write(rng.bytes(n))
+    records = list(read_records(str(path)))
+    if compression == "none" and seed % 2:
+        data = bytearray(path.read_bytes())
+        for i in rng.choice(len(sizes), 3, replace=False):
+            data[records[i].offset + 12 + (sizes[i] // 2 if sizes[i] else 0)] ^= (
+                1  # a payload, or an empty one's footer
+            )
+        if seed == 3:
+            del data[records[30].offset + 5 :]  # cut in a header: the scan ends there
+        path.write_bytes(bytes(data))
+
+    def outline(items):
+        return [
+            (i.index, i.offset, i.kind)
+            if isinstance(i, Problem)
+            else (i.index, i.offset, hashlib.sha256(i.data).digest())
+            for i in items
+        ]
+
+    def hashed(items):
+        return [(i.index, i.offset, i.kind) if isinstance(i, Problem) else (i.index, i.offset, i.data) for i in items]
+
+    assert hashed(scan_records(str(path), payload="digest")) == outline(scan_records(str(path)))

@@ -147,7 +147,8 @@ def test_values_of_reads_the_named_features_only(written, data):
 def test_few_values_of_reads_as_values_of_whatever_the_records_shape(written, data):
     """The fast path (plain records: entries stepped over by length) against the simple
     one, on records of every shape: unknown fields, value before key, names twice, long
-    lists, negative and large integers; and on the plain records writers give."""
+    lists, negative and large integers; and on the plain records writers give (int64 and
+    bytes lists)."""
     record, expected, _ = written
     names = data.draw(st.sets(st.sampled_from([*sorted(expected), "absent"])))
     want = values_of(record, names)
@@ -155,6 +156,9 @@ def test_few_values_of_reads_as_values_of_whatever_the_records_shape(written, da
     labels = data.draw(st.lists(st.integers(-(2**63), 2**63 - 1) | st.integers(0, 127), max_size=4))
     plain = serialize({"label": np.array(labels, np.int64), "other": [b"\n\x05label\x12" * 3]})
     assert few_values_of(plain, {b"label"}) == values_of(plain, {"label"}) == {"label": ("int64_list", labels)}
+    names = data.draw(st.lists(st.binary(max_size=200), min_size=1, max_size=3))
+    plain = serialize({"filename": names, "label": 3})
+    assert few_values_of(plain, {b"filename"}) == values_of(plain, {"filename"}) == {"filename": ("bytes_list", names)}
 
 
 @settings(max_examples=100, deadline=None)

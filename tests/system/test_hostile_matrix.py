@@ -327,15 +327,17 @@ def tfrecord_family(command: str) -> list[Case]:
         "records": ["records", "{dir}/data.tfrecord"],
         "inspect": ["{dir}/data.tfrecord", "--stats"],
         "inspect-verify": ["{dir}/data.tfrecord", "--verify"],
+        "inspect-diff": ["{dir}/old.tfrecord", "{dir}/data.tfrecord", "--diff"],  # the hostile file as NEW
         "export": ["{dir}/data.tfrecord", "--to", "images", "--layout", "csv"],
     }[command]
+    old = {"old.tfrecord": data} if command == "inspect-diff" else {}
     whole = set(whole_records(data))  # a cut between records leaves a valid file of fewer
-    cases = [Case(label, {"data.tfrecord": cut}, argv, "data.tfrecord",
+    cases = [Case(label, {**old, "data.tfrecord": cut}, argv, "data.tfrecord",
                   may_convert=len(cut) in whole and (command.startswith("inspect") or len(cut) > 0))
              for label, cut in cuts("tfrecord", data, record_boundaries(data))]  # fmt: skip
-    cases.append(Case("tfrecord length 2^62 with its CRC", {"data.tfrecord": lying}, argv, "data.tfrecord"))
+    cases.append(Case("tfrecord length 2^62 with its CRC", {**old, "data.tfrecord": lying}, argv, "data.tfrecord"))
     gz = gzip.compress(data, mtime=0)
-    cases += [Case(label, {"data.tfrecord.gz": cut}, [a.replace("data.tfrecord", "data.tfrecord.gz") for a in argv],
+    cases += [Case(label, {**old, "data.tfrecord.gz": cut}, [a.replace("data.tfrecord", "data.tfrecord.gz") for a in argv],
                    "data.tfrecord.gz") for label, cut in cuts("gzip", gz, [10, len(gz) // 2, len(gz) - 8])[2:]]  # fmt: skip
     return cases
 
@@ -363,7 +365,9 @@ def dataset_metadata_family(command: str) -> list[Case]:
     info = {"name": "d", "splits": [{"name": "train", "shardLengths": ["4"], "numBytes": str(len(shard))}]}
     base = {"d/d-train.tfrecord-00000-of-00001": shard, "d/dataset_info.json": json.dumps(info).encode()}
     argv = {"inspect": ["{dir}/d", "--verify"], "export": ["{dir}/d", "--to", "parquet"],
-            "records": ["records", "{dir}/d"]}[command]  # fmt: skip
+            "records": ["records", "{dir}/d"], "inspect-diff": ["{dir}/old", "{dir}/d", "--diff"]}[command]  # fmt: skip
+    if command == "inspect-diff":  # the damaged dataset as NEW, against a sound one
+        base |= {f"old/{name.split('/')[1]}": data for name, data in base.items()}
     bad = {
         "dataset_info a list": b"[1, 2]",
         "dataset_info nested 100000 deep": b'{"splits": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
@@ -545,6 +549,8 @@ MATRIX: dict[str, dict[str, Callable[[Path], list[Case]]]] = {
         "tfrecord": lambda tmp: tfrecord_family("inspect"),
         "tfrecord --verify": lambda tmp: tfrecord_family("inspect-verify"),
         "dataset metadata": lambda tmp: dataset_metadata_family("inspect"),
+        "tfrecord --diff": lambda tmp: tfrecord_family("inspect-diff"),
+        "dataset metadata --diff": lambda tmp: dataset_metadata_family("inspect-diff"),
     },
     "export": {
         "tfrecord": lambda tmp: export_records_family(),
@@ -602,6 +608,9 @@ def run_case(case: Case, command: str, folder: Path) -> str | None:
         if not case.may_convert:
             return f"converted (exit 0), where it must be refused: {proc.stderr[-500:]}"
         return None
+    if "--diff" in argv and proc.returncode == 1 and not lines and case.may_convert:
+        # a cut that leaves a valid file of fewer records differs: the report on stdout says so
+        return None if "differ:" in proc.stdout else f"exit 1, no error and no difference: {proc.stdout[-800:]}"
     if "--verify" in argv and proc.returncode == 1 and not lines:  # the report, on stdout, names each problem
         named = case.names.replace("{dir}", str(folder))
         return None if named in proc.stdout else f"the report does not name {named}: {proc.stdout[-800:]}"

@@ -44,6 +44,19 @@ from .types import LocalOrRemotePath
     show_default=True,
     help="Pictures per class in --report.",
 )
+@click.option(
+    "--diff",
+    "compare",
+    is_flag=True,
+    help="Compare two datasets, OLD NEW: records added, removed, changed (and in which features), "
+    "moved between splits; exit 1 when they differ.",
+)
+@click.option(
+    "--key",
+    metavar="FEATURE",
+    help="With --diff: the feature records are matched by. [default: filename, image/filename or id, "
+    "the first both have; else by content]",
+)
 @click.option("--write-index", is_flag=True, help="Write FILE.index (DALI / tfrecord package format) for each file.")
 @click.option("--all", "every", is_flag=True, help="Infer the schema from every record, not the first of each file.")
 @max_record_option("the schema, --stats and --grid read whole; larger ones are reported")
@@ -63,6 +76,8 @@ def inspect(
     grid_count,
     report_out,
     report_per_class,
+    compare,
+    key,
     write_index,
     every,
     max_record_size,
@@ -73,22 +88,11 @@ def inspect(
 
     PATH is a file, a dataset directory or a glob, local or remote (s3://, gs://, az://...:
     read in place, in ranges, through fsspec). Every mode checks CRCs as it reads;
-    --verify reports every problem and exits 1 if there is any.
+    --verify reports every problem and exits 1 if there is any. `tfr-inspect OLD NEW
+    --diff` compares two datasets and exits 1 when they differ, as diff does.
     """
-    modes = [
-        m
-        for m, on in (
-            ("--count", count),
-            ("--verify", verify),
-            ("--stats", stats),
-            ("--grid", grid_out),
-            ("--report", report_out),
-            ("--write-index", write_index),
-        )
-        if on
-    ]
-    if len(modes) > 1:
-        raise click.UsageError(f"choose one of {', '.join(modes)}")
+    flags = {"--count": count, "--verify": verify, "--stats": stats, "--grid": grid_out, "--report": report_out}
+    _one_mode(len(paths), key, {**flags, "--write-index": write_index, "--diff": compare})
     with _hint_for_large_records():
         # the limits' defaults live with the readers (containers.MAX_RECORD_BYTES, grid.MAX_PIXELS)
         limit = {"max_record": max_record_size} if max_record_size else {}
@@ -105,10 +109,21 @@ def inspect(
             report = grid(list(paths), grid_out, grid_count, **limit, **pixels)
             text = f"{report['images']} images of {report['feature']!r} -> {report['out']}"
         else:
-            report, text = _figures(list(paths), count, verify, stats, write_index, head, every, limit)
+            report, text = _figures(list(paths), count, verify, stats, write_index, head, every, limit, compare, key)
     click.echo(json.dumps(report, indent=2, ensure_ascii=False) if as_json else text)
-    if verify and not report["ok"]:
+    if (verify and not report["ok"]) or (compare and not report["equal"]):
         raise SystemExit(1)
+
+
+def _one_mode(paths: int, key: str | None, flags: dict[str, object]) -> None:
+    """Usage errors (exit 2): two modes at once; --diff without two paths; --key without --diff."""
+    modes = [m for m, on in flags.items() if on]
+    if len(modes) > 1:
+        raise click.UsageError(f"choose one of {', '.join(modes)}")
+    if flags["--diff"] and paths != 2:
+        raise click.UsageError(f"--diff compares two datasets: tfr-inspect OLD NEW --diff (given {paths} paths)")
+    if key is not None and not flags["--diff"]:
+        raise click.UsageError("--key names the feature --diff matches records by: give --diff too")
 
 
 def _report_page(paths: list[str], out: str, per_class: int, limit: dict, pixels: dict) -> tuple[dict, str]:
@@ -123,10 +138,24 @@ def _report_page(paths: list[str], out: str, per_class: int, limit: dict, pixels
 
 
 def _figures(
-    paths: list[str], count: bool, verify: bool, stats: bool, write_index: bool, head: int, every: bool, limit: dict
+    paths: list[str],
+    count: bool,
+    verify: bool,
+    stats: bool,
+    write_index: bool,
+    head: int,
+    every: bool,
+    limit: dict,
+    compare: bool,
+    key: str | None,
 ) -> tuple[dict, str]:
-    """The report of the mode asked (--count, --verify, --stats, --write-index, else the
-    summary) and its text; each mode's module imported when it runs."""
+    """The report of the mode asked (--count, --verify, --stats, --write-index, --diff, else
+    the summary) and its text; each mode's module imported when it runs."""
+    if compare:
+        from ..inspect.diff import diff, format_diff
+
+        report = diff(paths[0], paths[1], key, **limit)
+        return report, format_diff(report)
     if count:
         from ..inspect.summary import count as count_files
         from ..inspect.summary import format_files

@@ -10,7 +10,7 @@ the container through `records`, `count` and `verify`.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
@@ -129,6 +129,15 @@ class Container(ABC):
         """Every record of a file, checked as the container can; the first problem raises
         RecordError, a record above `max_record` bytes too (instead of being handed out)."""
 
+    def digests(self, path: str, max_record: int = MAX_RECORD_BYTES) -> Iterator[Record]:
+        """Every record of a file as `records` gives it, its data replaced by the data's
+        sha256 (32 bytes): what a comparison of records needs. A container that can hash a
+        record where it lies, without copying it out, does."""
+        import hashlib
+
+        for record in self.records(path, max_record):
+            yield Record(record.index, record.offset, hashlib.sha256(record.data).digest())
+
     def salvage(self, path: str, max_record: int = MAX_RECORD_BYTES) -> Iterator[Any]:
         """Every sound record of a damaged file and, between them, each loss (a
         `salvage.Loss`: the byte range and the records it held), for containers that can
@@ -155,6 +164,22 @@ class Container(ABC):
             if record.index >= start:
                 yield record.data
 
+    def records_at(self, path: str, wanted: Sequence[tuple[int, int | None]]) -> list[bytes]:
+        """The payloads of some records of one file, in the order asked, each named by its
+        index and the byte offset `records` gave it (or None), checked as `records`. This one
+        reads the file through up to the last of them; a container with an index, or plain
+        offsets, reads those records alone."""
+        indices = {index for index, _ in wanted}
+        found: dict[int, bytes] = {}
+        if indices:
+            last = max(indices)
+            for record in self.records(path):
+                if record.index in indices:
+                    found[record.index] = record.data
+                if record.index >= last:
+                    break
+        return [_found(found, path, index, offset) for index, offset in wanted]
+
     def tf_shards(self, compression: str, remote: bool) -> Callable[[Any, Any, Any], Any]:
         """For tfr_convert.load(): (path, skip, take) tensors -> a tf.data.Dataset of those
         records of one shard. This one reads them through `read_range` (tf.data has no
@@ -180,3 +205,11 @@ class Container(ABC):
         from ..errors import SourceError
 
         raise SourceError(f"{path}: not a TFRecord file; index files are for TFRecord (ArrayRecord has its own)")
+
+
+def _found(found: dict[int, bytes], path: str, index: int, offset: int | None) -> bytes:
+    if index not in found:
+        from ..errors import RecordError
+
+        raise RecordError(path, index, offset or 0, "no such record: the file changed since it was read")
+    return found[index]

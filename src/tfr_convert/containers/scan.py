@@ -16,6 +16,7 @@ import queue
 import threading
 import zlib
 from collections.abc import Iterator
+from hashlib import sha256
 from typing import BinaryIO
 
 from ..errors import RecordError
@@ -59,9 +60,14 @@ class _ReadAhead:
     Reading (and inflating, and hashing) releases the GIL, as does CRC32C over
     large views, so the caller checks one block while the next is read. An error
     of the stream is raised in the caller, in order.
+
+    `helper=False` reads in the caller's thread instead, when asked: for a caller whose
+    own work on each block outweighs the reading (hashing every payload, a process per
+    core), a helper thread only hands every block across cores, out of the cache of the
+    core that then reads it again.
     """
 
-    def __init__(self, stream: BinaryIO, block_size: int = _BLOCK_SIZE) -> None:
+    def __init__(self, stream: BinaryIO, block_size: int = _BLOCK_SIZE, helper: bool = True) -> None:
         self._stream = stream
         self._free: queue.SimpleQueue = queue.SimpleQueue()
         self._full: queue.SimpleQueue = queue.SimpleQueue()
@@ -69,7 +75,9 @@ class _ReadAhead:
             self._free.put(aligned_buffer(block_size))
         self._closed = False
         self._thread = threading.Thread(target=self._fill, daemon=True)
-        self._thread.start()
+        self._helper = helper
+        if helper:
+            self._thread.start()
 
     def _fill(self) -> None:
         try:
@@ -84,6 +92,9 @@ class _ReadAhead:
 
     def next_block(self) -> tuple[mmap.mmap, int]:
         """The next block and how many of its bytes are filled; 0 at end of stream."""
+        if not self._helper:
+            block = self._free.get()
+            return block, self._stream.readinto(block)
         item = self._full.get()
         if isinstance(item, Exception):
             raise item
@@ -95,7 +106,8 @@ class _ReadAhead:
     def close(self) -> None:
         self._closed = True
         self._free.put(None)
-        self._thread.join()
+        if self._helper:
+            self._thread.join()
         # let the blocks go now, whatever still refers to this object
         self._free = self._full = queue.SimpleQueue()
 
@@ -173,7 +185,9 @@ def scan_records(
     Always moves forward and never allocates more than what remains of the
     file. After a data-CRC mismatch the scan goes on (the length was sound, so
     the next record's start is known); any other problem ends it.
-    payload="keep": records carry their data. "check": data CRCs are checked but
+    payload="keep": records carry their data. "digest": as "keep", but each record
+    carries the sha256 of its data (32 bytes), taken where it lies, not copied, the file
+    read in this thread (see _ReadAhead). "check": data CRCs are checked but
     records carry no data. "tally": as "check", but runs of sound records come as
     their count (an int), not a Record each (what --verify needs). "skip": framing and length CRCs
     only, for a fast count; plain files seek past payloads.
@@ -197,7 +211,8 @@ def scan_records(
             return
         stream = open_reader(raw or f, compression)
         # a small plain file needs no more than its size (a compressed one's is unknown)
-        ahead = _ReadAhead(stream, _BLOCK_SIZE if compression != "none" else max(1, min(_BLOCK_SIZE, file_size)))
+        size = _BLOCK_SIZE if compression != "none" else max(1, min(_BLOCK_SIZE, file_size))
+        ahead = _ReadAhead(stream, size, helper=payload != "digest")
         try:
             for item in _scan_stream(_Cursor(ahead), compression, file_size, payload, max_record, start):
                 if isinstance(item, Problem) and item.kind in _ENDED:
@@ -236,7 +251,8 @@ def _scan_stream(
     path across block edges share the cursor's state in locals, and a call per record
     would cost more than a small record's own check."""
     index = 0
-    keep, check, tally = payload == "keep", payload != "skip", payload == "tally"
+    keep, check, tally = payload in ("keep", "digest"), payload != "skip", payload == "tally"
+    digest = payload == "digest"
     headers: dict[int, int] = {}  # length -> its masked CRC: records of one size share one
     unpack_header, unpack_footer, header_crc = header_struct.unpack_from, u32.unpack_from, headers.get
     try:
@@ -267,7 +283,12 @@ def _scan_stream(
                 elif tally:
                     sound += 1
                 else:
-                    yield Record(index, offset, bytes(view[body:stop]) if keep else b"")
+                    if not keep:
+                        yield Record(index, offset, b"")
+                    else:
+                        yield Record(
+                            index, offset, sha256(view[body:stop]).digest() if digest else bytes(view[body:stop])
+                        )
                 index += 1
                 offset += stop + FOOTER_SIZE - pos
                 pos = stop + FOOTER_SIZE
@@ -321,7 +342,8 @@ def _scan_stream(
             if check and masked_crc(data) != u32.unpack_from(body, length)[0]:
                 yield Problem(index, offset, "data_crc", "data CRC mismatch (corrupt payload)")
             else:
-                yield 1 if tally else Record(index, offset, bytes(data) if keep else b"")
+                kept = (sha256(data).digest() if digest else bytes(data)) if keep else b""
+                yield 1 if tally else Record(index, offset, kept)
             index += 1
             offset += HEADER_SIZE + length + FOOTER_SIZE
     except (OSError, EOFError, zlib.error) as e:
@@ -368,10 +390,13 @@ def header_problem(header, index: int, offset: int, compression: str, file_size:
     return None
 
 
-def read_records(path: str, compression: str = "auto", max_record: int = MAX_RECORD_BYTES) -> Iterator[Record]:
+def read_records(
+    path: str, compression: str = "auto", max_record: int = MAX_RECORD_BYTES, payload: str = "keep"
+) -> Iterator[Record]:
     """Stream the records of one file, checking every CRC; the first problem
-    raises RecordError naming the file, record index and byte offset."""
-    for item in scan_records(path, compression, max_record=max_record):
+    raises RecordError naming the file, record index and byte offset. `payload`:
+    "keep" (their data) or "digest" (its sha256), as scan_records."""
+    for item in scan_records(path, compression, payload=payload, max_record=max_record):
         if isinstance(item, Problem):
             raise RecordError(path, item.index, item.offset, item.message, item.kind)
         yield item

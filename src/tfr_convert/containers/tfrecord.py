@@ -11,9 +11,10 @@ from __future__ import annotations
 import hashlib
 import queue
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from ..errors import RecordError
 from ..storage import fs
 from ..storage.pooled_writes import PooledFile, WritePool
 from ..storage.reading import HashingReader
@@ -155,6 +156,9 @@ class TFRecordContainer(Container):
     def records(self, path: str, max_record: int = MAX_RECORD_BYTES) -> Iterator[Record]:
         return read_records(path, max_record=max_record)
 
+    def digests(self, path: str, max_record: int = MAX_RECORD_BYTES) -> Iterator[Record]:
+        return read_records(path, max_record=max_record, payload="digest")
+
     def salvage(self, path: str, max_record: int = MAX_RECORD_BYTES) -> Iterator[Any]:
         from .salvage import salvage_records
 
@@ -174,6 +178,31 @@ class TFRecordContainer(Container):
 
     def compression(self, path: str) -> str:
         return compression_of(path)
+
+    def records_at(self, path: str, wanted: Sequence[tuple[int, int | None]]) -> list[bytes]:
+        """An uncompressed file's records read at their offsets alone, through one open
+        file, both CRCs checked (a compressed stream is read through)."""
+        if any(offset is None for _, offset in wanted) or compression_of(path) != "none":
+            return super().records_at(path, wanted)
+        out = []
+        with fs.open_input(path) as f:
+            for index, offset in wanted:
+                f.seek(offset)
+                head = f.read(HEADER_SIZE)
+                payload = None
+                if len(head) == HEADER_SIZE and u32.unpack_from(head, 8)[0] == masked_crc(head[:8]):
+                    length = u64.unpack_from(head)[0]
+                    body = f.read(length + FOOTER_SIZE) if length <= MAX_RECORD_BYTES else b""
+                    if len(body) == length + FOOTER_SIZE and u32.unpack_from(body, length)[0] == masked_crc(
+                        body[:length]
+                    ):
+                        payload = body[:length]
+                if payload is None:
+                    raise RecordError(
+                        path, index, offset, "the record read earlier is no longer there (the file changed)"
+                    )
+                out.append(payload)
+        return out
 
     def index_lines(self, path: str) -> bytes:
         return index_lines(path)

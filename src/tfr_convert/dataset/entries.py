@@ -1,9 +1,9 @@
-"""A few int64 features of many records (a label a record), read without numpy and
-without decoding the rest: the record's map entries are stepped over by their lengths
-where it has the plain shape every writer gives it (one Features, entries of a name then
-a Feature, one-byte tags, an int64 list packed). Any other shape, and any other kind of
-list, is read by example.values_of, the one parser (imported then only: a --verify of
-plain records never imports numpy)."""
+"""A few int64 or bytes features of many records (a label, a file name a record), read
+without numpy and without decoding the rest: the record's map entries are stepped over by
+their lengths where it has the plain shape every writer gives it (one Features, entries
+of a name then a Feature, one-byte tags, an int64 list packed). Any other shape, and any
+other kind of list, is read by example.values_of, the one parser (imported then only: a
+--verify of plain records never imports numpy)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from collections.abc import Collection
 from typing import Any
 
 INT64 = "int64_list"  # example.INT64, the kind values_of names an int64 list by
+BYTES = "bytes_list"  # example.BYTES
 _INT64_MAX = (1 << 63) - 1
 
 
@@ -19,11 +20,14 @@ def few_values_of(data: bytes, names: Collection[bytes]) -> dict[str, tuple[str 
     spans = _plain_entries(data, names)
     values = {}
     for name, span in (spans or {}).items():
-        ints = _packed_int64s(data, *span)
-        if ints is None:
+        found = _packed_int64s(data, *span)
+        kind = INT64
+        if found is None:
+            found, kind = _bytes_values(data, *span), BYTES
+        if found is None:
             spans = None
             break
-        values[name.decode()] = (INT64, ints)
+        values[name.decode()] = (kind, found)
     if spans is None:
         from .example import values_of
 
@@ -102,6 +106,28 @@ def _packed_int64s(data: bytes, start: int, stop: int) -> list[int] | None:
         while at < stop:
             value, at = _varint(data, at, stop)
             out.append(value - (1 << 64) if value > _INT64_MAX else value)
+        return out
+    except ValueError:
+        return None
+
+
+def _bytes_values(data: bytes, start: int, stop: int) -> list[bytes] | None:
+    """A Feature's values where it is one bytes list (not empty), else None."""
+    try:
+        if start >= stop or data[start] != 0x0A:
+            return None
+        size, at = _varint(data, start + 1, stop)
+        if at + size != stop or at == stop:
+            return None
+        out = []
+        while at < stop:
+            if data[at] != 0x0A:
+                return None
+            size, at = _varint(data, at + 1, stop)
+            if at + size > stop:
+                return None
+            out.append(bytes(data[at : at + size]))
+            at += size
         return out
     except ValueError:
         return None

@@ -17,9 +17,10 @@ from __future__ import annotations
 import numbers
 import struct
 from collections.abc import Collection, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:  # imported where values are classified: parsing records needs none of it
+    import numpy as np
 
 from ..containers import MAX_RECORD_BYTES
 from ..errors import FeatureError, shown
@@ -47,6 +48,8 @@ def delimited(tag: bytes, payload: bytes) -> bytes:
 
 def _scalar(name: str, value: Any) -> tuple[str, Any]:
     """(kind, python value) of one scalar, or FeatureError naming the feature."""
+    import numpy as np
+
     if isinstance(value, (bytes, bytearray, memoryview)):
         return BYTES, bytes(value)
     if isinstance(value, str):
@@ -65,6 +68,8 @@ def _scalar(name: str, value: Any) -> tuple[str, Any]:
 
 
 def _array(name: str, arr: np.ndarray) -> tuple[str, list[Any] | np.ndarray]:
+    import numpy as np
+
     kind = arr.dtype.kind
     if arr.dtype == np.uint8:
         # A uint8 array is pixel data: one bytes value, row-major, like the
@@ -83,6 +88,8 @@ def _array(name: str, arr: np.ndarray) -> tuple[str, list[Any] | np.ndarray]:
 
 
 def _list(name: str, values: list[Any] | tuple[Any, ...], allow_empty: bool = False) -> tuple[str, list[Any]]:
+    import numpy as np
+
     if not values:
         if allow_empty:
             return BYTES, []
@@ -104,6 +111,8 @@ def _list(name: str, values: list[Any] | tuple[Any, ...], allow_empty: bool = Fa
 
 def classify(name: str, value: Any) -> tuple[str, list[Any] | np.ndarray]:
     """The Feature kind and the list of values a Python value maps to."""
+    import numpy as np
+
     if isinstance(value, np.ndarray):
         if value.ndim == 0:
             value = value[()]
@@ -119,6 +128,8 @@ def classify(name: str, value: Any) -> tuple[str, list[Any] | np.ndarray]:
 
 
 def _list_message(kind: str, values: list[Any] | np.ndarray) -> bytes:
+    import numpy as np
+
     if kind == BYTES:
         return b"".join([b"\x0a" + varint(len(v)) + v for v in values])
     if len(values) == 0:  # proto3 omits an empty packed field
@@ -349,7 +360,7 @@ def _parse_list(buf: bytes, kind: str, start: int, end: int, keep: int | None = 
             if (b - a) % 4:
                 raise ExampleDecodeError(a, "packed float list length is not a multiple of 4")
             n = (b - a) // 4
-            values.extend(np.frombuffer(buf, "<f4", max(0, min(n, room())), a).tolist())
+            values.extend(struct.unpack_from(f"<{max(0, min(n, room()))}f", buf, a))
             count += n
         else:
             raise ExampleDecodeError(start, f"{kind} value has wire type {wire}")
@@ -358,7 +369,10 @@ def _parse_list(buf: bytes, kind: str, start: int, end: int, keep: int | None = 
 
 def _varints_in(buf: bytes, start: int, stop: int) -> int:
     """How many varints a packed span holds (each ends at a byte below 0x80)."""
-    return int(np.count_nonzero(np.frombuffer(buf, np.uint8, stop - start, start) < 0x80))
+    return (stop - start) - len(bytes(buf[start:stop]).translate(None, _BELOW_0X80))
+
+
+_BELOW_0X80 = bytes(range(0x80))
 
 
 def parse(data: bytes) -> dict[str, tuple[str | None, list[Any]]]:

@@ -5,7 +5,10 @@ packed back to back (`packed_int64s`). tests/test_example.py holds them to Tenso
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported where a column is packed: a reader that parses records needs none of it
+    import numpy as np
 
 # Varints below 2**14 (one or two bytes) are precomputed: that covers the
 # lengths of most fields and records, labels and sizes, the hot path of every
@@ -28,6 +31,8 @@ def varint(n: int) -> bytes:
 def varints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Base-128 varints of unsigned 64-bit values: ((m, w) uint8, padded to the longest
     one's w bytes; lengths (m,))."""
+    import numpy as np
+
     v = values.astype(np.uint64, copy=False)
     m = len(v)
     top = int(v.max()) if m else 0
@@ -68,6 +73,8 @@ def _in_small_range(signed: np.ndarray) -> bool:
 def _small_table() -> tuple[np.ndarray, np.ndarray]:
     """(every varint of the range, 10 bytes a row, zero-padded; which bytes of each row are
     the varint's, the same shape, bool)."""
+    import numpy as np
+
     global _SMALL_TABLE
     if _SMALL_TABLE is None:
         every = np.arange(-_SMALL_RANGE, _SMALL_RANGE, dtype=np.int64)
@@ -80,6 +87,8 @@ def _small_table() -> tuple[np.ndarray, np.ndarray]:
 
 def packed_int64s(values: np.ndarray) -> bytes:
     """The varints of int64 values back to back (negatives as their two's complement, 10 bytes)."""
+    import numpy as np
+
     signed = values.astype(np.int64, copy=False)
     if _in_small_range(signed):
         # each value's row of the table and of its mask; the mask keeps the varint's bytes,

@@ -8,7 +8,6 @@ scan, since where the next record starts is then unknown.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from .. import containers
@@ -16,6 +15,7 @@ from ..dataset.existing import ExistingDataset, compressed_note
 from ..dataset.naming import MANIFEST, ShardName
 from ..errors import SourceError
 from ..storage import fs
+from .cores import each_file
 from .labels import class_counts, label_findings, tally
 from .paths import resolve
 from .summary import counted
@@ -176,29 +176,14 @@ def _shards(directory: str) -> list[tuple[str, str]]:
 
 
 def _verified(paths: list[str], with_manifest: list[str], labelled: dict[str, dict[str, int]]) -> list[dict[str, Any]]:
-    """verify_file of every path, in order, several files at once, on every core: in
-    forked processes where the files are local (a scan's per-record work holds the GIL;
-    its reading, sha256 and CRC32C would not), else on threads. A file of a dataset in
+    """verify_file of every path, in order, on every core. A file of a dataset in
     `labelled` ({directory/: its ClassLabels' sizes}) has its labels tallied too."""
-    import multiprocessing
-    from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 
     def counts(path: str) -> dict[str, int]:
         inside = fs.join(fs.normpath(fs.dirname(path) or "."), "")
         return labelled.get(inside, {})
 
-    jobs = [(p, any(p.startswith(d) for d in with_manifest), counts(p)) for p in paths]
-    cores = min(len(paths), os.cpu_count() or 1)
-    if cores < 2:
-        return [verify_file(*job) for job in jobs]
-    local = not any(fs.is_remote(p) for p in paths) and "fork" in multiprocessing.get_all_start_methods()
-    pool: Executor = (
-        ProcessPoolExecutor(cores, mp_context=multiprocessing.get_context("fork"))
-        if local
-        else ThreadPoolExecutor(cores)
-    )
-    with pool:
-        return list(pool.map(verify_file, *zip(*jobs, strict=True)))
+    return each_file(verify_file, [(p, any(p.startswith(d) for d in with_manifest), counts(p)) for p in paths])
 
 
 def _notes(directory: str, files: list[dict[str, Any]]) -> list[str]:
