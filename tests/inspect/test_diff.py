@@ -249,3 +249,19 @@ def test_a_summary_and_a_diff_of_plain_records_import_no_numpy(tmp_path):
     done = subprocess.run([sys.executable, "-c", code, str(a)], capture_output=True, text=True, check=True)
     assert "box" in done.stdout and "equal: 3 records" in done.stdout
     assert done.stdout.strip().endswith("numpy imported: False")
+
+
+def test_a_dataset_against_plain_files_is_compared_whole_and_raw_records_by_content(cli, tmp_path):
+    old = tmp_path / "old"
+    write_shard(old / "d-train.tfrecord-00000-of-00001", [example("p1", 0), example("p2", 1)])
+    write_shard(old / "d-test.tfrecord-00000-of-00001", [example("q1", 1)])
+    plain = write_shard(tmp_path / "all.tfrecord", [example("q1", 1), example("p1", 0), example("p2", 2)])
+    report = json.loads(cli.inspect(old, plain, "--diff", "--json").output)
+    assert [(s["split"], s["unchanged"], s["changed"]) for s in report["splits"]] == [("", 2, 1)]
+    assert report["moved"] == [] and report["changed"][0]["key"] == "p2"
+    raw = [tmp_path / "a.raw", tmp_path / "b.raw"]
+    raw[0].write_bytes(b"".join(frame(b) for b in (b"\x00\x01 not an example", b"x")))
+    raw[1].write_bytes(b"".join(frame(b) for b in (b"\x00\x01 not an example", b"y")))
+    result = cli.inspect(*raw, "--diff", "--json")
+    assert result.exit_code == 1, result.output
+    assert [(s["added"], s["removed"], s["unchanged"]) for s in json.loads(result.output)["splits"]] == [(1, 1, 1)]

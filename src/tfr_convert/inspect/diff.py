@@ -145,15 +145,14 @@ def keyed(entries: list[Entry], key: str | None, max_record: int) -> None:
 
 
 def _first_names(shards: list[Shard], max_record: int) -> set[str] | None:
-    """The feature names of the first record of these shards; None if they hold none."""
+    """The feature names of the first record of these shards (none for a record that is no
+    tf.train.Example: such records are matched by content); None if they hold none."""
     for shard in shards:
         for record in containers.of_file(shard.path).records(shard.path, max_record):
             try:
                 return set(outline(record.data, keep=0))
-            except ExampleDecodeError as e:
-                raise RecordError(
-                    shard.path, record.index, record.offset or 0, f"not a tf.train.Example: {e}"
-                ) from None
+            except ExampleDecodeError:
+                return set()
     return None
 
 
@@ -398,6 +397,9 @@ def labels_diff(old: Side, new: Side) -> dict[str, Any]:
 
 def diff(old_path: str, new_path: str, key: str | None = None, max_record: int = MAX_RECORD_BYTES) -> dict[str, Any]:
     old, new = side(old_path), side(new_path)
+    if set(old.splits) == {""} or set(new.splits) == {""}:
+        # files of no split on a side: the two sides are compared whole
+        old.splits, new.splits = ({"": [s for shards in one.splits.values() for s in shards]} for one in (old, new))
     splits = list(old.splits) + [s for s in new.splits if s not in old.splits]
     plan = {split: shared_shards(old.splits.get(split, []), new.splits.get(split, [])) for split in splits}
     # from the shards read anyway: a shared one is never opened
