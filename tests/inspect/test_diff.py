@@ -85,20 +85,31 @@ def test_changed_features_names_only_what_differs_and_nan_equals_itself():
     }
 
 
-@pytest.mark.parametrize("compression", ["none", "gzip"])
+@pytest.mark.parametrize("compression", ["none", "gzip", "array_record"])
 def test_records_at_reads_records_by_their_offsets_and_notices_a_file_changed(tmp_path, compression):
-    """Uncompressed: each record alone, at its offset; gzip: the stream read through. The
-    same payloads as `records` either way, in the order asked."""
+    """Uncompressed: each record alone, at its offset; gzip: the stream read through;
+    ArrayRecord: by its own index. The same payloads as `records`, in the order asked."""
     path = write_shard(tmp_path / "x.tfrecord", [example(f"{i}", i) for i in range(6)])
     if compression == "gzip":
         path.write_bytes(gzip.compress(path.read_bytes()))
+    if compression == "array_record":
+        module = pytest.importorskip("array_record.python.array_record_module")
+        records = [r.data for r in of_file(str(path)).records(str(path))]
+        path = tmp_path / "x.array_record"
+        writer = module.ArrayRecordWriter(str(path), "group_size:1")
+        for data in records:
+            writer.write(data)
+        writer.close()
     container = of_file(str(path))
     records = list(container.records(str(path)))
     wanted = [(r.index, r.offset) for r in (records[4], records[1], records[4])]
     assert container.records_at(str(path), wanted) == [records[4].data, records[1].data, records[4].data]
-    path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2])
-    with pytest.raises(RecordError, match=r"x\.tfrecord: record [0-4]"):  # gzip: where the stream breaks
-        container.records_at(str(path), [(4, records[4].offset)])
+    gone = (9, None)  # a record past the end: the file changed since it was read
+    if compression != "array_record":
+        path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2])
+        gone = (4, records[4].offset)
+    with pytest.raises(RecordError, match=r"x\.(tfrecord|array_record): record [0-9]"):  # gzip: where it breaks
+        container.records_at(str(path), [gone])
 
 
 # ---------------------------------------------------------------- whole datasets

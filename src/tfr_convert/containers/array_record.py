@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..errors import MissingExtra, RecordError, TfrConvertError
@@ -214,6 +214,18 @@ class ArrayRecordContainer(Container):
 
     def read_range(self, path: str, start: int, stop: int) -> Iterator[bytes]:
         return read_range(path, start, stop)
+
+    def records_at(self, path: str, wanted: Sequence[tuple[int, int | None]]) -> list[bytes]:
+        """Each record by its index alone, through the file's own index and one reader."""
+        if not wanted:
+            return []
+        reader = _reader(path)
+        try:
+            return list(reader.read([index for index, _ in wanted]))
+        except RuntimeError as e:  # an index past the end: the file changed since it was read
+            raise RecordError(path, wanted[0][0], 0, f"cannot read its records again: {_first_line(e)}") from None
+        finally:
+            _close(reader)
 
     def verify(self, path: str, with_sha256: bool) -> dict[str, Any]:
         problems, records = [], 0
