@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+from array import array
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,7 @@ from tfr_convert.containers import of_file
 from tfr_convert.containers.framing import frame
 from tfr_convert.dataset.example import serialize
 from tfr_convert.errors import RecordError
-from tfr_convert.inspect.diff import Entry, Shard, changed_features, match, moved, shared_shards
+from tfr_convert.inspect.diff import Entry, Records, Shard, changed_features, match, moved, shared_shards
 
 
 def write_shard(path: Path, examples: list[dict]) -> Path:
@@ -43,26 +44,51 @@ def photos(root: Path, count: int = 12, seed: int = 0) -> Path:
 # ---------------------------------------------------------------- matching, at the seam
 
 
-def entries(*pairs: tuple[str, bytes]) -> list[Entry]:
-    return [Entry(key, digest, "f", i, None) for i, (key, digest) in enumerate(pairs)]
+def records(*pairs: tuple[str, bytes], path: str = "f") -> tuple[Records, dict]:
+    """A side of one file holding records of these (key, payload hash) in order, and the
+    table a `keys` callback reads their keys from."""
+    digests = b"".join(d.ljust(16, b"\0") for _, d in pairs)
+    table = {(path, i): key for i, (key, _) in enumerate(pairs)}
+    return Records([(path, digests, array("q", range(len(pairs))))]), table
+
+
+def keys_from(*tables: dict, asked: list | None = None):
+    def keys(left: list[Entry]) -> None:
+        for entry in left:
+            entry.key = next(t[entry.path, entry.index] for t in tables if (entry.path, entry.index) in t)
+        if asked is not None:
+            asked.extend(left)
+
+    return keys
 
 
 def test_records_match_by_key_and_a_repeated_key_matches_in_order():
-    old = entries(("a", b"1"), ("b", b"2"), ("b", b"3"), ("c", b"4"))
-    new = entries(("b", b"2"), ("b", b"9"), ("d", b"5"), ("a", b"1"))
+    old, a = records(("a", b"1"), ("b", b"2"), ("b", b"3"), ("c", b"4"), path="old")
+    new, b = records(("b", b"2"), ("b", b"9"), ("d", b"5"), ("a", b"1"), path="new")
     asked: list[Entry] = []
-    result = match("train", old, new, asked.extend)
+    result = match("train", old, new, keys_from(a, b, asked=asked))
     assert result.unchanged == 2  # a, the first b
     # equal payloads hold equal keys: only the records left over have theirs read
-    assert sorted((e.key, e.digest) for e in asked) == [("b", b"3"), ("b", b"9"), ("c", b"4"), ("d", b"5")]
-    assert [(o.key, n.digest) for o, n in result.changed] == [("b", b"9")]  # the second b against the second
+    assert sorted((e.key, e.digest[:1]) for e in asked) == [("b", b"3"), ("b", b"9"), ("c", b"4"), ("d", b"5")]
+    assert [(o.key, n.digest[:1]) for o, n in result.changed] == [("b", b"9")]  # the second b against the second
     assert [e.key for e in result.added] == ["d"]
     assert [e.key for e in result.removed] == ["c"]
 
 
+def test_of_a_payload_repeated_the_first_ones_match_and_the_last_are_left_over():
+    old, a = records(("x", b"7"), ("y", b"7"), ("z", b"7"), ("w", b"8"), path="old")
+    new, b = records(("x", b"7"), path="new")
+    result = match("train", old, new, keys_from(a, b))
+    assert result.unchanged == 1 and [e.key for e in result.removed] == ["y", "z", "w"]
+    assert [(e.index, e.path) for e in result.removed] == [(1, "old"), (2, "old"), (3, "old")]
+
+
 def test_a_key_removed_from_one_split_and_added_to_another_moved():
-    train = match("train", entries(("a", b"1"), ("b", b"2")), entries(("b", b"2")), lambda left: None)
-    test = match("test", entries(), entries(("a", b"7"), ("z", b"8")), lambda left: None)
+    train_old, a = records(("a", b"1"), ("b", b"2"), path="train-old")
+    train_new, b = records(("b", b"2"), path="train-new")
+    test_new, c = records(("a", b"7"), ("z", b"8"), path="test-new")
+    train = match("train", train_old, train_new, keys_from(a, b))
+    test = match("test", Records(), test_new, keys_from(c))
     found = moved([train, test])
     assert found == [{"key": "a", "from": "train", "to": "test", "changed": True}]
     assert train.removed == [] and [e.key for e in test.added] == ["z"]

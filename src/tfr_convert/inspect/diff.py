@@ -15,12 +15,14 @@ features that differ. A key removed from one split and added to another moved. W
 a key feature (`KEYS`, or --key), records are matched by content alone: a change is then
 one removal and one addition.
 
-The hashes, offsets and keys of both sides are held in memory: about 150 bytes a record.
+Memory: the old side's hashes in a table, about 100 bytes a record, the rest 24 bytes a
+record; objects only for the records left over.
 """
 
 from __future__ import annotations
 
 import struct
+from array import array
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -97,13 +99,14 @@ def _key_text(values: list[Any]) -> str:
     return ",".join(v.decode("utf-8", "backslashreplace") if isinstance(v, bytes) else str(v) for v in values)
 
 
-def file_entries(path: str, max_record: int) -> tuple[list[bytes], list[int | None]]:
-    """(payload hashes, offsets) of every record of one file, each checked as it is read."""
-    digests, offsets = [], []
+def file_entries(path: str, max_record: int) -> tuple[bytes, array]:
+    """(the payload hashes of every record of one file, _DIGEST bytes each back to back;
+    their offsets, -1 where the container has none), each record checked as it is read."""
+    digests, offsets = bytearray(), array("q")
     for record in containers.of_file(path).digests(path, max_record):
-        digests.append(record.data[:_DIGEST])
-        offsets.append(record.offset)
-    return digests, offsets
+        digests += record.data[:_DIGEST]
+        offsets.append(-1 if record.offset is None else record.offset)
+    return bytes(digests), offsets
 
 
 def file_keys(path: str, key: str, wanted: list[tuple[int, int | None]]) -> list[str]:
@@ -175,13 +178,44 @@ def chosen_key(names: list[tuple[Side, set[str] | None]], asked: str | None) -> 
 # ---------------------------------------------------------------- matching
 
 
-@dataclass
+@dataclass(slots=True)
 class Entry:
+    """One record left over once equal payloads are matched: where it is, and its key."""
+
     key: str
     digest: bytes
     path: str
     index: int
     offset: int | None
+
+
+@dataclass
+class Records:
+    """One side's records of a split, file by file: (path, hashes, offsets) as file_entries
+    gives them. No object a record: a side of millions of records is a few bytes each."""
+
+    files: list[tuple[str, bytes, array]] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return sum(len(offsets) for _, _, offsets in self.files)
+
+    def digests(self) -> Iterator[bytes]:
+        for _, digests, _ in self.files:
+            for at in range(0, len(digests), _DIGEST):
+                yield digests[at : at + _DIGEST]
+
+    def entries(self, chosen: list[int]) -> list[Entry]:
+        """The records at these positions (counted over the files in order), as Entries."""
+        out, base, files = [], 0, iter(self.files)
+        path, digests, offsets = next(files, ("", b"", array("q")))
+        for position in chosen:
+            while position - base >= len(offsets):
+                base += len(offsets)
+                path, digests, offsets = next(files)
+            i = position - base
+            offset = offsets[i]
+            out.append(Entry("", digests[i * _DIGEST : (i + 1) * _DIGEST], path, i, None if offset < 0 else offset))
+        return out
 
 
 @dataclass
@@ -219,36 +253,46 @@ def shared_shards(old: list[Shard], new: list[Shard]) -> tuple[list[Shard], list
     return left[0], left[1], shared
 
 
-def match(split: str, old: list[Entry], new: list[Entry], keys: Callable[[list[Entry]], None]) -> SplitDiff:
-    """Equal payloads first, as many of each as both sides hold (their keys are equal too:
-    a key is in the payload); then what is left by key, in order of appearance where a key
-    repeats. `keys` gives the entries left their keys."""
+def match(split: str, old: Records, new: Records, keys: Callable[[list[Entry]], None]) -> SplitDiff:
+    """Equal payloads first, as many of each as both sides hold, the first of a repeated
+    one first (their keys are equal too: a key is in the payload); then the records left
+    over by key, in order of appearance where a key repeats. `keys` gives those their keys.
+    Only the old side's hashes are held in a table; the new side's are streamed past it."""
     result = SplitDiff(split, len(old), len(new))
-    alike: dict[bytes, list[int]] = {}
-    for i, entry in enumerate(old):
-        alike.setdefault(entry.digest, []).append(i)
-    taken, new_left = set(), []
-    for entry in new:
-        same = alike.get(entry.digest)
-        if same:
-            taken.add(same.pop(0))
+    waiting = Counter(old.digests())
+    new_left = []
+    for position, digest in enumerate(new.digests()):
+        if waiting[digest] > 0:
+            waiting[digest] -= 1
             result.unchanged += 1
         else:
-            new_left.append(entry)
-    old_left = [entry for i, entry in enumerate(old) if i not in taken]
-    keys(old_left + new_left)
-    waiting: dict[str, list[int]] = {}
-    for i, entry in enumerate(old_left):
-        waiting.setdefault(entry.key, []).append(i)
-    for entry in new_left:
-        queue = waiting.get(entry.key)
+            new_left.append(position)
+    remaining = {digest: n for digest, n in waiting.items() if n > 0}
+    del waiting
+    old_left = []
+    if remaining:  # of a payload repeated on the old side, its last ones are those left over
+        total = Counter(digest for digest in old.digests() if digest in remaining)
+        matched = {digest: total[digest] - n for digest, n in remaining.items()}
+        for position, digest in enumerate(old.digests()):
+            if digest in matched:
+                if matched[digest] > 0:
+                    matched[digest] -= 1
+                else:
+                    old_left.append(position)
+    left_old, left_new = old.entries(old_left), new.entries(new_left)
+    keys(left_old + left_new)
+    by_key: dict[str, list[int]] = {}
+    for i, entry in enumerate(left_old):
+        by_key.setdefault(entry.key, []).append(i)
+    for entry in left_new:
+        queue = by_key.get(entry.key)
         if not queue:
             result.added.append(entry)
             continue
-        result.changed.append((old_left[queue.pop(0)], entry))
+        result.changed.append((left_old[queue.pop(0)], entry))
         if not queue:
-            del waiting[entry.key]
-    result.removed = [old_left[i] for i in sorted(i for queue in waiting.values() for i in queue)]
+            del by_key[entry.key]
+    result.removed = [left_old[i] for i in sorted(i for queue in by_key.values() for i in queue)]
     return result
 
 
@@ -412,12 +456,8 @@ def diff(old_path: str, new_path: str, key: str | None = None, max_record: int =
     results = each_file(file_entries, [(shard.path, max_record) for shard in reads])
     entries = {shard.path: result for shard, result in zip(reads, results, strict=True)}
 
-    def listed(shards: list[Shard]) -> list[Entry]:
-        out = []
-        for shard in shards:
-            digests, offsets = entries[shard.path]
-            out += [Entry("", d, shard.path, i, o) for i, (d, o) in enumerate(zip(digests, offsets, strict=True))]
-        return out
+    def listed(shards: list[Shard]) -> Records:
+        return Records([(shard.path, *entries[shard.path]) for shard in shards])
 
     diffs = []
     for split in splits:
@@ -430,7 +470,7 @@ def diff(old_path: str, new_path: str, key: str | None = None, max_record: int =
     report = _report(diffs, moved(diffs), schema_diff(old, new, names[0][1], names[1][1]), labels_diff(old, new))
     report["read"] = {
         "shards": len(reads),
-        "records": sum(len(entries[s.path][0]) for s in reads),
+        "records": sum(len(entries[s.path][1]) for s in reads),
         "shards_shared": sum(s.shards_shared for s in diffs),
     }
     return {"mode": "diff", "old": old_path, "new": new_path, "key": key, **report}
