@@ -86,7 +86,7 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
     ),
     "crc": ("src/tfr_convert/containers/crc.py", ["tests/containers/test_tfrecord.py"]),
     "example": (
-        "src/tfr_convert/dataset/example.py",
+        "src/tfr_convert/dataset/wire/example.py",
         [
             "tests/dataset/test_example.py",
             "tests/dataset/test_example_parse.py",
@@ -95,7 +95,7 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
     ),
     # (shared with the columnar serializer, which holds them to every width)
     "varints": (
-        "src/tfr_convert/dataset/varints.py",
+        "src/tfr_convert/dataset/wire/varints.py",
         ["tests/dataset/test_example.py", "tests/dataset/test_example_columns.py"],
     ),
     "salvage": (
@@ -127,7 +127,7 @@ TARGETS: dict[str, tuple[str, list[str]]] = {
         "src/tfr_convert/output/shards.py",
         ["tests/output/test_cutter.py", "tests/output/test_shards_splits.py"],
     ),
-    "example_columns": ("src/tfr_convert/dataset/example_columns.py", ["tests/dataset/test_example_columns.py"]),
+    "example_columns": ("src/tfr_convert/dataset/wire/example_columns.py", ["tests/dataset/test_example_columns.py"]),
     "fingerprints": ("src/tfr_convert/storage/fingerprints.py", ["tests/storage/test_fingerprints.py"]),
     "remote_lock": ("src/tfr_convert/output/remote_lock.py", ["tests/storage/test_stores.py"]),
     "remote_commit": (

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tfr_convert.containers import of_file
-from tfr_convert.dataset.example import serialize
+from tfr_convert.dataset.wire.example import serialize
 
 
 def payloads(directory: Path, split: str | None = None) -> list[bytes]:

@@ -12,7 +12,7 @@ import numpy as np
 from PIL import Image
 
 from tfr_convert.containers.crc import masked_crc
-from tfr_convert.dataset.example import serialize
+from tfr_convert.dataset.wire.example import serialize
 
 
 def png(w: int = 6, h: int = 5, mode: str = "RGB", seed: int = 0) -> bytes:

@@ -16,7 +16,7 @@ import tensorflow as tf
 from helpers import TESTS, write_mnist
 
 from tfr_convert.cli.convert import PLUGIN_LOAD_SECONDS
-from tfr_convert.dataset.example import parse
+from tfr_convert.dataset.wire.example import parse
 
 SCRIPTS = Path(sys.executable).parent
 PLUGIN = TESTS / "plugin_counting"

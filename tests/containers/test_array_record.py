@@ -14,8 +14,8 @@ from helpers import final_files, hint
 
 import tfr_convert
 from tfr_convert.containers.scan import read_records
-from tfr_convert.dataset.example import parse
 from tfr_convert.dataset.naming import ShardName
+from tfr_convert.dataset.wire.example import parse
 
 array_record_module = pytest.importorskip("array_record.python.array_record_module")
 SCRIPTS = Path(sys.executable).parent

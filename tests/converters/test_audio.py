@@ -274,7 +274,7 @@ def test_sample_rate_resamples_as_scipy_does_and_lets_recordings_of_other_rates_
 def test_grid_draws_each_recording_as_its_waveform_a_band_per_channel(cli, tmp_path):
     from PIL import Image
 
-    from tfr_convert.inspect.waveform import HEIGHT, WAVE, WIDTH, waveform
+    from tfr_convert.inspect.kinds.waveform import HEIGHT, WAVE, WIDTH, waveform
 
     loud = np.sin(np.arange(4000) * 0.01) * 30000
     drawn = waveform(np.stack([loud, loud * 0], axis=1).ravel(), 2)

@@ -14,8 +14,8 @@ from helpers import final_files, png_header_only
 from PIL import Image
 
 from tfr_convert.containers.scan import read_records
-from tfr_convert.dataset.example import parse
 from tfr_convert.dataset.naming import ShardName
+from tfr_convert.dataset.wire.example import parse
 
 RNG = np.random.default_rng(7)
 

@@ -18,7 +18,7 @@ from PIL import Image
 
 from tfr_convert.containers.scan import read_records
 from tfr_convert.converters.listing.folders import folder_runs, list_files
-from tfr_convert.dataset.example import parse
+from tfr_convert.dataset.wire.example import parse
 from tfr_convert.errors import SourceError
 from tfr_convert.inspect.grid import caption
 

@@ -14,9 +14,9 @@ import pytest
 
 from record_inputs import examples, payloads, write_tfrecord
 from tfr_convert.containers import of_file
-from tfr_convert.dataset.example import serialize
 from tfr_convert.dataset.features import FeatureSpec
 from tfr_convert.dataset.record_schema import NoSchema, infer_schema
+from tfr_convert.dataset.wire.example import serialize
 
 # ---------------------------------------------------------------- reshard, merge, convert
 

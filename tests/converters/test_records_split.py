@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 from record_inputs import payloads, write_tfrecord
-from tfr_convert.dataset.example import parse, serialize
+from tfr_convert.dataset.wire.example import parse, serialize
 
 
 def records(n: int) -> list[bytes]:

@@ -19,8 +19,8 @@ import pyarrow.feather  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 from tfr_convert.containers import get as container  # noqa: E402
-from tfr_convert.dataset.example import parse  # noqa: E402
 from tfr_convert.dataset.naming import ShardName  # noqa: E402
+from tfr_convert.dataset.wire.example import parse  # noqa: E402
 
 
 def records(out, split="train"):
@@ -622,7 +622,7 @@ def test_the_columnar_path_writes_the_bytes_of_the_value_by_value_path(tmp_path)
 
     from tfr_convert.converters.base import ColumnBatch
     from tfr_convert.converters.table.converter import TableConverter, TableOptions
-    from tfr_convert.dataset.example import serialize
+    from tfr_convert.dataset.wire.example import serialize
     from tfr_convert.engine.encode import encode_items
 
     base = arrow_table()

@@ -10,7 +10,7 @@ import tensorflow as tf
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tfr_convert.dataset.example import ExampleDecodeError, outline, parse, serialize, serialized_parts
+from tfr_convert.dataset.wire.example import ExampleDecodeError, outline, parse, serialize, serialized_parts
 from tfr_convert.errors import FeatureError
 
 INT64 = st.integers(-(2**63), 2**63 - 1)
@@ -279,7 +279,7 @@ def test_integers_at_the_edges_of_the_ready_made_encodings_are_written_as_tensor
 
 
 def test_key_order_and_key_field_are_the_order_and_key_bytes_serialize_writes():
-    from tfr_convert.dataset.example import key_field, key_order
+    from tfr_convert.dataset.wire.example import key_field, key_order
 
     names = ["image", "image_raw", "b", "aa", "label", "z", "imag"]
     data = serialize({name: 1 for name in names})
@@ -294,7 +294,7 @@ def test_key_order_and_key_field_are_the_order_and_key_bytes_serialize_writes():
 def test_an_int_array_long_enough_to_be_packed_with_numpy_gives_tensorflows_bytes(length, seed, dtype):
     """Arrays below and past the length packed with numpy (PACK_WITH_NUMPY), values from
     every varint width, negatives (ten bytes each) included."""
-    from tfr_convert.dataset.example import PACK_WITH_NUMPY
+    from tfr_convert.dataset.wire.example import PACK_WITH_NUMPY
 
     assert PACK_WITH_NUMPY <= 3 * 32
     info = np.iinfo(dtype)
@@ -326,7 +326,7 @@ def test_a_long_array_of_small_integers_packed_from_the_table_gives_tensorflows_
     """An int64 list of at least _SMALL_RANGE_AT values within 16 bits is packed from a
     table of ready-made varints; its bytes are protobuf's, as are those of a run with a
     value just past the range (computed column by column)."""
-    from tfr_convert.dataset.varints import _SMALL_RANGE_AT
+    from tfr_convert.dataset.wire.varints import _SMALL_RANGE_AT
 
     rng = np.random.default_rng(high - low)
     array = np.concatenate([[low, high], rng.integers(low, high, 4 * _SMALL_RANGE_AT, endpoint=True)]).astype(dtype)

@@ -7,9 +7,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tfr_convert.dataset.example import BYTES, FLOAT, INT64, serialize
-from tfr_convert.dataset.example_columns import FeatureColumn, serialize_rows, varints
-from tfr_convert.dataset.varints import varint
+from tfr_convert.dataset.wire.example import BYTES, FLOAT, INT64, serialize
+from tfr_convert.dataset.wire.example_columns import FeatureColumn, serialize_rows, varints
+from tfr_convert.dataset.wire.varints import varint
 
 INTS = st.integers(-(1 << 63), (1 << 63) - 1)
 FLOATS = st.floats(width=32, allow_nan=False)

@@ -12,8 +12,8 @@ import tensorflow as tf
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tfr_convert.dataset.entries import few_values_of
-from tfr_convert.dataset.example import ExampleDecodeError, outline, parse, serialize, values_of
+from tfr_convert.dataset.wire.entries import few_values_of
+from tfr_convert.dataset.wire.example import ExampleDecodeError, outline, parse, serialize, values_of
 
 
 def _varint(n: int) -> bytes:

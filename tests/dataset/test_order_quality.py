@@ -10,8 +10,8 @@ import random
 import numpy as np
 
 from record_inputs import write_tfrecord
-from tfr_convert.dataset.example import serialize
 from tfr_convert.dataset.order_quality import figure, sample_windows
+from tfr_convert.dataset.wire.example import serialize
 
 
 def test_a_sorted_order_has_runs_as_long_as_a_class_and_a_random_one_does_not():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tfr_convert.dataset.sequence_example import serialize_sequence
+from tfr_convert.dataset.wire.sequence_example import serialize_sequence
 
 
 @pytest.mark.parametrize(

@@ -14,8 +14,8 @@ from tfr_convert.containers.framing import FOOTER_SIZE, HEADER_SIZE, frame, seal
 from tfr_convert.converters.base import Columns, Group, PublishedOptions
 from tfr_convert.converters.published.cifar import CifarConverter
 from tfr_convert.converters.published.mnist import MnistConverter
-from tfr_convert.dataset.example import serialize
 from tfr_convert.dataset.features import FeatureSpec
+from tfr_convert.dataset.wire.example import serialize
 from tfr_convert.engine.core import encode_sealed
 from tfr_convert.engine.encode import encode_columns, encode_items, uniform_rows
 from tfr_convert.errors import FeatureError, RecordError, SourceError

@@ -16,7 +16,7 @@ from PIL import Image
 from detection_inputs import write_csv, write_images
 from tfr_convert.containers import of_file
 from tfr_convert.containers.framing import frame
-from tfr_convert.dataset.example import serialize
+from tfr_convert.dataset.wire.example import serialize
 from tfr_convert.errors import RecordError
 from tfr_convert.inspect.diff import Entry, Records, Shard, changed_features, match, moved, shared_shards
 

@@ -20,7 +20,7 @@ from PIL import Image, ImageDraw
 
 from browser import CHROMIUM, VIEWPORT, launch
 from tfr_convert.inspect.charts import grouped_bars, histogram
-from tfr_convert.inspect.distribution import MAX_KEYS, Distribution
+from tfr_convert.inspect.kinds.distribution import MAX_KEYS, Distribution
 
 COLOURS = {"cat": (230, 120, 30), "dog": (40, 90, 220), "bird": (30, 170, 60)}
 
@@ -343,9 +343,9 @@ def test_segmentation_masks_give_pixel_shares_per_class_in_stats_and_the_report(
     assert 'aria-label="segmentation_mask: share of pixels"' in page
     assert f"pixels: 255: {pixels[255]} ({pixels[255] / sum(pixels.values()):.1%})" in page
     # the pictures carry their masks: each class tinted in its colour, the ignored pixels (255) untouched
-    from tfr_convert.dataset.example import parse
+    from tfr_convert.dataset.wire.example import parse
     from tfr_convert.inspect.grid import Pictures
-    from tfr_convert.inspect.masks import ALPHA, COLOURS
+    from tfr_convert.inspect.kinds.masks import ALPHA, COLOURS
 
     record = next(iter(tf.data.TFRecordDataset(str(path)).skip(1))).numpy()
     example = parse(record)

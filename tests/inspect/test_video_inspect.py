@@ -10,7 +10,7 @@ pytest.importorskip("av", reason="tfr-convert video needs PyAV (the video extra)
 
 from helpers import make_clip
 
-from tfr_convert.inspect.frames import frames_shown, strip
+from tfr_convert.inspect.kinds.frames import frames_shown, strip
 
 
 def test_a_strip_shows_the_first_the_last_and_evenly_between():

@@ -203,7 +203,7 @@ def test_a_fresh_run_writes_every_record_from_the_first_batchs_first(tmp_path):
     record 0, nothing counted yet."""
     import tfr_convert
     from tfr_convert.containers.tfrecord import read_records
-    from tfr_convert.dataset.example import parse
+    from tfr_convert.dataset.wire.example import parse
 
     out = tmp_path / "out"
     tfr_convert.write([{"x": i} for i in range(10)], str(out), quiet=True)

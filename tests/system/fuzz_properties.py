@@ -21,7 +21,7 @@ from tfr_convert.converters.listing import csvtable
 from tfr_convert.converters.media.wav_header import wav_info
 from tfr_convert.converters.published.idx import parse_idx
 from tfr_convert.converters.table.json_nesting import deepest
-from tfr_convert.dataset.example import ExampleDecodeError, parse
+from tfr_convert.dataset.wire.example import ExampleDecodeError, parse
 from tfr_convert.errors import RecordError, SourceError
 from tfr_convert.pictures.jpeg_check import plain_jpeg
 from tfr_convert.pictures.png_check import plain_png
@@ -175,7 +175,7 @@ def seeds() -> dict[str, bytes]:
     from PIL import Image
 
     from tfr_convert.converters.published.idx import idx_bytes
-    from tfr_convert.dataset.example import serialize
+    from tfr_convert.dataset.wire.example import serialize
 
     rng = np.random.default_rng(0)
     pixels = rng.integers(0, 256, (6, 7, 3), dtype=np.uint8)

@@ -95,6 +95,16 @@ def _layers_imported(path: Path) -> set[str]:
     return found
 
 
+def test_at_most_twelve_modules_sit_side_by_side_in_any_folder():
+    """A folder past a dozen modules holds more than one job: a package of its own says which."""
+    crowded = {}
+    for folder in [PACKAGE, *(p for p in PACKAGE.rglob("*") if p.is_dir() and p.name != "__pycache__")]:
+        modules = [p.name for p in folder.glob("*.py") if p.name != "__init__.py"]
+        if len(modules) > 12:
+            crowded[str(folder.relative_to(PACKAGE.parent))] = len(modules)
+    assert crowded == {}
+
+
 def test_at_most_ten_modules_sit_at_the_top():
     top = sorted(p.name for p in PACKAGE.glob("*.py"))
     assert len(top) <= 10, top

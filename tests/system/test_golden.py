@@ -495,7 +495,7 @@ def _content_sha256(shard: Path) -> str:
     from PIL import Image
 
     from tfr_convert.containers.scan import read_records
-    from tfr_convert.dataset.example import parse
+    from tfr_convert.dataset.wire.example import parse
 
     def pinned(value):
         if isinstance(value, bytes) and value.startswith(b"\x89PNG"):

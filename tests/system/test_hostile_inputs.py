@@ -27,7 +27,7 @@ from PIL import Image
 from tfr_convert.containers.crc import masked_crc
 from tfr_convert.converters.published.idx import FILES
 from tfr_convert.converters.published.safe_pickle import UnsafePickleError, safe_load
-from tfr_convert.dataset.example import serialize
+from tfr_convert.dataset.wire.example import serialize
 from tfr_convert.inspect.summary import SAMPLE
 from tfr_convert.skips import LISTED
 

@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from tfr_convert.dataset.example import parse
+from tfr_convert.dataset.wire.example import parse
 from tfr_convert.export import TARGETS
 from tfr_convert.export.images import LAYOUTS
 from tfr_convert.export.media import MEDIA

@@ -13,7 +13,7 @@ from PIL import Image
 
 import tfr_convert
 from tfr_convert.containers.scan import read_records
-from tfr_convert.dataset.example import parse
+from tfr_convert.dataset.wire.example import parse
 
 
 @pytest.mark.parametrize("compression", ["gzip", "zlib"])

@@ -25,7 +25,7 @@ from ..skips import Skips
 if TYPE_CHECKING:
     import numpy as np
 
-    from ..dataset.example_columns import FeatureColumn
+    from ..dataset.wire.example_columns import FeatureColumn
 
 #: how the published datasets' converters (mnist, cifar) store pixels: uint8 bytes or PNG
 PUBLISHED_FORMATS = ("raw", "png")

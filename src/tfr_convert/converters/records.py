@@ -29,12 +29,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import containers
-from ..dataset.example import ExampleDecodeError, outline, values_of
 from ..dataset.existing import ExistingDataset
 from ..dataset.features import FeatureSpec
 from ..dataset.naming import ShardName
 from ..dataset.record_schema import SAMPLE, NoSchema, infer_schema
 from ..dataset.splits import SPLIT_NAME, SPLIT_ORDER, SplitSpec, split_by_ratio
+from ..dataset.wire.example import ExampleDecodeError, outline, values_of
 from ..errors import OutputError, RecordError, SourceError
 from ..storage import fs
 from .base import Converter, Options, SourceContext, items_per_chunk

@@ -14,8 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..errors import SourceError
-from .example import ExampleDecodeError, outline
 from .features import FeatureSpec
+from .wire.example import ExampleDecodeError, outline
 
 #: records whose features decide the schema (the rest are copied unread)
 SAMPLE = 1000

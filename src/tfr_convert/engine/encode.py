@@ -25,8 +25,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..converters.base import ColumnBatch, Columns, Converter
-from ..dataset.example import serialize, serialized_parts
-from ..dataset.example_columns import serialize_rows
+from ..dataset.wire.example import serialize, serialized_parts
+from ..dataset.wire.example_columns import serialize_rows
 from ..errors import SourceError, TfrConvertError
 
 _MAX_ONE_BYTE_VARINT = 127

@@ -34,13 +34,13 @@ from typing import Any
 
 import numpy as np
 
-from ..dataset.example import BYTES, FLOAT, INT64
 from ..dataset.imageformat import sniff_format
 from ..dataset.naming import checked_component, checked_relative, lines_file
 from ..dataset.splits import SPLIT_FOLDERS
+from ..dataset.wire.example import BYTES, FLOAT, INT64
 from ..errors import OptionError, SourceError
 from ..inspect.grid import image_feature, manifest_raw_shape, raw_shape_of
-from ..inspect.masks import is_instance_mask, is_mask
+from ..inspect.kinds.masks import is_instance_mask, is_mask
 from ..storage import fs
 from .engine import Chunk, ExportOptions, Failed, Job, run
 from .source import ExportSource, parsed

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..dataset.example import BYTES
+from ..dataset.wire.example import BYTES
 from ..errors import OptionError, SourceError
 from ..optional import av, soundfile
 from .images import Plan, plan

@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from itertools import islice
 
 from .. import containers
-from ..dataset.example import parse
 from ..dataset.existing import ExistingDataset
 from ..dataset.features import FeatureSpec
 from ..dataset.naming import checked_component
 from ..dataset.record_schema import SAMPLE, infer_schema
 from ..dataset.splits import ordered_splits
+from ..dataset.wire.example import parse
 from ..errors import SourceError
 from ..inspect.paths import resolve, split_of
 from ..skips import Skips

@@ -30,10 +30,10 @@ from typing import Any
 
 from .. import containers
 from ..containers import MAX_RECORD_BYTES
-from ..dataset.entries import few_values_of
-from ..dataset.example import FLOAT, ExampleDecodeError, outline, parse
 from ..dataset.existing import ExistingDataset
 from ..dataset.imageformat import sniff_format
+from ..dataset.wire.entries import few_values_of
+from ..dataset.wire.example import FLOAT, ExampleDecodeError, outline, parse
 from ..errors import OptionError, RecordError
 from ..storage import fs
 from .cores import each_file

@@ -20,18 +20,18 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..containers import MAX_RECORD_BYTES
-from ..dataset.example import BYTES
 from ..dataset.existing import ExistingDataset, class_names
 from ..dataset.imageformat import sniff_format
+from ..dataset.wire.example import BYTES
 from ..errors import OptionError, SourceError
 from ..storage import fs
-from .boxes import box_labels, box_names, boxes_of
-from .frames import frame_list, frames_shown, strip, video_features
-from .keypoints import keypoints_of
-from .masks import instance_masks_of, is_mask, mask_of, overlay, overlay_instances
+from .kinds.boxes import box_labels, box_names, boxes_of
+from .kinds.frames import frame_list, frames_shown, strip, video_features
+from .kinds.keypoints import keypoints_of
+from .kinds.masks import instance_masks_of, is_mask, mask_of, overlay, overlay_instances
+from .kinds.waveform import Sound, audio_features, samples_of, waveform
 from .paths import resolve
 from .summary import examples_of
-from .waveform import Sound, audio_features, samples_of, waveform
 
 CELL = 96  # pixels per tile side
 # Images larger than this are reported, not decoded (--max-pixels raises it): a tile is

@@ -11,8 +11,8 @@ from collections import Counter
 from typing import Any
 
 from .. import containers
-from ..dataset.entries import INT64, few_values_of
 from ..dataset.existing import ExistingDataset
+from ..dataset.wire.entries import INT64, few_values_of
 from ..errors import RecordError, SourceError
 
 NO_LABEL = -1  # TFDS's ClassLabel: the example has no label

@@ -23,13 +23,13 @@ from typing import Any
 
 from ..containers import MAX_RECORD_BYTES
 from ..dataset import order_quality
-from ..dataset.example import BYTES, FLOAT, INT64
 from ..dataset.existing import ExistingDataset, class_names
 from ..dataset.imageformat import sniff_format
 from ..dataset.near_duplicates import THRESHOLD, fingerprint, near_pairs
-from .boxes import BoxStats, format_boxes
-from .distribution import Distribution
-from .masks import InstanceStats, MaskStats, is_instance_mask, is_mask
+from ..dataset.wire.example import BYTES, FLOAT, INT64
+from .kinds.boxes import BoxStats, format_boxes
+from .kinds.distribution import Distribution
+from .kinds.masks import InstanceStats, MaskStats, is_instance_mask, is_mask
 from .paths import resolve, split_of
 from .summary import examples_of, preview
 

@@ -95,7 +95,7 @@ def examples_of(
     (the container's salvage; what was lost is --verify's to report).
     With `keep`, examples are outlines ({name: (kind, first `keep` values, count)}), of at
     most `max_entries` features each (example.outline)."""
-    from ..dataset.example import ExampleDecodeError, outline, parse  # numpy: not needed by --count
+    from ..dataset.wire.example import ExampleDecodeError, outline, parse  # numpy: not needed by --count
 
     container = containers.of_file(path)
     items = container.salvage(path, max_record) if sound_only else container.records(path, max_record)

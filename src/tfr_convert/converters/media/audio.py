@@ -41,8 +41,8 @@ from typing import IO, Any
 
 import numpy as np
 
-from ...dataset.example import MAX_EXAMPLE_BYTES
 from ...dataset.features import FeatureSpec
+from ...dataset.wire.example import MAX_EXAMPLE_BYTES
 from ...errors import SourceError
 from ...optional import soundfile
 from ...storage import fs

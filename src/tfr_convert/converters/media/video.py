@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from ...dataset.example import MAX_EXAMPLE_BYTES
 from ...dataset.features import FeatureSpec
-from ...dataset.sequence_example import serialize_sequence
+from ...dataset.wire.example import MAX_EXAMPLE_BYTES
+from ...dataset.wire.sequence_example import serialize_sequence
 from ...errors import SourceError
 from ...optional import av
 from ...pictures.imaging import DEFAULT_CHROMA, encode, fitted

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from ...dataset.example import BYTES, FLOAT, INT64
-from ...dataset.example_columns import FeatureColumn
+from ...dataset.wire.example import BYTES, FLOAT, INT64
+from ...dataset.wire.example_columns import FeatureColumn
 from ...optional import pyarrow
 from .arrow_features import Column
 from .arrow_numpy import to_numpy

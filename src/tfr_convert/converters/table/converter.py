@@ -25,11 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from ...dataset.example import INT64
-from ...dataset.example_columns import FeatureColumn
 from ...dataset.features import FeatureSpec
 from ...dataset.rows import GroupCodes, RowNumbers, RowStrata, row_array
 from ...dataset.splits import SplitSpec, split_by_ratio
+from ...dataset.wire.example import INT64
+from ...dataset.wire.example_columns import FeatureColumn
 from ...errors import OptionError, SourceError
 from ...optional import pyarrow
 from ..base import ColumnBatch, Converter, Options, SourceContext

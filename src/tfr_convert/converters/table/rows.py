@@ -29,8 +29,8 @@ import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from ...dataset.example import MAX_EXAMPLE_BYTES
 from ...dataset.rows import RowNumbers, row_array
+from ...dataset.wire.example import MAX_EXAMPLE_BYTES
 from ...errors import SourceError
 from ...optional import pyarrow
 from . import arrow_features

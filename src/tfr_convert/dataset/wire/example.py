@@ -4,7 +4,7 @@ Written against the protobuf wire format directly so that the conversion path
 never imports TensorFlow (2 s and 0.5 GB). The bytes equal
 `tf.train.Example(...).SerializeToString(deterministic=True)`: map entries are
 sorted by key (see `serialize` for upb's order), int64 and float lists are packed, every map entry carries both
-its key and its value. tests/test_example.py holds this to TensorFlow's own
+its key and its value. tests/dataset/test_example.py holds this to TensorFlow's own
 output, byte for byte.
 
 Field numbers (tensorflow/core/example/{example,feature}.proto):
@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # imported where values are classified: parsing records needs none of it
     import numpy as np
 
-from ..containers import MAX_RECORD_BYTES
-from ..errors import FeatureError, shown
+from ...containers import MAX_RECORD_BYTES
+from ...errors import FeatureError, shown
 from .varints import packed_int64s, varint
 
 BYTES, FLOAT, INT64 = "bytes_list", "float_list", "int64_list"

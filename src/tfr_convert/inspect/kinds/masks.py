@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..dataset.imageformat import sniff_format
+from ...dataset.imageformat import sniff_format
 
 
 def is_mask(name: str) -> bool:

@@ -12,7 +12,7 @@ a feature `tag varint(len list) list`, where an int64 or float list is one packe
 (`0x0a varint(len) values`, absent when empty, as proto3 writes it) and a bytes list one
 field per value. Every part of a row is a run of bytes whose length numpy knows for all
 rows at once (a constant, a varint, a row's values); `_Rows` places the parts row after
-row. tests/test_example_columns.py holds the result to `serialize`, byte for byte.
+row. tests/dataset/test_example_columns.py holds the result to `serialize`, byte for byte.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..dataset.existing import ExistingDataset
+from ...dataset.existing import ExistingDataset
 
 WIDTH, HEIGHT = 192, 96
 BACKGROUND, WAVE, AXIS = (255, 255, 255), (31, 119, 180), (200, 200, 200)

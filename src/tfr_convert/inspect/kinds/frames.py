@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from ..dataset.example import BYTES
-from ..dataset.existing import ExistingDataset
-from ..dataset.imageformat import sniff_format
+from ...dataset.existing import ExistingDataset
+from ...dataset.imageformat import sniff_format
+from ...dataset.wire.example import BYTES
 
 STRIP_FRAMES = 4  # drawn per clip: the first, the last and evenly between
 

@@ -1,6 +1,6 @@
 """Base-128 varints, protobuf's integers and lengths: one at a time (`varint`, small ones
 ready-made), a column of them as a matrix (`varints`, with numpy), a long int64 list
-packed back to back (`packed_int64s`). tests/test_example.py holds them to TensorFlow's bytes.
+packed back to back (`packed_int64s`). tests/dataset/test_example.py holds them to TensorFlow's bytes.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..dataset.example import FLOAT, INT64
+from ...dataset.wire.example import FLOAT, INT64
 from .boxes import boxes_of
 
 KEYS = ("image/object/keypoint/x", "image/object/keypoint/y")

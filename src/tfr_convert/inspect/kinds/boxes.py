@@ -8,7 +8,7 @@ import math
 from collections import Counter
 from typing import Any
 
-from ..dataset.example import BYTES, FLOAT, INT64
+from ...dataset.wire.example import BYTES, FLOAT, INT64
 from .distribution import Distribution
 
 CORNERS = ("xmin", "ymin", "xmax", "ymax")

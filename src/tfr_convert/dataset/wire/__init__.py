@@ -1,0 +1,1 @@
+"""The tf.train.Example and SequenceExample wire format, written without TensorFlow: the one serializer and parser (example.py), varints, the columnar fast path, a few features read without decoding the rest."""
