@@ -84,21 +84,24 @@ def _plain_entries(data: bytes, names: Collection[bytes]) -> dict[bytes, tuple[i
         return None
 
 
+def _only(data: bytes, start: int, stop: int, tag: int) -> int:
+    """Where the one field of a message spanning [start, stop) begins its contents, the
+    field being `tag`'s and filling the message; ValueError for any other shape."""
+    if start >= stop or data[start] != tag:
+        raise ValueError("another shape")
+    size, at = _varint(data, start + 1, stop)
+    if at + size != stop:
+        raise ValueError("another shape")
+    return at
+
+
 def _packed_int64s(data: bytes, start: int, stop: int) -> list[int] | None:
     """A Feature's values where it is one int64 list, packed (or empty), else None."""
     try:
-        if start >= stop or data[start] != 0x1A:
-            return None
-        size, at = _varint(data, start + 1, stop)
-        if at + size != stop:
-            return None
+        at = _only(data, start, stop, 0x1A)  # the Feature: its int64_list
         if at == stop:
             return []
-        if data[at] != 0x0A:
-            return None
-        size, at = _varint(data, at + 1, stop)
-        if at + size != stop:
-            return None
+        at = _only(data, at, stop, 0x0A)  # the list: its packed values
         values = data[at:stop]
         if values.isascii():  # one-byte varints: small labels, the common case
             return list(values)
@@ -114,10 +117,8 @@ def _packed_int64s(data: bytes, start: int, stop: int) -> list[int] | None:
 def _bytes_values(data: bytes, start: int, stop: int) -> list[bytes] | None:
     """A Feature's values where it is one bytes list (not empty), else None."""
     try:
-        if start >= stop or data[start] != 0x0A:
-            return None
-        size, at = _varint(data, start + 1, stop)
-        if at + size != stop or at == stop:
+        at = _only(data, start, stop, 0x0A)  # the Feature: its bytes_list
+        if at == stop:
             return None
         out = []
         while at < stop:
