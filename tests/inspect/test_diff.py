@@ -18,7 +18,9 @@ from tfr_convert.containers import of_file
 from tfr_convert.containers.framing import frame
 from tfr_convert.dataset.wire.example import serialize
 from tfr_convert.errors import RecordError
-from tfr_convert.inspect.diff import Entry, Records, Shard, changed_features, match, moved, shared_shards
+from tfr_convert.inspect.diff.changes import changed_features
+from tfr_convert.inspect.diff.matching import Entry, Records, match, moved
+from tfr_convert.inspect.diff.sides import Shard, shared_shards
 
 
 def write_shard(path: Path, examples: list[dict]) -> Path:

@@ -152,7 +152,7 @@ def _figures(
     """The report of the mode asked (--count, --verify, --stats, --write-index, --diff, else
     the summary) and its text; each mode's module imported when it runs."""
     if compare:
-        from ..inspect.diff import diff, format_diff
+        from ..inspect.diff.compare import diff, format_diff
 
         report = diff(paths[0], paths[1], key, **limit)
         return report, format_diff(report)
