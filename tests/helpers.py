@@ -247,3 +247,14 @@ def shards_by_record(policy: ShardPolicy, sizes: list[int]) -> list[int]:
             counts.append(current)
             current = shard_bytes = 0
     return counts
+
+
+def write_class_folders(root: Path, classes: list[str], per_class: int, seed: int = 0) -> None:
+    """ROOT/CLASS/N.png, small noise pictures (another seed, other pixels)."""
+    from PIL import Image
+
+    rng = np.random.default_rng(seed)
+    for name in classes:
+        (root / name).mkdir(parents=True, exist_ok=True)
+        for i in range(per_class):
+            Image.fromarray(rng.integers(0, 256, (6, 5, 3), dtype=np.uint8)).save(root / name / f"{i}.png")

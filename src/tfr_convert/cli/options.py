@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from .. import containers
-from .types import ByteSize, DatasetName, Delimiter, LocalOrRemotePath, Size2D, Split, StorageOptions
+from .types import ByteSize, DatasetName, Delimiter, LocalOrRemotePath, Size2D, Split, StorageOptions, Version
 
 
 def configure_storage(ctx: click.Context, param: click.Parameter, value: dict[str, Any] | None) -> None:
@@ -99,6 +99,18 @@ def common_options(f):
         click.option(
             "--resume", is_flag=True, help="Finish an interrupted run of the same command, keeping its finished shards."
         ),
+        click.option(
+            "--append",
+            is_flag=True,
+            help="Add the items to the dataset at OUT/NAME as a new version beside the old, whose files stay as they "
+            "are (TFDS's data_dir layout; the first --append into OUT makes version 1.0.0).",
+        ),
+        click.option(
+            "--version",
+            "version",
+            type=Version(),
+            help="The version --append makes [default: the next minor of the newest, 1.0.0 -> 1.1.0].",
+        ),
         click.option("--index", is_flag=True, help="Write <shard>.index files for DALI / the tfrecord package."),
         click.option(
             "--limit",
@@ -153,6 +165,8 @@ def run_options(
     overwrite,
     resume,
     index,
+    append=False,
+    version=None,
     limit=None,
     validation_size=0,
     on_error="fail",
@@ -182,6 +196,8 @@ def run_options(
             on_error=on_error,
             index=index,
             limit=limit,
+            append=append,
+            version=version,
         )
     except OptionError as e:  # the options' own rules (RunOptions.problem), as a usage error
         raise click.UsageError(str(e)) from None

@@ -82,7 +82,8 @@ def converted(
 
     options = run_options(**common)
     run = _engine(engine, beam_options, options.resume, quiet)
-    with _hinted(common, options), nullcontext() if nested else claimed(options.out) as lock:
+    # (an --append's output is a version folder under OUT, known once the converter is made)
+    with _hinted(common, options), nullcontext() if nested or options.append else claimed(options.out) as lock:
         converter, options = _made(make_converter, options, common)
         return run(converter, options, progress=progress, lock=lock)
 
@@ -144,7 +145,13 @@ def source_context(common: dict[str, Any], on_error: str = "fail", fill_in_parts
     seed of its ratio splits, what a bad item does, where listing may run in parts."""
     from ..converters.base import SourceContext  # with the converter: not at start-up
 
-    return SourceContext(out=common["out"], seed=common["seed"], on_error=on_error, fill_in_parts=fill_in_parts)
+    return SourceContext(
+        out=common["out"],
+        seed=common["seed"],
+        on_error=on_error,
+        fill_in_parts=fill_in_parts,
+        per_item_splits=bool(common.get("append")),
+    )
 
 
 def _local_run(converter, options, progress, lock):
@@ -202,6 +209,10 @@ def _report(summary, quiet: bool, as_json: bool) -> None:
             if kept is None
             else f" (resumed: {kept} of {shards} shards kept from the interrupted run)"
         )
+    if summary.version is not None:
+        added = ", ".join(f"{split} {n}" for split, n in summary.version["added"].items())
+        parent = summary.version["parent"]
+        skipped += f" (version {summary.version['number']}: {added} added{f' to {parent}' if parent else ''})"
     click.echo(
         f"{summary.name}: {per_split} examples in {counted(shards, 'shard')}, {size}, {summary.seconds:.1f} s -> "
         f"{summary.out}"

@@ -101,6 +101,17 @@ class DatasetName(click.ParamType):
         return str(value)
 
 
+class Version(click.ParamType):
+    """A dataset version as TFDS writes them: MAJOR.MINOR.PATCH."""
+
+    name = "version"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        if not re.fullmatch(r"[0-9]+\.[0-9]+\.[0-9]+", str(value)):
+            self.fail(f"{value!r}: a version is MAJOR.MINOR.PATCH, e.g. 1.1.0 (TFDS's form)", param, ctx)
+        return str(value)
+
+
 class Split(click.ParamType):
     """`train=0.8,validation=0.1,test=0.1`."""
 

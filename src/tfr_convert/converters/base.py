@@ -107,11 +107,14 @@ class SourceContext:
     seed: int = 0  # seeds the splits a converter draws by ratio
     on_error: str = "fail"  # "skip": an item that cannot be used is listed in `skipped`, left out
     fill_in_parts: PartsFiller | None = None  # where independent listing work may run (folders.list_files)
+    # ratio splits drawn item by item (an --append's: an item lands where it would have
+    # landed whatever else is there), not as exact counts of the whole
+    per_item_splits: bool = False
 
     def __reduce__(self) -> tuple[Any, ...]:
         # listing is done where the converter is made: fill_in_parts (a closure over that
         # process) does not travel with the converter to workers or Beam
-        return SourceContext, (self.out, self.seed, self.on_error, None)
+        return SourceContext, (self.out, self.seed, self.on_error, None, self.per_item_splits)
 
 
 @dataclass(frozen=True)
@@ -216,6 +219,13 @@ class Converter(ABC):
     #: (TFDS catalog name, its version) when the output is that catalog dataset's very
     #: layout: its VERSION is the catalog's, written in its metadata too (else 1.0.0)
     catalog: tuple[str, str] | None = None
+    #: names of `recorded_options` entries that say what this run's inputs were or held (a
+    #: masks folder, the split folders found), not how they are converted: a version
+    #: --append adds may differ from the dataset's in them
+    input_options: frozenset[str] = frozenset()
+    #: {class label feature: the id each of this converter's ids is written as}: set by an
+    #: --append whose dataset numbered the class names first (the encoder applies it)
+    relabel: dict[str, list[int]] | None = None
 
     def begin(self, options: OptionsT, context: SourceContext | None, *about: Any) -> OptionsT:
         """The first step of a built-in converter's constructor: the run's context (or the

@@ -226,7 +226,15 @@ class ImagesConverter(FileItems, Converter):
         if spec is None:
             return {"train": items}
         whole = groups if groups is not None and (self._group_column or self._dedupe != "drop") else None
-        splits, said = split_by_ratio(items, self.key, spec, seed, (lambda item: item[2]) if stratify else None, whole)
+        splits, said = split_by_ratio(
+            items,
+            self.key,
+            spec,
+            seed,
+            (lambda item: item[2]) if stratify else None,
+            whole,
+            self.context.per_item_splits,
+        )
         self.warnings += [said] if said else []
         return splits
 
@@ -354,6 +362,8 @@ class ImagesConverter(FileItems, Converter):
         if self._csv is None:
             return []
         return [fingerprint(self._csv, fs.read_bytes(self._csv))]
+
+    input_options = frozenset({"split_folders", "dedupe_found"})
 
     def recorded_options(self) -> dict[str, Any]:
         settings = dict(self._settings)

@@ -283,7 +283,13 @@ class RecordsConverter(Converter):
 
         groups = [values[item[:2]][group] for item in everything] if group else None  # type: ignore[index]
         splits, said = split_by_ratio(
-            everything, self.key, self._options.split, self.context.seed, stratum if stratify else None, groups
+            everything,
+            self.key,
+            self._options.split,
+            self.context.seed,
+            stratum if stratify else None,
+            groups,
+            self.context.per_item_splits,
         )
         self._values = {}
         self.warnings += [said] if said else []

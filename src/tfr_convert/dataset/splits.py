@@ -387,6 +387,31 @@ def _rows_by_groups(
     return {name: RowNumbers(values[of_row == i]) for i, name in enumerate(names)}
 
 
+def assign_per_item(
+    items: Sequence[T], key: Callable[[T], str], spec: SplitSpec, seed: int, groups: Sequence[str] | GroupCodes | None
+) -> dict[str, list[T]]:
+    """Each item's split from its own seeded rank (of its group's name, with `groups`)
+    read as a fraction in [0, 1) against the splits' cumulative fractions: an item's
+    split depends on nothing else that is there, so items added later land as they
+    would have landed then. The counts follow the fractions on average, not exactly.
+    Each split keeps the source order."""
+    import numpy as np
+
+    if groups is None:
+        ranks = rank_bytes(items, key, seed, "split")
+    else:
+        named = groups.as_list() if isinstance(groups, GroupCodes) else groups
+        ranks = rank_bytes(named, str, seed, "group split")
+    fractions = np.frombuffer(ranks, ">u8").astype(np.float64) / 2.0**64
+    edges = np.cumsum([f for _, f in spec.ratios])
+    edges[-1] = np.inf  # the last split takes what rounding leaves
+    which = np.searchsorted(edges, fractions, side="right")
+    if is_rows(items):
+        values = row_array(items)
+        return {name: RowNumbers(values[which == k]) for k, (name, _) in enumerate(spec.ratios)}  # type: ignore[misc]
+    return {name: [items[i] for i in np.flatnonzero(which == k).tolist()] for k, (name, _) in enumerate(spec.ratios)}
+
+
 def achieved(splits: dict[str, list[T]], spec: SplitSpec, groups: int) -> str:
     """What a split of whole groups achieved, beside what was asked."""
     total = sum(len(v) for v in splits.values())
@@ -402,11 +427,15 @@ def split_by_ratio(
     seed: int,
     stratum: Callable[[T], Hashable] | None = None,
     groups: Sequence[str] | GroupCodes | None = None,
+    per_item: bool = False,
 ) -> tuple[dict[str, list[T]], str | None]:
     """A converter's --split: (the splits, a line saying what whole groups achieved, or
     None). Items one by one (assign_by_ratio), or, with `groups` (items that must share
     a split share a value), whole groups (assign_groups_by_ratio), a group's stratum
-    then being its most frequent item stratum."""
+    then being its most frequent item stratum. `per_item` (an --append's): each item's
+    split from its own rank alone (assign_per_item)."""
+    if per_item:
+        return assign_per_item(items, key, spec, seed, groups), None
     if groups is None:
         return assign_by_ratio(items, key, spec, seed, stratum), None
     if isinstance(groups, GroupCodes):

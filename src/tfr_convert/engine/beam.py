@@ -45,7 +45,7 @@ from ..output.opening import open_output
 from ..output.shards import ShardCutter, ShardFile, ShardPolicy, SplitResult
 from ..skips import LISTED, Skips
 from ..storage import fs
-from .core import Summary, commit_with_metadata, encode_sealed, output_name, plan_splits
+from .core import Summary, appended_to, commit_with_metadata, encode_sealed, output_name, plan_splits
 from .run_options import RunOptions
 
 _PREFIX = f"{TEMP_PREFIX}beam-"
@@ -91,6 +91,7 @@ def run(
     container = options.container()
     plan = plan_splits(converter, options)
     output_name(converter, options)  # checked before anything is written
+    parent = appended_to(converter, options)
     converter.finish_loading()  # no threads or futures in what is shipped to workers
     totals = {split: len(items) for split, items in plan.items()}
     if progress:
@@ -118,7 +119,7 @@ def run(
         in_order.merge(skipped)
         found_warnings = [*converter.warnings, *found_warnings]  # listing's first, as in the local engine
         return commit_with_metadata(
-            converter, options, out, results, observations, in_order, found_warnings, started, plan
+            converter, options, out, results, observations, in_order, found_warnings, started, plan, parent
         )
 
 

@@ -29,6 +29,7 @@ from ..output.metadata import metadata_files
 from ..output.shards import ShardCutter, SplitResult
 from ..skips import Skips, from_fields, skipped_fields
 from ..storage import fs
+from .append import Parent, first_record, parent_of
 from .encode import Encoded, encode_items
 from .run_options import RunOptions, catalog_version
 from .workers import filled_in_parts
@@ -47,6 +48,8 @@ class Summary:
     resumed: dict[str, Any] | None = None
     # per split, how well the written order mixes the labels (order_quality); {}: no label
     order: dict[str, Any] = field(default_factory=dict)
+    # an --append's version: its number, the version it adds to, the examples it adds per split
+    version: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -58,6 +61,7 @@ class Summary:
             "warnings": self.warnings,
             **({"resumed": self.resumed} if self.resumed is not None else {}),
             **({"order": self.order} if self.order else {}),
+            **({"version": self.version} if self.version else {}),
         }
 
 
@@ -100,9 +104,11 @@ def commit_with_metadata(
     found_warnings: list[str],
     started: float,
     plan: dict[str, list[Hashable]],
+    parent: Parent | None = None,
 ) -> Summary:
     """After every shard is written (by either engine): name the shards, write the
-    metadata and commit the directory. `plan`: the items of each split in written order."""
+    metadata and commit the directory. `plan`: the items of each split in written order;
+    `parent`: the version an --append adds to (appended_to), whose shards come first."""
     if not any(r.records for r in results):
         raise SourceError(_nothing_written(converter, skipped))
     name = output_name(converter, options)
@@ -110,14 +116,13 @@ def commit_with_metadata(
     out.sync()  # every shard in place before anything reads one back (index files) or commits
     # may refine features, or refuse (e.g. mixed shapes for raw), or have a word on the whole run
     found_warnings = [*found_warnings, *(converter.finish(observations) or [])]
+    results = parent.shared(converter, results) if parent is not None else results
     out.name_shards(results, name, options.file_format)
-    if options.file_format == "array_record":
-        padded = array_record.padding_note([shard.bytes for r in results for shard in r.shards], len(results))
-        found_warnings = [*found_warnings, *([padded] if padded else [])]
-    description = converter.description
-    if options.compression != "none":  # the metadata stays whole (load() and tfr-inspect use it); TFDS is told
-        found_warnings = [*found_warnings, compressed_note(options.compression)]
-        description = f"{compressed_note(options.compression)} {description}"
+    version_record = None
+    if options.append:  # (the shards' names are what it lists)
+        version_record = (parent.record if parent else first_record)(fs.basename(options.out), results)
+    notes, description = _format_notes(options, results, converter.description)
+    found_warnings = [*found_warnings, *notes]
     files = _index_files(results) if options.index else {}
     files |= metadata_files(
         name=name,
@@ -135,12 +140,42 @@ def commit_with_metadata(
         extra=converter.extra_files(),
         carried_keys=converter.supervised_keys,
         order=order,
-        version=catalog_version(converter, name),
+        version=fs.basename(options.out) if options.append else catalog_version(converter, name),
+        version_record=version_record,
     )
     with fs.naming(out.build):
         out.commit(results, files)
     splits = {r.split: {"examples": r.records, "shards": len(r.shards), "bytes": r.bytes} for r in results}
-    return Summary(name, options.out, splits, time.perf_counter() - started, skipped, found_warnings, order=order)
+    seconds = time.perf_counter() - started
+    summary = Summary(name, options.out, splits, seconds, skipped, found_warnings, order=order)
+    if version_record is not None:
+        summary.version = {k: version_record[k] for k in ("number", "parent", "added")}
+    return summary
+
+
+def _format_notes(options: RunOptions, results: list[SplitResult], description: str) -> tuple[list[str], str]:
+    """What the container or compression chosen has to say (warnings), and the dataset's
+    description with the compression told to TFDS."""
+    notes = []
+    if options.file_format == "array_record":
+        padded = array_record.padding_note([shard.bytes for r in results for shard in r.shards], len(results))
+        notes += [padded] if padded else []
+    if options.compression != "none":  # the metadata stays whole (load() and tfr-inspect use it); TFDS is told
+        notes.append(compressed_note(options.compression))
+        description = f"{compressed_note(options.compression)} {description}"
+    return notes, description
+
+
+def appended_to(converter: Converter, options: RunOptions) -> Parent | None:
+    """An --append's version to add to (None: the first version, or no --append), its
+    rules applied to the converter (options compared, class ids numbered as it does):
+    before anything is encoded."""
+    if not options.append:
+        return None
+    parent = parent_of(options.out)
+    if parent is not None:
+        parent.adopt(converter, options.recorded())
+    return parent
 
 
 def _nothing_written(converter: Converter, skipped: Skips) -> str:

@@ -45,8 +45,11 @@ class Encoded(NamedTuple):
 def encode_items(
     converter: Converter, items: Sequence[Hashable], on_error: str = "fail", head: int = 0, tail: int = 0
 ) -> Encoded:
-    """Records of items, in order, each with head/tail bytes of room around its payload."""
-    columns = converter.columns_of(list(items))
+    """Records of items, in order, each with head/tail bytes of room around its payload.
+    A converter with ids to relabel (an --append's) goes item by item: the columnar
+    paths write its ids as they are."""
+    relabel = converter.relabel
+    columns = None if relabel else converter.columns_of(list(items))
     if isinstance(columns, ColumnBatch):
         blob, sizes = serialize_rows(columns.columns, columns.count, head, tail)
         return Encoded(memoryview(blob).cast("B"), sizes.tolist(), [], [], [])
@@ -78,6 +81,8 @@ def encode_items(
                     features, pieces, length = None, [payload], len(payload)
                 else:
                     features = converter.features_of(item) if together is None else together[k]
+                    if relabel:
+                        features = relabelled(features, relabel)
                     if features.keys() != expected and not _optional_only(features.keys(), expected, optional):
                         raise SourceError(f"features {sorted(features)} differ from the declared {sorted(expected)}")
                     pieces, length = serialized_parts(features)
@@ -97,6 +102,20 @@ def encode_items(
             # equal observations as one object: pickled once per batch to the parent, then referenced
             observations.append(seen.setdefault(observed, observed))
     return Encoded(bytearray().join(parts), sizes, observations, skipped, [str(w.message) for w in caught])
+
+
+def relabelled(features: dict[str, Any], relabel: dict[str, list[int]]) -> dict[str, Any]:
+    """The features with each class label id (one, or one per object) as `relabel` maps it."""
+    features = dict(features)
+    for name, ids in relabel.items():
+        value = features.get(name)
+        if value is None:
+            continue
+        if isinstance(value, (int, np.integer)):
+            features[name] = ids[value]
+        else:
+            features[name] = [ids[v] for v in np.asarray(value).tolist()]
+    return features
 
 
 def _optional_only(present: Any, expected: Any, optional: frozenset[str]) -> bool:

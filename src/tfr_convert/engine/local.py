@@ -36,7 +36,15 @@ from ..output.opening import open_output
 from ..output.shards import Checkpoint, ShardFile, SplitResult, SplitWriter
 from ..storage import fs, pooled_writes
 from ..storage.pooled_writes import WritePool
-from .core import Summary, commit_with_metadata, committed_summary, encode_sealed, output_name, plan_splits
+from .core import (
+    Summary,
+    appended_to,
+    commit_with_metadata,
+    committed_summary,
+    encode_sealed,
+    output_name,
+    plan_splits,
+)
 from .encode import Encoded
 from .resume import input_files, kept_work, run_identity
 from .run_options import RunOptions
@@ -194,8 +202,11 @@ def run(
     container = options.container()
     plan = plan_splits(converter, options)
     name = output_name(converter, options)
+    parent = appended_to(converter, options)
     inputs = input_files(converter, plan, options.workers)
     identity = run_identity(converter, options, plan, inputs)
+    if parent is not None:  # a resumed append adds to the very version the first run read
+        identity["appended_to"] = {"version": parent.version, "manifest": parent.digest}
     with open_output(options.out, options.overwrite, options.resume, identity, inputs, lock) as out:
         if out.finished:
             return committed_summary(out.path, time.perf_counter() - started)
@@ -222,7 +233,7 @@ def run(
                 writes.close()
         tally = splits.tally
         summary = commit_with_metadata(
-            converter, options, out, results, tally.observations, tally.skipped, tally.warnings, started, plan
+            converter, options, out, results, tally.observations, tally.skipped, tally.warnings, started, plan, parent
         )
         if kept is not None:
             summary.resumed = {"kept_shards": sum(len(shards) for shards in done.shards.values())}

@@ -38,6 +38,8 @@ class RunOptions:
     on_error: str = "fail"  # or "skip": leave out items that fail to encode, and list them
     index: bool = False  # write <shard>.index files (DALI / tfrecord package format)
     limit: int | None = None  # at most this many examples per split (the first of its plan): a quick trial
+    append: bool = False  # a new version of the dataset at OUT/NAME, its newest version's shards shared
+    version: str | None = None  # the version --append makes (else the newest's next minor)
 
     def __post_init__(self) -> None:
         problem = self.problem()
@@ -61,6 +63,10 @@ class RunOptions:
             return "--index is for TFRecord shards (ArrayRecord files carry their own index)"
         if self.index and self.compression != "none":
             return "--index needs --compression none (index offsets point into the file)"
+        if self.version is not None and not self.append:
+            return "--version names the version --append makes: it needs --append"
+        if self.append and self.overwrite:
+            return "--append adds a version and leaves the others as they are: it cannot --overwrite"
         if self.on_error not in ("fail", "skip"):
             return f"--on-error {self.on_error}: choose fail or skip"
         return None
@@ -71,7 +77,19 @@ class RunOptions:
     def at_dataset_folder(self, converter: Converter) -> RunOptions:
         """These options with `out` where the converter's output belongs: OUT/NAME/VERSION
         for TFDS's layout, where `tfds.load(NAME, data_dir=OUT)` looks (VERSION: the
-        catalog's for a catalog dataset under its own name, else 1.0.0); else OUT itself."""
+        catalog's for a catalog dataset under its own name, else 1.0.0); else OUT itself.
+        With --append, always that layout, VERSION the one the append makes."""
+        if self.append:
+            from .append import version_folder
+
+            out, name = version_folder(
+                self.out,
+                self.name,
+                self.version,
+                converter.dataset_name or converter.command,
+                lambda name: catalog_version(converter, name) or DATASET_VERSION,
+            )
+            return replace(self, out=out, name=name)
         if not converter.tfds_layout:
             return self
         name = self.name or converter.dataset_name
@@ -81,7 +99,7 @@ class RunOptions:
     def recorded(self) -> dict[str, Any]:
         """The options that shape the output (worker count does not), for the manifest."""
         d = asdict(self)
-        for k in ("out", "workers", "overwrite", "resume", "policy"):
+        for k in ("out", "workers", "overwrite", "resume", "policy", "append", "version"):
             d.pop(k)
         return {**d, "shards": self.policy.describe()}
 

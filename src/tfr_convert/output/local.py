@@ -116,6 +116,17 @@ def exchange(a: str, b: str) -> bool:
     raise OSError(code, os.strerror(code), b)
 
 
+def _share(source: str, target: str) -> None:
+    """A shard of another version at `target` too: a hard link (no byte copied or
+    written), else a copy (a file system without links; the kernel copies where it can)."""
+    if os.path.lexists(target):
+        os.remove(target)  # a kill between two links: done again
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
+
+
 def _identity(path: str) -> str | None:
     """A directory's device and inode, which a rename keeps; None if there is none."""
     try:
@@ -253,7 +264,9 @@ class LocalOutput(Output):
         for result in results:
             for shard in result.shards:
                 final = fs.join(self.build, shard.final_name)
-                if shard.tmp_path != final:
+                if shard.shared:
+                    _share(shard.tmp_path, final)
+                elif shard.tmp_path != final:
                     fs.rename(shard.tmp_path, final)
         if self.in_place:
             self._commit_in_place(results, metadata)

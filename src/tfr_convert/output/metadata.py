@@ -137,10 +137,14 @@ def manifest_json(
     warnings: list[str],
     extra_files: tuple[str, ...] = (),
     order: dict[str, Any] | None = None,
+    version_record: dict[str, Any] | None = None,
 ) -> bytes:
+    """`version_record`: an --append's version (its number, the version it adds to, the
+    shards it shares with that one, the examples it adds per split)."""
     return _json(
         {
             "tool": "tfr-convert",
+            **({"version": version_record} if version_record else {}),
             **({"order": order} if order else {}),
             **({"extra_files": sorted(extra_files)} if extra_files else {}),
             **skipped_fields(skipped),
@@ -183,6 +187,7 @@ def metadata_files(
     carried_keys: dict[str, Any] | None = None,
     order: dict[str, Any] | None = None,
     version: str | None = None,
+    version_record: dict[str, Any] | None = None,
 ) -> dict[str, bytes]:
     """All metadata files in write order; dataset_info.json last, as TFDS's marker of
     completeness. `extra`: files of the converter's own (a label map), listed in the
@@ -197,7 +202,7 @@ def metadata_files(
     files |= extra or {}
     files[FEATURES] = features_json(features, nested)
     files[MANIFEST] = manifest_json(
-        name, converter, options, sources, results, skipped, warnings, tuple(extra or {}), order
+        name, converter, options, sources, results, skipped, warnings, tuple(extra or {}), order, version_record
     )
     files[INFO] = dataset_info_json(name, description, file_format, results, features, carried_keys, version)
     return files

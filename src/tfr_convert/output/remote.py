@@ -118,11 +118,13 @@ class RemoteOutput(Output):
         self._lock.check()
 
     def commit(self, results: list[SplitResult], metadata: dict[str, bytes]) -> None:
-        shards = [(fs.basename(s.tmp_path), s.final_name) for r in results for s in r.shards]
-        new = {final for _, final in shards} | set(metadata)
+        shards = [(fs.basename(s.tmp_path), s.final_name) for r in results for s in r.shards if not s.shared]
+        shared = [(s.tmp_path, s.final_name) for r in results for s in r.shards if s.shared]
+        new = {final for _, final in shards + shared} | set(metadata)
         old = dataset_files(self.path) - {WORK_FOLDER} if self.overwrite and fs.isdir(self.path) else set()
         record = {
             "copies": shards,
+            "shared": shared,
             "remove": sorted(old - new),
             "metadata": [[name, base64.b64encode(data).decode("ascii")] for name, data in metadata.items()],
         }
@@ -140,6 +142,8 @@ class RemoteOutput(Output):
         present = set(self._built())
         fs.copy_many(
             [(fs.join(self.build, tmp), fs.join(self.path, final)) for tmp, final in record["copies"] if tmp in present]
+            # another version's shards, copied on the server (their source stays: done again after a kill)
+            + [(source, fs.join(self.path, final)) for source, final in record.get("shared", [])]
         )
         fs.remove_many([fs.join(self.path, name) for name in record["remove"]])
         metadata = {fs.join(self.path, name): base64.b64decode(data) for name, data in record["metadata"]}

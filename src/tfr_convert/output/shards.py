@@ -148,6 +148,9 @@ class ShardFile:
     bytes: int
     sha256: str
     final_name: str = ""
+    # a shard of the version an --append adds to (`tmp_path` its file there): it stays
+    # there, and the new version gets the same bytes under its own name
+    shared: bool = False
 
 
 @dataclass

@@ -335,7 +335,9 @@ class DetectionConverter(FileItems, Converter):
         if spec is None:
             return {"train": items}
         whole = groups if groups is not None and self._dedupe != "drop" else None
-        splits, said = split_by_ratio(items, self.key, spec, seed, self._main_class if stratify else None, whole)
+        splits, said = split_by_ratio(
+            items, self.key, spec, seed, self._main_class if stratify else None, whole, self.context.per_item_splits
+        )
         self.warnings += [said] if said else []
         return splits
 
@@ -499,6 +501,8 @@ class DetectionConverter(FileItems, Converter):
             with open(path, "rb") as f:
                 sources.append(fingerprint(path, f.read()))
         return sources
+
+    input_options = frozenset({"splits_from", "dedupe_found"})
 
     def recorded_options(self) -> dict[str, Any]:
         return {

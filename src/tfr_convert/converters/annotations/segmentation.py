@@ -116,7 +116,9 @@ class SegmentationConverter(FileItems, Converter):
         if options.split is None:
             self._splits = {"train": items}
         else:
-            self._splits, said = split_by_ratio(items, self.key, options.split, context.seed)
+            self._splits, said = split_by_ratio(
+                items, self.key, options.split, context.seed, per_item=context.per_item_splits
+            )
             self.warnings += [said] if said else []
         self.labels: dict[str, list[str]] = {}
         self.features = {
@@ -273,6 +275,8 @@ class SegmentationConverter(FileItems, Converter):
                 with open(path, "rb") as f:
                     sources.append(fingerprint(path, f.read()))
         return sources
+
+    input_options = frozenset({"masks"})
 
     def recorded_options(self) -> dict[str, Any]:
         return {

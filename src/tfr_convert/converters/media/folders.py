@@ -166,7 +166,9 @@ class MediaFolder(FileItems):
             )
         stratum = (lambda item: item[2]) if o.stratify else None
         groups = [self._group_of[item[0]] for item in items] if o.group_column else None
-        splits, said = split_by_ratio(items, self.key, o.split, self.context.seed, stratum, groups)
+        splits, said = split_by_ratio(
+            items, self.key, o.split, self.context.seed, stratum, groups, self.context.per_item_splits
+        )
         self.warnings += [said] if said else []
         return splits
 

@@ -545,7 +545,9 @@ class TableConverter(Converter):
                 rows, codes = RowNumbers(held), codes[held]
             groups = GroupCodes(codes, texts)
         stratum = RowStrata(labels) if o.stratify and labels is not None else None
-        split_rows, said = split_by_ratio(rows, self.key, o.split, self.context.seed, stratum, groups)
+        split_rows, said = split_by_ratio(
+            rows, self.key, o.split, self.context.seed, stratum, groups, self.context.per_item_splits
+        )
         self.warnings += [said] if said else []
         return split_rows
 

@@ -1,0 +1,229 @@
+"""--append: a new version of a dataset, beside its newest, sharing that one's shards.
+
+Datasets that grow live in TFDS's data_dir layout, ROOT/NAME/VERSION/, one folder per
+version, each whole: `tfds.load(NAME, data_dir=ROOT)` reads the newest,
+`tfds.load(f"{NAME}:{VERSION}", ...)` any other. An append converts only the new items;
+the new version lists the newest version's shards first in each split (the same bytes,
+under names that count the new total: hard links on a local disk, server-side copies
+on an object store) and the new shards after them. The version appended to is only
+read, so a kill at any moment leaves it whole, and the new one appears whole or not at
+all (the output's own commit).
+
+What may not change between versions is checked: the command and the options that
+shape records (refused in one line naming the first that differs), the features (the
+number of class names aside) and the converter's files beside the shards. Class ids
+never change: the dataset's names keep their ids, a new name is added at the end, and
+the encoder writes each of this run's ids as the id its name has there (`relabel`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from ..converters.base import Converter
+from ..dataset.existing import ExistingDataset, class_names, load_json
+from ..dataset.naming import FEATURES, MANIFEST
+from ..dataset.splits import ordered_splits
+from ..dataset.versions import VERSION, as_tuple, named_datasets, next_minor, versions
+from ..errors import OptionError, OutputError, SourceError
+from ..output.metadata import features_json
+from ..output.shards import ShardFile, SplitResult
+from ..storage import fs
+
+#: recorded options a new version may differ in: where it is written, how much of it
+#: (a trial's --limit), how bad items are handled, how the new shards are cut and indexed
+MAY_DIFFER = frozenset({"name", "layout", "limit", "on_error", "shards", "index"})
+
+
+def version_folder(
+    root: str, name: str | None, version: str | None, default_name: str, first: Callable[[str], str]
+) -> tuple[str, str]:
+    """(ROOT/NAME/VERSION, NAME) of the version an --append into ROOT makes: NAME is
+    `name` (--name), else the one dataset ROOT holds, else `default_name` (the
+    converter's); VERSION is `version` (--version), else the next minor of the newest
+    (TFDS's rule for added records), else `first(NAME)`."""
+    if ExistingDataset.holds_dataset(root) and VERSION.fullmatch(fs.basename(root)):
+        raise OutputError(
+            f"{root}: is a version of a dataset; --append takes the folder that holds the datasets, "
+            f"--out {fs.dirname(fs.dirname(root))}"
+        )
+    if ExistingDataset.holds_dataset(root):
+        raise OutputError(
+            f"{root}: holds a dataset in the flat layout, which has no place for a second version: --append adds "
+            "versions in TFDS's data_dir layout (ROOT/NAME/VERSION); move it there first (mkdir -p ROOT/NAME && "
+            f"mv {root} ROOT/NAME/1.0.0) and append with --out ROOT"
+        )
+    if name is None:
+        held = named_datasets(root)
+        if len(held) > 1:
+            raise OptionError(f"{root} holds the datasets {', '.join(held)}: --name says which one to append to")
+        name = held[0] if held else default_name
+    have = versions(fs.join(root, name))
+    if version is None:
+        version = next_minor(have[-1]) if have else first(name)
+    elif have and as_tuple(version) <= as_tuple(have[-1]):
+        raise OptionError(f"--version {version}: not after {have[-1]}, the newest version of {name} in {root}")
+    return fs.join(root, name, version), name
+
+
+@dataclass
+class Parent:
+    """The version an append adds to (the newest in ROOT/NAME), read once."""
+
+    path: str
+    version: str
+    manifest: dict[str, Any]
+
+    @cached_property
+    def digest(self) -> str:
+        """Its manifest's sha256: part of the append's identity, so --resume refuses a
+        changed parent."""
+        return hashlib.sha256(json.dumps(self.manifest, sort_keys=True).encode()).hexdigest()
+
+    def adopt(self, converter: Converter, recorded: dict[str, Any]) -> None:
+        """Refuse what may not change (`recorded`: the run's options as the manifest
+        records them); number the converter's class names as this version does (new
+        names at the end) and tell it how its ids map."""
+        made_by = self.manifest.get("converter")
+        if made_by != converter.command:
+            raise OptionError(
+                f"--append: {self.path} was made by `tfr-convert {made_by}`, not `tfr-convert {converter.command}`"
+            )
+        mine = {**recorded, **converter.recorded_options()}
+        theirs = self.manifest.get("options") or {}
+        for key in sorted((mine.keys() | theirs.keys()) - MAY_DIFFER - converter.input_options):
+            if mine.get(key) != theirs.get(key):
+                raise OptionError(
+                    f"--append: option {key} is {_shown(mine.get(key))} here, {_shown(theirs.get(key))} in {self.path} "
+                    "(a version shapes its records as the dataset does: give the options it was made with)"
+                )
+        self._number_classes(converter)
+
+    def _number_classes(self, converter: Converter) -> None:
+        held = class_names(self.path)
+        relabel = {}
+        for feature, names in converter.labels.items():
+            merged = list(held.get(feature, []))
+            merged += [n for n in names if n not in set(merged)]
+            ids = [merged.index(n) for n in names]
+            converter.labels[feature] = merged
+            if ids != list(range(len(names))):
+                relabel[feature] = ids
+        if relabel and converter.serialized:
+            raise OptionError(
+                f"--append: the class ids of {', '.join(sorted(relabel))} differ from {self.path}'s, and this "
+                "command copies records as they are: convert them with the dataset's class list"
+            )
+        converter.relabel = relabel or None
+        self.class_counts(converter)
+
+    @staticmethod
+    def class_counts(converter: Converter) -> None:
+        """The converter's class label features with as many classes as its (merged) names."""
+        converter.features = {
+            name: dataclasses.replace(spec, num_classes=len(converter.labels[name]))
+            if spec.is_class_label and name in converter.labels
+            else spec
+            for name, spec in converter.features.items()
+        }
+
+    def check_features(self, converter: Converter) -> None:
+        """After the run (a converter may settle its features then): the same features,
+        but for the number of class names; the same files of the converter's own."""
+        self.class_counts(converter)
+        theirs = load_json(self.path, FEATURES) or {}
+        mine = json.loads(features_json(converter.features, converter.nested_features))
+        where = _first_difference(_without_class_counts(theirs), _without_class_counts(mine))
+        if where is not None:
+            raise SourceError(
+                f"--append: the features differ from {fs.join(self.path, FEATURES)}'s at {where}: "
+                "a new version holds records of the same features"
+            )
+        for name, data in converter.extra_files().items():
+            path = fs.join(self.path, name)
+            if fs.exists(path) and fs.read_bytes(path) != data:
+                raise SourceError(
+                    f"--append: {path} differs from this run's {name} (its classes or settings changed): "
+                    "a new version keeps them"
+                )
+
+    def shared(self, converter: Converter, results: list[SplitResult]) -> list[SplitResult]:
+        """Every split's shards: this version's first (shared), then the run's new ones;
+        once the converter's features are checked against this version's."""
+        self.check_features(converter)
+        mine = {r.split: r for r in results}
+        splits = (self.manifest.get("splits") or {}).keys() | mine.keys()
+        joined = []
+        for split, _ in ordered_splits(dict.fromkeys(splits)):
+            old = (self.manifest.get("splits") or {}).get(split, {}).get("shards", [])
+            shards = [
+                ShardFile(fs.join(self.path, s["file"]), s["records"], s["bytes"], s["sha256"], shared=True)
+                for s in old
+            ]
+            joined.append(SplitResult(split, shards + (mine[split].shards if split in mine else [])))
+        return joined
+
+    def record(self, version: str, results: list[SplitResult]) -> dict[str, Any]:
+        """What the manifest says of the new version: which version it adds to, which of
+        that one's shards it holds (by their new names) and what it adds, per split."""
+        return {
+            "number": version,
+            "parent": self.version,
+            "shared_shards": {r.split: [s.final_name for s in r.shards if s.shared] for r in results},
+            "added": {r.split: sum(s.records for s in r.shards if not s.shared) for r in results},
+        }
+
+
+def parent_of(folder: str) -> Parent | None:
+    """The version an append into ROOT/NAME/VERSION adds to: the newest before it (None:
+    the first version)."""
+    name_folder, this = fs.dirname(folder), fs.basename(folder)
+    before = [v for v in versions(name_folder) if as_tuple(v) < as_tuple(this)]
+    if not before:
+        return None
+    path = fs.join(name_folder, before[-1])
+    manifest = load_json(path, MANIFEST)
+    if not isinstance(manifest, dict) or manifest.get("tool") != "tfr-convert":
+        raise SourceError(f"{path}: no tfr-convert manifest: --append adds to datasets this tool made")
+    return Parent(path, before[-1], manifest)
+
+
+def first_record(version: str, results: list[SplitResult]) -> dict[str, Any]:
+    """The manifest's version record of an --append's first version."""
+    return {
+        "number": version,
+        "parent": None,
+        "shared_shards": {},
+        "added": {r.split: r.records for r in results},
+    }
+
+
+def _shown(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+def _without_class_counts(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _without_class_counts(v) for k, v in node.items() if k != "numClasses"}
+    if isinstance(node, list):
+        return [_without_class_counts(v) for v in node]
+    return node
+
+
+def _first_difference(a: Any, b: Any, at: str = "") -> str | None:
+    """Where two JSON documents first differ, as a path of keys ('' when the roots do)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in sorted(a.keys() | b.keys()):
+            if key not in a or key not in b:
+                return f"{at}/{key}"
+            deeper = _first_difference(a[key], b[key], f"{at}/{key}")
+            if deeper is not None:
+                return deeper
+        return None
+    return None if a == b else at or "/"
