@@ -130,15 +130,28 @@ def test_records_of_other_features_are_refused_naming_the_feature(cli, grown, tm
     assert sorted(p.name for p in (root / "pets").iterdir()) == ["1.0.0", "1.1.0"]
 
 
-def test_versions_follow_the_newest_and_version_picks_a_later_one(cli, grown):
-    root, _, (_, second) = grown
-    refused = cli.convert("images", second, "--out", root, "--append", *SPLIT, "--version", "1.0.5")
+def test_versions_follow_the_newest_and_version_picks_a_later_one(cli, grown, tmp_path):
+    root, _, _ = grown
+    third, fourth = tmp_path / "b3", tmp_path / "b4"
+    write_class_folders(third, ["cat"], 2, seed=3)
+    write_class_folders(fourth, ["cat"], 2, seed=4)
+    refused = cli.convert("images", third, "--out", root, "--append", *SPLIT, "--version", "1.0.5")
     assert refused.exit_code == 2 and "not after 1.1.0" in refused.output
-    picked = cli.convert("images", second, "--out", root, "--append", *SPLIT, "--version", "2.0.0", "--json")
+    picked = cli.convert("images", third, "--out", root, "--append", *SPLIT, "--version", "2.0.0", "--json")
     assert picked.exit_code == 0, picked.output
     assert json.loads(picked.stdout)["version"]["parent"] == "1.1.0"
-    following = cli.convert("images", second, "--out", root, "--append", *SPLIT, "--json")
+    following = cli.convert("images", fourth, "--out", root, "--append", *SPLIT, "--json")
     assert json.loads(following.stdout)["out"].endswith("pets/2.1.0")
+
+
+def test_the_same_append_run_again_writes_nothing(cli, grown):
+    root, _, (first, second) = grown
+    again = cli.convert("images", second, "--out", root, "--append", *SPLIT)
+    assert again.exit_code == 0 and "already complete: nothing written" in again.output
+    assert sorted(p.name for p in (root / "pets").iterdir()) == ["1.0.0", "1.1.0"]
+    # the first batch again is new to the newest version: appended (its records twice, as asked)
+    assert cli.convert("images", first, "--out", root, "--append", *SPLIT).exit_code == 0
+    assert sorted(p.name for p in (root / "pets").iterdir()) == ["1.0.0", "1.1.0", "1.2.0"]
 
 
 @pytest.mark.parametrize(

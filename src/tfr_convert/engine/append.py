@@ -169,16 +169,6 @@ class Parent:
             joined.append(SplitResult(split, shards + (mine[split].shards if split in mine else [])))
         return joined
 
-    def record(self, version: str, results: list[SplitResult]) -> dict[str, Any]:
-        """What the manifest says of the new version: which version it adds to, which of
-        that one's shards it holds (by their new names) and what it adds, per split."""
-        return {
-            "number": version,
-            "parent": self.version,
-            "shared_shards": {r.split: [s.final_name for s in r.shards if s.shared] for r in results},
-            "added": {r.split: sum(s.records for s in r.shards if not s.shared) for r in results},
-        }
-
 
 def parent_of(folder: str) -> Parent | None:
     """The version an append into ROOT/NAME/VERSION adds to: the newest before it (None:
@@ -194,14 +184,39 @@ def parent_of(folder: str) -> Parent | None:
     return Parent(path, before[-1], manifest)
 
 
-def first_record(version: str, results: list[SplitResult]) -> dict[str, Any]:
-    """The manifest's version record of an --append's first version."""
-    return {
-        "number": version,
-        "parent": None,
-        "shared_shards": {},
-        "added": {r.split: r.records for r in results},
-    }
+@dataclass
+class Append:
+    """An --append run: the version folder it writes, the version it adds to (None: the
+    first version) and its run's digest, which the manifest records."""
+
+    folder: str
+    parent: Parent | None
+    run: str  # the sha256 of what shapes the run's output (its identity), the parent aside
+
+    @property
+    def done_before(self) -> bool:
+        """Whether the version appended to is this very run's (the same job run again,
+        or resumed after its commit): then there is nothing to add."""
+        return self.parent is not None and (self.parent.manifest.get("version") or {}).get("run") == self.run
+
+    def joined(self, converter: Converter, results: list[SplitResult]) -> list[SplitResult]:
+        """The new version's shards: the parent's first in each split (Parent.shared)."""
+        return self.parent.shared(converter, results) if self.parent is not None else results
+
+    def record(self, results: list[SplitResult]) -> dict[str, Any]:
+        """What the manifest says of the new version (its shards named): which version it
+        adds to, which of that one's shards it holds and what it adds, per split."""
+        return {
+            "number": fs.basename(self.folder),
+            "parent": self.parent.version if self.parent is not None else None,
+            "shared_shards": {r.split: [s.final_name for s in r.shards if s.shared] for r in results},
+            "added": {r.split: sum(s.records for s in r.shards if not s.shared) for r in results},
+            "run": self.run,
+        }
+
+
+def run_digest(identity: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
 
 
 def _shown(value: Any) -> str:

@@ -45,7 +45,8 @@ from ..output.opening import open_output
 from ..output.shards import ShardCutter, ShardFile, ShardPolicy, SplitResult
 from ..skips import LISTED, Skips
 from ..storage import fs
-from .core import Summary, appended_to, commit_with_metadata, encode_sealed, output_name, plan_splits
+from .core import Summary, already_appended, appended_to, commit_with_metadata, encode_sealed, output_name, plan_splits
+from .resume import input_files, run_identity
 from .run_options import RunOptions
 
 _PREFIX = f"{TEMP_PREFIX}beam-"
@@ -91,7 +92,10 @@ def run(
     container = options.container()
     plan = plan_splits(converter, options)
     output_name(converter, options)  # checked before anything is written
-    parent = appended_to(converter, options)
+    identity = run_identity(converter, options, plan, input_files(converter, plan, 1)) if options.append else {}
+    append = appended_to(converter, options, identity)
+    if append is not None and append.done_before:
+        return already_appended(append, identity, time.perf_counter() - started)
     converter.finish_loading()  # no threads or futures in what is shipped to workers
     totals = {split: len(items) for split, items in plan.items()}
     if progress:
@@ -119,7 +123,7 @@ def run(
         in_order.merge(skipped)
         found_warnings = [*converter.warnings, *found_warnings]  # listing's first, as in the local engine
         return commit_with_metadata(
-            converter, options, out, results, observations, in_order, found_warnings, started, plan, parent
+            converter, options, out, results, observations, in_order, found_warnings, started, plan, append
         )
 
 

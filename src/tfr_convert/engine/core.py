@@ -29,7 +29,7 @@ from ..output.metadata import metadata_files
 from ..output.shards import ShardCutter, SplitResult
 from ..skips import Skips, from_fields, skipped_fields
 from ..storage import fs
-from .append import Parent, first_record, parent_of
+from .append import Append, parent_of, run_digest
 from .encode import Encoded, encode_items
 from .run_options import RunOptions, catalog_version
 from .workers import filled_in_parts
@@ -104,11 +104,11 @@ def commit_with_metadata(
     found_warnings: list[str],
     started: float,
     plan: dict[str, list[Hashable]],
-    parent: Parent | None = None,
+    append: Append | None = None,
 ) -> Summary:
     """After every shard is written (by either engine): name the shards, write the
     metadata and commit the directory. `plan`: the items of each split in written order;
-    `parent`: the version an --append adds to (appended_to), whose shards come first."""
+    `append`: an --append's (appended_to): the version it adds to, whose shards come first."""
     if not any(r.records for r in results):
         raise SourceError(_nothing_written(converter, skipped))
     name = output_name(converter, options)
@@ -116,11 +116,9 @@ def commit_with_metadata(
     out.sync()  # every shard in place before anything reads one back (index files) or commits
     # may refine features, or refuse (e.g. mixed shapes for raw), or have a word on the whole run
     found_warnings = [*found_warnings, *(converter.finish(observations) or [])]
-    results = parent.shared(converter, results) if parent is not None else results
+    results = append.joined(converter, results) if append is not None else results
     out.name_shards(results, name, options.file_format)
-    version_record = None
-    if options.append:  # (the shards' names are what it lists)
-        version_record = (parent.record if parent else first_record)(fs.basename(options.out), results)
+    version_record = append.record(results) if append is not None else None  # (it lists shards' names)
     notes, description = _format_notes(options, results, converter.description)
     found_warnings = [*found_warnings, *notes]
     files = _index_files(results) if options.index else {}
@@ -166,16 +164,31 @@ def _format_notes(options: RunOptions, results: list[SplitResult], description: 
     return notes, description
 
 
-def appended_to(converter: Converter, options: RunOptions) -> Parent | None:
-    """An --append's version to add to (None: the first version, or no --append), its
-    rules applied to the converter (options compared, class ids numbered as it does):
-    before anything is encoded."""
+def appended_to(converter: Converter, options: RunOptions, identity: dict[str, Any]) -> Append | None:
+    """An --append's version to add to, its rules applied to the converter (options
+    compared, class ids numbered as it does) before anything is encoded; None without
+    --append. `identity`: what shapes the run's output (resume.run_identity); a resumed
+    append adds to the very version the first run read, so it gets the parent's digest."""
     if not options.append:
         return None
     parent = parent_of(options.out)
+    append = Append(options.out, parent, run_digest(identity))
     if parent is not None:
         parent.adopt(converter, options.recorded())
-    return parent
+        identity["appended_to"] = {"version": parent.version, "manifest": parent.digest}
+    return append
+
+
+def already_appended(append: Append, identity: dict[str, Any], seconds: float) -> Summary:
+    """The summary of an append whose items the newest version holds already (the same
+    job run twice): nothing is written. A commit of it that a kill cut short is finished
+    first, as the next run into that version would."""
+    from ..output.opening import open_output
+
+    assert append.parent is not None
+    with open_output(append.parent.path, resume=True, identity=identity):
+        pass
+    return committed_summary(append.parent.path, seconds)
 
 
 def _nothing_written(converter: Converter, skipped: Skips) -> str:

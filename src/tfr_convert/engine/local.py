@@ -38,6 +38,7 @@ from ..storage import fs, pooled_writes
 from ..storage.pooled_writes import WritePool
 from .core import (
     Summary,
+    already_appended,
     appended_to,
     commit_with_metadata,
     committed_summary,
@@ -202,11 +203,11 @@ def run(
     container = options.container()
     plan = plan_splits(converter, options)
     name = output_name(converter, options)
-    parent = appended_to(converter, options)
     inputs = input_files(converter, plan, options.workers)
     identity = run_identity(converter, options, plan, inputs)
-    if parent is not None:  # a resumed append adds to the very version the first run read
-        identity["appended_to"] = {"version": parent.version, "manifest": parent.digest}
+    append = appended_to(converter, options, identity)
+    if append is not None and append.done_before:
+        return already_appended(append, identity, time.perf_counter() - started)
     with open_output(options.out, options.overwrite, options.resume, identity, inputs, lock) as out:
         if out.finished:
             return committed_summary(out.path, time.perf_counter() - started)
@@ -233,7 +234,7 @@ def run(
                 writes.close()
         tally = splits.tally
         summary = commit_with_metadata(
-            converter, options, out, results, tally.observations, tally.skipped, tally.warnings, started, plan, parent
+            converter, options, out, results, tally.observations, tally.skipped, tally.warnings, started, plan, append
         )
         if kept is not None:
             summary.resumed = {"kept_shards": sum(len(shards) for shards in done.shards.values())}
