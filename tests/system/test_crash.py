@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import write_mnist
+from helpers import write_class_folders, write_mnist
 
 from crashing import HERE, SCRIPTS, changes_made, failed_at, files, killed_at, killed_fresh, work_dir
 
@@ -848,3 +848,29 @@ def test_resume_with_nothing_to_resume_says_so_and_converts_from_the_start(cli, 
     assert files(out) == files(reference)
     as_json = cli.convert("mnist", mnist, "--out", tmp_path / "json", "--resume", "--json")
     assert json.loads(as_json.stdout)["resumed"] == {"nothing_to_resume": True}
+
+
+def test_a_kill_at_any_step_of_an_append_leaves_every_version_whole_and_resume_finishes_it(cli, tmp_path):
+    first, second, base = tmp_path / "b1", tmp_path / "b2", tmp_path / "base"
+    write_class_folders(first, ["a", "b"], 6, seed=0)
+    write_class_folders(second, ["b", "c"], 5, seed=1)  # c: a new class, numbered after a and b
+    shards = ["--examples-per-shard", "3", "--split", "train=0.6,test=0.4"]
+    assert cli.convert("images", first, "--out", base, "--append", "--name", "d", *shards).exit_code == 0
+    args = ["images", second, "--append", *shards, "--workers", "1"]
+    reference = shutil.copytree(base, tmp_path / "reference")
+    assert cli.convert(*args, "--out", reference).exit_code == 0
+    old, new = files(base / "d" / "1.0.0"), files(reference / "d" / "1.1.0")
+    total = changes_made(*args, "--out", shutil.copytree(base, tmp_path / "counted"), count_file=tmp_path / "count")
+    assert total > 10
+    out = tmp_path / "out"
+    for n in range(1, total + 1):
+        shutil.rmtree(out, ignore_errors=True)
+        shutil.copytree(base, out)
+        run = killed_at(n, *args, "--out", out)
+        assert run.returncode == -signal.SIGKILL, (n, run.stderr)
+        assert files(out / "d" / "1.0.0") == old, n  # the version appended to: as it was, at every step
+        assert files(out / "d" / "1.1.0") in ({}, new), n  # the new one: absent or whole
+        result = cli.convert(*args, "--out", out, "--resume")
+        assert result.exit_code == 0, (n, result.output)
+        assert files(out / "d") == files(reference / "d"), n
+        assert sorted(p.name for p in (out / "d").iterdir()) == ["1.0.0", "1.1.0"], n  # nothing left over

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 import pytest
-from helpers import TESTS, write_mnist
+from helpers import TESTS, write_class_folders, write_mnist
 from object_stores import download_tree
 
 HERE = TESTS
@@ -280,3 +281,46 @@ def test_resume_refuses_an_s3_image_rewritten_since_the_interrupted_run_naming_i
     assert resumed.returncode == 1
     assert f"cannot --resume: s3://{victim} changed (" in resumed.stderr and "version)" in resumed.stderr
     assert run(s3.env, "tfr-convert", *args, "--out", out, "--overwrite").returncode == 0
+
+
+def test_a_kill_after_any_store_change_of_an_append_leaves_every_version_whole_and_resume_finishes_it(s3, tmp_path):
+    first, second, base = tmp_path / "b1", tmp_path / "b2", tmp_path / "base"
+    write_class_folders(first, ["a", "b"], 4, seed=0)
+    write_class_folders(second, ["b", "c"], 3, seed=1)
+    args = ["images", second, "--append", "--quiet", "--workers", "1"]
+    assert run(s3.env, "tfr-convert", "images", first, "--out", base, "--append", "--name", "d").returncode == 0
+    old = local(base / "d" / "1.0.0")
+    reference = tmp_path / "reference"
+    shutil.copytree(base, reference)
+    assert run(s3.env, "tfr-convert", *args, "--out", reference).returncode == 0
+    new = local(reference / "d" / "1.1.0")
+    counted = f"{s3.name}/counted"
+    for name, data in old.items():
+        s3.fs.pipe_file(f"{counted}/d/1.0.0/{name}", data)
+    count = subprocess.run([sys.executable, str(HERE / "kill_at_store.py"), *map(str, args), "--out",
+                            f"s3://{counted}"], capture_output=True, text=True,
+                           env={**s3.env, "KILL_AT": "0", "COUNT_TO": str(tmp_path / "count")}, timeout=300)  # fmt: skip
+    assert count.returncode == 0, count.stderr
+    assert dataset(s3, f"{counted}/d/1.1.0") == new  # the same bytes as the local append
+    total = int((tmp_path / "count").read_text())
+    assert total > 10
+
+    def kill_and_finish(n: int) -> None:
+        prefix = f"{s3.name}/at-{n}"
+        for name, data in old.items():
+            s3.fs.pipe_file(f"{prefix}/d/1.0.0/{name}", data)
+        killed = killed_at(n, s3.env, *args, "--out", f"s3://{prefix}")
+        assert killed.returncode == -signal.SIGKILL, (n, killed.stderr)
+        assert download_tree(s3.fs, f"{prefix}/d/1.0.0") == old, n  # the version appended to: as it was
+        seen = dataset(s3, f"{prefix}/d/1.1.0")
+        assert "dataset_info.json" not in seen or seen == new, n  # claimed complete only when whole
+        finished = run(s3.env, "tfr-convert", *args, "--out", f"s3://{prefix}", "--resume")
+        assert finished.returncode == 0, (n, finished.stderr)
+        assert download_tree(s3.fs, f"{prefix}/d/1.1.0") == new, n  # and no work folder is left
+        assert sorted(s3.fs.ls(f"{prefix}/d", detail=False)) == [f"{prefix}/d/1.0.0", f"{prefix}/d/1.1.0"], n
+
+    with ThreadPoolExecutor(2) as pool:  # each kill is its own prefix: two at a time
+        for future in as_completed([pool.submit(kill_and_finish, n) for n in range(1, total + 1)]):
+            if future.exception() is not None:
+                pool.shutdown(cancel_futures=True)
+                raise future.exception()

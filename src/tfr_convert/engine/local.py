@@ -279,6 +279,9 @@ class _Splits:
         self.tally.merge(done.tally)
         self.pending = Tally()  # what the journal has not yet got
         self.cut_tallies: deque[Tally] = deque()  # what each shard cut and not yet journaled holds
+        # the batch being written: its number, its records' observations, and the first
+        # of them not yet in a tally of a cut shard
+        self.writing: tuple[int, list[Hashable], int] = (-1, [], 0)
         self.total = 0
 
     def write(self, plan: dict[str, list[Hashable]]) -> list[SplitResult]:
@@ -323,16 +326,28 @@ class _Splits:
         for b, encoded in enumerate(batches, at.batch):
             first = at.offset if b == at.batch else 0
             view = memoryview(encoded.blob)[sum(encoded.sizes[:first]) :]
-            writer.write_chunk(view, encoded.sizes[first:], b, first)
-            observed = Counter(encoded.observations[first:])  # counted in C
-            observed.pop(None, None)
-            for counted in (self.tally, self.pending):
-                counted.add(observed, encoded.skipped, encoded.warnings)
+            self.writing = (b, encoded.observations, first)
+            writer.write_chunk(view, encoded.sizes[first:], b, first)  # (its cuts take their records' observations)
+            self.tally.add(_counted(encoded.observations[first:]), encoded.skipped, encoded.warnings)
+            self.pending.add(_counted(encoded.observations[self.writing[2] :]), encoded.skipped, encoded.warnings)
             writer.skip(len(encoded.skipped))
             self._advance(len(encoded.sizes) - first + len(encoded.skipped))
 
     def _cut(self, where: Checkpoint) -> None:
-        """A shard was cut: what encoding found so far is its, for when it is journaled."""
+        """A shard was cut: what encoding found so far is its, for when it is journaled:
+        the observations of the records before the cut in the batch being written too (a
+        resumed run counts that batch's from the cut on). Its skipped items and warnings
+        go with the next shard: a resumed run finds them again when it encodes the batch."""
+        batch, observations, counted_from = self.writing
+        if where.batch == batch and where.offset > counted_from:
+            self.pending.add(_counted(observations[counted_from : where.offset]), [], [])
+            self.writing = (batch, observations, where.offset)
         self.cut_tallies.append(Tally())
         self.cut_tallies[-1].merge(self.pending)
         self.pending.clear()
+
+
+def _counted(observations: list[Hashable]) -> Counter[Hashable]:
+    observed = Counter(observations)  # counted in C
+    observed.pop(None, None)
+    return observed
