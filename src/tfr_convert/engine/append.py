@@ -14,6 +14,8 @@ shape records (refused in one line naming the first that differs), the features 
 number of class names aside) and the converter's files beside the shards. Class ids
 never change: the dataset's names keep their ids, a new name is added at the end, and
 the encoder writes each of this run's ids as the id its name has there (`relabel`).
+(A converter whose files beside the shards name classes, as detection's label map,
+writes them from its `labels`, which hold the merged names.)
 """
 
 from __future__ import annotations
@@ -135,7 +137,8 @@ class Parent:
 
     def check_features(self, converter: Converter) -> None:
         """After the run (a converter may settle its features then): the same features,
-        but for the number of class names; the same files of the converter's own."""
+        but for the number of class names. (The converter's own files beside the shards
+        follow from its options, compared already, and its class names, numbered here.)"""
         self.class_counts(converter)
         theirs = load_json(self.path, FEATURES) or {}
         mine = json.loads(features_json(converter.features, converter.nested_features))
@@ -145,13 +148,6 @@ class Parent:
                 f"--append: the features differ from {fs.join(self.path, FEATURES)}'s at {where}: "
                 "a new version holds records of the same features"
             )
-        for name, data in converter.extra_files().items():
-            path = fs.join(self.path, name)
-            if fs.exists(path) and fs.read_bytes(path) != data:
-                raise SourceError(
-                    f"--append: {path} differs from this run's {name} (its classes or settings changed): "
-                    "a new version keeps them"
-                )
 
     def shared(self, converter: Converter, results: list[SplitResult]) -> list[SplitResult]:
         """Every split's shards: this version's first (shared), then the run's new ones;

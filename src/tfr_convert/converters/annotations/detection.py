@@ -488,7 +488,10 @@ class DetectionConverter(FileItems, Converter):
         return warnings
 
     def extra_files(self) -> dict[str, bytes]:
-        files = {"label_map.pbtxt": label_map_pbtxt(self._label)}
+        labels = self._label
+        if self.labels[LABEL] != label_names(labels):  # an --append numbered more classes, after the dataset's
+            labels = {name: i for i, name in enumerate(self.labels[LABEL]) if i and name != f"(unused {i})"}
+        files = {"label_map.pbtxt": label_map_pbtxt(labels)}
         if self.keypoint_names:
             files[KEYPOINTS] = (
                 json.dumps({"names": self.keypoint_names, "skeleton": self.skeleton}, indent=1) + "\n"
