@@ -21,10 +21,10 @@ import numpy as np
 import pytest
 from helpers import write_cifar, write_class_folders, write_mnist
 from PIL import Image
-from record_inputs import examples, write_tfrecord
-from valid_files import mp4
 
+from record_inputs import examples, write_tfrecord
 from tfr_convert import containers
+from valid_files import mp4
 
 
 def _mnist(root: Path, k: int) -> list:
@@ -152,7 +152,7 @@ def test_a_second_batch_appends_a_version_holding_both_and_the_first_stays_as_it
     added = summary["version"]["added"]
     assert _counts(new) == {s: old_counts.get(s, 0) + added.get(s, 0) for s in old_counts.keys() | added.keys()}
     assert all(added.values())
-    for split, count in old_counts.items():  # the new version's first shards are the old ones, byte for byte
+    for split in old_counts:  # the new version's first shards are the old ones, byte for byte
         olds = sorted(old.glob(f"ds-{split}.*"))
         news = sorted(new.glob(f"ds-{split}.*"))[: len(olds)]
         assert [p.read_bytes() for p in news] == [p.read_bytes() for p in olds], split
