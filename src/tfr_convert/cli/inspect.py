@@ -180,7 +180,13 @@ def _figures(
         report = write_indexes(paths)
         return report, "\n".join(f"{i['index']}  {i['records']} records" for i in report["indexes"])
     from ..inspect.summary import format_summary, summarize
+    from ..inspect.versions import format_versions, held_versions
+    from ..inspect.versions import report as versions_report
 
+    held = held_versions(paths[0]) if len(paths) == 1 else None
+    if held:  # a data_dir, or a dataset's folder of versions: the versions, not one of them
+        report = versions_report(paths[0], held)
+        return report, format_versions(report)
     report = summarize(paths, head=head, every=every, **limit)
     return report, format_summary(report)
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from ..dataset.existing import ExistingDataset
 from ..dataset.naming import COMMITTING, WORK_FOLDER, ShardName
 from ..dataset.splits import SPLIT_ORDER
+from ..dataset.versions import versions
 from ..errors import SourceError
 from ..storage import fs
 
@@ -53,6 +54,12 @@ def _directory(p: str, inputs: Inputs) -> None:
     shards = [e for e in files if ShardName.parse(e)]
     chosen = sorted(shards, key=_shard_sort_key) or [e for e in files if not e.endswith(_METADATA_SUFFIXES)]
     if not chosen:
+        held = versions(p)
+        if held:
+            raise SourceError(
+                f"{p}: holds versions of a dataset ({', '.join(held)}), no TFRecord files: "
+                f"name one, e.g. {fs.join(p, held[-1])} (tfr-inspect {p} alone lists them)"
+            )
         raise SourceError(f"{p}: directory holds no TFRecord files")
     inputs.files += [_regular(c) for c in chosen]
     if ExistingDataset.holds_dataset(p):
