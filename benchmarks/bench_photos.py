@@ -119,9 +119,10 @@ if __name__ == "__main__":
 """
 
 
-def make_photos(root: Path, count: int, size: tuple[int, int] | None) -> None:
+def make_photos(root: Path, count: int, size: tuple[int, int] | None, first: int = 0) -> None:
     """`count` seeded photos (smooth colour fields with sensor-like noise) in 6 class
-    folders, 200-420 px a side or `size`, JPEG quality 90; made once."""
+    folders, 200-420 px a side or `size`, JPEG quality 90; made once. `first`: the seed
+    (and number) of the first, so that another batch holds other photos."""
     done = root.with_name(root.name + ".complete")
     if done.exists():
         return
@@ -141,7 +142,7 @@ def one(i):
     Image.fromarray(pixels).save(os.path.join(folder, f"{{i:06d}}.jpg"), quality=90)
 if __name__ == "__main__":
     with Pool() as pool:
-        pool.map(one, range({count}), chunksize=64)
+        pool.map(one, range({first}, {first + count}), chunksize=64)
 """
     subprocess.run([sys.executable, "-c", script], check=True)
     done.write_text("")
