@@ -270,3 +270,32 @@ def test_the_encoder_writes_each_id_as_the_relabel_table_maps_it():
         at += size
     assert [(e["name"][1][0].decode(), e["label"][1][0]) for e in got] == [("a", 3), ("b", 1), ("c", 0)]
     assert relabelled({"label": [0, 2], "x": 1}, {"label": [2, 1, 0]}) == {"label": [2, 0], "x": 1}
+
+
+@pytest.mark.parametrize("mode", ["exact", "drop"])
+def test_dedupe_finds_pictures_the_dataset_holds_already(cli, tmp_path, mode):
+    first, again, root = tmp_path / "b1", tmp_path / "again", tmp_path / "root"
+    write_class_folders(first, ["cat", "dog"], 8, seed=0)
+    write_class_folders(again, ["cat", "dog"], 3, seed=5)  # three new pictures a class
+    for name in ("cat/0.png", "dog/5.png"):  # and two of the first batch, under other names
+        (again / name.replace(".png", "-copy.png")).write_bytes((first / name).read_bytes())
+    args = [*SPLIT, "--dedupe", mode]
+    assert cli.convert("images", first, "--out", root, "--append", "--name", "pets", *args).exit_code == 0
+    old = json.loads((root / "pets" / "1.0.0" / "manifest.json").read_text())
+    result = cli.convert("images", again, "--out", root, "--append", *args, "--json")
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert any("2 of the new pictures are in" in w for w in summary["warnings"]), summary["warnings"]
+    assert sum(summary["version"]["added"].values()) == (6 if mode == "drop" else 8)
+    if mode == "exact":  # each copy in the split its first is in
+        from tfr_convert import containers
+
+        split_of = {}
+        for folder in (root / "pets" / "1.0.0", root / "pets" / "1.1.0"):
+            for shard in folder.glob("pets-*.tfrecord-*"):
+                for record in containers.get("tfrecord").records(str(shard)):
+                    name = parse(record.data)["filename"][1][0].decode()
+                    split_of[(folder.name, name)] = shard.name.split("-")[1].split(".")[0]
+        assert split_of[("1.1.0", "cat/0-copy.png")] == split_of[("1.0.0", "cat/0.png")]
+        assert split_of[("1.1.0", "dog/5-copy.png")] == split_of[("1.0.0", "dog/5.png")]
+    assert old == json.loads((root / "pets" / "1.0.0" / "manifest.json").read_text())

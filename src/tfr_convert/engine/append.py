@@ -23,16 +23,19 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from .. import containers
 from ..converters.base import Converter
 from ..dataset.existing import ExistingDataset, class_names, load_json
 from ..dataset.naming import FEATURES, MANIFEST
 from ..dataset.splits import ordered_splits
 from ..dataset.versions import VERSION, as_tuple, named_datasets, next_minor, versions
+from ..dataset.wire.entries import few_values_of
 from ..errors import OptionError, OutputError, SourceError
 from ..output.metadata import features_json
 from ..output.shards import ShardFile, SplitResult
@@ -149,6 +152,57 @@ class Parent:
                 "a new version holds records of the same features"
             )
 
+    def deduplicated(
+        self, converter: Converter, plan: dict[str, list[Hashable]], mode: str, workers: int
+    ) -> tuple[dict[str, list[Hashable]], str | None]:
+        """`--dedupe` against this version: an item whose file holds, byte for byte, a
+        picture this version stores goes to that picture's split (exact, near: kept whole
+        in one split), or is left out (drop); a line saying how many, or None. (Near
+        copies are found within the new items alone: this version's pictures are not
+        decoded.)"""
+        feature = next((name for name, spec in converter.features.items() if spec.is_image), None)
+        roots = converter.input_roots()
+        if feature is None or not roots:
+            return plan, None
+        held = self._pictures(feature)
+        listed = [(split, item) for split, items in plan.items() for item in items]
+
+        def digest(entry: tuple[str, Hashable]) -> bytes | None:
+            name = converter.item_file(entry[1])
+            try:
+                return hashlib.sha256(fs.read_bytes(fs.join(roots[0], name))).digest() if name else None
+            except OSError:
+                return None  # the run names it when it reads it
+
+        with ThreadPoolExecutor(max(workers, 1)) as pool:
+            digests = list(pool.map(digest, listed, chunksize=64))
+        kept: dict[str, list[Hashable]] = {split: [] for split in plan}
+        found = 0
+        for (split, item), d in zip(listed, digests, strict=True):
+            twin = held.get(d) if d is not None else None
+            found += twin is not None
+            if twin is None or mode != "drop":
+                kept.setdefault(twin or split, []).append(item)
+        if not found:
+            return plan, None
+        what = "left out" if mode == "drop" else "each put in the split its copy is in"
+        return dict(ordered_splits(kept)), (
+            f"--dedupe {mode}: {found} of the new pictures are in {self.path} already, byte for byte: {what}"
+        )
+
+    def _pictures(self, feature: str) -> dict[bytes, str]:
+        """{sha256 of a stored picture: its split} of every record of this version."""
+        dataset = ExistingDataset(self.path)
+        container = containers.get(dataset.file_format)
+        held = {}
+        for split in dataset.splits():
+            for name in dataset.shard_names(split):
+                for record in container.records(fs.join(self.path, name)):
+                    values = few_values_of(record.data, [feature.encode()]).get(feature)
+                    if values and values[1]:
+                        held.setdefault(hashlib.sha256(values[1][0]).digest(), split)
+        return held
+
     def shared(self, converter: Converter, results: list[SplitResult]) -> list[SplitResult]:
         """Every split's shards: this version's first (shared), then the run's new ones;
         once the converter's features are checked against this version's."""
@@ -187,7 +241,15 @@ class Append:
 
     folder: str
     parent: Parent | None
-    run: str  # the sha256 of what shapes the run's output (its identity), the parent aside
+    run: str = ""  # the sha256 of what shapes the run's output (its identity), the parent aside
+
+    def identify(self, identity: dict[str, Any]) -> None:
+        """Take the run's identity (resume.run_identity): its digest, which the manifest
+        records; and the identity gets the parent's, so that --resume adds to the very
+        version the first run read."""
+        self.run = run_digest(identity)
+        if self.parent is not None:
+            identity["appended_to"] = {"version": self.parent.version, "manifest": self.parent.digest}
 
     @property
     def done_before(self) -> bool:

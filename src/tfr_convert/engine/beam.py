@@ -92,8 +92,10 @@ def run(
     container = options.container()
     plan = plan_splits(converter, options)
     output_name(converter, options)  # checked before anything is written
-    identity = run_identity(converter, options, plan, input_files(converter, plan, 1)) if options.append else {}
-    append = appended_to(converter, options, identity)
+    append, plan = appended_to(converter, options, plan)
+    identity = run_identity(converter, options, plan, input_files(converter, plan, 1)) if append else {}
+    if append is not None:
+        append.identify(identity)
     if append is not None and append.done_before:
         return already_appended(append, identity, time.perf_counter() - started)
     converter.finish_loading()  # no threads or futures in what is shipped to workers

@@ -29,7 +29,7 @@ from ..output.metadata import metadata_files
 from ..output.shards import ShardCutter, SplitResult
 from ..skips import Skips, from_fields, skipped_fields
 from ..storage import fs
-from .append import Append, parent_of, run_digest
+from .append import Append, parent_of
 from .encode import Encoded, encode_items
 from .run_options import RunOptions, catalog_version
 from .workers import filled_in_parts
@@ -164,19 +164,22 @@ def _format_notes(options: RunOptions, results: list[SplitResult], description: 
     return notes, description
 
 
-def appended_to(converter: Converter, options: RunOptions, identity: dict[str, Any]) -> Append | None:
-    """An --append's version to add to, its rules applied to the converter (options
-    compared, class ids numbered as it does) before anything is encoded; None without
-    --append. `identity`: what shapes the run's output (resume.run_identity); a resumed
-    append adds to the very version the first run read, so it gets the parent's digest."""
+def appended_to(
+    converter: Converter, options: RunOptions, plan: dict[str, list[Hashable]]
+) -> tuple[Append | None, dict[str, list[Hashable]]]:
+    """An --append's version to add to (None without --append), its rules applied to
+    the converter (options compared, class ids numbered as it does) before anything is
+    encoded; and the plan, less what `--dedupe` finds in that version already."""
     if not options.append:
-        return None
+        return None, plan
     parent = parent_of(options.out)
-    append = Append(options.out, parent, run_digest(identity))
     if parent is not None:
         parent.adopt(converter, options.recorded())
-        identity["appended_to"] = {"version": parent.version, "manifest": parent.digest}
-    return append
+        mode = converter.recorded_options().get("dedupe")
+        if mode:
+            plan, said = parent.deduplicated(converter, plan, mode, options.workers)
+            converter.warnings = [*converter.warnings, *([said] if said else [])]
+    return Append(options.out, parent), plan
 
 
 def already_appended(append: Append, identity: dict[str, Any], seconds: float) -> Summary:

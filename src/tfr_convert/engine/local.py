@@ -203,9 +203,11 @@ def run(
     container = options.container()
     plan = plan_splits(converter, options)
     name = output_name(converter, options)
+    append, plan = appended_to(converter, options, plan)
     inputs = input_files(converter, plan, options.workers)
     identity = run_identity(converter, options, plan, inputs)
-    append = appended_to(converter, options, identity)
+    if append is not None:
+        append.identify(identity)
     if append is not None and append.done_before:
         return already_appended(append, identity, time.perf_counter() - started)
     with open_output(options.out, options.overwrite, options.resume, identity, inputs, lock) as out:
