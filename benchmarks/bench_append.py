@@ -1,13 +1,15 @@
 """Datasets that grow: `tfr-convert ... --append` against converting the new photos
 alone, and `tfr-inspect OLD NEW --diff` against its floor and against --verify.
 
-    python benchmarks/bench_append.py --photos 12000 --base 48000 --added 1000 --repeat 5
+    python benchmarks/bench_append.py --photos 12000 --base 48000 --added 1000 --repeat 5 [--s3]
 
 Timed, interleaved, page cache warm, the whole command each, medians:
 - a dataset of --base photos (bench_photos.py's, in class folders) made with --append
   (version 1.0.0), then --added other photos appended (1.1.0: the 1.1.0 folder removed
   before each run) against the same photos converted alone into a fresh folder;
 - `tfr-inspect 1.0.0 1.1.0 --diff` against `tfr-inspect 1.1.0 --verify`;
+- with --s3, the append again on a local S3 server (SeaweedFS; the old version uploaded
+  first), whose shards the server copies, against the new photos converted alone there;
 - two conversions of the same --photos photos, labelled by a CSV whose second version
   changes 1 % of the labels (every 100th photo's, moved to the next class):
   `tfr-inspect OLD NEW --diff` against read + sha256 of every shard of both, hashlib, a
@@ -26,7 +28,9 @@ from pathlib import Path
 
 from bench_photos import make_photos
 from bench_verify import HASH_FLOOR
-from common import SCRIPTS, bench_parser, compile_package, goal_rows, machine, measure, median, write_results
+from common import REPO, SCRIPTS, bench_parser, compile_package, goal_rows, machine, measure, median, write_results
+
+sys.path.insert(0, str(REPO / "tests"))  # the S3 server the tests start (object_stores.py)
 
 
 def _labels(photos: Path, csv: Path, changed_every: int | None) -> int:
@@ -81,16 +85,46 @@ def _grown(work: Path, base: int, added: int, repeat: int) -> tuple[dict[str, li
     return times, {v: sum(s["examples"] for s in m["splits"].values()) for v, m in examples.items()}
 
 
+def _grown_on_s3(work: Path, base: int, added: int, repeat: int) -> dict[str, list[float]]:
+    """The append of _grown on a local S3 server (SeaweedFS, as the tests start it): the
+    version's shards copied by the server, against the new photos converted alone to a
+    fresh prefix. The 1.1.0 prefix is removed, untimed, before each append."""
+    from object_stores import SeaweedS3, upload_tree
+
+    old = work / "grown" / "photos" / "1.0.0"
+    new_photos = work / f"photos-{added}-after-{base}"
+    server = SeaweedS3()
+    os.environ.update(server.env)
+    try:
+        bucket = server.bucket()
+        s3 = server.filesystem()
+        upload_tree(s3, old, f"{bucket}/grown/photos/1.0.0")
+        tfr_convert = SCRIPTS / "tfr-convert"
+        times: dict[str, list[float]] = {}
+        for i in range(repeat):
+            if s3.exists(f"{bucket}/grown/photos/1.1.0"):
+                s3.rm(f"{bucket}/grown/photos/1.1.0", recursive=True)
+            append = [tfr_convert, "images", new_photos, "--out", f"s3://{bucket}/grown", "--append", "--quiet"]
+            times.setdefault(f"append {added} photos to {base} on S3", []).append(measure(append)[0])
+            alone = [tfr_convert, "images", new_photos, "--out", f"s3://{bucket}/alone-{i}", "--quiet"]
+            times.setdefault(f"convert the {added} photos alone to S3", []).append(measure(alone)[0])
+        return times
+    finally:
+        server.stop()
+
+
 def main() -> None:
     parser = bench_parser(__doc__, "append")
     parser.add_argument("--photos", type=int, default=12000)
     parser.add_argument("--base", type=int, default=48000)
     parser.add_argument("--added", type=int, default=1000)
+    parser.add_argument("--s3", action="store_true", help="also append on a local S3 server (SeaweedFS)")
     args = parser.parse_args()
     compile_package()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     grown, held = _grown(work, args.base, args.added, args.repeat)
+    on_s3 = _grown_on_s3(work, args.base, args.added, args.repeat) if args.s3 else {}
     g = {name: median(t) for name, t in grown.items()}
     gn = list(grown)
     photos = work / f"photos-{args.photos}"
@@ -122,7 +156,7 @@ def main() -> None:
         f"# Datasets that grow ({datetime.date.today()}, {machine()}, medians of {args.repeat}, interleaved)",
         "",
         f"`python benchmarks/bench_append.py --photos {args.photos} --base {args.base} --added {args.added} "
-        f"--repeat {args.repeat}`",
+        f"--repeat {args.repeat}{' --s3' if args.s3 else ''}`",
         "",
         f"## --diff of two conversions of {args.photos} photos, {changed} labels changed",
         "",
@@ -140,7 +174,7 @@ def main() -> None:
         "",
         "| contender | time | spread |",
         "|---|---|---|",
-        *[f"| {n} | {median(t):.3f} s | {min(t):.3f}-{max(t):.3f} s |" for n, t in grown.items()],
+        *[f"| {n} | {median(t):.3f} s | {min(t):.3f}-{max(t):.3f} s |" for n, t in {**grown, **on_s3}.items()],
         "",
         "## Goals (issue 76)",
         "",
