@@ -299,3 +299,23 @@ def test_dedupe_finds_pictures_the_dataset_holds_already(cli, tmp_path, mode):
         assert split_of[("1.1.0", "cat/0-copy.png")] == split_of[("1.0.0", "cat/0.png")]
         assert split_of[("1.1.0", "dog/5-copy.png")] == split_of[("1.0.0", "dog/5.png")]
     assert old == json.loads((root / "pets" / "1.0.0" / "manifest.json").read_text())
+
+
+def test_a_version_with_a_shard_missing_or_a_manifest_naming_a_file_elsewhere_is_not_appended_to(cli, grown):
+    root, _, (_, second) = grown
+    newest = root / "pets" / "1.1.0"
+    manifest = json.loads((newest / "manifest.json").read_text())
+    outside = root.parent / "secret.txt"
+    outside.write_text("not a shard")
+    shard = manifest["splits"]["train"]["shards"][0]
+    shard["file"] = "../../../secret.txt"  # the manifest names a file outside the dataset
+    (newest / "manifest.json").write_text(json.dumps(manifest))
+    result = cli.convert("images", second, "--out", root, "--append", *SPLIT, "--version", "1.2.0")
+    assert result.exit_code == 1 and "no record of pets-train.tfrecord-00000-of-00002" in result.output
+    assert not (root / "pets" / "1.2.0").exists() and "Traceback" not in result.output
+    shard["file"] = "pets-train.tfrecord-00000-of-00002"
+    (newest / "manifest.json").write_text(json.dumps(manifest))
+    (newest / "pets-train.tfrecord-00001-of-00002").unlink()
+    result = cli.convert("images", second, "--out", root, "--append", *SPLIT, "--version", "1.2.0")
+    assert result.exit_code == 1 and "missing, or not the" in result.output and "--verify" in result.output
+    assert not (root / "pets" / "1.2.0").exists()

@@ -109,6 +109,7 @@ class Parent:
                     "(a version shapes its records as the dataset does: give the options it was made with)"
                 )
         self._number_classes(converter)
+        _ = self.shards  # every shard checked there, before anything is encoded
 
     def _number_classes(self, converter: Converter) -> None:
         held = class_names(self.path)
@@ -208,16 +209,40 @@ class Parent:
         once the converter's features are checked against this version's."""
         self.check_features(converter)
         mine = {r.split: r for r in results}
-        splits = (self.manifest.get("splits") or {}).keys() | mine.keys()
+        held = self.shards
         joined = []
-        for split, _ in ordered_splits(dict.fromkeys(splits)):
-            old = (self.manifest.get("splits") or {}).get(split, {}).get("shards", [])
-            shards = [
-                ShardFile(fs.join(self.path, s["file"]), s["records"], s["bytes"], s["sha256"], shared=True)
-                for s in old
-            ]
-            joined.append(SplitResult(split, shards + (mine[split].shards if split in mine else [])))
+        for split, _ in ordered_splits(dict.fromkeys(held.keys() | mine.keys())):
+            joined.append(SplitResult(split, held.get(split, []) + (mine[split].shards if split in mine else [])))
         return joined
+
+    @cached_property
+    def shards(self) -> dict[str, list[ShardFile]]:
+        """This version's shards per split, each as its manifest records it: named from
+        dataset_info.json (so no manifest names a file elsewhere), each there at its
+        recorded size; else SourceError naming the shard."""
+        dataset = ExistingDataset(self.path)
+        recorded = dataset.recorded_shards()
+        where = fs.join(self.path, MANIFEST)
+        shards = {}
+        for split, lengths in dataset.splits().items():
+            shards[split] = []
+            for name, records in zip(dataset.shard_names(split), lengths, strict=True):
+                entry = recorded.get(name) or {}
+                size, sha256 = entry.get("bytes"), entry.get("sha256")
+                if type(size) is not int or not isinstance(sha256, str) or entry.get("records") != records:
+                    raise SourceError(f"{where}: no record of {name} (its bytes, sha256 and records) to share it by")
+                path = fs.join(self.path, name)
+                try:
+                    whole = fs.getsize(path) == size
+                except OSError:
+                    whole = False
+                if not whole:
+                    raise SourceError(
+                        f"{path}: missing, or not the {size} bytes {where} records: --append adds to a whole version "
+                        f"(tfr-inspect {self.path} --verify says what is wrong)"
+                    )
+                shards[split].append(ShardFile(path, records, size, sha256, shared=True))
+        return shards
 
 
 def parent_of(folder: str) -> Parent | None:
