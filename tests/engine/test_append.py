@@ -319,3 +319,20 @@ def test_a_version_with_a_shard_missing_or_a_manifest_naming_a_file_elsewhere_is
     result = cli.convert("images", second, "--out", root, "--append", *SPLIT, "--version", "1.2.0")
     assert result.exit_code == 1 and "missing, or not the" in result.output and "--verify" in result.output
     assert not (root / "pets" / "1.2.0").exists()
+
+
+def test_beam_appends_the_bytes_the_local_engine_appends(cli, tmp_path):
+    pytest.importorskip("apache_beam")
+    first, second = tmp_path / "b1", tmp_path / "b2"
+    write_class_folders(first, ["cat", "dog"], 4, seed=0)
+    write_class_folders(second, ["dog", "emu"], 3, seed=1)
+    trees = []
+    for engine in ("local", "beam"):
+        root = tmp_path / engine
+        for batch in (first, second):
+            result = cli.convert(
+                "images", batch, "--out", root, "--append", "--name", "pets", "--engine", engine, *SPLIT
+            )
+            assert result.exit_code == 0, result.output
+        trees.append({str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()})
+    assert trees[0] == trees[1] and len(trees[0]) > 10
