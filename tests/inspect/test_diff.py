@@ -20,7 +20,7 @@ from tfr_convert.dataset.wire.example import serialize
 from tfr_convert.errors import RecordError
 from tfr_convert.inspect.diff.changes import changed_features
 from tfr_convert.inspect.diff.matching import Entry, Records, match, moved
-from tfr_convert.inspect.diff.sides import Shard, shared_shards
+from tfr_convert.inspect.diff.sides import Shard, file_entries, file_entries_keyed, keyed, shared_shards
 
 
 def write_shard(path: Path, examples: list[dict]) -> Path:
@@ -138,6 +138,19 @@ def test_records_at_reads_records_by_their_offsets_and_notices_a_file_changed(tm
         gone = (4, records[4].offset)
     with pytest.raises(RecordError, match=r"x\.(tfrecord|array_record): record [0-9]"):  # gzip: where it breaks
         container.records_at(str(path), [gone])
+
+
+@pytest.mark.parametrize("key", ["filename", None])
+def test_keys_read_with_the_hashes_equal_keys_read_again_by_offset(tmp_path, key):
+    """The one pass of a split read on one side only gives what the two passes give."""
+    path = str(write_shard(tmp_path / "x.tfrecord", [example(f"{i}", i) for i in range(7)]))
+    digests, offsets, keys = file_entries_keyed(path, 1 << 20, key)
+    assert (digests, offsets) == file_entries(path, 1 << 20)
+    records = Records([(path, digests, offsets)])
+    entries = records.entries(list(range(7)))
+    keyed(entries, key, 1 << 20)
+    assert keys == [e.key for e in entries]
+    assert [e.key for e in Records([(path, digests, offsets)], {path: keys}).entries([3, 5])] == [keys[3], keys[5]]
 
 
 # ---------------------------------------------------------------- whole datasets

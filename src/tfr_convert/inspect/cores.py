@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any
 
 from ..storage import fs
@@ -20,6 +18,9 @@ def each_file(fn: Callable[..., Any], jobs: Sequence[tuple[Any, ...]]) -> list[A
     cores = min(len(jobs), os.cpu_count() or 1)
     if cores < 2:
         return [fn(*job) for job in jobs]
+    import multiprocessing  # (with the pools: not imported for one file)
+    from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
+
     local = not any(fs.is_remote(job[0]) for job in jobs) and "fork" in multiprocessing.get_all_start_methods()
     pool: Executor = (
         ProcessPoolExecutor(cores, mp_context=multiprocessing.get_context("fork"))

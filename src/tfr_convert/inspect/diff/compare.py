@@ -10,7 +10,7 @@ from ..cores import each_file
 from ..summary import counted
 from .changes import detail, labels_diff, schema_diff
 from .matching import Records, SplitDiff, match, moved
-from .sides import Shard, chosen_key, file_entries, first_names, keyed, shared_shards, side
+from .sides import Shard, chosen_key, file_entries, file_entries_keyed, first_names, keyed, shared_shards, side
 
 DETAILED = 1000  # changed records of a split decoded to name their changed features
 LISTED = 1000  # keys listed per split and kind (added, removed, changed, moved) in the report
@@ -31,11 +31,19 @@ def diff(old_path: str, new_path: str, key: str | None = None, max_record: int =
     ]
     key = chosen_key(names, key)
     reads = [shard for split in splits for shard in plan[split][0] + plan[split][1]]
-    results = each_file(file_entries, [(shard.path, max_record) for shard in reads])
+    # a split read on one side only: its records have nothing to match, so their keys are
+    # read with their hashes, in the one pass
+    alone = {
+        s.path for split in splits if not (plan[split][0] and plan[split][1]) for s in plan[split][0] + plan[split][1]
+    }
+    results = each_file(_entries, [(shard.path, max_record, key if shard.path in alone else False) for shard in reads])
     entries = {shard.path: result for shard, result in zip(reads, results, strict=True)}
 
     def listed(shards: list[Shard]) -> Records:
-        return Records([(shard.path, *entries[shard.path]) for shard in shards])
+        return Records(
+            [(shard.path, *entries[shard.path][:2]) for shard in shards],
+            {shard.path: entries[shard.path][2] for shard in shards if len(entries[shard.path]) > 2},
+        )
 
     diffs = []
     for split in splits:
@@ -52,6 +60,11 @@ def diff(old_path: str, new_path: str, key: str | None = None, max_record: int =
         "shards_shared": sum(s.shards_shared for s in diffs),
     }
     return {"mode": "diff", "old": old_path, "new": new_path, "key": key, **report}
+
+
+def _entries(path: str, max_record: int, key: str | bool | None) -> tuple[Any, ...]:
+    """file_entries of a file (`key` False), or file_entries_keyed with `key`."""
+    return file_entries(path, max_record) if key is False else file_entries_keyed(path, max_record, key)
 
 
 def _report(diffs: list[SplitDiff], moves: list[dict], schema: dict, labels: dict) -> dict[str, Any]:

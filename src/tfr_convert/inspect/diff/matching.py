@@ -29,6 +29,7 @@ class Records:
     gives them. No object a record: a side of millions of records is a few bytes each."""
 
     files: list[tuple[str, bytes, array]] = field(default_factory=list)
+    keys: dict[str, list[str]] = field(default_factory=dict)  # by path, of files whose keys were read with them
 
     def __len__(self) -> int:
         return sum(len(offsets) for _, _, offsets in self.files)
@@ -48,7 +49,8 @@ class Records:
                 path, digests, offsets = next(files)
             i = position - base
             offset = offsets[i]
-            out.append(Entry("", digests[i * DIGEST : (i + 1) * DIGEST], path, i, None if offset < 0 else offset))
+            key = self.keys[path][i] if path in self.keys else ""
+            out.append(Entry(key, digests[i * DIGEST : (i + 1) * DIGEST], path, i, None if offset < 0 else offset))
         return out
 
 

@@ -3,6 +3,7 @@ the records left over, their keys, read on every core."""
 
 from __future__ import annotations
 
+import hashlib
 from array import array
 from collections import Counter
 from dataclasses import dataclass, field
@@ -79,29 +80,50 @@ def file_entries(path: str, max_record: int) -> tuple[bytes, array]:
     return bytes(digests), offsets
 
 
+def file_entries_keyed(path: str, max_record: int, key: str | None) -> tuple[bytes, array, list[str]]:
+    """file_entries, and every record's key (its hash where records are matched by
+    content): for a file whose records have nothing to be matched with on the other side,
+    so that they are read once, not again for their keys."""
+    digests, offsets, keys = bytearray(), array("q"), []
+    names = {key.encode("utf-8")} if key is not None else set()
+    for record in containers.of_file(path).records(path, max_record):
+        digest = hashlib.sha256(record.data).digest()[:DIGEST]
+        digests += digest
+        offsets.append(-1 if record.offset is None else record.offset)
+        keys.append(
+            digest.hex() if key is None else _key_of(record.data, names, key, path, record.index, record.offset)
+        )
+    return bytes(digests), offsets, keys
+
+
+def _key_of(data: bytes, names: set[bytes], key: str, path: str, index: int, offset: int | None) -> str:
+    try:
+        value = few_values_of(data, names).get(key)
+    except ExampleDecodeError as e:
+        raise RecordError(path, index, offset or 0, f"not a tf.train.Example: {e}") from None
+    if value is None:
+        raise RecordError(
+            path,
+            index,
+            offset or 0,
+            f"no feature {key!r}, which --diff matches records by (--key FEATURE names another)",
+        )
+    return _key_text(value[1])
+
+
 def file_keys(path: str, key: str, wanted: list[tuple[int, int | None]]) -> list[str]:
     """The key of each wanted record (index, offset) of one file."""
     names = {key.encode("utf-8")}
-    keys = []
     payloads = containers.of_file(path).records_at(path, wanted)
-    for (index, offset), data in zip(wanted, payloads, strict=True):
-        try:
-            value = few_values_of(data, names).get(key)
-        except ExampleDecodeError as e:
-            raise RecordError(path, index, offset or 0, f"not a tf.train.Example: {e}") from None
-        if value is None:
-            raise RecordError(
-                path,
-                index,
-                offset or 0,
-                f"no feature {key!r}, which --diff matches records by (--key FEATURE names another)",
-            )
-        keys.append(_key_text(value[1]))
-    return keys
+    return [
+        _key_of(data, names, key, path, index, offset) for (index, offset), data in zip(wanted, payloads, strict=True)
+    ]
 
 
 def keyed(entries: list[Entry], key: str | None, max_record: int) -> None:
-    """Give these entries their keys (their hashes where records are matched by content)."""
+    """Give these entries their keys (their hashes where records are matched by content);
+    entries whose keys were read with their hashes (file_entries_keyed) keep them."""
+    entries = [e for e in entries if not e.key]
     if key is None:
         for entry in entries:
             entry.key = entry.digest.hex()
