@@ -104,6 +104,8 @@ class ImagesOptions(Options):
 class ImagesConverter(FileItems, Converter):
     command = "images"
     description = "Images from a folder, with labels from a CSV or class sub-folders."
+    # what the recorded options say of this run's inputs (an --append's batch may differ)
+    input_options = frozenset({"split_folders", "dedupe_found"})
     chunk_size = 16  # images are large: keep what is in flight between processes small
 
     def __init__(
@@ -362,8 +364,6 @@ class ImagesConverter(FileItems, Converter):
         if self._csv is None:
             return []
         return [fingerprint(self._csv, fs.read_bytes(self._csv))]
-
-    input_options = frozenset({"split_folders", "dedupe_found"})
 
     def recorded_options(self) -> dict[str, Any]:
         settings = dict(self._settings)

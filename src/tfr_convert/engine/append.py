@@ -116,8 +116,10 @@ class Parent:
         relabel = {}
         for feature, names in converter.labels.items():
             merged = list(held.get(feature, []))
-            merged += [n for n in names if n not in set(merged)]
-            ids = [merged.index(n) for n in names]
+            had = set(merged)
+            merged += [n for n in names if n not in had]
+            id_of = {n: i for i, n in reversed(list(enumerate(merged)))}  # (a name listed twice: its first id)
+            ids = [id_of[n] for n in names]
             converter.labels[feature] = merged
             if ids != list(range(len(names))):
                 relabel[feature] = ids

@@ -116,6 +116,8 @@ class DetectionOptions(Options):
 class DetectionConverter(FileItems, Converter):
     command = "detection"
     description = "Images with bounding boxes, in the TensorFlow Object Detection API's layout."
+    # what the recorded options say of this run's inputs (an --append's batch may differ)
+    input_options = frozenset({"splits_from", "dedupe_found"})
     chunk_size = 16  # images are large: keep what is in flight between processes small
     nested_features = True
 
@@ -504,8 +506,6 @@ class DetectionConverter(FileItems, Converter):
             with open(path, "rb") as f:
                 sources.append(fingerprint(path, f.read()))
         return sources
-
-    input_options = frozenset({"splits_from", "dedupe_found"})
 
     def recorded_options(self) -> dict[str, Any]:
         return {

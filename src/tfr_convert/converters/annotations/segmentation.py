@@ -95,6 +95,8 @@ class SegmentationOptions(Options):
 class SegmentationConverter(FileItems, Converter):
     command = "segmentation"
     description = "Images with semantic segmentation masks, as TFDS's oxford_iiit_pet stores them."
+    # what the recorded options say of this run's inputs (an --append's batch may differ)
+    input_options = frozenset({"masks"})
     chunk_size = 16
     supervised_keys = SUPERVISED
 
@@ -275,8 +277,6 @@ class SegmentationConverter(FileItems, Converter):
                 with open(path, "rb") as f:
                     sources.append(fingerprint(path, f.read()))
         return sources
-
-    input_options = frozenset({"masks"})
 
     def recorded_options(self) -> dict[str, Any]:
         return {
