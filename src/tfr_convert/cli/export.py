@@ -52,6 +52,11 @@ from .types import ByteSize, LocalOrRemotePath
     type=ByteSize(),
     help="Parquet row groups of about this many bytes of records, e.g. 128MB [default: 64MiB].",
 )
+@click.option(
+    "--shard-size",
+    type=ByteSize(),
+    help="--to webdataset: tar shards of about this many bytes, e.g. 256MB [default: 64MiB].",
+)
 @click.option("--workers", type=click.IntRange(min=1), help="Processes [default: all cores].")
 @max_record_option("exported; a larger one is an error (with --on-error skip, a loss)")
 @on_error_option(
@@ -77,6 +82,7 @@ def export(
     voc_origin,
     limit,
     row_group_size,
+    shard_size,
     workers,
     max_record_size,
     on_error,
@@ -97,13 +103,15 @@ def export(
     """
     from ..engine.run_options import default_workers
     from ..engine.workers import can_fork
-    from ..errors import OutputError
+    from ..errors import OptionError, OutputError
     from ..export.engine import ExportOptions
     from ..export.source import ExportSource
     from ..skips import Skips
     from ..storage import fs
 
     _check_target_options(target, layout, image_feature, label_feature, box_features)
+    if shard_size and target != "webdataset":
+        raise OptionError("--shard-size is for --to webdataset")
     if fs.exists(out) and fs.isdir(out) and fs.listdir(out) and not overwrite:
         raise OutputError(f"{out}: holds files already: give --overwrite to write into it")
     source = ExportSource.open(
@@ -120,8 +128,14 @@ def export(
     )
     plan = _picture_plan(source, target, layout, image_feature, label_feature)
     try:
-        written = _write(source, out, target, plan, options, box_features, image_feature, label_feature,
-                         voc_origin=voc_origin, row_group_size=row_group_size)  # fmt: skip
+        if target == "webdataset":
+            from ..export import webdataset
+
+            roles = webdataset.features_of(source, image_feature, label_feature)
+            written = webdataset.write(source, out, roles, options, shard_size or webdataset.SHARD_BYTES)
+        else:
+            written = _write(source, out, target, plan, options, box_features, image_feature, label_feature,
+                             voc_origin=voc_origin, row_group_size=row_group_size)  # fmt: skip
     finally:
         close_bar()
     _tell(target, out, written, plan, options.skips, dry_run, as_json)
