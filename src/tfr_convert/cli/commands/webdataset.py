@@ -59,6 +59,7 @@ def command(shards, classes_file, maps, split, stratify, image_format, max_pixel
                 if not matches:
                     raise SourceError(f"{name}: no such shard or glob match")
                 listed += matches
-        return WebdatasetConverter(listed, options, source_context(common))
+        # a shard named twice (two patterns that meet) is read once
+        return WebdatasetConverter(list(dict.fromkeys(listed)), options, source_context(common))
 
     run_conversion(make_converter, **common)

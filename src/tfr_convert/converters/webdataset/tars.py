@@ -11,6 +11,7 @@ it are kept and the loss is said, as `records --on-error skip` says a salvaged l
 
 from __future__ import annotations
 
+import itertools
 import re
 import tarfile
 from typing import NamedTuple
@@ -20,7 +21,6 @@ from ...storage import fs
 
 #: brace patterns as webdataset writes shard lists: data-{000..099}.tar, {train,val}.tar
 _BRACES = re.compile(r"\{(\d+)\.\.(\d+)\}")
-_CHOICES = re.compile(r"\{([^{}]*,[^{}]*)\}")
 
 
 class Member(NamedTuple):
@@ -39,27 +39,34 @@ class Sample(NamedTuple):
 
 
 def expanded(pattern: str) -> list[str]:
-    """A shard list as webdataset writes one: each {A..B} expanded (zero-padded as A is),
-    each {a,b,...} to each choice."""
-    choices = _CHOICES.search(pattern)
-    if choices is not None:
-        return [
-            name
-            for choice in choices.group(1).split(",")
-            for name in expanded(pattern[: choices.start()] + choice + pattern[choices.end() :])
-        ]
-    match = _BRACES.search(pattern)
-    if match is None:
+    """A shard list as webdataset writes one (braceexpand's): each {a,b,...} to each choice
+    and each {A..B} to each number, zero-padded as A is, nested braces included."""
+    start = pattern.find("{")
+    if start < 0:
         return [pattern]
-    first, last = match.group(1), match.group(2)
-    if int(last) < int(first) or int(last) - int(first) > 1_000_000:
-        raise SourceError(f"{pattern}: {{{first}..{last}}} is no range of shards")
-    width = len(first)
-    return [
-        name
-        for n in range(int(first), int(last) + 1)
-        for name in expanded(pattern[: match.start()] + str(n).zfill(width) + pattern[match.end() :])
-    ]
+    depth, commas = 0, []
+    for at in range(start, len(pattern)):
+        c = pattern[at]
+        depth += (c == "{") - (c == "}")
+        if c == "," and depth == 1:
+            commas.append(at)
+        if depth == 0:
+            break
+    else:
+        return [pattern]  # an unclosed brace: a name of its own
+    head, body, tail = pattern[:start], pattern[start + 1 : at], pattern[at + 1 :]
+    if commas:
+        bounds = [start, *commas, at]
+        choices = [pattern[a + 1 : b] for a, b in itertools.pairwise(bounds)]
+    else:
+        match = _BRACES.fullmatch("{" + body + "}")
+        if match is None:
+            return [head + "{" + x for x in expanded(body + "}" + tail)]
+        first, last = match.group(1), match.group(2)
+        if int(last) < int(first) or int(last) - int(first) > 1_000_000:
+            raise SourceError(f"{pattern}: {{{first}..{last}}} is no range of shards")
+        choices = [str(n).zfill(len(first)) for n in range(int(first), int(last) + 1)]
+    return [name for choice in choices for name in expanded(head + choice + tail)]
 
 
 def key_and_ext(name: str) -> tuple[str, str] | None:
@@ -121,7 +128,15 @@ def samples(path: str, warnings: list[str]) -> list[Sample]:
                 exts.add(split[1])
                 members.append(Member(split[1], info.offset_data, info.size))
     except tarfile.TarError as e:
-        raise SourceError(f"{path}: not a tar shard webdataset reads ({e})") from None
+        if not found and key is None:
+            raise SourceError(f"{path}: not a tar shard webdataset reads ({e})") from None
+        # the file ends inside a header or a member's padding: what came before is kept,
+        # the sample being read is lost (its last members may be missing)
+        warnings.append(
+            f"{path}: ends inside a member or its header ({e}, {size} bytes): the samples before it are kept, "
+            f"{'the sample ' + repr(key) + ' and ' if key is not None else ''}the rest of the shard lost"
+        )
+        key = None
     if key is not None:
         found.append(Sample(path, key, tuple(members)))
     return found
