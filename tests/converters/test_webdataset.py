@@ -114,3 +114,16 @@ def test_bad_arguments_are_named(cli, tmp_path, args, said):
     _shards(tmp_path, ["s.tar"], per_shard=1)
     result = cli.convert("webdataset", *[a.replace("{dir}", str(tmp_path)) for a in args], "--out", tmp_path / "o")
     assert result.exit_code in (1, 2) and said in result.output and "Traceback" not in result.output, result.output
+
+
+def test_shards_in_a_bucket_convert_to_the_bytes_local_ones_give(cli, tmp_path, s3):
+    _shards(tmp_path / "in", ["train-0.tar", "val-0.tar"])
+    for shard in (tmp_path / "in").iterdir():
+        s3.fs.pipe_file(f"{s3.name}/in/{shard.name}", shard.read_bytes())
+    local = cli.convert("webdataset", tmp_path / "in" / "*.tar", "--out", tmp_path / "local", "--name", "ds")
+    remote = cli.convert("webdataset", f"s3://{s3.name}/in/{{train,val}}-0.tar", "--out", tmp_path / "remote",
+                         "--name", "ds")  # fmt: skip
+    assert local.exit_code == 0 and remote.exit_code == 0, remote.output
+    shards = sorted(p.name for p in (tmp_path / "local").glob("ds-*"))
+    assert len(shards) == 2
+    assert all((tmp_path / "local" / n).read_bytes() == (tmp_path / "remote" / n).read_bytes() for n in shards)

@@ -27,6 +27,7 @@ from ...pictures.imaging import DecodePolicy
 from ...pictures.stored_image import stored
 from ...storage import fs
 from ..base import Converter, Options, SourceContext
+from ..listing.folders import dataset_name
 from .tars import Sample, samples
 
 PICTURES = ("jpg", "jpeg", "png", "webp", "gif", "bmp", "tiff", "tif")
@@ -66,7 +67,7 @@ class WebdatasetConverter(Converter):
     def __init__(self, shards: list[str], options: WebdatasetOptions, context: SourceContext | None = None) -> None:
         self.options = options = self.begin(options, context)
         self.shards = shards
-        self.dataset_name = fs.basename(fs.dirname(shards[0])) if shards else None  # the shards' folder
+        self.dataset_name = dataset_name(fs.dirname(shards[0])) if shards else None  # the shards' folder's
         self.maps = dict(options.maps)
         listed = [sample for shard in shards for sample in samples(shard, self.warnings)]
         if not listed:  # (a shard cut short before its first sample says so)
@@ -76,7 +77,8 @@ class WebdatasetConverter(Converter):
                 else f"{', '.join(shards[:3])}: no samples in the shards"
             )
         self.picture = self._picture_ext(listed)
-        self.label_ext = next((e for e, f in self.maps.items() if f == LABEL), "cls")
+        # the class label's member: the one --map names label, else cls (unless --map names another feature for it)
+        self.label_ext = next((e for e, f in self.maps.items() if f == LABEL), None if "cls" in self.maps else "cls")
         self.labels: dict[str, list[str]] = {}
         self._ids = self._label_ids(listed)
         self.features = self._declare(listed)
