@@ -127,3 +127,30 @@ def test_shards_in_a_bucket_convert_to_the_bytes_local_ones_give(cli, tmp_path, 
     shards = sorted(p.name for p in (tmp_path / "local").glob("ds-*"))
     assert len(shards) == 2
     assert all((tmp_path / "local" / n).read_bytes() == (tmp_path / "remote" / n).read_bytes() for n in shards)
+
+
+@pytest.mark.parametrize("form", ["GNU_FORMAT", "PAX_FORMAT", "USTAR_FORMAT"])
+def test_the_header_reader_lists_what_tarfile_lists(tmp_path, form):
+    """converters/webdataset/tars.py reads headers itself (tarfile's walk is the slow part of
+    a listing): held to tarfile's own members, long and non-ASCII names included."""
+    import tarfile
+
+    from tfr_convert.converters.webdataset.tars import entries
+
+    path = tmp_path / "x.tar"
+    names = ["a.png", "d/" + "long" * 40 + ".json", "été/ü.cls", "p" * 90 + "/q" * 40 + ".txt"]
+    if form == "USTAR_FORMAT":
+        names = [n for n in names if n.isascii() and len(n) < 100]
+    with tarfile.open(path, "w", format=getattr(tarfile, form)) as tar:
+        folder = tarfile.TarInfo("d")
+        folder.type = tarfile.DIRTYPE
+        tar.addfile(folder)
+        for i, name in enumerate(names):
+            info = tarfile.TarInfo(name)
+            info.size = 100 * i + 3
+            tar.addfile(info, io.BytesIO(bytes(info.size)))
+    with tarfile.open(path) as tar:
+        expected = [(m.name, m.offset_data, m.size) for m in tar.getmembers()]
+    with open(path, "rb") as f:
+        got = [(e.name, e.offset, e.size) for e in entries(f, path.stat().st_size, str(path))]
+    assert got == expected

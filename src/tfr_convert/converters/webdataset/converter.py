@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from collections import Counter
 from collections.abc import Hashable
 from dataclasses import dataclass, field
@@ -69,6 +70,8 @@ class WebdatasetConverter(Converter):
         self.shards = shards
         self.dataset_name = dataset_name(fs.dirname(shards[0])) if shards else None  # the shards' folder's
         self.maps = dict(options.maps)
+        self._fds: dict[str, int] = {}
+        self._fds_pid = 0
         listed = [sample for shard in shards for sample in samples(shard, self.warnings)]
         if not listed:  # (a shard cut short before its first sample says so)
             raise SourceError(
@@ -100,7 +103,7 @@ class WebdatasetConverter(Converter):
         for s in listed:
             member = next((m for m in s[2] if m[0] == self.label_ext), None)
             if member is not None:
-                data = fs.read_range(s[0], member[1], min(member[2], 1024))
+                data = self._read(s[0], member)[:1024]
                 texts[(s[0], s[1])] = data.decode("utf-8", "replace").strip()
         if not texts:
             return {}
@@ -154,7 +157,7 @@ class WebdatasetConverter(Converter):
                 continue
             member = next(m for m in first[2] if self._name(m[0]) == name)
             if member[0] == "npy":
-                values = _npy(fs.read_range(first[0], member[1], member[2]))
+                values = _npy(self._read(first[0], member))
                 features[name] = FeatureSpec.tensor("int64" if values.dtype.kind == "i" else "float32", (None,))
             else:
                 features[name] = FeatureSpec.tensor("string")
@@ -213,7 +216,7 @@ class WebdatasetConverter(Converter):
             if name == LABEL:
                 features[LABEL] = self._ids[(sample[0], sample[1])]
                 continue
-            data = fs.read_range(sample[0], member[1], member[2])
+            data = self._read(sample[0], member)
             if name == "picture":
                 o = self.options
                 picture = stored(data, self.key(sample), o.image_format, o.policy)
@@ -255,9 +258,31 @@ class WebdatasetConverter(Converter):
             "image_format": o.image_format,
         }
 
+    def _read(self, shard: str, member: Any) -> bytes:
+        """A member's bytes: read with the listing where it is small, else by offset (a
+        local shard through one descriptor per process)."""
+        if len(member) > 3 and member[3] is not None:
+            return member[3].encode("latin-1")
+        if fs.is_remote(shard):
+            return fs.read_range(shard, member[1], member[2])
+        if self._fds_pid != os.getpid():  # descriptors are per process (workers fork)
+            self._fds, self._fds_pid = {}, os.getpid()
+        fd = self._fds.get(shard)
+        if fd is None:
+            fd = self._fds[shard] = os.open(shard, os.O_RDONLY)
+        data = os.pread(fd, member[2], member[1])
+        if len(data) != member[2]:
+            raise SourceError(
+                f"{shard}: ends before its member of {member[2]} bytes at byte {member[1]} (changed since listed)"
+            )
+        return data
+
+    def __getstate__(self) -> dict[str, Any]:  # open descriptors stay in their process
+        return {**self.__dict__, "_fds": {}, "_fds_pid": 0}
+
     def _json(self, sample: Sample) -> dict[str, Any]:
         member = next(m for m in sample[2] if m[0] == "json")
-        flat = _flat(_loaded(fs.read_range(sample[0], member[1], member[2])))
+        flat = _flat(_loaded(self._read(sample[0], member)))
         return {k: v for k, v in flat.items() if not (self.picture and k in PICTURE_FEATURES)}
 
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import itertools
 import re
-import tarfile
-from typing import NamedTuple
+from collections.abc import Iterator
+from typing import IO, NamedTuple
 
 from ...errors import SourceError
 from ...storage import fs
@@ -27,6 +27,13 @@ class Member(NamedTuple):
     ext: str
     offset: int  # of its data in the shard
     size: int
+    # a small member's bytes (INLINE), read with the listing; as latin-1 text, which an
+    # engine's plan carries through JSON as it is
+    data: str | None = None
+
+
+#: members of at most this many bytes (class ids, captions) are read as the shard is listed
+INLINE = 256
 
 
 class Sample(NamedTuple):
@@ -78,16 +85,100 @@ def key_and_ext(name: str) -> tuple[str, str] | None:
     return (f"{folder}/{stem}" if folder else stem), ext.lower()
 
 
-def _refused(path: str, info: tarfile.TarInfo) -> str | None:
+class Entry(NamedTuple):
+    """A tar member, from its header: its name, type flag, data offset and size."""
+
+    name: str
+    kind: bytes
+    offset: int
+    size: int
+
+
+class Truncated(Exception):
+    """The file ends inside a header: what it says."""
+
+
+_BLOCK = 512
+_KINDS = {b"1": "a hard link", b"2": "a symbolic link", b"3": "a device", b"4": "a device", b"6": "a FIFO",
+          b"S": "a sparse file"}  # fmt: skip
+
+
+def _number(field: bytes) -> int:
+    """A header's number: octal digits, or GNU's base-256 (the first byte's top bit set)."""
+    if field[:1] and field[0] & 0x80:
+        return int.from_bytes(bytes([field[0] & 0x7F]) + field[1:], "big")
+    digits = field.split(b"\0", 1)[0].strip()
+    return int(digits, 8) if digits else 0
+
+
+def _pax(data: bytes) -> dict[str, str]:
+    """A PAX header's records ("LENGTH key=value\n" each)."""
+    found, at = {}, 0
+    while at < len(data):
+        space = data.find(b" ", at)
+        if space < 0:
+            break
+        length = int(data[at:space] or b"0")
+        if length <= 0:
+            break
+        key, _, value = data[space + 1 : at + length - 1].partition(b"=")
+        found[key.decode("utf-8", "replace")] = value.decode("utf-8", "surrogateescape")
+        at += length
+    return found
+
+
+def entries(f: IO[bytes], size: int, path: str) -> Iterator[Entry]:
+    """The members of a tar, from their headers (GNU long names and PAX paths and sizes
+    taken in), their data passed over; Truncated where the file ends inside a header."""
+    at, name_next, size_next = 0, None, None
+    while at + _BLOCK <= size:
+        f.seek(at)
+        header = f.read(_BLOCK)
+        if len(header) < _BLOCK:
+            raise Truncated(f"a header at byte {at} cut short")
+        if header == bytes(_BLOCK):
+            return  # the end-of-archive block
+        checksum = _number(header[148:156])
+        if checksum not in (sum(header[:148]) + 256 + sum(header[156:]),):
+            raise SourceError(f"{path}: byte {at}: not a tar header (its checksum is wrong)")
+        kind, length = header[156:157], _number(header[124:136])
+        name = header[:100].split(b"\0", 1)[0]
+        if header[257:263] == b"ustar\0" and header[345:500].strip(b"\0"):
+            name = header[345:500].split(b"\0", 1)[0] + b"/" + name
+        data_at = at + _BLOCK
+        at = data_at + -(-length // _BLOCK) * _BLOCK
+        if kind in (b"L", b"x", b"g", b"K"):
+            if data_at + length > size or length > 1 << 20:
+                raise Truncated(f"an extended header at byte {data_at} claims {length} bytes")
+            f.seek(data_at)
+            data = f.read(length)
+            if kind == b"L":
+                name_next = data.split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
+            elif kind == b"x":
+                pax = _pax(data)
+                name_next = pax.get("path", name_next)
+                size_next = int(pax["size"]) if pax.get("size", "").isdigit() else size_next
+            continue
+        text = name_next if name_next is not None else name.decode("utf-8", "surrogateescape")
+        if size_next is not None:
+            length = size_next
+            at = data_at + -(-length // _BLOCK) * _BLOCK
+        name_next = size_next = None
+        yield Entry(text.rstrip("/") if kind == b"5" else text, kind, data_at, length)
+    # no end-of-archive block: the file ends inside a header or a member's padding
+    raise Truncated(f"no end-of-archive block before byte {size}")
+
+
+def _refused(path: str, entry: Entry) -> str | None:
     """Why a member cannot be read (a link, a device...; a name that leaves the sample), or None."""
-    if info.isdir():
+    if entry.kind == b"5":
         return None
-    if not info.isreg():
-        kind = "a symbolic link" if info.issym() else "a hard link" if info.islnk() else "a device or FIFO"
-        return f"{path}: member {info.name!r} is {kind}: a webdataset shard holds regular files only"
-    parts = info.name.replace("\\", "/").split("/")
-    if info.name.startswith(("/", "\\")) or ".." in parts:
-        return f"{path}: member {info.name!r} is absolute or climbs out with '..': no sample's file is named so"
+    if entry.kind not in (b"0", b"\0", b"7"):
+        what = _KINDS.get(entry.kind, f"of type {entry.kind!r}")
+        return f"{path}: member {entry.name!r} is {what}: a webdataset shard holds regular files only"
+    parts = entry.name.replace("\\", "/").split("/")
+    if entry.name.startswith(("/", "\\")) or ".." in parts:
+        return f"{path}: member {entry.name!r} is absolute or climbs out with '..': no sample's file is named so"
     return None
 
 
@@ -99,24 +190,24 @@ def samples(path: str, warnings: list[str]) -> list[Sample]:
     found: list[Sample] = []
     key, members, exts = None, [], set()
     try:
-        with fs.open_input(path) as f, tarfile.open(fileobj=f, mode="r:") as tar:
-            for info in tar:
-                why = _refused(path, info)
+        with fs.open_input(path) as f:
+            for entry in entries(f, size, path):
+                why = _refused(path, entry)
                 if why is not None:
                     raise SourceError(why)
-                if not info.isreg():
+                if entry.kind == b"5":
                     continue
-                if info.offset_data + info.size > size:
-                    cut = key_and_ext(info.name)
+                if entry.offset + entry.size > size:
+                    cut = key_and_ext(entry.name)
                     if cut is not None and cut[0] == key:  # its sample lacks it: lost too
                         key = None
                     warnings.append(
-                        f"{path}: member {info.name!r} claims {info.size} bytes at byte {info.offset_data}, "
+                        f"{path}: member {entry.name!r} claims {entry.size} bytes at byte {entry.offset}, "
                         f"past the end of the file ({size} bytes): the samples before it are kept, it, its "
                         f"sample and the rest of the shard lost"
                     )
                     break
-                split = key_and_ext(info.name)
+                split = key_and_ext(entry.name)
                 if split is None:
                     continue  # no extension: webdataset skips it too
                 if split[0] != key:
@@ -124,14 +215,18 @@ def samples(path: str, warnings: list[str]) -> list[Sample]:
                         found.append(Sample(path, key, tuple(members)))
                     key, members, exts = split[0], [], set()
                 if split[1] in exts:
-                    raise SourceError(f"{path}: member {info.name!r}: a second .{split[1]} for the sample {key!r}")
+                    raise SourceError(f"{path}: member {entry.name!r}: a second .{split[1]} for the sample {key!r}")
                 exts.add(split[1])
-                members.append(Member(split[1], info.offset_data, info.size))
-    except tarfile.TarError as e:
+                small = None
+                if entry.size <= INLINE:
+                    f.seek(entry.offset)
+                    small = f.read(entry.size).decode("latin-1")
+                members.append(Member(split[1], entry.offset, entry.size, small))
+    except Truncated as e:
         if not found and key is None:
             raise SourceError(f"{path}: not a tar shard webdataset reads ({e})") from None
-        # the file ends inside a header or a member's padding: what came before is kept,
-        # the sample being read is lost (its last members may be missing)
+        # the file ends inside a header: what came before is kept, the sample being read is
+        # lost (its last members may be missing)
         warnings.append(
             f"{path}: ends inside a member or its header ({e}, {size} bytes): the samples before it are kept, "
             f"{'the sample ' + repr(key) + ' and ' if key is not None else ''}the rest of the shard lost"
