@@ -99,6 +99,22 @@ def _video(root: Path, k: int) -> list:
     return [root]
 
 
+def _webdataset(root: Path, k: int) -> list:
+    import tarfile
+
+    root.mkdir(parents=True)
+    rng = np.random.default_rng(k)
+    with tarfile.open(root / "train-000000.tar", "w") as tar:
+        for i in range(4):
+            picture = io.BytesIO()
+            Image.fromarray(rng.integers(0, 256, (5, 6, 3), dtype=np.uint8)).save(picture, "PNG")
+            for ext, data in (("png", picture.getvalue()), ("cls", str(i % 2 + 2 * k).encode())):
+                info = tarfile.TarInfo(f"b{k}/{i:03d}.{ext}")
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+    return [root / "train-000000.tar"]
+
+
 #: command -> the arguments of batch k (0 or 1), its inputs written under a folder
 BATCHES: dict[str, Callable[[Path, int], list]] = {
     "mnist": _mnist,
@@ -110,6 +126,7 @@ BATCHES: dict[str, Callable[[Path, int], list]] = {
     "table": _table,
     "audio": _audio,
     "video": _video,
+    "webdataset": _webdataset,
 }
 
 

@@ -195,10 +195,24 @@ GOLDEN = {
         "label.labels.txt": "27e08351cab3453fd1f8945451ced27f75e4d3c02d22dfdca52222ae32d43c71",
         "manifest.json": "5a57852af20eea9b42d59394fc80feb486d13d9a993c55a8b265675a092c32e7",
     },
+    "webdataset_tars": {
+        "dataset_info.json": "ebe22b8573b3f753cefa860f72dee207c0a5f5169986703f25311f6d61e7b83a",
+        "features.json": "91be8137c52a64712c8412a4af084d3f2ba1405ee40b8df6fabb4853a05dc25d",
+        "label.labels.txt": "b78a1987bcbdc0903ba6ba29ee3e1f4e7cc1ca868a60889beb141e26e06cb005",
+        "manifest.json": "b3d63dba17bef33bbe2424f5ceb27daa30161279f31848bf44ba89b3865ef709",
+        "shards-test.tfrecord-00000-of-00001": "f049a8e24ad47642c4013e0c029f3e37b3e3c89a6473e191f869caf5add01327",
+        "shards-train.tfrecord-00000-of-00001": "069170cc1a60b71af7277453ab7b024fa3b6186f88e2e47908c71e4e400bc297",
+    },
 }
 
 
 GOLDEN_EXPORTS: dict[str, dict[str, str]] = {
+    "webdataset": {
+        "test-000000.tar": "7c257f275db201d2ab915519bb6e51ab12c7f97302030812f083bc111b3c5c0d",
+        "test.shards.json": "6da57880e55b9d06dcf9e4dea909ecb2bed12cae2a5d6a712385482144825ca9",
+        "train-000000.tar": "bb172996ae374ef942994ce3d45d623e8564a3bb7a52fec26145072e2fcf99ff",
+        "train.shards.json": "0f38ac09cdd5b74aa87d441f1ba970a67c15b111920a80e8b2171a78950a3593",
+    },
     "boxes_csv": {
         "annotations/boxes_test.csv": "f6016f09a3f42f6da4429114dcb74fd36813cbae8d075b3d270d80e155a18a33",
         "annotations/boxes_train.csv": "1d0d86c2e82f39e948a5d1c9625908a4fea4ddd1312c080c7962c3bea4e9ecb9",
@@ -369,6 +383,7 @@ def conversions(tmp: Path) -> dict[str, list[str]]:
     table = write_table_csv(tmp / "table")
     audio = write_audio_folder(tmp / "sounds")
     clips = write_video_folder(tmp / "clips")
+    shards = write_webdataset_shards(tmp / "shards")
     return {
         "mnist_raw": ["mnist", mnist, "--validation-size", "5", "--examples-per-shard", "10"],
         "mnist_gzip": ["mnist", mnist, "--num-shards", "2", "--compression", "gzip", "--seed", "3"],
@@ -397,7 +412,32 @@ def conversions(tmp: Path) -> dict[str, list[str]]:
                       "--key-column", "id", "--nulls", "omit", "--rename", "kind=label", "--workers", "2"],
         "audio_mono": ["audio", audio, "--mono", "--split", "train=0.5,test=0.5", "--stratify", "--workers", "2"],
         "video_fps": ["video", clips, "--fps", "15", "--split", "train=0.5,test=0.5", "--stratify", "--workers", "2"],
+        "webdataset_tars": ["webdataset", f"{shards}/shard-{{0..1}}.tar", "--split", "train=0.5,test=0.5",
+                            "--workers", "2"],
     }  # fmt: skip
+
+
+def write_webdataset_shards(root: Path) -> Path:
+    """Two webdataset tar shards of 5 samples: a PNG, a class id, json fields (tarfile
+    itself, members dated 0: the same bytes everywhere)."""
+    import io
+    import tarfile
+
+    from PIL import Image
+
+    rng = np.random.default_rng(21)
+    root.mkdir(parents=True)
+    for s in range(2):
+        with tarfile.open(root / f"shard-{s}.tar", "w", format=tarfile.GNU_FORMAT) as tar:
+            for i in range(5):
+                picture = io.BytesIO()
+                Image.fromarray(rng.integers(0, 256, (4 + i, 6, 3), dtype=np.uint8)).save(picture, "PNG")
+                fields = json.dumps({"caption": f"shard {s} sample {i}", "meta": {"score": i / 4, "ok": i % 2 == 0}})
+                for ext, data in (("png", picture.getvalue()), ("cls", str(i % 3).encode()), ("json", fields.encode())):
+                    info = tarfile.TarInfo(f"s{s}/{i:03d}.{ext}")
+                    info.size = len(data)
+                    tar.addfile(info, io.BytesIO(data))
+    return root
 
 
 def write_audio_folder(root: Path) -> Path:
@@ -620,6 +660,7 @@ EXPORTS = {
     "voc": ("detection_csv", ["--to", "voc"]),
     "boxes_csv": ("detection_csv", ["--to", "csv"]),
     "parquet_rows": ("images_csv_raw", ["--to", "parquet"]),
+    "webdataset": ("images_keep", ["--to", "webdataset"]),
 }
 
 

@@ -509,6 +509,55 @@ def video_family() -> list[Case]:
     return cases
 
 
+def _tar(members: list[tuple[str, bytes, bytes]]) -> bytes:
+    """A tar of (name, type, data) members, dated 0 (type: tarfile's REGTYPE, SYMTYPE...)."""
+    import io
+    import tarfile
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        for name, kind, data in members:
+            info = tarfile.TarInfo(name)
+            info.type = kind
+            if kind == tarfile.REGTYPE:
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+            else:
+                info.linkname = "elsewhere" if kind in (tarfile.SYMTYPE, tarfile.LNKTYPE) else ""
+                tar.addfile(info)
+    return buffer.getvalue()
+
+
+def webdataset_family() -> list[Case]:
+    import tarfile
+
+    sample = [("k0.png", png(seed=1)), ("k0.cls", b"1"), ("k0.json", b'{"a": 1}'), ("k1.png", png(seed=2)),
+              ("k1.cls", b"0"), ("k1.json", b'{"a": 2}')]  # fmt: skip
+    members = [(name, tarfile.REGTYPE, data) for name, data in sample]
+    data = _tar(members)
+    argv = ["webdataset", "{dir}/data.tar"]
+    starts = list(range(0, len(data), 512))
+    cases = [Case(label, {"data.tar": cut}, argv, "data.tar", may_convert=k >= 2)
+             for k, (label, cut) in enumerate(cuts("tar", data, starts))]  # fmt: skip
+    for label, name, kind in (
+        ("member climbing out", "../k2.png", tarfile.REGTYPE),
+        ("absolute member", "/tmp/k2.png", tarfile.REGTYPE),
+        ("symlink member", "k2.png", tarfile.SYMTYPE),
+        ("hard link member", "k2.png", tarfile.LNKTYPE),
+        ("device member", "k2.png", tarfile.CHRTYPE),
+        ("fifo member", "k2.png", tarfile.FIFOTYPE),
+    ):
+        cases.append(Case(label, {"data.tar": _tar([*members, (name, kind, png(seed=3))])}, argv, "data.tar"))
+    claimed = bytearray(_tar(members[:1]))  # its first member's header says 2^40 bytes, its checksum right
+    claimed[124:136] = b"\x80" + (2**40).to_bytes(11, "big")  # (GNU's base-256 size: past 11 octal digits)
+    claimed[148:156] = b"        "
+    claimed[148:156] = b"%06o\0 " % sum(claimed[:512])
+    cases.append(Case("member claiming 2^40 bytes", {"data.tar": bytes(claimed)}, argv, "data.tar"))
+    bomb = gzip.compress(data + bytes(64 << 20), mtime=0)  # 64 MiB of zeros behind the samples
+    cases.append(Case("gzipped tar", {"data.tar.gz": bomb}, ["webdataset", "{dir}/data.tar.gz"], "data.tar.gz"))
+    return cases
+
+
 def export_records_family() -> list[Case]:
     return tfrecord_family("export")
 
@@ -545,6 +594,7 @@ MATRIX: dict[str, dict[str, Callable[[Path], list[Case]]]] = {
         "labels csv": lambda tmp: labels_csv_family("video"),
         "names": lambda tmp: hostile_names_family("video"),
     },
+    "webdataset": {"tar": lambda tmp: webdataset_family()},
     "inspect": {
         "tfrecord": lambda tmp: tfrecord_family("inspect"),
         "tfrecord --verify": lambda tmp: tfrecord_family("inspect-verify"),

@@ -360,6 +360,20 @@ def _boxes(target: str, one: Callable, annotations: str, per_split: Callable, pe
     }
 
 
+def webdataset_shards(root: Path) -> None:
+    """train/test tar shards written by webdataset's own TarWriter: a picture (PNG or
+    JPEG), a class id and json fields (a caption, a score) a sample."""
+    wds = pytest.importorskip("webdataset")
+    for s, split in enumerate(("train", "test")):
+        with wds.TarWriter(str(root / f"{split}-000000.tar")) as sink:
+            for i in range(4 + s):
+                path = root / "pictures" / f"{split}{i}.{'png' if i % 2 else 'jpg'}"
+                _picture(path, 7 * s + i, (5 + i, 6))
+                ext = path.suffix[1:]
+                sink.write({"__key__": f"{split}/{i:04d}", ext: path.read_bytes(), "cls": i % 3,
+                            "json": {"caption": f"sample {i}", "score": 0.5 * i}})  # fmt: skip
+
+
 MATRIX: dict[str, dict[str, Trip | Said]] = {
     "images/folders": {
         "class folders": Trip("images", class_folders, ("{src}",), ("{x}",)),
@@ -419,6 +433,11 @@ MATRIX: dict[str, dict[str, Trip | Said]] = {
     },
     **_media("audio", _wav, ".wav", "sounds", "word"),
     **_media("video", _mkv, ".mkv", "clips", "action"),
+    "webdataset": {
+        "tar shards of pictures, classes and json, split by shard name": Trip(
+            "webdataset", webdataset_shards, ("{src}/{{train,test}}-000000.tar",), ("{x}/{{train,test}}-000000.tar",)
+        ),
+    },
 }
 
 # Every layout a converter reads a labelled dataset from, by command: each must be a

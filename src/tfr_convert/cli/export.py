@@ -52,6 +52,11 @@ from .types import ByteSize, LocalOrRemotePath
     type=ByteSize(),
     help="Parquet row groups of about this many bytes of records, e.g. 128MB [default: 64MiB].",
 )
+@click.option(
+    "--shard-size",
+    type=ByteSize(),
+    help="--to webdataset: tar shards of about this many bytes, e.g. 256MB [default: 64MiB].",
+)
 @click.option("--workers", type=click.IntRange(min=1), help="Processes [default: all cores].")
 @max_record_option("exported; a larger one is an error (with --on-error skip, a loss)")
 @on_error_option(
@@ -77,6 +82,7 @@ def export(
     voc_origin,
     limit,
     row_group_size,
+    shard_size,
     workers,
     max_record_size,
     on_error,
@@ -85,11 +91,10 @@ def export(
     quiet,
     as_json,
 ) -> None:
-    """Export records to another format: --to parquet writes OUT/SPLIT.parquet; --to images
-    writes each picture to a file (a clip's frames to a folder of them), in class folders
-    or beside one labels.csv; --to audio|video writes recordings and clips back; --to
-    coco|yolo|voc|csv writes a detection dataset's pictures to OUT/images and its boxes
-    in that format, for `tfr-convert detection OUT/images --annotations ...`.
+    """Export records to another format: --to parquet (OUT/SPLIT.parquet); images (a file a
+    picture or a clip's frames, in class folders or beside labels.csv); audio|video;
+    coco|yolo|voc|csv (OUT/images and the boxes, for `tfr-convert detection`); webdataset
+    (tar shards of samples, OUT/SPLIT-000000.tar...).
 
     SRC is a dataset directory (ours or TFDS-prepared), TFRecord / ArrayRecord files or a
     glob, local or remote. The schema is inferred from the records; a damaged record is
@@ -103,7 +108,7 @@ def export(
     from ..skips import Skips
     from ..storage import fs
 
-    _check_target_options(target, layout, image_feature, label_feature, box_features)
+    _check_target_options(target, layout, image_feature, label_feature, box_features, shard_size)
     if fs.exists(out) and fs.isdir(out) and fs.listdir(out) and not overwrite:
         raise OutputError(f"{out}: holds files already: give --overwrite to write into it")
     source = ExportSource.open(
@@ -121,13 +126,13 @@ def export(
     plan = _picture_plan(source, target, layout, image_feature, label_feature)
     try:
         written = _write(source, out, target, plan, options, box_features, image_feature, label_feature,
-                         voc_origin=voc_origin, row_group_size=row_group_size)  # fmt: skip
+                         voc_origin=voc_origin, row_group_size=row_group_size, shard_size=shard_size)  # fmt: skip
     finally:
         close_bar()
     _tell(target, out, written, plan, options.skips, dry_run, as_json)
 
 
-def _check_target_options(target, layout, image_feature, label_feature, box_features) -> None:
+def _check_target_options(target, layout, image_feature, label_feature, box_features, shard_size) -> None:
     """OptionError for an option the --to target does not take."""
     from ..errors import OptionError
     from ..export import boxes, media
@@ -138,6 +143,8 @@ def _check_target_options(target, layout, image_feature, label_feature, box_feat
         raise OptionError("--image-feature and --label-feature are for --to images and the box formats")
     if target not in boxes.FORMATS and box_features:
         raise OptionError("--box-features is for --to coco|yolo|voc|csv")
+    if target != "webdataset" and shard_size:
+        raise OptionError("--shard-size is for --to webdataset")
 
 
 def _picture_plan(source, target, layout, image_feature, label_feature):
@@ -152,10 +159,13 @@ def _picture_plan(source, target, layout, image_feature, label_feature):
 
 
 def _write(source, out, target, plan, options, box_features, image_feature, label_feature, *, voc_origin,
-           row_group_size) -> dict:  # fmt: skip
+           row_group_size, shard_size) -> dict:  # fmt: skip
     """Each split's entry ({records, ...}) of what the target's exporter wrote (or would)."""
-    from ..export import boxes, images, parquet
+    from ..export import boxes, images, parquet, webdataset
 
+    if target == "webdataset":
+        roles = webdataset.features_of(source, image_feature, label_feature)
+        return webdataset.write(source, out, roles, options, shard_size or webdataset.SHARD_BYTES)
     if plan is not None:
         return images.write(source, out, plan, options)
     if target in boxes.FORMATS:

@@ -179,6 +179,20 @@ class ColumnNames(click.ParamType):
         return names
 
 
+class ExtensionMap(click.ParamType):
+    """`EXT=FEATURE`: a webdataset member's extension and the feature it becomes."""
+
+    name = "EXT=FEATURE"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> tuple[str, str]:
+        if isinstance(value, tuple):
+            return value
+        ext, sep, feature = str(value).partition("=")
+        if not sep or not ext.strip() or not feature.strip():
+            self.fail(f"{value!r} is not EXT=FEATURE (an extension and its feature's name)", param, ctx)
+        return ext.strip().lower().lstrip("."), feature.strip()
+
+
 class Rename(click.ParamType):
     """`OLD=NEW`: a column and the feature name it is written under."""
 

@@ -7,9 +7,10 @@
     media.py    --to audio|video: recordings (WAV, or the file kept) and clips (FFV1) the same way
     boxes.py    --to coco|yolo|voc|csv: a detection dataset's pictures and boxes, as
                 `tfr-convert detection` reads them
+    webdataset.py  --to webdataset: tar shards of samples (picture, .cls, .json) and their wids index
     staging.py  files written aside and moved into place once all are written
 
 It reads as inspect/ does and imports no converter and no writer of shards.
 """
 
-TARGETS = ("parquet", "images", "audio", "video", "coco", "yolo", "voc", "csv")
+TARGETS = ("parquet", "images", "audio", "video", "coco", "yolo", "voc", "csv", "webdataset")

@@ -1,0 +1,106 @@
+"""tfr-export --to webdataset: tar shards that webdataset itself reads back, sample for
+sample: pictures as their stored bytes, labels as .cls, the rest as .json; the path rule
+on keys; the same bytes for any worker count."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers import write_class_folders, write_mnist
+
+from tfr_convert.dataset.wire.example import serialize
+from valid_files import framed, png
+
+wds = pytest.importorskip("webdataset")
+
+
+def _samples(out: Path, split: str) -> list[dict]:
+    index = json.loads((out / f"{split}.shards.json").read_text())
+    urls = [str(out / s["url"]) for s in index["shardlist"]]
+    samples = list(wds.WebDataset(urls, shardshuffle=False))
+    assert len(samples) == sum(s["nsamples"] for s in index["shardlist"])
+    return samples
+
+
+def test_class_folders_come_back_through_webdataset_with_their_bytes_labels_and_names(cli, tmp_path):
+    photos, dataset, out = tmp_path / "photos", tmp_path / "ds", tmp_path / "wds"
+    write_class_folders(photos, ["cat", "dog", "emu"], 5, seed=0)
+    assert cli.convert("images", photos, "--out", dataset, "--split", "train=0.6,test=0.4").exit_code == 0
+    result = cli.export(dataset, "--to", "webdataset", "--out", out, "--shard-size", "2KB", "--json")
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    names = (dataset / "label.labels.txt").read_text().split()
+    seen = 0
+    for split in ("train", "test"):
+        assert len(summary["splits"][split]["shards"]) > 1  # cut at --shard-size
+        for sample in _samples(out, split):
+            key = sample["__key__"]
+            assert sample["png"] == (photos / f"{key}.png").read_bytes()  # the stored bytes, not re-encoded
+            assert names[int(sample["cls"])] == key.split("/")[0]
+            assert json.loads(sample["json"]) == {"channels": 3, "format": "png", "height": 6, "width": 5}
+            seen += 1
+    assert seen == 15
+
+
+def test_any_worker_count_writes_the_same_tars(cli, tmp_path):
+    photos, dataset = tmp_path / "photos", tmp_path / "ds"
+    write_class_folders(photos, ["a", "b"], 40, seed=1)
+    assert cli.convert("images", photos, "--out", dataset).exit_code == 0
+    outs = []
+    for workers in ("1", "3"):
+        out = tmp_path / f"w{workers}"
+        assert (
+            cli.export(
+                dataset, "--to", "webdataset", "--out", out, "--workers", workers, "--shard-size", "8KB"
+            ).exit_code
+            == 0
+        )
+        outs.append({p.name: p.read_bytes() for p in sorted(out.iterdir())})
+    assert outs[0] == outs[1] and len(outs[0]) > 3
+
+
+def test_raw_pixels_become_npy_and_records_without_a_name_are_keyed_by_their_place(cli, tmp_path):
+    src, dataset, out = tmp_path / "src", tmp_path / "ds", tmp_path / "wds"
+    arrays = write_mnist(src, n_train=6, n_test=2)
+    assert cli.convert("mnist", src, "--out", dataset, "--no-shuffle").exit_code == 0
+    assert cli.export(dataset, "--to", "webdataset", "--out", out).exit_code == 0
+    samples = _samples(out, "train")
+    assert [s["__key__"] for s in samples] == [f"{i:08d}" for i in range(6)]
+    pixels = np.load(io.BytesIO(samples[2]["npy"]))
+    assert pixels.shape == (28, 28, 1) and np.array_equal(pixels[..., 0], arrays["train"][0][2])
+    assert int(samples[2]["cls"]) == arrays["train"][1][2]
+
+
+def _records(path: Path, names: list[str]) -> Path:
+    path.write_bytes(
+        framed([serialize({"image": png(seed=i), "filename": n, "note": b"\xff\x00"}) for i, n in enumerate(names)])
+    )
+    return path
+
+
+@pytest.mark.parametrize(
+    ("names", "said"),
+    [
+        (["ok.png", "../up.png"], "is not a relative path inside the output"),
+        (["ok.png", "/abs/x.png"], "is not a relative path inside the output (is absolute"),
+        (["a/x.png", "a/x.jpg"], "its key 'a/x' (from its file name) repeats an earlier record's"),
+    ],
+)
+def test_a_key_that_would_climb_out_or_repeat_is_refused_naming_the_record(cli, tmp_path, names, said):
+    out = tmp_path / "wds"
+    result = cli.export(_records(tmp_path / "in.tfrecord", names), "--to", "webdataset", "--out", out)
+    assert result.exit_code == 1 and said in result.output, result.output
+    assert "in.tfrecord" in result.output and "record 1" in result.output
+    assert not out.exists() or not [p for p in out.rglob("*") if p.is_file()]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.tfrecord", *(["wds"] if out.exists() else [])]
+
+
+def test_bytes_that_are_not_text_ride_in_the_json_as_base64(cli, tmp_path):
+    out = tmp_path / "wds"
+    assert cli.export(_records(tmp_path / "in.tfrecord", ["x.png"]), "--to", "webdataset", "--out", out).exit_code == 0
+    (sample,) = _samples(out, "train")
+    assert json.loads(sample["json"]) == {"note": {"base64": "/wA="}}
