@@ -18,11 +18,14 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import SourceError
 from ..skips import Skips
 from .source import ExportSource
+
+if TYPE_CHECKING:
+    from .staging import Staging
 
 CHUNK_RECORDS = 256
 CHUNK_BYTES = 8 << 20
@@ -72,6 +75,10 @@ class Job(ABC):
     def end(self, split: str) -> dict[str, Any]:
         """The split is done: what the summary says of it, besides its record count."""
         return {}
+
+    def close(self) -> None:
+        """Let go of what is open (a file being written), after the last split or an error."""
+        return None
 
 
 def chunks(
@@ -143,6 +150,21 @@ def run(source: ExportSource, job: Job, options: ExportOptions) -> dict[str, dic
     finally:
         if pool is not None:
             pool.close()
+    return written
+
+
+def run_staged(source: ExportSource, out: str, options: ExportOptions, make_job: Callable[[Staging], Job]) -> dict:
+    """`run` of the job `make_job` makes on a staging area of `out`, whose files are put in
+    place once every split is written (none on a dry run)."""
+    from .staging import staged
+
+    with staged(out, options.dry_run) as staging:
+        job = make_job(staging)
+        try:
+            written = run(source, job, options)
+        finally:
+            job.close()
+        staging.commit()
     return written
 
 

@@ -19,9 +19,9 @@ from .. import optional
 from ..dataset.features import FeatureSpec
 from ..errors import SourceError
 from ..storage import fs
-from .engine import Chunk, ExportOptions, Failed, Job, run
+from .engine import Chunk, ExportOptions, Failed, Job, run_staged
 from .source import ExportSource, parsed
-from .staging import Staging, staged
+from .staging import Staging
 
 ROW_GROUP_BYTES = 64 << 20
 
@@ -155,11 +155,4 @@ class ParquetJob(Job):
 
 def write(source: ExportSource, out: str, options: ExportOptions, row_group_bytes: int = ROW_GROUP_BYTES) -> dict:
     """Write every split; {split: {file, records}}."""
-    with staged(out, options.dry_run) as staging:
-        job = ParquetJob(source, staging, row_group_bytes)
-        try:
-            written = run(source, job, options)
-        finally:
-            job.close()
-        staging.commit()
-    return written
+    return run_staged(source, out, options, lambda staging: ParquetJob(source, staging, row_group_bytes))

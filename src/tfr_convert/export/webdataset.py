@@ -28,9 +28,9 @@ from ..dataset.imageformat import sniff_format
 from ..dataset.naming import checked_relative
 from ..errors import SourceError
 from ..storage import fs
-from .engine import Chunk, ExportOptions, Failed, Job, run
+from .engine import Chunk, ExportOptions, Failed, Job, run_staged
 from .source import ExportSource, parsed
-from .staging import Staging, staged
+from .staging import Staging
 
 SHARD_BYTES = 64 << 20
 #: a picture's member extension by the format its bytes are in
@@ -208,11 +208,4 @@ def features_of(source: ExportSource, image: str | None, label: str | None) -> F
 
 def write(source: ExportSource, out: str, features: Features, options: ExportOptions, shard_bytes: int) -> dict:
     """Write every split; {split: {records, shards}}."""
-    with staged(out, options.dry_run) as staging:
-        job = WebdatasetJob(features, staging, shard_bytes)
-        try:
-            written = run(source, job, options)
-        finally:
-            job.close()
-        staging.commit()
-    return written
+    return run_staged(source, out, options, lambda staging: WebdatasetJob(features, staging, shard_bytes))
