@@ -49,7 +49,7 @@ def overwrite(s3, tmp_path):
     src = tmp_path / "src"
     write_mnist(src, n_train=60, n_test=20)
     old = ["mnist", src, "--num-shards", 2, "--quiet"]
-    new = ["mnist", src, "--num-shards", 3, "--validation-size", 6, "--quiet"]
+    new = ["mnist", src, "--num-shards", 2, "--validation-size", 6, "--quiet"]
     assert run(s3.env, "tfr-convert", *old, "--out", tmp_path / "old").returncode == 0
     assert run(s3.env, "tfr-convert", *new, "--out", tmp_path / "new").returncode == 0
     return new, local(tmp_path / "old"), local(tmp_path / "new")
