@@ -31,7 +31,7 @@ from typing import Any
 
 from .. import containers
 from ..converters.base import Converter
-from ..dataset.existing import ExistingDataset, class_names, load_json
+from ..dataset.existing import ExistingDataset, load_json
 from ..dataset.naming import FEATURES, MANIFEST
 from ..dataset.splits import ordered_splits
 from ..dataset.versions import VERSION, as_tuple, named_datasets, next_minor, versions
@@ -86,6 +86,10 @@ class Parent:
     manifest: dict[str, Any]
 
     @cached_property
+    def dataset(self) -> ExistingDataset:
+        return ExistingDataset(self.path)
+
+    @cached_property
     def digest(self) -> str:
         """Its manifest's sha256: part of the append's identity, so --resume refuses a
         changed parent."""
@@ -112,7 +116,7 @@ class Parent:
         _ = self.shards  # every shard checked there, before anything is encoded
 
     def _number_classes(self, converter: Converter) -> None:
-        held = class_names(self.path)
+        held = self.dataset.class_names()
         relabel = {}
         for feature, names in converter.labels.items():
             merged = list(held.get(feature, []))
@@ -195,7 +199,7 @@ class Parent:
 
     def _pictures(self, feature: str) -> dict[bytes, str]:
         """{sha256 of a stored picture: its split} of every record of this version."""
-        dataset = ExistingDataset(self.path)
+        dataset = self.dataset
         container = containers.get(dataset.file_format)
         held = {}
         for split in dataset.splits():
@@ -222,7 +226,7 @@ class Parent:
         """This version's shards per split, each as its manifest records it: named from
         dataset_info.json (so no manifest names a file elsewhere), each there at its
         recorded size; else SourceError naming the shard."""
-        dataset = ExistingDataset(self.path)
+        dataset = self.dataset
         recorded = dataset.recorded_shards()
         where = fs.join(self.path, MANIFEST)
         shards = {}

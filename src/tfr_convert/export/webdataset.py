@@ -192,7 +192,7 @@ def _json_value(value: Any, text: bool) -> Any:
 def features_of(source: ExportSource, image: str | None, label: str | None) -> Features:
     """The roles of the features: `image` / `label` as given, else images.py's guesses
     (a record without a picture is a sample of its json alone)."""
-    from .images import plan
+    from .images import FILENAME_FEATURES, plan
 
     schema = source.schema(absent=True)
     raw = None
@@ -202,7 +202,7 @@ def features_of(source: ExportSource, image: str | None, label: str | None) -> F
     except SourceError:
         if source.first_example() is None or image is not None:
             raise  # no records, or no picture where --image-feature said
-        filename = next((n for n in ("filename", "image/filename", "file_name") if n in schema), None)
+        filename = next((n for n in FILENAME_FEATURES if n in schema), None)
     return Features(image, label, filename, raw, schema, frozenset(source.text_features()))
 
 

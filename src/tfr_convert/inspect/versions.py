@@ -20,6 +20,8 @@ def held_versions(path: str) -> dict[str, str] | None:
     (ROOT/NAME) holds in versions; None when `path` is neither."""
     if not fs.isdir(path) or ExistingDataset.holds_dataset(path):
         return None
+    if any(not name.startswith(".") for name in fs.files_in(path)):
+        return None  # files of its own (shards): no folder of versions, and no entry of it looked into
     if versions(path):
         return {fs.basename(fs.normpath(path)): path}
     names = named_datasets(path)

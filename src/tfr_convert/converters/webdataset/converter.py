@@ -210,7 +210,8 @@ class WebdatasetConverter(Converter):
 
     def features_of(self, item: Hashable) -> dict[str, Any]:
         sample: Sample = item  # type: ignore[assignment]
-        features: dict[str, Any] = {"filename": self.key(sample)}
+        name_of = self.key(sample)
+        features: dict[str, Any] = {"filename": name_of}
         for member in sample[2]:
             name = self._name(member[0])
             if name == LABEL:
@@ -219,7 +220,7 @@ class WebdatasetConverter(Converter):
             data = self._read(sample[0], member)
             if name == "picture":
                 o = self.options
-                picture = stored(data, self.key(sample), o.image_format, o.policy)
+                picture = stored(data, name_of, o.image_format, o.policy)
                 features |= {
                     "image": picture.data,
                     "format": picture.format,

@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterator
 from typing import IO, NamedTuple
 
+from ...dataset.naming import checked_relative
 from ...errors import SourceError
 from ...storage import fs
 
@@ -176,9 +177,10 @@ def _refused(path: str, entry: Entry) -> str | None:
     if entry.kind not in (b"0", b"\0", b"7"):
         what = _KINDS.get(entry.kind, f"of type {entry.kind!r}")
         return f"{path}: member {entry.name!r} is {what}: a webdataset shard holds regular files only"
-    parts = entry.name.replace("\\", "/").split("/")
-    if entry.name.startswith(("/", "\\")) or ".." in parts:
-        return f"{path}: member {entry.name!r} is absolute or climbs out with '..': no sample's file is named so"
+    try:
+        checked_relative(entry.name, "its name")
+    except SourceError as e:
+        return f"{path}: member {entry.name!r}: {e}"
     return None
 
 
