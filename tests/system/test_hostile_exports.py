@@ -14,6 +14,8 @@ import pytest
 import tensorflow as tf
 
 TARGETS = [("images", "folders"), ("images", "csv"), ("coco", None), ("yolo", None), ("voc", None), ("parquet", None)]
+# where names from the records never become paths (a column there): split names still do
+COLUMN_TARGETS = [("hf", None), ("webdataset", None)]
 
 
 def _feature(value):
@@ -68,7 +70,7 @@ def _refused(result, *words):
     return result
 
 
-@pytest.mark.parametrize(("target", "layout"), TARGETS)
+@pytest.mark.parametrize(("target", "layout"), TARGETS + COLUMN_TARGETS)
 @pytest.mark.parametrize("split", ["..", "."])
 def test_a_split_name_that_climbs_out_is_exit_1_naming_the_file_for_every_target(cli, tmp_path, target, layout, split):
     work = tmp_path / "a" / "b"
@@ -80,7 +82,7 @@ def test_a_split_name_that_climbs_out_is_exit_1_naming_the_file_for_every_target
     assert _everything(tmp_path) == before  # nothing written anywhere, OUT not even made
 
 
-@pytest.mark.parametrize(("target", "layout"), TARGETS)
+@pytest.mark.parametrize(("target", "layout"), TARGETS + COLUMN_TARGETS)
 def test_hostile_class_texts_stay_text_inside_out_for_every_target(cli, tmp_path, target, layout):
     work = tmp_path / "a" / "b"
     work.mkdir(parents=True)

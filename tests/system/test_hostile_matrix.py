@@ -365,7 +365,8 @@ def dataset_metadata_family(command: str) -> list[Case]:
     info = {"name": "d", "splits": [{"name": "train", "shardLengths": ["4"], "numBytes": str(len(shard))}]}
     base = {"d/d-train.tfrecord-00000-of-00001": shard, "d/dataset_info.json": json.dumps(info).encode()}
     argv = {"inspect": ["{dir}/d", "--verify"], "export": ["{dir}/d", "--to", "parquet"],
-            "records": ["records", "{dir}/d"], "inspect-diff": ["{dir}/old", "{dir}/d", "--diff"]}[command]  # fmt: skip
+            "export-hf": ["{dir}/d", "--to", "hf"], "records": ["records", "{dir}/d"],
+            "inspect-diff": ["{dir}/old", "{dir}/d", "--diff"]}[command]  # fmt: skip
     if command == "inspect-diff":  # the damaged dataset as NEW, against a sound one
         base |= {f"old/{name.split('/')[1]}": data for name, data in base.items()}
     bad = {
@@ -558,6 +559,29 @@ def webdataset_family() -> list[Case]:
     return cases
 
 
+def carried_hf_features_family() -> list[Case]:
+    """A dataset whose huggingface_features.json (what `tfr-export --to hf` gives back) is
+    damaged or lies about the columns: ignored where it does not fit, never a crash."""
+    shard = framed(examples())
+    info = {"name": "d", "splits": [{"name": "train", "shardLengths": ["4"], "numBytes": str(len(shard))}]}
+    base = {"d/d-train.tfrecord-00000-of-00001": shard, "d/dataset_info.json": json.dumps(info).encode()}
+    bad = {
+        "a list": b"[1, 2]",
+        "nested 100000 deep": b'{"features": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+        "not utf-8": b'{"features": {"\xff": 1}}',
+        "a Value of no dtype": json.dumps({"features": {"label": {"_type": "Value", "dtype": "evil"}}}).encode(),
+        "a ClassLabel of no names": json.dumps({"features": {"label": {"_type": "ClassLabel", "names": 7}}}).encode(),
+        "a List of length -5": json.dumps(
+            {"features": {"label": {"_type": "List", "length": -5, "feature": {"_type": "Value", "dtype": "int8"}}}}
+        ).encode(),
+        "a string where ints are": json.dumps({"features": {"label": {"_type": "Value", "dtype": "string"}}}).encode(),
+        "a column that is not there": json.dumps({"features": {"zz": {"_type": "Image"}}}).encode(),
+    }
+    argv = ["{dir}/d", "--to", "hf"]
+    return [Case(label, {**base, "d/huggingface_features.json": text}, argv, "d", may_convert=True)
+            for label, text in bad.items()]  # fmt: skip
+
+
 def export_records_family() -> list[Case]:
     return tfrecord_family("export")
 
@@ -605,6 +629,8 @@ MATRIX: dict[str, dict[str, Callable[[Path], list[Case]]]] = {
     "export": {
         "tfrecord": lambda tmp: export_records_family(),
         "dataset metadata": lambda tmp: dataset_metadata_family("export"),
+        "dataset metadata --to hf": lambda tmp: dataset_metadata_family("export-hf"),
+        "carried hf features": lambda tmp: carried_hf_features_family(),
     },
 }
 

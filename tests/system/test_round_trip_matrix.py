@@ -431,6 +431,7 @@ MATRIX: dict[str, dict[str, Trip | Said]] = {
         ),
         "HF DatasetDict": Trip("table", hf_dataset_dict, ("{src}/hf",), ("{x}",)),
     },
+    "hf": {"HF DatasetDict": Trip("table", hf_dataset_dict, ("{src}/hf",), ("{x}",))},
     **_media("audio", _wav, ".wav", "sounds", "word"),
     **_media("video", _mkv, ".mkv", "clips", "action"),
     "webdataset": {

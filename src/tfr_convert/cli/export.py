@@ -55,7 +55,8 @@ from .types import ByteSize, LocalOrRemotePath
 @click.option(
     "--shard-size",
     type=ByteSize(),
-    help="--to webdataset: tar shards of about this many bytes, e.g. 256MB [default: 64MiB].",
+    help="--to webdataset: tar shards of about this many bytes, e.g. 256MB [default: 64MiB]; --to hf: Arrow "
+    "files of at most about this many bytes [default: 500MiB, as datasets' save_to_disk].",
 )
 @click.option("--workers", type=click.IntRange(min=1), help="Processes [default: all cores].")
 @max_record_option("exported; a larger one is an error (with --on-error skip, a loss)")
@@ -94,7 +95,8 @@ def export(
     """Export records to another format: --to parquet (OUT/SPLIT.parquet); images (a file a
     picture or a clip's frames, in class folders or beside labels.csv); audio|video;
     coco|yolo|voc|csv (OUT/images and the boxes, for `tfr-convert detection`); webdataset
-    (tar shards of samples, OUT/SPLIT-000000.tar...).
+    (tar shards of samples, OUT/SPLIT-000000.tar...); hf (a folder `datasets.load_from_disk`
+    opens as a DatasetDict).
 
     SRC is a dataset directory (ours or TFDS-prepared), TFRecord / ArrayRecord files or a
     glob, local or remote. The schema is inferred from the records; a damaged record is
@@ -139,12 +141,12 @@ def _check_target_options(target, layout, image_feature, label_feature, box_feat
 
     if target not in ("images", *media.MEDIA) and layout:
         raise OptionError("--layout is for --to images, audio and video")
-    if target == "parquet" and (image_feature or label_feature):
+    if target in ("parquet", "hf") and (image_feature or label_feature):
         raise OptionError("--image-feature and --label-feature are for --to images and the box formats")
     if target not in boxes.FORMATS and box_features:
         raise OptionError("--box-features is for --to coco|yolo|voc|csv")
-    if target != "webdataset" and shard_size:
-        raise OptionError("--shard-size is for --to webdataset")
+    if target not in ("webdataset", "hf") and shard_size:
+        raise OptionError("--shard-size is for --to webdataset and hf")
 
 
 def _picture_plan(source, target, layout, image_feature, label_feature):
@@ -161,8 +163,10 @@ def _picture_plan(source, target, layout, image_feature, label_feature):
 def _write(source, out, target, plan, options, box_features, image_feature, label_feature, *, voc_origin,
            row_group_size, shard_size) -> dict:  # fmt: skip
     """Each split's entry ({records, ...}) of what the target's exporter wrote (or would)."""
-    from ..export import boxes, images, parquet, webdataset
+    from ..export import boxes, hf, images, parquet, webdataset
 
+    if target == "hf":
+        return hf.write(source, out, options, shard_size or hf.SHARD_BYTES)
     if target == "webdataset":
         roles = webdataset.features_of(source, image_feature, label_feature)
         return webdataset.write(source, out, roles, options, shard_size or webdataset.SHARD_BYTES)

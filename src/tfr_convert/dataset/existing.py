@@ -14,7 +14,7 @@ from typing import Any
 from ..errors import SourceError, shown
 from ..storage import fs
 from .features import LABELS_SUFFIX, flatten_tfds
-from .naming import FEATURES, INFO, KEYPOINTS, MANIFEST, ShardName, checked_component
+from .naming import FEATURES, HF_FEATURES, INFO, KEYPOINTS, MANIFEST, ShardName, checked_component
 
 
 def load_json(directory: str, name: str) -> Any:
@@ -91,6 +91,13 @@ class ExistingDataset:
     def manifest(self) -> dict[str, Any]:
         manifest = load_json(self.path, MANIFEST)
         return manifest if isinstance(manifest, dict) else {}
+
+    @cached_property
+    def hf_features(self) -> dict[str, Any]:
+        """The Hugging Face features the dataset carries from its source ({} if none)."""
+        content = load_json(self.path, HF_FEATURES)
+        features = content.get("features") if isinstance(content, dict) else None
+        return features if isinstance(features, dict) else {}
 
     @cached_property
     def skeleton(self) -> list[tuple[int, int]]:

@@ -18,6 +18,8 @@ from ..errors import SourceError
 INFO, FEATURES, MANIFEST = "dataset_info.json", "features.json", "manifest.json"
 #: the keypoints' names and skeleton (pairs of keypoints counted from 1, as COCO gives them)
 KEYPOINTS = "keypoints.json"
+#: the Hugging Face features of the columns a table from a save_to_disk folder kept whole
+HF_FEATURES = "huggingface_features.json"
 #: every temporary a run writes into the output directory starts with this
 TEMP_PREFIX = ".tfr-convert-tmp-"
 # Where a run into a remote (or mount point) DIR works, inside DIR; while its commit is

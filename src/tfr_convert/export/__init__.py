@@ -8,9 +8,11 @@
     boxes.py    --to coco|yolo|voc|csv: a detection dataset's pictures and boxes, as
                 `tfr-convert detection` reads them
     webdataset.py  --to webdataset: tar shards of samples (picture, .cls, .json) and their wids index
+    hf.py       --to hf: a Hugging Face save_to_disk folder (Arrow files, the features as
+                `datasets` writes them: hf_features.py)
     staging.py  files written aside and moved into place once all are written
 
 It reads as inspect/ does and imports no converter and no writer of shards.
 """
 
-TARGETS = ("parquet", "images", "audio", "video", "coco", "yolo", "voc", "csv", "webdataset")
+TARGETS = ("parquet", "images", "audio", "video", "coco", "yolo", "voc", "csv", "webdataset", "hf")

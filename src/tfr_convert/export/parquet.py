@@ -71,12 +71,7 @@ class ParquetJob(Job):
     def __init__(self, source: ExportSource, staging: Staging, row_group_bytes: int) -> None:
         pa = optional.pyarrow("tfr-export --to parquet")
         schema, text = source.schema(absent=True), source.text_features()
-        # what `tfr-convert table` needs to write the dataset back as it was: its name,
-        # features and class names, and that its rows are in the dataset's order
-        exported = {"class_names": source.class_names(), "splits": list(source.splits)}
-        if source.dataset is not None:
-            exported |= {"name": source.dataset.name, "features": source.dataset.features}
-        metadata = {"tfr_convert": json.dumps(exported, sort_keys=True)}
+        metadata = {"tfr_convert": json.dumps(source.exported(), sort_keys=True)}
         fields = [pa.field(name, arrow_type(pa, spec, name in text)) for name, spec in schema.items()]
         self.arrow_schema = pa.schema(fields, metadata=metadata)
         self.columns = [_Column(name, spec, name in text) for name, spec in schema.items()]

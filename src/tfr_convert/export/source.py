@@ -107,3 +107,12 @@ class ExportSource:
 
     def class_names(self) -> dict[str, list[str]]:
         return self.dataset.class_names() if self.dataset is not None else {}
+
+    def exported(self) -> dict:
+        """What `tfr-convert table` needs to write the dataset back as it was (its name,
+        features and class names, and that its rows are in the dataset's order): the
+        `tfr_convert` metadata of an exported table."""
+        exported = {"class_names": self.class_names(), "splits": list(self.splits)}
+        if self.dataset is not None:
+            exported |= {"name": self.dataset.name, "features": self.dataset.features}
+        return exported

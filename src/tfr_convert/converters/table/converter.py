@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ...dataset.features import FeatureSpec
+from ...dataset.naming import HF_FEATURES
 from ...dataset.rows import GroupCodes, RowNumbers, RowStrata, row_array
 from ...dataset.splits import SplitSpec, split_by_ratio
 from ...dataset.wire.example import INT64
@@ -177,6 +178,7 @@ class TableConverter(Converter):
             self.keeps_order = True
             self.dataset_name = exported[0].get("name") or self.dataset_name
         flat = self._lay_out_columns(source, opened.hf_features)
+        self._hf_carried = self._carried(list(flat), opened.hf_features)
         _check_rows(self._parts)
         ok = np.ones(self._starts[-1], bool)  # rows kept (under --on-error skip a bad one is not)
         ok &= self._labels_checked(flat, opened.hf_features, exported[0] if all(exported) else None)
@@ -197,6 +199,18 @@ class TableConverter(Converter):
         # rows encoded column by column cost little each: large batches spread a batch's
         # fixed cost; a row with pictures is a picture's work
         self.chunk_size = 64 if self._images.columns else COLUMNAR_BATCH
+
+    def _carried(self, flat: list[str], hf_features: dict[str, Any]) -> dict[str, Any]:
+        """The Hugging Face features of the columns that become features whole, under their
+        own names (every field of a struct kept, none renamed), for `tfr-export --to hf`
+        to give back; not those of the label or split column or of a renamed column."""
+        kept = {c.source: c.name for c in self._columns} | {p.source: p.name for p in self._images.columns}
+        carried = {}
+        for top, feature in hf_features.items():
+            under = [s for s in flat if s == top or s.startswith(top + "/")]
+            if under and all(kept.get(s) == s for s in under):
+                carried[top] = feature
+        return carried
 
     def _read_parts(self, parts: list[Any]) -> None:
         """The tables' parts, checked for nesting, their pandas index left out (said), where
@@ -647,6 +661,12 @@ class TableConverter(Converter):
 
     def sources(self) -> list[dict[str, Any]]:
         return self._sources
+
+    def extra_files(self) -> dict[str, bytes]:
+        if not self._hf_carried:
+            return {}
+        document = {"features": self._hf_carried}
+        return {HF_FEATURES: (json.dumps(document, indent=1, ensure_ascii=False) + "\n").encode("utf-8")}
 
     def recorded_options(self) -> dict[str, Any]:
         o = self._o

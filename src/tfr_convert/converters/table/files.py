@@ -279,7 +279,9 @@ def _hf_dataset(path: str, split: str | None) -> tuple[list[Part], dict[str, Any
     for name in files:
         file = fs.join(path, name)
         try:
-            parts.append(Part(file, split or own_split, _arrow_file(file), "huggingface"))
+            table = _arrow_file(file)
+            exported = _exported(file, (table.schema.metadata or {}).get(b"tfr_convert"))  # tfr-export --to hf's
+            parts.append(Part(file, split or own_split, table, "huggingface", exported=exported))
         except pa.ArrowException as e:
             raise SourceError(f"{file}: {_arrow_message(e)}") from None
     return parts, features
