@@ -12,7 +12,7 @@ import tensorflow as tf
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tfr_convert.dataset.wire.entries import few_values_of
+from tfr_convert.dataset.wire.entries import all_values_of, few_values_of
 from tfr_convert.dataset.wire.example import ExampleDecodeError, outline, parse, serialize, values_of
 
 
@@ -140,6 +140,28 @@ def test_values_of_reads_the_named_features_only(written, data):
     record, expected, _ = written
     names = data.draw(st.sets(st.sampled_from([*sorted(expected), "absent"])))
     assert _same(values_of(record, names), {n: v for n, v in expected.items() if n in names})
+
+
+@settings(max_examples=300, deadline=None)
+@given(_example(), st.data())
+def test_all_values_of_reads_as_parse_whatever_the_records_shape(written, data):
+    """The fast path of a whole record against the one parser: records of every shape
+    (the plain shape writers give read by lengths, any other through parse), the plain
+    records of every list kind, empty lists included, and the same bytes damaged."""
+    record, _, _ = written
+    assert _same(all_values_of(record), parse(record))
+    floats = [float(np.float32(v)) for v in data.draw(st.lists(st.floats(width=32, allow_nan=False), max_size=4))]
+    plain = serialize({"f": np.array(floats, np.float32), "i": np.zeros(0, np.int64), "b": [b"", b"x"]})
+    assert _same(all_values_of(plain), parse(plain))
+    cut = data.draw(st.integers(0, max(0, len(record) - 1)))
+    damaged = bytearray(record[:cut] + record[cut + 1 :])
+    try:
+        want = parse(bytes(damaged))
+    except ExampleDecodeError:
+        with pytest.raises(ExampleDecodeError):
+            all_values_of(bytes(damaged))
+    else:
+        assert _same(all_values_of(bytes(damaged)), want)
 
 
 @settings(max_examples=300, deadline=None)
@@ -336,3 +358,12 @@ def test_a_map_entry_without_a_value_is_a_feature_with_nothing_set():
     data = _field(1, 2, _field(1, 2, _field(1, 2, b"a")))
     assert "a" in tf.train.Example.FromString(data).features.feature
     assert parse(data) == {"a": (None, [])} and outline(data) == {"a": (None, [], 0)}
+
+
+def test_all_values_of_reads_a_plain_record_without_the_parser(monkeypatch):
+    from tfr_convert.dataset.wire import example
+
+    record = serialize({"image": b"\xff" * 300, "label": 7, "box": np.array([0.5, 0.25], np.float32), "name": "a"})
+    want = parse(record)
+    monkeypatch.setattr(example, "parse", lambda data: pytest.fail("the plain record went to the parser"))
+    assert all_values_of(record) == want

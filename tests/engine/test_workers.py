@@ -230,6 +230,7 @@ def test_spawned_workers_send_their_results_through_the_pipe():
 
 _LIMITED = """
 import resource, sys
+import numpy  # the receiving side's views: loaded before the limit, as by the encoder of any run with workers
 import test_workers as t
 from tfr_convert.engine.workers import SLOT_BYTES, SLOTS, Workers
 size = int([line for line in open("/proc/self/status") if line.startswith("VmSize")][0].split()[1]) * 1024

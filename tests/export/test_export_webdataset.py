@@ -6,13 +6,17 @@ from __future__ import annotations
 
 import io
 import json
+import tarfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 from helpers import write_class_folders, write_mnist
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tfr_convert.dataset.wire.example import serialize
+from tfr_convert.export.webdataset import member_header
 from valid_files import framed, png
 
 wds = pytest.importorskip("webdataset")
@@ -104,3 +108,16 @@ def test_bytes_that_are_not_text_ride_in_the_json_as_base64(cli, tmp_path):
     assert cli.export(_records(tmp_path / "in.tfrecord", ["x.png"]), "--to", "webdataset", "--out", out).exit_code == 0
     (sample,) = _samples(out, "train")
     assert json.loads(sample["json"]) == {"note": {"base64": "/wA="}}
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\0"), min_size=1, max_size=260),
+    st.integers(0, 8**11 + 5) | st.integers(0, 1 << 20),
+)
+def test_a_member_header_is_tarfiles_own_for_any_name_and_size(name, size):
+    """The fast header (the export's) against tarfile's GNU format: long names, non-ASCII
+    names, sizes past the octal field's."""
+    info = tarfile.TarInfo(name)
+    info.size, info.mode, info.mtime = size, 0o444, 0
+    assert member_header(name, size) == info.tobuf(tarfile.GNU_FORMAT, "utf-8", "surrogateescape")

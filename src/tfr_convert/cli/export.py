@@ -58,7 +58,12 @@ from .types import ByteSize, LocalOrRemotePath
     help="--to webdataset: tar shards of about this many bytes, e.g. 256MB [default: 64MiB]; --to hf: Arrow "
     "files of at most about this many bytes [default: 500MiB, as datasets' save_to_disk].",
 )
-@click.option("--workers", type=click.IntRange(min=1), help="Processes [default: all cores].")
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    help="Processes [default: all cores; 1 for --to webdataset, whose work is less than moving each record to a "
+    "process and back].",
+)
 @max_record_option("exported; a larger one is an error (with --on-error skip, a loss)")
 @on_error_option(
     "skip: leave out damaged records (salvaging damaged TFRecord files) and records that cannot be written, "
@@ -102,7 +107,6 @@ def export(
     glob, local or remote. The schema is inferred from the records; a damaged record is
     exit 1 naming its file and offset, and nothing is left under a final name.
     """
-    from ..engine.run_options import default_workers
     from ..engine.workers import can_fork
     from ..errors import OutputError
     from ..export.engine import ExportOptions
@@ -118,7 +122,7 @@ def export(
     )
     update, close_bar = progress_bar(quiet or dry_run, "exporting", "rec", "reading")
     options = ExportOptions(
-        workers=workers or default_workers(),
+        workers=workers,  # None: as the target's work is worth it
         limit=limit,
         skips=Skips() if on_error == "skip" else None,
         progress=(lambda n: update(n, None)) if update is not None else None,
@@ -137,13 +141,13 @@ def export(
 def _check_target_options(target, layout, image_feature, label_feature, box_features, shard_size) -> None:
     """OptionError for an option the --to target does not take."""
     from ..errors import OptionError
-    from ..export import boxes, media
+    from ..export import BOX_FORMATS, MEDIA
 
-    if target not in ("images", *media.MEDIA) and layout:
+    if target not in ("images", *MEDIA) and layout:
         raise OptionError("--layout is for --to images, audio and video")
     if target in ("parquet", "hf") and (image_feature or label_feature):
         raise OptionError("--image-feature and --label-feature are for --to images and the box formats")
-    if target not in boxes.FORMATS and box_features:
+    if target not in BOX_FORMATS and box_features:
         raise OptionError("--box-features is for --to coco|yolo|voc|csv")
     if target not in ("webdataset", "hf") and shard_size:
         raise OptionError("--shard-size is for --to webdataset and hf")
@@ -151,30 +155,45 @@ def _check_target_options(target, layout, image_feature, label_feature, box_feat
 
 def _picture_plan(source, target, layout, image_feature, label_feature):
     """--to images|audio|video: which feature goes where (export/images.py's Plan); else None."""
-    from ..export import images, media
+    from ..export import MEDIA
 
     if target == "images":
+        from ..export import images
+
         return images.plan(source, layout, image_feature, label_feature)
-    if target in media.MEDIA:
+    if target in MEDIA:
+        from ..export import media
+
         return media.media_plan(source, target, layout, image_feature, label_feature)
     return None
 
 
 def _write(source, out, target, plan, options, box_features, image_feature, label_feature, *, voc_origin,
            row_group_size, shard_size) -> dict:  # fmt: skip
-    """Each split's entry ({records, ...}) of what the target's exporter wrote (or would)."""
-    from ..export import boxes, hf, images, parquet, webdataset
+    """Each split's entry ({records, ...}) of what the target's exporter wrote (or would);
+    only the target's own module is imported."""
+    from ..export import BOX_FORMATS
 
     if target == "hf":
+        from ..export import hf
+
         return hf.write(source, out, options, shard_size or hf.SHARD_BYTES)
     if target == "webdataset":
+        from ..export import webdataset
+
         roles = webdataset.features_of(source, image_feature, label_feature)
         return webdataset.write(source, out, roles, options, shard_size or webdataset.SHARD_BYTES)
     if plan is not None:
+        from ..export import images
+
         return images.write(source, out, plan, options)
-    if target in boxes.FORMATS:
+    if target in BOX_FORMATS:
+        from ..export import boxes
+
         keys = boxes.box_keys(source, box_features, image_feature, label_feature)
         return boxes.write(source, out, target, keys, options, voc_origin=voc_origin)
+    from ..export import parquet
+
     return parquet.write(source, out, options, row_group_size or parquet.ROW_GROUP_BYTES)
 
 

@@ -31,8 +31,6 @@ import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-import numpy as np
-
 from ..errors import WorkerLost
 from ..storage import fs
 
@@ -134,6 +132,8 @@ class Workers:
     def _in_slot(self, w: int, slot: int, lengths: list[int]) -> list[memoryview]:
         """Views of the buffers a worker put in its slot; the slot is free again once
         nothing holds any of them."""
+        import numpy as np  # here: a run that never starts a worker (an export in one process) does without it
+
         area = self._areas[w]
         assert area is not None
         whole = np.frombuffer(area, np.uint8, sum(lengths), slot * SLOT_BYTES)
@@ -270,6 +270,8 @@ def _widen(fd: int) -> None:
 def _read(fd: int, n: int) -> memoryview:
     """Exactly n bytes from fd, into memory nothing else holds (not zeroed first: the
     read fills it); EOFError if the writer is gone first."""
+    import numpy as np
+
     view = memoryview(np.empty(n, np.uint8)).cast("B")
     got = 0
     while got < n:

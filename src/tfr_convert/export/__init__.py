@@ -15,4 +15,6 @@
 It reads as inspect/ does and imports no converter and no writer of shards.
 """
 
-TARGETS = ("parquet", "images", "audio", "video", "coco", "yolo", "voc", "csv", "webdataset", "hf")
+BOX_FORMATS = ("coco", "yolo", "voc", "csv")  # boxes.py's
+MEDIA = ("audio", "video")  # media.py's
+TARGETS = ("parquet", "images", *MEDIA, *BOX_FORMATS, "webdataset", "hf")

@@ -53,6 +53,10 @@ class Job(ABC):
     uses) but keeps no state. Everything else runs in this process, in record order."""
 
     chunk_bytes = CHUNK_BYTES  # records' bytes in a chunk (at most CHUNK_RECORDS records)
+    #: whether its work on a record is worth sending the record to a worker process and
+    #: its result back; one that only lays bytes out again (webdataset's tars) is faster
+    #: here alone, so its default is one process (--workers still spreads it)
+    parallel = True
 
     @abstractmethod
     def work(self, chunk: Chunk) -> tuple[list[Any], Any]:
@@ -103,7 +107,7 @@ def chunks(
 
 @dataclass
 class ExportOptions:
-    workers: int = 1
+    workers: int | None = 1  # None: every core for a job whose work is worth it, else 1
     limit: int | None = None  # records per split
     skips: Skips | None = None  # where records left out are reported (--on-error skip); None: they are errors
     progress: Callable[[int], None] | None = None  # called with each count of records done
@@ -119,6 +123,10 @@ def run(source: ExportSource, job: Job, options: ExportOptions) -> dict[str, dic
     run counts the records (by the containers' cheapest count) and runs the job on a
     sample: {split: {records, checked, ...}}."""
     limit, workers, skips, progress = options.limit, options.workers, options.skips, options.progress
+    if workers is None:
+        from ..engine.run_options import default_workers
+
+        workers = default_workers() if job.parallel else 1
     if options.dry_run:
         limit, workers = min(limit or DRY_RUN_SAMPLE, DRY_RUN_SAMPLE), 1
     pool = _pool(job, workers, options.fork) if workers > 1 else None

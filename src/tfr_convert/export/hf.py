@@ -37,24 +37,6 @@ class _Row:
         self.where = where
 
 
-class _HashedFile:
-    """A staged file that keeps the blake2b of what is written (the split's fingerprint)."""
-
-    def __init__(self, f: IO[bytes], digest: Any) -> None:
-        self._f, self.digest, self.closed = f, digest, False
-
-    def write(self, data: Any) -> int:
-        self.digest.update(data)
-        return self._f.write(data)
-
-    def flush(self) -> None:
-        self._f.flush()
-
-    def close(self) -> None:
-        self.closed = True
-        self._f.close()
-
-
 class HfJob(Job):
     def __init__(
         self, source: ExportSource, nodes: dict[str, Node], staging: Staging, shard_bytes: int, limit: int | None
@@ -74,6 +56,9 @@ class HfJob(Job):
             metadata=metadata,
         )
         self.media = _audio_plan(source, nodes)
+        # cells made of values as they are: cheaper here than sending records to workers;
+        # pixels to PNG or samples to WAV are worth them
+        self.parallel = any(n.leaf.kind in ("raw_image", "audio") for n in _leaves(nodes) if n.leaf is not None)
         self.description = source.dataset.info.get("description", "") if source.dataset is not None else ""
         self.shard_bytes, self.limit = shard_bytes, limit
         self._source = source
@@ -81,13 +66,12 @@ class HfJob(Job):
         self._split = ""
         self._plan: list[int] = []  # rows of each of the split's files
         self._writer: Any = None
-        self._file: _HashedFile | None = None
+        self._file: IO[bytes] | None = None
         self._files: list[str] = []
         self._rows = 0  # in the file being written
-        self._digest: Any = None
 
     def __getstate__(self) -> dict[str, Any]:
-        state = {**self.__dict__, "_staging": None, "_writer": None, "_file": None, "_digest": None}
+        state = {**self.__dict__, "_staging": None, "_writer": None, "_file": None}
         return state | {"pa": None, "_source": None}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -114,7 +98,7 @@ class HfJob(Job):
         arrays = []
         for i, (name, node) in enumerate(self.nodes.items()):
             try:
-                array = pa.array([row[i] for row in rows], type=self.built.field(i).type)
+                array = hf_features.column(pa, node, [row[i] for row in rows])
                 arrays.append(array.cast(node.carried) if node.carried is not None else array)
             except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError) as e:
                 first = chunk.records[0][0] if chunk.records else chunk.split
@@ -125,7 +109,6 @@ class HfJob(Job):
 
     def begin(self, split: str) -> None:
         self._split, self._files, self._rows = split, [], 0
-        self._digest = hashlib.blake2b(digest_size=8)
         count = self._source.count(split)
         count = min(count, self.limit) if self.limit is not None else count
         size = sum(fs.getsize(path) for path in self._source.splits[split])
@@ -156,7 +139,7 @@ class HfJob(Job):
         pa = self.pa
         assert self._staging is not None
         name = f"{self._split}/data-{len(self._files):05d}-of-{len(self._plan):05d}.arrow"
-        self._file = _HashedFile(self._staging.open(name), self._digest)
+        self._file = self._staging.open(name)
         self._writer = pa.ipc.new_stream(self._file, self.schema)
         self._files.append(name)
         self._rows = 0
@@ -176,7 +159,7 @@ class HfJob(Job):
         assert self._staging is not None
         state = {
             "_data_files": [{"filename": name.rsplit("/", 1)[1]} for name in self._files],
-            "_fingerprint": self._digest.hexdigest(),
+            "_fingerprint": self._fingerprint(split),
             "_format_columns": None,
             "_format_kwargs": {},
             "_format_type": None,
@@ -191,6 +174,16 @@ class HfJob(Job):
 
     def close(self) -> None:
         self._close_file()
+
+    def _fingerprint(self, split: str) -> str:
+        """What `datasets` keeps to tell datasets apart: here, of the features and the
+        split's input files (names and sizes) and row counts, so the same export of the
+        same input says the same."""
+        digest = hashlib.blake2b(json.dumps(self.features, sort_keys=True).encode(), digest_size=8)
+        for path in self._source.splits[split]:
+            digest.update(f"\0{fs.basename(path)}\0{fs.getsize(path)}".encode())
+        digest.update(repr(self._plan).encode())
+        return digest.hexdigest()
 
 
 def _value(node: Node, example: dict, media: Any) -> Any:

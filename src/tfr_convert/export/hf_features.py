@@ -252,8 +252,25 @@ def _same_kind(pa: Any, ours: Any, theirs: Any) -> bool:
 # ---------------------------------------------------------------- cells
 
 
+def column(pa: Any, node: Node, cells: list[Any]) -> Any:
+    """The Arrow array of a node's cells (as `cell` makes them, a dict for a dict node): a
+    picture's or sound's struct {bytes, path} assembled from the bytes, not a dict a row."""
+    if node.leaf is None:
+        children = [column(pa, child, [c[name] for c in cells]) for name, child in node.fields.items()]
+        return pa.StructArray.from_arrays(
+            children, fields=[pa.field(n, a.type) for n, a in zip(node.fields, children, strict=True)]
+        )
+    if node.leaf.kind in ("image", "raw_image", "audio") and node.leaf.dims[:1] != (None,):
+        absent = [c is None for c in cells]
+        blobs, paths = pa.array(cells, pa.binary()), pa.nulls(len(cells), pa.string())
+        mask = pa.array(absent, pa.bool_()) if any(absent) else None
+        return pa.StructArray.from_arrays([blobs, paths], names=list(_BLOB), mask=mask)
+    return pa.array(cells, arrow_type(pa, node))
+
+
 def cell(leaf: Leaf, example: dict, media: Any = None) -> Any:
-    """A record's value of the leaf; SourceError naming the feature when it does not fit."""
+    """A record's value of the leaf (a picture's or sound's bytes: `column` makes their
+    struct); SourceError naming the feature when it does not fit."""
     entry = example.get(leaf.key)
     values = entry[1] if entry is not None else []
     if entry is None:
@@ -261,16 +278,15 @@ def cell(leaf: Leaf, example: dict, media: Any = None) -> Any:
             return None if leaf.optional else []
         raise SourceError(f"no feature {leaf.key!r}")
     if leaf.kind == "image":
-        blobs = [{"bytes": v, "path": None} for v in values]
-        return blobs if leaf.dims[:1] == (None,) else _one(leaf, blobs)
+        return [{"bytes": v, "path": None} for v in values] if leaf.dims[:1] == (None,) else _one(leaf, values)
     if leaf.kind == "frames":
         return [{"bytes": v, "path": None} for v in values]
     if leaf.kind == "raw_image":
-        return {"bytes": _png(leaf, _one(leaf, values)), "path": None}
+        return _png(leaf, _one(leaf, values))
     if leaf.kind == "audio":
         from .media import media_file
 
-        return {"bytes": media_file(example, media)[0], "path": None}
+        return media_file(example, media)[0]
     if leaf.dtype == "string":
         try:
             values = [v.decode("utf-8") for v in values]

@@ -25,10 +25,11 @@ import numpy as np
 from ..dataset.wire.example import BYTES
 from ..errors import OptionError, SourceError
 from ..optional import av, soundfile
+from . import MEDIA
 from .images import Plan, plan
 from .source import ExportSource
 
-MEDIA = ("audio", "video")
+__all__ = ["MEDIA", "media_file", "media_plan"]
 _SUBTYPES = {"int16": "PCM_16", "int32": "PCM_32", "float32": "FLOAT"}
 _KEPT = {b"RIFF": "wav", b"fLaC": "flac", b"OggS": "ogg", b"FORM": "aiff"}
 # the features `tfr-convert audio|video` writes of the file itself, besides it and its filename

@@ -7,7 +7,7 @@ does; a dataset's metadata adds which string features are text, and class names.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import islice
 
 from .. import containers
@@ -16,7 +16,7 @@ from ..dataset.features import FeatureSpec
 from ..dataset.naming import checked_component
 from ..dataset.record_schema import SAMPLE, infer_schema
 from ..dataset.splits import ordered_splits
-from ..dataset.wire.example import parse
+from ..dataset.wire.entries import all_values_of
 from ..errors import SourceError
 from ..inspect.paths import resolve, split_of
 from ..skips import Skips
@@ -25,7 +25,7 @@ from ..skips import Skips
 def parsed(payload: bytes) -> dict:
     """A record's features; a payload that is no tf.train.Example is a SourceError."""
     try:
-        return parse(payload)
+        return all_values_of(payload)
     except ValueError as e:
         raise SourceError(f"not a tf.train.Example ({e})") from None
 
@@ -36,6 +36,7 @@ class ExportSource:
     dataset: ExistingDataset | None  # the metadata, when SRC is one dataset directory
     salvage: bool = False  # read past damage (--on-error skip) instead of stopping at it
     max_record: int = containers.MAX_RECORD_BYTES  # the largest record read (each is held whole once)
+    _schemas: dict[bool, dict[str, FeatureSpec]] = field(default_factory=dict, repr=False)  # by `absent`
 
     @classmethod
     def open(
@@ -90,8 +91,12 @@ class ExportSource:
         """Each feature's kind and length, from the first records of the splits (when
         salvaging, those of most of them: the others are left out as they are met);
         `absent`: a feature some records lack is kept, as one they may lack."""
-        first = (record for split in self.splits for record in self.records(split))
-        return infer_schema(islice(first, SAMPLE), majority=self.salvage and not absent, absent=absent)
+        if absent not in self._schemas:  # asked by several parts of one export: read once
+            first = (record for split in self.splits for record in self.records(split))
+            self._schemas[absent] = infer_schema(
+                islice(first, SAMPLE), majority=self.salvage and not absent, absent=absent
+            )
+        return dict(self._schemas[absent])
 
     def text_features(self) -> set[str]:
         """The string features the metadata declares as text (not images or bytes)."""

@@ -7,11 +7,13 @@ other kind of list, is read by example.values_of, the one parser (imported then 
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Collection
 from typing import Any
 
 INT64 = "int64_list"  # example.INT64, the kind values_of names an int64 list by
 BYTES = "bytes_list"  # example.BYTES
+FLOAT = "float_list"  # example.FLOAT
 _INT64_MAX = (1 << 63) - 1
 
 
@@ -35,6 +37,60 @@ def few_values_of(data: bytes, names: Collection[bytes]) -> dict[str, tuple[str 
     return values
 
 
+def all_values_of(data: bytes) -> dict[str, tuple[str | None, list[Any]]]:
+    """example.parse(data): every feature of a record of the plain shape read here, by
+    lengths; any other record by the one parser."""
+    spans = _plain_entries(data, None)
+    values: dict[str, tuple[str | None, list[Any]]] = {}
+    for name, (start, stop) in (spans or {}).items():
+        found = _list_of(data, start, stop)
+        if found is None:
+            spans = None
+            break
+        try:
+            values[name.decode("utf-8")] = found
+        except UnicodeDecodeError:
+            spans = None
+            break
+    if spans is None:
+        from .example import parse
+
+        return parse(data)
+    return values
+
+
+def _list_of(data: bytes, start: int, stop: int) -> tuple[str | None, list[Any]] | None:
+    """(kind, values) of a Feature of one list (int64 packed, float packed, bytes), or of
+    none (an unset Feature); None for any other shape."""
+    if start == stop:
+        return None, []
+    tag = data[start]
+    if tag == 0x1A:
+        found = _packed_int64s(data, start, stop)
+        return (INT64, found) if found is not None else None
+    if tag == 0x12:
+        return _packed_floats(data, start, stop)
+    if tag == 0x0A:
+        found = _bytes_values(data, start, stop)
+        if found is None and stop - start == 2 and data[start + 1] == 0:
+            return BYTES, []  # an empty bytes list
+        return (BYTES, found) if found is not None else None
+    return None
+
+
+def _packed_floats(data: bytes, start: int, stop: int) -> tuple[str, list[float]] | None:
+    try:
+        at = _only(data, start, stop, 0x12)  # the Feature: its float_list
+        if at == stop:
+            return FLOAT, []
+        at = _only(data, at, stop, 0x0A)  # the list: its packed values
+    except ValueError:
+        return None
+    if (stop - at) % 4:
+        return None
+    return FLOAT, list(struct.unpack_from(f"<{(stop - at) // 4}f", data, at))
+
+
 def _varint(data: bytes, pos: int, end: int) -> tuple[int, int]:
     """(value, position after) of the varint at `pos`; ValueError past `end` or 10 bytes."""
     result = shift = 0
@@ -48,9 +104,9 @@ def _varint(data: bytes, pos: int, end: int) -> tuple[int, int]:
     raise ValueError("no varint")
 
 
-def _plain_entries(data: bytes, names: Collection[bytes]) -> dict[bytes, tuple[int, int]] | None:
-    """{name: its Feature's span} of the named entries, or None where the record is not
-    of the plain shape (then nothing is assumed of it)."""
+def _plain_entries(data: bytes, names: Collection[bytes] | None) -> dict[bytes, tuple[int, int]] | None:
+    """{name: its Feature's span} of the named entries (None: of every entry), or None
+    where the record is not of the plain shape (then nothing is assumed of it)."""
     end = len(data)
     if not end or data[0] != 0x0A:
         return None
@@ -70,7 +126,7 @@ def _plain_entries(data: bytes, names: Collection[bytes]) -> dict[bytes, tuple[i
             size = data[pos + 1]
             size, at = (size, pos + 2) if size < 0x80 else _varint(data, pos + 1, stop)
             name = data[at : at + size]
-            if name in names:
+            if names is None or name in names:
                 at += size
                 if at >= stop or data[at] != 0x12:
                     return None
