@@ -116,6 +116,9 @@ def main() -> None:
     }
     hf_out, generated = work / "hf", work / "from-generator"
     contenders["tfr-export --to hf"] = [f"rm -rf {hf_out} && {export} {from_files} --to hf --out {hf_out} --quiet"]
+    contenders["tfr-export --to webdataset --workers 2"] = [  # what the one-process default saves
+        f"rm -rf {exported} && {export} {from_files} --to webdataset --out {exported} --quiet --workers 2"
+    ]
     import shutil
     import subprocess
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -77,6 +79,34 @@ def test_a_last_shard_cut_short_keeps_the_samples_before_the_cut_and_says_what_w
     summary = json.loads(result.stdout)
     assert summary["splits"]["train"]["examples"] == 6  # its sample may lack members: lost too
     assert any("ends inside a member or its header" in w and "the sample 'b/0002'" in w for w in summary["warnings"])
+
+
+def test_gzipped_shards_give_the_bytes_plain_ones_give_and_one_cut_short_keeps_what_came_before(cli, tmp_path):
+    import gzip
+
+    _shards(tmp_path / "plain", ["train-0.tar", "train-1.tar"])
+    (tmp_path / "gz").mkdir()
+    for name in ("train-0.tar", "train-1.tar"):
+        data = (tmp_path / "plain" / name).read_bytes()
+        (tmp_path / "gz" / f"{name}.gz").write_bytes(gzip.compress(data[:2000]) + gzip.compress(data[2000:]))
+    plain = cli.convert("webdataset", tmp_path / "plain" / "*.tar", "--out", tmp_path / "a", "--name", "ds")
+    zipped = cli.convert("webdataset", tmp_path / "gz" / "*.tar.gz", "--out", tmp_path / "b", "--name", "ds")
+    assert plain.exit_code == 0 and zipped.exit_code == 0, zipped.output
+    shards = sorted(p.name for p in (tmp_path / "a").glob("ds-*"))
+    assert shards and all((tmp_path / "a" / n).read_bytes() == (tmp_path / "b" / n).read_bytes() for n in shards)
+    assert not [p for p in Path(tempfile.gettempdir()).glob("tfr-convert-gunzip-*") if p.stat().st_uid == os.getuid()
+                and p.stat().st_mtime > (tmp_path / "b").stat().st_mtime - 60]  # fmt: skip
+    cut = tmp_path / "gz" / "train-1.tar.gz"
+    whole = gzip.compress((tmp_path / "plain" / "train-1.tar").read_bytes())
+    cut.write_bytes(whole[: len(whole) * 3 // 5])
+    result = cli.convert("webdataset", tmp_path / "gz" / "*.tar.gz", "--out", tmp_path / "c", "--json")
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert 4 < summary["splits"]["train"]["examples"] < 8  # train-0's 4, and train-1's before the cut
+    assert any("train-1.tar.gz: its gzip stream ends before its end" in w for w in summary["warnings"])
+    assert any(
+        "train-1.tar.gz: ends inside a member" in w or "train-1.tar.gz: member" in w for w in summary["warnings"]
+    )
 
 
 def test_map_names_a_members_feature_and_classes_names_the_ids(cli, tmp_path):

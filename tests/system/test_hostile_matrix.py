@@ -542,6 +542,8 @@ def webdataset_family() -> list[Case]:
              for k, (label, cut) in enumerate(cuts("tar", data, starts))]  # fmt: skip
     for label, name, kind in (
         ("member climbing out", "../k2.png", tarfile.REGTYPE),
+        ("a sample's later member climbing out", "k1.x/../../k2.png", tarfile.REGTYPE),
+        ("a sample's later member's name part of 300 bytes", "k1." + "x" * 300, tarfile.REGTYPE),
         ("absolute member", "/tmp/k2.png", tarfile.REGTYPE),
         ("symlink member", "k2.png", tarfile.SYMTYPE),
         ("hard link member", "k2.png", tarfile.LNKTYPE),
@@ -554,8 +556,17 @@ def webdataset_family() -> list[Case]:
     claimed[148:156] = b"        "
     claimed[148:156] = b"%06o\0 " % sum(claimed[:512])
     cases.append(Case("member claiming 2^40 bytes", {"data.tar": bytes(claimed)}, argv, "data.tar"))
-    bomb = gzip.compress(data + bytes(64 << 20), mtime=0)  # 64 MiB of zeros behind the samples
-    cases.append(Case("gzipped tar", {"data.tar.gz": bomb}, ["webdataset", "{dir}/data.tar.gz"], "data.tar.gz"))
+    gzipped = ["webdataset", "{dir}/data.tar.gz"]
+    padded = gzip.compress(data + bytes(64 << 20), mtime=0)  # 64 MiB of zeros behind the samples: a tar's end
+    cases.append(
+        Case("gzipped tar of 64 MiB of padding", {"data.tar.gz": padded}, gzipped, "data.tar.gz", may_convert=True)
+    )
+    deflate = zlib.compressobj(9, zlib.DEFLATED, 31)  # 300 MiB of zeros, about 300 KiB gzipped
+    bomb = deflate.compress(data) + b"".join(deflate.compress(bytes(1 << 20)) for _ in range(300)) + deflate.flush()
+    cases.append(Case("gzip bomb", {"data.tar.gz": bomb}, gzipped, "data.tar.gz"))
+    cases.append(Case("gzipped tar cut short", {"data.tar.gz": padded[: len(padded) // 2]}, gzipped, "data.tar.gz",
+                      may_convert=True))  # fmt: skip
+    cases.append(Case("no gzip", {"data.tar.gz": data}, gzipped, "data.tar.gz"))
     return cases
 
 

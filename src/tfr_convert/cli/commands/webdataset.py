@@ -27,7 +27,7 @@ CONVERTERS = ("tfr_convert.converters.webdataset.converter:WebdatasetConverter",
 @opt.common_options
 def command(shards, classes_file, maps, split, stratify, image_format, max_pixels, **common) -> None:
     """The samples of webdataset tar shards (files, globs, brace patterns such as
-    data-{000..099}.tar, local or remote), an Example each: a picture as `images` keeps it,
+    data-{000..099}.tar, plain or gzipped, local or remote), an Example each: a picture as `images` keeps it,
     .cls as the class label, .json's fields, .npy as a tensor, any other member as bytes.
     Splits from the shards' names (train-*.tar, val-*.tar), else --split."""
     from ...converters.webdataset.converter import WebdatasetConverter, WebdatasetOptions

@@ -29,7 +29,7 @@ from ...pictures.stored_image import stored
 from ...storage import fs
 from ..base import Converter, Options, SourceContext
 from ..listing.folders import dataset_name
-from .tars import Sample, samples
+from .tars import GZIPPED, Sample, gunzipped, samples
 
 PICTURES = ("jpg", "jpeg", "png", "webp", "gif", "bmp", "tiff", "tif")
 #: what a picture states of itself: json fields of these names are left to it
@@ -72,7 +72,10 @@ class WebdatasetConverter(Converter):
         self.maps = dict(options.maps)
         self._fds: dict[str, int] = {}
         self._fds_pid = 0
-        listed = [sample for shard in shards for sample in samples(shard, self.warnings)]
+        self._inflated = self._gunzipped(shards)  # a gzipped shard -> the local file it is read from
+        listed = [
+            sample for shard in shards for sample in samples(self._inflated.get(shard, shard), self.warnings, shard)
+        ]
         if not listed:  # (a shard cut short before its first sample says so)
             raise SourceError(
                 f"{self.warnings[0]}; no sample is left"
@@ -88,6 +91,19 @@ class WebdatasetConverter(Converter):
         self._splits = self._split(listed)
 
     # ------------------------------------------------------------ listing
+
+    def _gunzipped(self, shards: list[str]) -> dict[str, str]:
+        """Each gzipped shard inflated into a local file of this run (removed when the
+        converter is let go of, by the process that made it)."""
+        gzipped = [s for s in shards if s.endswith(GZIPPED)]
+        if not gzipped:
+            return {}
+        import tempfile
+        import weakref
+
+        spool = tempfile.mkdtemp(prefix="tfr-convert-gunzip-")
+        weakref.finalize(self, _remove_spool, spool, os.getpid())
+        return {s: gunzipped(s, os.path.join(spool, f"{n}.tar"), self.warnings) for n, s in enumerate(gzipped)}
 
     def _picture_ext(self, listed: list[Sample]) -> str | None:
         exts = {m[0] for s in listed for m in s[2] if m[0] in PICTURES and m[0] not in self.maps}
@@ -264,6 +280,7 @@ class WebdatasetConverter(Converter):
         local shard through one descriptor per process)."""
         if len(member) > 3 and member[3] is not None:
             return member[3].encode("latin-1")
+        shard = self._inflated.get(shard, shard)
         if fs.is_remote(shard):
             return fs.read_range(shard, member[1], member[2])
         if self._fds_pid != os.getpid():  # descriptors are per process (workers fork)
@@ -285,6 +302,13 @@ class WebdatasetConverter(Converter):
         member = next(m for m in sample[2] if m[0] == "json")
         flat = _flat(_loaded(self._read(sample[0], member)))
         return {k: v for k, v in flat.items() if not (self.picture and k in PICTURE_FEATURES)}
+
+
+def _remove_spool(folder: str, pid: int) -> None:
+    if os.getpid() == pid:  # not in a forked worker, whose copy of this finalizer also runs
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _loaded(data: bytes) -> dict[str, Any]:

@@ -7,6 +7,11 @@ Only regular files are read: a link, a device or a FIFO is refused, as is a name
 absolute or climbs out (`..`). A member whose data would run past the end of the file
 (a shard cut short, or a header claiming 2^40 bytes) ends the shard: its samples before
 it are kept and the loss is said, as `records --on-error skip` says a salvaged loss.
+
+A gzipped shard (`.tar.gz`, `.tgz`) is inflated once, streaming, into a local file that is
+then read like a plain one; one that would inflate past GUNZIP_RATIO times its size (and
+GUNZIP_FLOOR) is refused as the gzip bomb it looks like, and a gzip stream cut short keeps
+what came before the cut, like a tar cut short.
 """
 
 from __future__ import annotations
@@ -170,13 +175,34 @@ def entries(f: IO[bytes], size: int, path: str) -> Iterator[Entry]:
     raise Truncated(f"no end-of-archive block before byte {size}")
 
 
-def _refused(path: str, entry: Entry) -> str | None:
-    """Why a member cannot be read (a link, a device...; a name that leaves the sample), or None."""
+_EXTENSION = re.compile(r"\.[A-Za-z0-9_-][A-Za-z0-9_.-]{0,59}")
+
+
+def _same_sample(name: str, key: str) -> bool:
+    """Whether `name` is `key` (of a name that passed the path check) and a plain extension:
+    its last part then is the key's (no dot in it, not empty) and that extension, which no
+    check can refuse but for its length."""
+    last = key.rpartition("/")[2]
+    rest = name[len(key) :]
+    return (
+        bool(last)
+        and name.startswith(key)
+        and _EXTENSION.fullmatch(rest) is not None
+        and len((last + rest).encode("utf-8", "surrogateescape")) <= 255
+    )
+
+
+def _refused(path: str, entry: Entry, key: str | None) -> str | None:
+    """Why a member cannot be read (a link, a device...; a name that leaves the sample), or
+    None. A member of the sample `key`, whose name passed the check, differs from it only
+    in its extension, within its last part: only that part's length is left to check."""
     if entry.kind == b"5":
         return None
     if entry.kind not in (b"0", b"\0", b"7"):
         what = _KINDS.get(entry.kind, f"of type {entry.kind!r}")
         return f"{path}: member {entry.name!r} is {what}: a webdataset shard holds regular files only"
+    if key is not None and _same_sample(entry.name, key):
+        return None
     try:
         checked_relative(entry.name, "its name")
     except SourceError as e:
@@ -184,17 +210,64 @@ def _refused(path: str, entry: Entry) -> str | None:
     return None
 
 
-def samples(path: str, warnings: list[str]) -> list[Sample]:
-    """The samples of one uncompressed tar shard, in order."""
-    if path.endswith((".gz", ".tgz")):
-        raise SourceError(f"{path}: a gzipped tar: gunzip it first (tfr-convert webdataset reads plain .tar shards)")
+GZIPPED = (".gz", ".tgz")
+GUNZIP_RATIO, GUNZIP_FLOOR = 100, 256 << 20
+_GUNZIP_PIECE = 1 << 20
+
+
+def gunzipped(path: str, spool: str, warnings: list[str]) -> str:
+    """A local file holding the gzipped shard `path` inflated (`spool`: its path), read a
+    piece at a time; SourceError past GUNZIP_RATIO times its size, or if it is no gzip."""
+    import zlib
+
+    size = fs.getsize(path)
+    limit = max(GUNZIP_RATIO * size, GUNZIP_FLOOR)
+    inflater, written, read, members = zlib.decompressobj(wbits=31), 0, 0, 0
+    with fs.open_input(path) as f, open(spool, "wb") as out:
+        while piece := f.read(_GUNZIP_PIECE):
+            read += len(piece)
+            while piece:
+                try:
+                    data = inflater.decompress(piece, _GUNZIP_PIECE)
+                except zlib.error as e:
+                    if not written:
+                        raise SourceError(f"{path}: not a gzip stream ({e})") from None
+                    if members == 0 or piece.strip(b"\0"):  # (zeros after the last member: padding)
+                        warnings.append(
+                            f"{path}: its gzip stream is damaged before byte {read} ({e}): read up to there"
+                        )
+                    return spool
+                written += len(data)
+                if written > limit:
+                    raise SourceError(
+                        f"{path}: inflates past {limit} bytes, over {GUNZIP_RATIO} times its {size} bytes: a gzip "
+                        "bomb? gunzip it yourself if it is meant to be read"
+                    )
+                out.write(data)
+                piece = inflater.unconsumed_tail
+                if inflater.eof:  # another gzip member may follow (concatenated gzips)
+                    members += 1
+                    piece, inflater = inflater.unused_data, zlib.decompressobj(wbits=31)
+    if not written:
+        raise SourceError(f"{path}: not a gzip stream (nothing inflates from it)")
+    if members == 0:
+        warnings.append(f"{path}: its gzip stream ends before its end (the file is cut short): read up to there")
+    return spool
+
+
+def samples(path: str, warnings: list[str], named: str | None = None) -> list[Sample]:
+    """The samples of one uncompressed tar shard, in order; `named`: the shard their items
+    and messages name (the gzipped one `path` was inflated from)."""
+    if path.endswith(GZIPPED):
+        raise SourceError(f"{path}: a gzipped tar is inflated first (gunzipped)")
+    shown = named or path
     size = fs.getsize(path)
     found: list[Sample] = []
     key, members, exts = None, [], set()
     try:
         with fs.open_input(path) as f:
-            for entry in entries(f, size, path):
-                why = _refused(path, entry)
+            for entry in entries(f, size, shown):
+                why = _refused(shown, entry, key)
                 if why is not None:
                     raise SourceError(why)
                 if entry.kind == b"5":
@@ -204,7 +277,7 @@ def samples(path: str, warnings: list[str]) -> list[Sample]:
                     if cut is not None and cut[0] == key:  # its sample lacks it: lost too
                         key = None
                     warnings.append(
-                        f"{path}: member {entry.name!r} claims {entry.size} bytes at byte {entry.offset}, "
+                        f"{shown}: member {entry.name!r} claims {entry.size} bytes at byte {entry.offset}, "
                         f"past the end of the file ({size} bytes): the samples before it are kept, it, its "
                         f"sample and the rest of the shard lost"
                     )
@@ -214,10 +287,10 @@ def samples(path: str, warnings: list[str]) -> list[Sample]:
                     continue  # no extension: webdataset skips it too
                 if split[0] != key:
                     if key is not None:
-                        found.append(Sample(path, key, tuple(members)))
+                        found.append(Sample(shown, key, tuple(members)))
                     key, members, exts = split[0], [], set()
                 if split[1] in exts:
-                    raise SourceError(f"{path}: member {entry.name!r}: a second .{split[1]} for the sample {key!r}")
+                    raise SourceError(f"{shown}: member {entry.name!r}: a second .{split[1]} for the sample {key!r}")
                 exts.add(split[1])
                 small = None
                 if entry.size <= INLINE:
@@ -226,14 +299,14 @@ def samples(path: str, warnings: list[str]) -> list[Sample]:
                 members.append(Member(split[1], entry.offset, entry.size, small))
     except Truncated as e:
         if not found and key is None:
-            raise SourceError(f"{path}: not a tar shard webdataset reads ({e})") from None
+            raise SourceError(f"{shown}: not a tar shard webdataset reads ({e})") from None
         # the file ends inside a header: what came before is kept, the sample being read is
         # lost (its last members may be missing)
         warnings.append(
-            f"{path}: ends inside a member or its header ({e}, {size} bytes): the samples before it are kept, "
+            f"{shown}: ends inside a member or its header ({e}, {size} bytes): the samples before it are kept, "
             f"{'the sample ' + repr(key) + ' and ' if key is not None else ''}the rest of the shard lost"
         )
         key = None
     if key is not None:
-        found.append(Sample(path, key, tuple(members)))
+        found.append(Sample(shown, key, tuple(members)))
     return found
