@@ -109,6 +109,44 @@ def test_gzipped_shards_give_the_bytes_plain_ones_give_and_one_cut_short_keeps_w
     )
 
 
+def test_json_fields_chooses_the_fields_or_keeps_the_json_whole_and_cls2_is_a_label(cli, tmp_path):
+    written = _shards(tmp_path / "in", ["train-0.tar"], cls2=lambda i: 2 - i % 3)
+    for sample in written.values():
+        del sample["cls"]
+    for name in ("train-0.tar",):  # the same samples, .cls2 their only label
+        with wds.TarWriter(str(tmp_path / "in" / name)) as sink:
+            for sample in written.values():
+                sink.write(sample)
+    picked = cli.convert("webdataset", tmp_path / "in" / "train-0.tar", "--out", tmp_path / "a",
+                         "--json-fields", "meta/score", "--json")  # fmt: skip
+    assert picked.exit_code == 0, picked.output
+    features = json.loads((tmp_path / "a" / "features.json").read_text())["featuresDict"]["features"]
+    assert "meta/score" in features and "caption" not in features and "label" in features
+    records = _records(tmp_path / "a")
+    assert sorted(r["label"] for r in records) == sorted(s["cls2"] for s in written.values())
+    whole = cli.convert("webdataset", tmp_path / "in" / "train-0.tar", "--out", tmp_path / "b", "--json-fields", "none")
+    assert whole.exit_code == 0, whole.output
+    by_name = {r["filename"].rsplit(".", 1)[0]: r for r in _records(tmp_path / "b")}
+    assert all(json.loads(by_name[k]["json"]) == s["json"] for k, s in written.items())
+    missing = cli.convert("webdataset", tmp_path / "in" / "train-0.tar", "--out", tmp_path / "c",
+                          "--json-fields", "caption,nope")  # fmt: skip
+    assert missing.exit_code == 2 and "--json-fields nope" in missing.stderr and "caption" in missing.stderr
+    assert not (tmp_path / "c").exists() or not any((tmp_path / "c").iterdir())
+
+
+def _records(out: Path) -> list[dict]:
+    from tfr_convert.containers import of_file
+    from tfr_convert.dataset.wire.example import parse
+
+    found = []
+    for shard in sorted(out.glob("*.tfrecord-*")):
+        for record in of_file(str(shard)).records(str(shard), 1 << 30):
+            values = {k: v[1] for k, v in parse(record.data).items()}
+            found.append({k: (v[0].decode() if isinstance(v[0], bytes) and k != "image" else v[0]) if len(v) == 1
+                          else v for k, v in values.items()})  # fmt: skip
+    return found
+
+
 def test_map_names_a_members_feature_and_classes_names_the_ids(cli, tmp_path):
     _shards(tmp_path / "in", ["s.tar"], per_shard=6, txt=lambda i: ["cat", "dog"][i % 2],
             npy=lambda i: np.arange(4, dtype=np.int16) * i)  # fmt: skip

@@ -21,14 +21,21 @@ CONVERTERS = ("tfr_convert.converters.webdataset.converter:WebdatasetConverter",
     type=ExtensionMap(),
     help="EXT=FEATURE: the feature a member of that extension becomes (EXT=label: the class label), repeated.",
 )
+@click.option(
+    "--json-fields",
+    metavar="all|none|F,F...",
+    default="all",
+    help="Which fields of a sample's .json become features: all, none (the .json is one bytes feature, json), or "
+    "these (nested ones named a/b) [default: all].",
+)
 @opt.split_options("Not taken: splits are drawn by the samples' keys alone.")
 @opt.image_format_option(["keep", "jpeg", "png"], "keep: pictures' bytes as they are [default: keep].")
 @opt.MAX_PIXELS
 @opt.common_options
-def command(shards, classes_file, maps, split, stratify, image_format, max_pixels, **common) -> None:
+def command(shards, classes_file, maps, json_fields, split, stratify, image_format, max_pixels, **common) -> None:
     """The samples of webdataset tar shards (files, globs, brace patterns such as
     data-{000..099}.tar, plain or gzipped, local or remote), an Example each: a picture as `images` keeps it,
-    .cls as the class label, .json's fields, .npy as a tensor, any other member as bytes.
+    .cls (or .cls2) as the class label, .json's fields, .npy as a tensor, any other member as bytes.
     Splits from the shards' names (train-*.tar, val-*.tar), else --split."""
     from ...converters.webdataset.converter import WebdatasetConverter, WebdatasetOptions
     from ...pictures.imaging import DecodePolicy
@@ -41,6 +48,7 @@ def command(shards, classes_file, maps, split, stratify, image_format, max_pixel
         split=split,
         image_format=image_format or "keep",
         policy=DecodePolicy(max_pixels),
+        json_fields=_json_fields(json_fields),
     )
     opt.usage_error_if(options.problem())
 
@@ -63,3 +71,15 @@ def command(shards, classes_file, maps, split, stratify, image_format, max_pixel
         return WebdatasetConverter(list(dict.fromkeys(listed)), options, source_context(common))
 
     run_conversion(make_converter, **common)
+
+
+def _json_fields(text: str) -> tuple[str, ...]:
+    """--json-fields as WebdatasetOptions takes it: ("*",) all, () none, else the names."""
+    if text == "all":
+        return ("*",)
+    if text == "none":
+        return ()
+    names = tuple(dict.fromkeys(n.strip() for n in text.split(",")))
+    if not all(names):
+        raise click.BadParameter(f"{text!r}: all, none, or field names separated by commas", param_hint="--json-fields")
+    return names

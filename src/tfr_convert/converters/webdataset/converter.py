@@ -23,7 +23,7 @@ from typing import Any
 
 from ...dataset.features import FeatureSpec
 from ...dataset.splits import SPLIT_FOLDERS, SplitSpec, split_by_ratio
-from ...errors import SourceError
+from ...errors import OptionError, SourceError
 from ...pictures.imaging import DecodePolicy
 from ...pictures.stored_image import stored
 from ...storage import fs
@@ -44,6 +44,9 @@ class WebdatasetOptions(Options):
     split: SplitSpec | None = None
     image_format: str = "keep"
     policy: DecodePolicy = field(default_factory=DecodePolicy)
+    #: the .json's fields that become features: ("*",) every one, () none (the .json is one
+    #: bytes feature, `json`), else these (flattened names: caption, meta/score)
+    json_fields: tuple[str, ...] = ("*",)
 
     def problem(self) -> str | None:
         if self.image_format not in ("keep", "png", "jpeg"):
@@ -84,7 +87,7 @@ class WebdatasetConverter(Converter):
             )
         self.picture = self._picture_ext(listed)
         # the class label's member: the one --map names label, else cls (unless --map names another feature for it)
-        self.label_ext = next((e for e, f in self.maps.items() if f == LABEL), None if "cls" in self.maps else "cls")
+        self.label_ext = next((e for e, f in self.maps.items() if f == LABEL), None) or self._class_member(listed)
         self.labels: dict[str, list[str]] = {}
         self._ids = self._label_ids(listed)
         self.features = self._declare(listed)
@@ -113,6 +116,13 @@ class WebdatasetConverter(Converter):
                 raise SourceError(f"{s[0]}: sample {s[1]!r} has two pictures ({', '.join(found)})")
         return "picture" if exts else None
 
+    def _class_member(self, listed: list[Sample]) -> str | None:
+        """The member that is the class label unless --map names one: .cls, else .cls2
+        (webdataset's two integer-label extensions), where samples have it and --map does
+        not name another feature for it."""
+        present = {m[0] for s in listed for m in s[2]}
+        return next((e for e in ("cls", "cls2") if e in present and e not in self.maps), None)
+
     def _label_ids(self, listed: list[Sample]) -> dict[tuple[str, str], int]:
         """Each labelled sample's class id; the class names (self.labels)."""
         texts = {}
@@ -126,7 +136,7 @@ class WebdatasetConverter(Converter):
         names = None
         if self.options.classes_file:
             names = fs.read_bytes(self.options.classes_file).decode("utf-8").splitlines()
-        if self.label_ext == "cls" and all(t.isdigit() for t in texts.values()):
+        if self.label_ext in ("cls", "cls2") and all(t.isdigit() for t in texts.values()):
             ids = {k: int(t) for k, t in texts.items()}
             names = names or [str(i) for i in range(max(ids.values()) + 1)]
             for (shard, key), i in ids.items():
@@ -166,8 +176,17 @@ class WebdatasetConverter(Converter):
             if name in ("picture", LABEL):
                 continue
             first = next(s for s in listed if any(self._name(m[0]) == name for m in s[2]))
-            if name == "json" and "json" not in self.maps.values():
+            if self._json_flattened(name):
                 fields = self._json(first)
+                chosen = self.options.json_fields
+                if chosen != ("*",):
+                    missing = [f for f in chosen if f not in fields]
+                    if missing:
+                        raise OptionError(
+                            f"--json-fields {missing[0]}: the first sample's .json ({first[0]}: sample "
+                            f"{first[1]!r}) has no such field; it has {', '.join(sorted(fields)) or 'none'}"
+                        )
+                    fields = {k: v for k, v in fields.items() if k in chosen}
                 features |= {k: _spec(v) for k, v in fields.items() if k not in features}
                 optional |= set(fields)  # a field of one sample's json may be missing in another's
                 continue
@@ -180,6 +199,10 @@ class WebdatasetConverter(Converter):
             optional |= {name} if held[name] < len(listed) else set()
         self.optional_features = frozenset(optional)
         return features
+
+    def _json_flattened(self, name: str) -> bool:
+        """Whether the member of this feature name is the .json whose fields become features."""
+        return name == "json" and "json" not in self.maps.values() and self.options.json_fields != ()
 
     def _name(self, ext: str) -> str:
         if ext in self.maps:
@@ -244,7 +267,7 @@ class WebdatasetConverter(Converter):
                     "width": picture.width,
                     "channels": picture.channels,
                 }
-            elif name == "json":
+            elif self._json_flattened(name):
                 features |= {k: v for k, v in _flat(_loaded(data)).items() if k in self.features}
             elif member[0] == "npy":
                 features[name] = _npy(data)
@@ -273,6 +296,7 @@ class WebdatasetConverter(Converter):
             "maps": dict(o.maps),
             "split": o.split.describe() if o.split else None,
             "image_format": o.image_format,
+            "json_fields": list(o.json_fields),
         }
 
     def _read(self, shard: str, member: Any) -> bytes:
