@@ -214,6 +214,9 @@ def test_a_dry_run_finds_a_problem_in_the_first_records(cli, tmp_path):
     assert not (tmp_path / "x").exists()
 
 
+TARGETS_HELD_TO_A_WINDOW = ("images", "parquet", "webdataset", "hf")
+
+
 def test_memory_holds_a_window_of_chunks_not_the_pictures(tmp_path):
     rng = np.random.default_rng(0)
     header = tf.io.encode_png(np.zeros((1, 1, 3), np.uint8)).numpy()[:33]  # signature and IHDR: a PNG by its bytes
@@ -222,7 +225,7 @@ def test_memory_holds_a_window_of_chunks_not_the_pictures(tmp_path):
         path = tmp_path / f"{count}.tfrecord"
         _write_records(path, [_example(image=header + rng.bytes(8 << 20), filename=f"{i:02d}.png".encode())
                               for i in range(count)])  # fmt: skip
-        for target in ("images", "parquet"):
+        for target in TARGETS_HELD_TO_A_WINDOW:
             out = tmp_path / f"{target}{count}"
             done = subprocess.run(
                 [sys.executable, str(HERE / "peak_rss.py"), "export", str(path), "--to", target, "--out", str(out),
@@ -233,6 +236,6 @@ def test_memory_holds_a_window_of_chunks_not_the_pictures(tmp_path):
             peaks[target, count] = int(done.stderr.strip().splitlines()[-1].split("=")[1])
             shutil.rmtree(out)
         path.unlink()
-    for target in ("images", "parquet"):
+    for target in TARGETS_HELD_TO_A_WINDOW:
         assert peaks[target, 48] - peaks[target, 16] < 48, peaks  # holding the pictures would add 256
     assert peaks["images", 48] < 160, peaks
