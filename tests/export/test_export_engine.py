@@ -221,7 +221,7 @@ def test_memory_holds_a_window_of_chunks_not_the_pictures(tmp_path):
     rng = np.random.default_rng(0)
     header = tf.io.encode_png(np.zeros((1, 1, 3), np.uint8)).numpy()[:33]  # signature and IHDR: a PNG by its bytes
     peaks: dict[tuple[str, int], int] = {}
-    for count in (16, 48):  # 128 and 384 MiB of records
+    for count in (8, 24):  # 64 and 192 MiB of records
         path = tmp_path / f"{count}.tfrecord"
         _write_records(path, [_example(image=header + rng.bytes(8 << 20), filename=f"{i:02d}.png".encode())
                               for i in range(count)])  # fmt: skip
@@ -237,5 +237,5 @@ def test_memory_holds_a_window_of_chunks_not_the_pictures(tmp_path):
             shutil.rmtree(out)
         path.unlink()
     for target in TARGETS_HELD_TO_A_WINDOW:
-        assert peaks[target, 48] - peaks[target, 16] < 48, peaks  # holding the pictures would add 256
-    assert peaks["images", 48] < 160, peaks
+        assert peaks[target, 24] - peaks[target, 8] < 48, peaks  # holding the pictures would add 128
+    assert peaks["images", 24] < 160, peaks

@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sysconfig
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -188,13 +189,19 @@ def test_inspect_reads_an_s3_dataset_in_place_in_every_mode(s3, tmp_path):
                "--quiet").returncode == 0  # fmt: skip
     upload_tree(s3.fs, tmp_path / "local", f"{s3.name}/mnist")
     there, here = f"{s3.url}/mnist", str(tmp_path / "local")
-    for target in ("", "/mnist-train.tfrecord-*", "/mnist-test.tfrecord-00001-of-00002"):
-        for mode in ([], ["--count"], ["--verify"], ["--stats"], ["--head", "3"]):
-            remote = run(s3, "tfr-inspect", there + target, *mode, "--json")
-            local = run(s3, "tfr-inspect", here + target, *mode, "--json")
-            assert remote.returncode == local.returncode, (target, mode, remote.stderr)
-            assert remote.stdout == local.stdout.replace(here, there), (target, mode)
-            assert remote.stdout and not remote.stderr
+
+    def both(target: str, mode: list[str]) -> None:
+        remote = run(s3, "tfr-inspect", there + target, *mode, "--json")
+        local = run(s3, "tfr-inspect", here + target, *mode, "--json")
+        assert remote.returncode == local.returncode, (target, mode, remote.stderr)
+        assert remote.stdout == local.stdout.replace(here, there), (target, mode)
+        assert remote.stdout and not remote.stderr
+
+    cases = [(target, mode) for target in ("", "/mnist-train.tfrecord-*", "/mnist-test.tfrecord-00001-of-00002")
+             for mode in ([], ["--count"], ["--verify"], ["--stats"], ["--head", "3"])]  # fmt: skip
+    with ThreadPoolExecutor(3) as pool:  # each its own processes, waiting on the store as much as working
+        for done in [pool.submit(both, *case) for case in cases]:
+            done.result()
     grid = run(s3, "tfr-inspect", there, "--grid", f"{there}/grid.png")
     assert grid.returncode == 0, grid.stderr
     assert s3.fs.cat_file(f"{s3.name}/mnist/grid.png")[:8] == b"\x89PNG\r\n\x1a\n"
@@ -219,8 +226,8 @@ def test_export_to_s3_writes_the_local_exports_files_for_every_target(s3, tmp_pa
     assert run(s3, "tfr-convert", "detection", images, "--annotations", write_coco(tmp_path / "c.json"), "--out",
                tmp_path / "pets-ds", "--quiet").returncode == 0  # fmt: skip
     upload_tree(s3.fs, tmp_path / "digits", f"{s3.name}/digits")
-    for dataset, target in [("digits", ["images"]), ("digits", ["images", "--layout", "csv"]),
-                            ("digits", ["parquet"]), ("pets-ds", ["coco"]), ("pets-ds", ["yolo"])]:  # fmt: skip
+
+    def both(dataset: str, target: list[str]) -> None:
         name = "-".join(target)
         local = run(s3, "tfr-export", tmp_path / dataset, "--to", *target, "--out", tmp_path / name, "--workers", 2)
         remote = run(s3, "tfr-export", tmp_path / dataset, "--to", *target, "--out", f"{s3.url}/{name}",
@@ -228,6 +235,12 @@ def test_export_to_s3_writes_the_local_exports_files_for_every_target(s3, tmp_pa
         assert local.returncode == 0 and remote.returncode == 0, remote.stderr
         assert download_tree(s3.fs, f"{s3.name}/{name}") == local_files(tmp_path / name), name
         assert remote.stdout == local.stdout.replace(str(tmp_path / name), f"{s3.url}/{name}")
+
+    cases = [("digits", ["images"]), ("digits", ["images", "--layout", "csv"]), ("digits", ["parquet"]),
+             ("pets-ds", ["coco"]), ("pets-ds", ["yolo"]), ("pets-ds", ["webdataset"]), ("digits", ["hf"])]  # fmt: skip
+    with ThreadPoolExecutor(3) as pool:
+        for done in [pool.submit(both, *case) for case in cases]:
+            done.result()
     # read from the bucket too, on spawned workers: the same files again
     both = run(s3, "tfr-export", f"{s3.url}/digits", "--to", "images", "--layout", "csv", "--out",
                f"{s3.url}/again", "--workers", 2)  # fmt: skip

@@ -90,7 +90,7 @@ def test_a_kill_after_any_store_change_of_an_overwrite_leaves_old_none_or_new_an
         assert download_tree(s3.fs, prefix) == {**new_files, **theirs}, n  # and no work folder is left
         return state
 
-    with ThreadPoolExecutor(2) as pool:  # each kill is its own prefix: two at a time
+    with ThreadPoolExecutor(3) as pool:  # each kill is its own prefix: three at a time (they wait on the store)
         futures = [pool.submit(kill_and_finish, n) for n in range(1, total + 1)]
         for future in as_completed(futures):
             if future.exception() is not None:  # the first failure is the answer: the kills not begun are not
@@ -319,7 +319,7 @@ def test_a_kill_after_any_store_change_of_an_append_leaves_every_version_whole_a
         assert download_tree(s3.fs, f"{prefix}/d/1.1.0") == new, n  # and no work folder is left
         assert sorted(s3.fs.ls(f"{prefix}/d", detail=False)) == [f"{prefix}/d/1.0.0", f"{prefix}/d/1.1.0"], n
 
-    with ThreadPoolExecutor(2) as pool:  # each kill is its own prefix: two at a time
+    with ThreadPoolExecutor(3) as pool:  # each kill is its own prefix: three at a time (they wait on the store)
         for future in as_completed([pool.submit(kill_and_finish, n) for n in range(1, total + 1)]):
             if future.exception() is not None:
                 pool.shutdown(cancel_futures=True)

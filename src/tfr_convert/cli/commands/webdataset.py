@@ -67,8 +67,12 @@ def command(shards, classes_file, maps, json_fields, split, stratify, image_form
                 if not matches:
                     raise SourceError(f"{name}: no such shard or glob match")
                 listed += matches
+        from ...engine.run_options import default_workers  # the engine lists the shards in parts
+        from ...engine.workers import forked_filler
+
+        parts = forked_filler(common["workers"] or default_workers())
         # a shard named twice (two patterns that meet) is read once
-        return WebdatasetConverter(list(dict.fromkeys(listed)), options, source_context(common))
+        return WebdatasetConverter(list(dict.fromkeys(listed)), options, source_context(common, fill_in_parts=parts))
 
     run_conversion(make_converter, **common)
 

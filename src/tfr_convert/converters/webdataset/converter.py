@@ -16,6 +16,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import pickle
 from collections import Counter
 from collections.abc import Hashable
 from dataclasses import dataclass, field
@@ -75,10 +76,8 @@ class WebdatasetConverter(Converter):
         self.maps = dict(options.maps)
         self._fds: dict[str, int] = {}
         self._fds_pid = 0
-        self._inflated = self._gunzipped(shards)  # a gzipped shard -> the local file it is read from
-        listed = [
-            sample for shard in shards for sample in samples(self._inflated.get(shard, shard), self.warnings, shard)
-        ]
+        self._inflated = self._spooled(shards)  # a gzipped shard -> the local file it is read from
+        listed = self._listed(shards)
         if not listed:  # (a shard cut short before its first sample says so)
             raise SourceError(
                 f"{self.warnings[0]}; no sample is left"
@@ -95,9 +94,9 @@ class WebdatasetConverter(Converter):
 
     # ------------------------------------------------------------ listing
 
-    def _gunzipped(self, shards: list[str]) -> dict[str, str]:
-        """Each gzipped shard inflated into a local file of this run (removed when the
-        converter is let go of, by the process that made it)."""
+    def _spooled(self, shards: list[str]) -> dict[str, str]:
+        """Where each gzipped shard is inflated to: a local file of this run's (removed when
+        the converter is let go of, by the process that made it)."""
         gzipped = [s for s in shards if s.endswith(GZIPPED)]
         if not gzipped:
             return {}
@@ -106,7 +105,34 @@ class WebdatasetConverter(Converter):
 
         spool = tempfile.mkdtemp(prefix="tfr-convert-gunzip-")
         weakref.finalize(self, _remove_spool, spool, os.getpid())
-        return {s: gunzipped(s, os.path.join(spool, f"{n}.tar"), self.warnings) for n, s in enumerate(gzipped)}
+        return {s: os.path.join(spool, f"{n}.tar") for n, s in enumerate(gzipped)}
+
+    def _listed(self, shards: list[str]) -> list[Sample]:
+        """Every shard's samples, in order (gzipped ones inflated first); local shards listed
+        in parts on forked processes where the engine lends them, their warnings in order."""
+
+        def list_some(lo: int, hi: int) -> tuple[list[Sample], list[str]]:
+            found: list[Sample] = []
+            warnings: list[str] = []
+            for shard in shards[lo:hi]:
+                read = gunzipped(shard, self._inflated[shard], warnings) if shard in self._inflated else shard
+                found += samples(read, warnings, shard)
+            return found, warnings
+
+        fill = self.context.fill_in_parts
+        parts = None
+        if fill is not None and len(shards) > 1 and not any(fs.is_remote(s) for s in shards):
+            parts = fill(lambda lo, hi: pickle.dumps(list_some(lo, hi)), len(shards))
+        if parts is None:
+            listed, warnings = list_some(0, len(shards))
+        else:
+            listed, warnings = [], []
+            for data in parts:
+                found, said = pickle.loads(data)  # this process's own children's bytes
+                listed += found
+                warnings += said
+        self.warnings += warnings
+        return listed
 
     def _picture_ext(self, listed: list[Sample]) -> str | None:
         exts = {m[0] for s in listed for m in s[2] if m[0] in PICTURES and m[0] not in self.maps}
