@@ -17,8 +17,9 @@ what came before the cut, like a tar cut short.
 from __future__ import annotations
 
 import itertools
+import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO, NamedTuple
 
 from ...dataset.naming import checked_relative
@@ -109,6 +110,26 @@ _KINDS = {b"1": "a hard link", b"2": "a symbolic link", b"3": "a device", b"4": 
           b"S": "a sparse file"}  # fmt: skip
 
 
+_ZEROS = bytes(_BLOCK)
+
+
+def _reader(f: IO[bytes]) -> Callable[[int, int], bytes]:
+    """read_at(offset, n): one pread where `f` is a local file (no buffer filled ahead of a
+    512-byte header), else a seek and a read."""
+    try:
+        fd = f.fileno()
+    except (AttributeError, OSError, ValueError):  # a remote file
+        fd = None
+    if fd is not None:
+        return lambda at, n: os.pread(fd, n, at)
+
+    def seek_and_read(at: int, n: int) -> bytes:
+        f.seek(at)
+        return f.read(n)
+
+    return seek_and_read
+
+
 def _number(field: bytes) -> int:
     """A header's number: octal digits, or GNU's base-256 (the first byte's top bit set)."""
     if field[:1] and field[0] & 0x80:
@@ -137,15 +158,15 @@ def entries(f: IO[bytes], size: int, path: str) -> Iterator[Entry]:
     """The members of a tar, from their headers (GNU long names and PAX paths and sizes
     taken in), their data passed over; Truncated where the file ends inside a header."""
     at, name_next, size_next = 0, None, None
+    read_at = _reader(f)
     while at + _BLOCK <= size:
-        f.seek(at)
-        header = f.read(_BLOCK)
+        header = read_at(at, _BLOCK)
         if len(header) < _BLOCK:
             raise Truncated(f"a header at byte {at} cut short")
-        if header == bytes(_BLOCK):
+        if header == _ZEROS:
             return  # the end-of-archive block
         checksum = _number(header[148:156])
-        if checksum not in (sum(header[:148]) + 256 + sum(header[156:]),):
+        if checksum != sum(header) - sum(header[148:156]) + 256:  # its own field counted as spaces
             raise SourceError(f"{path}: byte {at}: not a tar header (its checksum is wrong)")
         kind, length = header[156:157], _number(header[124:136])
         name = header[:100].split(b"\0", 1)[0]
@@ -156,8 +177,7 @@ def entries(f: IO[bytes], size: int, path: str) -> Iterator[Entry]:
         if kind in (b"L", b"x", b"g", b"K"):
             if data_at + length > size or length > 1 << 20:
                 raise Truncated(f"an extended header at byte {data_at} claims {length} bytes")
-            f.seek(data_at)
-            data = f.read(length)
+            data = read_at(data_at, length)
             if kind == b"L":
                 name_next = data.split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
             elif kind == b"x":
@@ -266,6 +286,7 @@ def samples(path: str, warnings: list[str], named: str | None = None) -> list[Sa
     key, members, exts = None, [], set()
     try:
         with fs.open_input(path) as f:
+            read_at = _reader(f)
             for entry in entries(f, size, shown):
                 why = _refused(shown, entry, key)
                 if why is not None:
@@ -294,8 +315,7 @@ def samples(path: str, warnings: list[str], named: str | None = None) -> list[Sa
                 exts.add(split[1])
                 small = None
                 if entry.size <= INLINE:
-                    f.seek(entry.offset)
-                    small = f.read(entry.size).decode("latin-1")
+                    small = read_at(entry.offset, entry.size).decode("latin-1")
                 members.append(Member(split[1], entry.offset, entry.size, small))
     except Truncated as e:
         if not found and key is None:
