@@ -198,6 +198,10 @@ def test_raw_pixels_become_png_images_and_any_worker_count_writes_the_same_files
     assert outs[0] == outs[1]
     data_files = json.loads(outs[0]["train/state.json"])["_data_files"]
     assert len(data_files) > 1 and data_files[0]["filename"].endswith(f"-of-{len(data_files):05d}.arrow")
+    import pyarrow as pa
+
+    rows = [pa.ipc.open_stream(tmp_path / "w1" / "train" / f["filename"]).read_all().num_rows for f in data_files]
+    assert sum(rows) == 40 and max(rows) - min(rows) <= 1 and min(rows) > 0  # as Dataset.shard cuts
     train = _loaded(tmp_path / "w1")["train"]
     assert len(train) == 40
     for i in (0, 17, 39):  # rows in the dataset's order, across the files

@@ -5,8 +5,9 @@ with the features (hf_features.py) and a state.json. pyarrow writes them; `datas
 not needed.
 
 As `datasets` shards, a split of B bytes of records is cut into ceil(B / --shard-size)
-files of as many rows each (the last fewer), decided before any is written from the
-split's record count and file sizes: the same files for any worker count. Workers turn
+files (no more than it has rows) whose row counts differ by at most one, decided before
+any is written from the split's record count and file sizes: the same files for any
+worker count. Workers turn
 chunks of records into Arrow record batches; here they are written in record order, so
 memory holds a bounded window of chunks whatever the dataset's size.
 """
@@ -112,9 +113,9 @@ class HfJob(Job):
         count = self._source.count(split)
         count = min(count, self.limit) if self.limit is not None else count
         size = sum(fs.getsize(path) for path in self._source.splits[split])
-        shards = max(1, math.ceil(size / self.shard_bytes)) if count else 1
-        per = math.ceil(count / shards) if count else 0
-        self._plan = [per] * (shards - 1) + [max(0, count - per * (shards - 1))]
+        shards = max(1, min(count, math.ceil(size / self.shard_bytes)))  # no file planned empty
+        # as `Dataset.shard(n, i, contiguous=True)` cuts: counts differing by at most one
+        self._plan = [count // shards + (i < count % shards) for i in range(shards)]
 
     def take(self, split: str, where: str, result: _Row) -> str | None:
         return None
