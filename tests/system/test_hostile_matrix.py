@@ -593,6 +593,28 @@ def carried_hf_features_family() -> list[Case]:
             for label, text in bad.items()]  # fmt: skip
 
 
+def hf_features_family() -> list[Case]:
+    """A dataset whose features.json (what `tfr-export --to hf` maps to `datasets` features)
+    lies in its numbers and types: one line naming it, never a crash."""
+    shard = framed(examples())
+    info = {"name": "d", "splits": [{"name": "train", "shardLengths": ["4"], "numBytes": str(len(shard))}]}
+    base = {"d/d-train.tfrecord-00000-of-00001": shard, "d/dataset_info.json": json.dumps(info).encode()}
+    tensor = "tensorflow_datasets.core.features.tensor_feature.Tensor"
+
+    def features(description: dict) -> bytes:
+        return json.dumps({"featuresDict": {"features": {"label": description}}}).encode()
+
+    bad = {
+        "a dimension that is no number": {"pythonClassName": tensor, "tensor": {"dtype": "int64",
+                                          "shape": {"dimensions": ["abc"]}}},
+        "a dtype no tensor has": {"pythonClassName": tensor, "tensor": {"dtype": "evil", "shape": {}}},
+        "numClasses that is no number": {"pythonClassName": "x.ClassLabel", "classLabel": {"numClasses": "many"}},
+        "a sampleRate that is a list": {"pythonClassName": "x.Audio", "audio": {"sampleRate": [1]}},
+    }  # fmt: skip
+    argv = ["{dir}/d", "--to", "hf"]
+    return [Case(label, {**base, "d/features.json": features(d)}, argv, "d/features.json") for label, d in bad.items()]
+
+
 def export_records_family() -> list[Case]:
     return tfrecord_family("export")
 
@@ -642,6 +664,7 @@ MATRIX: dict[str, dict[str, Callable[[Path], list[Case]]]] = {
         "dataset metadata": lambda tmp: dataset_metadata_family("export"),
         "dataset metadata --to hf": lambda tmp: dataset_metadata_family("export-hf"),
         "carried hf features": lambda tmp: carried_hf_features_family(),
+        "features.json --to hf": lambda tmp: hf_features_family(),
     },
 }
 

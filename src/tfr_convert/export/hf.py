@@ -7,9 +7,9 @@ not needed.
 As `datasets` shards, a split of B bytes of records is cut into ceil(B / --shard-size)
 files (no more than it has rows) whose row counts differ by at most one, decided before
 any is written from the split's record count and file sizes: the same files for any
-worker count. Workers turn
-chunks of records into Arrow record batches; here they are written in record order, so
-memory holds a bounded window of chunks whatever the dataset's size.
+worker count. Chunks of records become Arrow record batches (on workers where pixels or
+samples are encoded, else here); they are written in record order, so memory holds a
+bounded window of chunks whatever the dataset's size.
 """
 
 from __future__ import annotations
@@ -20,11 +20,12 @@ import math
 from typing import IO, Any
 
 from .. import optional
+from ..dataset.naming import FEATURES
 from ..errors import SourceError
 from ..storage import fs
 from . import hf_features
 from .engine import Chunk, ExportOptions, Failed, Job, run_staged
-from .hf_features import Node
+from .hf_features import Leaf, Node
 from .source import ExportSource, parsed
 from .staging import Staging
 
@@ -47,7 +48,6 @@ class HfJob(Job):
         self.nodes = nodes
         self.features = {name: node.hf for name, node in nodes.items()}
         fields = [pa.field(name, hf_features.arrow_type(pa, node)) for name, node in nodes.items()]
-        self.built = pa.schema(fields)
         metadata = {
             "huggingface": json.dumps({"info": {"features": self.features}}),
             "tfr_convert": json.dumps(source.exported(), sort_keys=True),  # as --to parquet's
@@ -59,7 +59,7 @@ class HfJob(Job):
         self.media = _audio_plan(source, nodes)
         # cells made of values as they are: cheaper here than sending records to workers;
         # pixels to PNG or samples to WAV are worth them
-        self.parallel = any(n.leaf.kind in ("raw_image", "audio") for n in _leaves(nodes) if n.leaf is not None)
+        self.parallel = any(leaf.kind in ("raw_image", "audio") for leaf in _leaves(nodes))
         self.description = source.dataset.info.get("description", "") if source.dataset is not None else ""
         self.shard_bytes, self.limit = shard_bytes, limit
         self._source = source
@@ -199,7 +199,7 @@ def _json(document: dict[str, Any]) -> bytes:
 
 def _audio_plan(source: ExportSource, nodes: dict[str, Node]) -> Any:
     """--to audio's plan for the (first) Audio feature, which makes its file's bytes."""
-    audio = [n.leaf.key for n in _leaves(nodes) if n.leaf is not None and n.leaf.kind == "audio"]
+    audio = [leaf.key for leaf in _leaves(nodes) if leaf.kind == "audio"]
     if not audio:
         return None
     from .media import media_plan
@@ -207,10 +207,11 @@ def _audio_plan(source: ExportSource, nodes: dict[str, Node]) -> Any:
     return media_plan(source, "audio", "csv", audio[0], None)
 
 
-def _leaves(nodes: dict[str, Node]) -> list[Node]:
-    found = []
+def _leaves(nodes: dict[str, Node]) -> list[Leaf]:
+    """The leaves under the nodes, dicts walked into."""
+    found: list[Leaf] = []
     for node in nodes.values():
-        found += [node] if node.leaf is not None else _leaves(node.fields)
+        found += [node.leaf] if node.leaf is not None else _leaves(node.fields)
     return found
 
 
@@ -222,7 +223,11 @@ def columns(source: ExportSource) -> dict[str, Node]:
     dataset = source.dataset
     if dataset is None or not dataset.features:
         return hf_features.flat_tree(source.schema(absent=True), names, text)
-    return hf_features.carry(pa, hf_features.tree(dataset.features, names, text), dataset.hf_features)
+    try:
+        nodes = hf_features.tree(dataset.features, names, text)
+    except SourceError as e:
+        raise SourceError(f"{fs.join(dataset.path, FEATURES)}: {e}") from None
+    return hf_features.carry(pa, nodes, dataset.hf_features)
 
 
 def write(source: ExportSource, out: str, options: ExportOptions, shard_bytes: int = SHARD_BYTES) -> dict:

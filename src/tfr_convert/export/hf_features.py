@@ -115,13 +115,14 @@ def _leaf(key: str, d: dict[str, Any], per_object: bool, names: list[str] | None
     kind = python_class.rsplit(".", 1)[-1]
     lead = (None,) if per_object else ()
     if kind == "ClassLabel":
-        count = int((d.get("classLabel") or {}).get("numClasses") or 0)
+        count = _number(key, "numClasses", (d.get("classLabel") or {}).get("numClasses") or 0)
         leaf = Leaf(key, "value", _INT, lead, names=tuple(names) if names else tuple(str(i) for i in range(count)))
     elif kind == "Image":
         leaf = Leaf(key, "image", dims=lead)
     elif kind == "Audio":
         leaf = Leaf(key, "audio", dims=lead)
-        return Node(_hf(leaf, rate=int((d.get("audio") or {}).get("sampleRate") or 0) or None), leaf)
+        rate = _number(key, "sampleRate", (d.get("audio") or {}).get("sampleRate") or 0)
+        return Node(_hf(leaf, rate=rate or None), leaf)
     elif kind == "Video":
         leaf = Leaf(key, "frames")
     elif kind == "BBoxFeature":
@@ -130,14 +131,30 @@ def _leaf(key: str, d: dict[str, Any], per_object: bool, names: list[str] | None
         leaf = Leaf(key, "value", "string", lead)
     else:
         tensor = d.get("tensor") or {}
-        dims = tuple(None if int(x) < 0 else int(x) for x in (tensor.get("shape") or {}).get("dimensions") or [])
+        sizes = [_number(key, "a dimension", x) for x in (tensor.get("shape") or {}).get("dimensions") or []]
+        dims = tuple(None if x < 0 else x for x in sizes)
         dtype = str(tensor.get("dtype") or _INT)
+        if dtype not in _DTYPES:
+            raise SourceError(f"feature {key!r}: dtype {dtype!r} is not a tensor's ({', '.join(_DTYPES)})")
         if str(tensor.get("encoding", "")).lower() == "bytes" and len(dims) == 3 and dtype == "uint8":
             leaf = Leaf(key, "raw_image", dims=dims)
         else:
             dtype = ("string" if text else "binary") if dtype == "string" else dtype
             leaf = Leaf(key, "value", dtype, (*lead, *dims))
     return Node(_hf(leaf), leaf)
+
+
+# the dtypes a TFDS tensor of a record may have, and `datasets` takes as they are named
+_DTYPES = ("int64", "int32", "int16", "int8", "uint8", "uint16", "uint32", "uint64", "bool", "float32", "float64",
+           "float16", "string")  # fmt: skip
+
+
+def _number(key: str, what: str, value: Any) -> int:
+    """An integer of a feature's description (written as a number or its text)."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise SourceError(f"feature {key!r}: {what} {value!r} is not an integer") from None
 
 
 def _hf(leaf: Leaf, rate: int | None = None) -> dict[str, Any]:
