@@ -40,6 +40,13 @@ class Chunk:
 
 
 @dataclass(frozen=True)
+class Kept:
+    """A record's result where its values went into its chunk's result (a row of a table)."""
+
+    where: str
+
+
+@dataclass(frozen=True)
 class Failed:
     """A record that cannot be exported, and why."""
 

@@ -24,19 +24,12 @@ from ..dataset.naming import FEATURES
 from ..errors import SourceError
 from ..storage import fs
 from . import hf_features
-from .engine import Chunk, ExportOptions, Failed, Job, run_staged
+from .engine import Chunk, ExportOptions, Failed, Job, Kept, run_staged
 from .hf_features import Leaf, Node
 from .source import ExportSource, parsed
 from .staging import Staging
 
 SHARD_BYTES = 500 << 20  # `datasets`' own max_shard_size
-
-
-class _Row:
-    __slots__ = ("where",)
-
-    def __init__(self, where: str) -> None:
-        self.where = where
 
 
 class HfJob(Job):
@@ -91,7 +84,7 @@ class HfJob(Job):
             except SourceError as e:
                 results.append(Failed(where, str(e)))
                 continue
-            results.append(_Row(where))
+            results.append(Kept(where))
         return results, self._batch(rows, chunk)
 
     def _batch(self, rows: list[list[Any]], chunk: Chunk) -> Any:
@@ -117,7 +110,7 @@ class HfJob(Job):
         # as `Dataset.shard(n, i, contiguous=True)` cuts: counts differing by at most one
         self._plan = [count // shards + (i < count % shards) for i in range(shards)]
 
-    def take(self, split: str, where: str, result: _Row) -> str | None:
+    def take(self, split: str, where: str, result: Kept) -> str | None:
         return None
 
     def take_chunk(self, split: str, result: Any) -> None:

@@ -12,14 +12,13 @@ staged (staging.py) and moved into place once every split is written.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from .. import optional
 from ..dataset.features import FeatureSpec
 from ..errors import SourceError
 from ..storage import fs
-from .engine import Chunk, ExportOptions, Failed, Job, run_staged
+from .engine import Chunk, ExportOptions, Failed, Job, Kept, run_staged
 from .source import ExportSource, parsed
 from .staging import Staging
 
@@ -57,11 +56,6 @@ class _Column:
         if len(values) != 1:
             raise SourceError(f"feature {self.name!r} holds {len(values)} values, one in each of the first records")
         return values[0]
-
-
-@dataclass(frozen=True)
-class Row:
-    where: str
 
 
 class ParquetJob(Job):
@@ -103,7 +97,7 @@ class ParquetJob(Job):
             except SourceError as e:
                 results.append(Failed(where, str(e)))
                 continue
-            results.append(Row(where))
+            results.append(Kept(where))
             size += len(payload)
         arrays = [pa.array([row[i] for row in rows], type=field.type) for i, field in enumerate(self.arrow_schema)]
         return results, (pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema), size)
@@ -116,7 +110,7 @@ class ParquetJob(Job):
         self._writer = pq.ParquetWriter(self._file, self.arrow_schema)
         self._rows = 0
 
-    def take(self, split: str, where: str, result: Row) -> str | None:
+    def take(self, split: str, where: str, result: Kept) -> str | None:
         self._rows += 1
         return None
 
