@@ -153,6 +153,9 @@ def main() -> None:
     parser.add_argument("--cores", type=int, default=os.cpu_count() or 1, help="the largest worker count")
     parser.add_argument("--workers", help="the worker counts, comma-separated (default: 1, 2, 4, ... --cores)")
     parser.add_argument("--jobs", help="the jobs to run, comma-separated (default: all of them)")
+    parser.add_argument(
+        "--no-single-peer", action="store_true", help="leave out webdataset in 1 process (the slowest contender)"
+    )
     args = parser.parse_args()
     compile_package()
     work = Path(args.work)
@@ -195,7 +198,9 @@ def main() -> None:
     jobs["keep"][f"floor: Pool({most}) read + sha256 + write"] = (
         photos, lambda out: inner_time(IO_FLOOR, photos, out / "io", most)[0])  # fmt: skip
     if _installed("webdataset"):
-        jobs["keep"]["webdataset, 1 process"] = (photos, lambda out: inner_time(WEBDATASET_N, photos, out / "w", 1)[0])
+        if not args.no_single_peer:
+            jobs["keep"]["webdataset, 1 process"] = (
+                photos, lambda out: inner_time(WEBDATASET_N, photos, out / "w", 1)[0])  # fmt: skip
         jobs["keep"][f"webdataset, {most} processes"] = (
             photos, lambda out: inner_time(WEBDATASET_N, photos, out / "w", most)[0])  # fmt: skip
     if _installed("tensorflow"):
@@ -237,6 +242,7 @@ def _table_bytes(table: Path, work: Path) -> int:
 
 def _report(args, jobs, times, m, counts: list[int], most: int, rounds: int) -> None:
     chosen = "".join(f" --{o} {getattr(args, o)}" for o in ("workers", "jobs") if getattr(args, o))
+    chosen += " --no-single-peer" if args.no_single_peer else ""
     lines = [
         f"# Scaling ({datetime.date.today()}, {machine()}, medians of {rounds}, interleaved)",
         "",

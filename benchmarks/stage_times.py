@@ -31,6 +31,8 @@ STAGES = [
     ("tfr_convert.engine.local", "plan_splits"),
     ("tfr_convert.engine.local", "input_files"),
     ("tfr_convert.engine.local", "run_identity"),
+    ("tfr_convert.engine.local", "split_policies"),  # the cuts planned: a few items encoded per split
+    ("tfr_convert.engine.local", "write_whole_shard"),  # shards written whole by the parent itself
     ("tfr_convert.engine.local", "encode_sealed"),  # batches encoded by the parent itself
     ("tfr_convert.engine.local", "commit_with_metadata"),
     ("tfr_convert.engine.workers", "Workers.__init__"),

@@ -46,6 +46,7 @@ from ..output.shards import ShardCutter, ShardFile, ShardPolicy, SplitResult
 from ..skips import LISTED, Skips
 from ..storage import fs
 from .core import Summary, already_appended, appended_to, commit_with_metadata, encode_sealed, output_name, plan_splits
+from .planned import split_policies
 from .resume import input_files, run_identity
 from .run_options import RunOptions
 
@@ -93,13 +94,15 @@ def run(
     plan = plan_splits(converter, options)
     output_name(converter, options)  # checked before anything is written
     append, plan = appended_to(converter, options, plan)
-    identity = run_identity(converter, options, plan, input_files(converter, plan, 1)) if append else {}
+    inputs = input_files(converter, plan, 1)
+    identity = run_identity(converter, options, plan, inputs) if append else {}
     if append is not None:
         append.identify(identity)
     if append is not None and append.done_before:
         return already_appended(append, identity, time.perf_counter() - started)
     converter.finish_loading()  # no threads or futures in what is shipped to workers
     totals = {split: len(items) for split, items in plan.items()}
+    policies = split_policies(converter, options, plan, inputs, container)
     if progress:
         progress(0, sum(totals.values()))
     with open_output(options.out, options.overwrite, lock=lock) as out:
@@ -110,7 +113,7 @@ def run(
             if not any(a.startswith("--default_sdk_harness_log_level") for a in arguments):
                 arguments.append(f"--default_sdk_harness_log_level={'ERROR' if quiet else 'WARNING'}")
             with _logs_aside(quiet) as log, beam.Pipeline(options=PipelineOptions(arguments)) as pipeline:
-                _steps(pipeline, plan_files, converter, options, container, out.build, totals, list(plan))
+                _steps(pipeline, plan_files, converter, options, container, out.build, totals, policies)
         except TfrConvertError:
             _remove_temporaries(out.build)
             raise
@@ -137,13 +140,13 @@ def _steps(
     container: containers.Container,
     build: str,
     totals: dict[str, int],
-    splits: list[str],
+    policies: dict[str, ShardPolicy],
 ) -> None:
     """The pipeline: the plan's batches spread and encoded; their sizes cut into shards per
     split, each shard written; what encoding found gathered; every report written."""
     import apache_beam as beam
 
-    rank = {split: i for i, split in enumerate(splits)}
+    rank = {split: i for i, split in enumerate(policies)}
     encoded = (
         pipeline
         | "PlanFiles" >> beam.Create(plan_files)
@@ -158,7 +161,7 @@ def _steps(
         encoded
         | "Sizes" >> beam.Map(lambda e: (e[0], (e[1], e[2], e[3])))
         | "BySplit" >> beam.GroupByKey()
-        | "Cut" >> beam.FlatMap(_cut_split, totals=totals, policy=options.policy)
+        | "Cut" >> beam.FlatMap(_cut_split, totals=totals, policies=policies)
         | "ByShard" >> beam.GroupByKey()
         | "WriteShard" >> beam.Map(_write_shard, out=build, container=container, compression=options.compression)
     )
@@ -274,13 +277,15 @@ def _encode_batch(
 
 
 def _cut_split(
-    element: tuple[str, Iterable[tuple[int, list[int], int]]], totals: dict[str, int], policy: ShardPolicy
+    element: tuple[str, Iterable[tuple[int, list[int], int]]],
+    totals: dict[str, int],
+    policies: dict[str, ShardPolicy],
 ) -> Iterator[tuple[tuple[str, int], tuple[int, int, int, list[int]]]]:
     """Where a split's shards end, from every batch's record sizes in item order: each
     piece of a batch that goes to one shard, as ((split, shard), (batch, byte start,
     byte count, record sizes))."""
     split, batches = element
-    cutter = ShardCutter(totals[split], policy)
+    cutter = ShardCutter(totals[split], policies[split])
     shard = 0
     for b, sizes, skipped in sorted(batches, key=lambda t: t[0]):
         start = at = 0

@@ -29,11 +29,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .. import containers
 from ..converters.base import Columns, Converter
-from ..errors import Interrupted, WorkerLost, signal_number
+from ..errors import Interrupted, OutputError, WorkerLost, signal_number
 from ..output.base import Output
 from ..output.journal import Progress, Tally
 from ..output.opening import open_output
-from ..output.shards import Checkpoint, ShardFile, SplitResult, SplitWriter
+from ..output.shards import Checkpoint, ShardFile, ShardPolicy, SplitResult, SplitWriter
 from ..storage import fs, pooled_writes
 from ..storage.pooled_writes import WritePool
 from .core import (
@@ -47,8 +47,10 @@ from .core import (
     plan_splits,
 )
 from .encode import Encoded
+from .planned import split_policies
 from .resume import input_files, kept_work, run_identity
 from .run_options import RunOptions
+from .whole_shards import WholeShard, WrittenShard, tasks, write_whole_shard
 
 if TYPE_CHECKING:
     from .workers import Workers
@@ -68,6 +70,7 @@ class WorkerJob(NamedTuple):
     on_error: str
     container: containers.Container
     plan: dict[str, list[Hashable]] | None  # the plan, where it came with the fork (batches are then _Spans)
+    compression: str
 
 
 _worker_job: WorkerJob | None = None  # this worker process's, once started
@@ -83,17 +86,25 @@ class _Span(NamedTuple):
 
 
 def _init_worker(
-    converter: Converter, on_error: str, container: containers.Container, plan: dict[str, list[Hashable]] | None
+    converter: Converter,
+    on_error: str,
+    container: containers.Container,
+    plan: dict[str, list[Hashable]] | None,
+    compression: str,
 ) -> None:
     global _worker_job
-    _worker_job = WorkerJob(converter, on_error, container, plan)
+    _worker_job = WorkerJob(converter, on_error, container, plan, compression)
 
 
-def _encode_in_worker(batch: Sequence[Hashable] | _Span) -> Encoded:
+def _encode_in_worker(batch: Sequence[Hashable] | _Span | WholeShard) -> Encoded | WrittenShard:
     import pickle
 
     job = _worker_job
     assert job is not None
+    if isinstance(batch, WholeShard):  # (only forked workers, which hold the plan, are sent these)
+        assert job.plan is not None
+        items = job.plan[batch.split][batch.start : batch.stop]
+        return write_whole_shard(job.converter, items, job.container, job.compression, batch.path)
     if isinstance(batch, _Span):
         assert job.plan is not None
         batch = job.plan[batch.split][batch.start : batch.stop]
@@ -166,12 +177,16 @@ def _pool(
             options.workers - 1,  # and this process, which encodes whenever it would wait for them
             _encode_in_worker,
             _init_worker,
-            (converter, options.on_error, container, plan if forkable else None),
+            (converter, options.on_error, container, plan if forkable else None, options.compression),
             multiprocessing.get_context("fork" if forkable else "spawn"),
         )
     return pool, forkable
 
 
+# Shards a split has at least, for its shards to be written whole by the workers (and
+# at least half as many as --workers): with fewer, spreading the encoding of every batch
+# uses more processes (a re-encode of a few shards on many cores).
+WHOLE_FROM = 2
 POOLED_FROM = 3  # workers from which the shards are written and hashed on a pool of threads
 
 
@@ -217,13 +232,15 @@ def run(
         out.journal.open(identity, kept[0] if kept else None, inputs)
         done = kept[1] if kept else Progress()
         converter.planned(plan)  # before workers fork: they share what it lays out
+        policies = split_policies(converter, options, plan, inputs, container)
         pool, shared = (
             (None, False)
             if _runs_inline(converter, plan, options.workers)
             else _pool(converter, options, container, plan)
         )
+        whole = shared and options.on_error == "fail" and not fs.is_remote(out.build)
         writes = _write_pool(out, options)
-        splits = _Splits(converter, options, container, out, done, pool, shared, writes, progress)
+        splits = _Splits(converter, options, container, out, done, (pool, shared, whole), writes, progress, policies)
         try:
             results = splits.write(plan)
         except (KeyboardInterrupt, WorkerLost) as e:
@@ -268,13 +285,17 @@ class _Splits:
         container: containers.Container,
         out: Output,
         done: Progress,
-        pool: Workers | None,
-        shared: bool,
+        workers: tuple[Workers | None, bool, bool],
         writes: WritePool | None,
         progress: Callable[[int, int], None] | None,
+        policies: dict[str, ShardPolicy],
     ) -> None:
+        """`workers`: the pool (None: encoding here alone), whether it holds the plan, and
+        whether it may write shards whole (engine/whole_shards.py) where their cuts are
+        planned."""
         self.converter, self.options, self.container, self.out, self.done = converter, options, container, out, done
-        self.pool, self.shared, self.writes, self.progress = pool, shared, writes, progress
+        (self.pool, self.shared, self.whole), self.writes, self.progress = workers, writes, progress
+        self.policies = policies
         self.tally = Tally()  # the whole run's
         self.tally.skipped.merge(converter.skipped)  # found while listing sources: first
         self.tally.warnings += converter.warnings
@@ -308,8 +329,11 @@ class _Splits:
         def journal_shard(shard: ShardFile, where: Checkpoint) -> None:
             self.out.journal.shard_done(split, self.out.entry(shard), where, self.cut_tallies.popleft())
 
+        ends = self.policies[split].ends(len(items))
+        if self.whole and ends is not None and len(ends) >= max(WHOLE_FROM, options.workers // 2):
+            return self._write_whole(split, items, ends, at, shards)
         with SplitWriter(
-            self.out, split, len(items), options.policy, self.container, options.compression,
+            self.out, split, len(items), self.policies[split], self.container, options.compression,
             at=at, kept=shards, on_shard=journal_shard, on_cut=self._cut, pool=self.writes,
         ) as writer:  # fmt: skip
             if at.cutter != (0, 0, 0):
@@ -334,6 +358,43 @@ class _Splits:
             self.pending.add(_counted(encoded.observations[self.writing[2] :]), encoded.skipped, encoded.warnings)
             writer.skip(len(encoded.skipped))
             self._advance(len(encoded.sizes) - first + len(encoded.skipped))
+
+    def _write_whole(
+        self, split: str, items: list[Hashable], ends: list[int], at: Checkpoint, kept: list[ShardFile]
+    ) -> SplitResult:
+        """The split's shards from the checkpoint on, each written whole by a worker or by
+        this process (engine/whole_shards.py), journaled in order as SplitWriter would."""
+        assert self.pool is not None
+        written, skipped, split_bytes = at.cutter
+        self._advance(written + skipped)
+        result = SplitResult(split, list(kept))
+        label = len(kept)
+        todo = tasks(split, ends, written + skipped, lambda i: self.out.temp_path(f"{split}-{label + i:05d}"))
+        options, chunk = self.options, self.converter.chunk_size
+
+        def in_parent(task: WholeShard) -> WrittenShard:
+            return write_whole_shard(
+                self.converter, items[task.start : task.stop], self.container, options.compression, task.path
+            )
+
+        # two shards per worker: one being written, the next waiting, so that none waits
+        # while this process writes one of its own
+        done = self.pool.ordered(iter(todo), 2 * (options.workers - 1), in_parent)
+        for task, shard in zip(todo, done, strict=True):
+            result.shards.append(ShardFile(task.path, shard.records, shard.bytes, shard.sha256))
+            split_bytes += shard.record_bytes
+            found = Tally()
+            found.add(shard.observations, [], shard.warnings)
+            self.tally.merge(found)
+            batch = (task.stop - 1) // chunk  # where SplitWriter would say the next shard begins
+            where = Checkpoint(batch, task.stop - batch * chunk, (task.stop, 0, split_bytes))
+            self.out.journal.shard_done(split, self.out.entry(result.shards[-1]), where, found)
+            self._advance(task.stop - task.start)
+        wrote = written + sum(s.records for s in result.shards[len(kept) :])
+        if wrote != len(items):
+            raise OutputError(f"split {split}: wrote {wrote} examples, expected {len(items)}")
+        self.out.journal.split_done(split, self.pending)
+        return result
 
     def _cut(self, where: Checkpoint) -> None:
         """A shard was cut: what encoding found so far is its, for when it is journaled:

@@ -11,10 +11,10 @@
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import accumulate
 from typing import IO, TYPE_CHECKING, Protocol
 
@@ -61,11 +61,16 @@ class ShardPolicy:
       a shard closes once it holds that much, unless what remains of the split
       (estimated from the mean record so far) would be smaller, in which case
       the rest joins it. Small data therefore gives one shard.
+
+    `cuts` is no user's choice: where each shard of one split ends (positions among its
+    planned items), fixed before encoding from planned sizes (`planned`), so that any
+    process can write any shard.
     """
 
     num_shards: int | None = None
     examples_per_shard: int | None = None
     shard_size: int | None = None
+    cuts: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         given = [v for v in (self.num_shards, self.examples_per_shard, self.shard_size) if v is not None]
@@ -85,6 +90,9 @@ class ShardPolicy:
         """Whether the current shard ends after `written` records of `total`."""
         if written >= total:
             return True
+        if self.cuts is not None:
+            at = bisect_left(self.cuts, written)
+            return at < len(self.cuts) and self.cuts[at] == written
         if self.num_shards is not None:
             n = min(self.num_shards, total)
             # shard k holds records [k*total//n, (k+1)*total//n)
@@ -109,7 +117,10 @@ class ShardPolicy:
         if not n:
             return None
         to_end = total - written  # the split's last record always closes the shard
-        if self.num_shards is not None:
+        if self.cuts is not None:
+            at = bisect_right(self.cuts, written)
+            needed = min(self.cuts[at] if at < len(self.cuts) else total, total) - written
+        elif self.num_shards is not None:
             # the first w > written at which closes_after says yes
             shards = min(self.num_shards, total)
             k = max(written * shards // total - 1, 0)
@@ -136,6 +147,27 @@ class ShardPolicy:
                 needed = to_end
         needed = max(needed, 1)
         return needed if needed <= n else None
+
+    def ends(self, total: int) -> list[int] | None:
+        """Where each of a split's shards ends (positions among its `total` planned items,
+        skipped ones counted), where that is known before encoding; else None."""
+        if self.cuts is not None:
+            return list(self.cuts)
+        if self.num_shards is not None:
+            n = min(self.num_shards, total)
+            return [(k + 1) * total // n for k in range(n)]
+        return None
+
+    def planned(self, sizes: list[int]) -> ShardPolicy:
+        """This --shard-size policy with one split's cuts fixed from `sizes`, the bytes
+        each of its items is planned to take: the cuts the cutter makes of those sizes."""
+        assert self.num_shards is None and self.examples_per_shard is None
+        ends, at = [], 0
+        for count, _, closes in ShardCutter(len(sizes), self).cut(sizes):
+            at += count
+            if closes:
+                ends.append(at)
+        return replace(self, cuts=tuple(ends))
 
 
 # ---------------------------------------------------------------- output directory

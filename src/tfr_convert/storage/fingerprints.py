@@ -96,6 +96,10 @@ class InputFiles:
     def digest(self) -> str:
         return hashlib.sha256(self.stats).hexdigest()
 
+    def sizes(self) -> list[int]:
+        """The size of each file under the first root, in order (0 for one that is gone)."""
+        return [max(size, 0) for size, _, _ in _ENTRY.iter_unpack(self.stats[: self.ends[0] * _ENTRY.size])]
+
     def first_change(self, before: bytes) -> str | None:
         """The first file whose stats differ from `before` (the same files, in the same
         order, when the run began), said as a user reads it; None if none differs."""
