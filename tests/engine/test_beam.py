@@ -49,9 +49,12 @@ def split_records(out: Path) -> dict[str, Counter]:
     return found
 
 
-def test_beam_engine_gives_the_local_engines_splits_and_tfds_opens_it(cli, tmp_path):
+# by count of records written; by size, cut where the files' sizes plan it (the local
+# engine's workers then write whole shards)
+@pytest.mark.parametrize("cut", [["--examples-per-shard", "7"], ["--shard-size", "2000"]], ids=["count", "size"])
+def test_beam_engine_gives_the_local_engines_splits_and_tfds_opens_it(cli, tmp_path, cut):
     src = image_folder(tmp_path / "pets")
-    common = ["images", src, "--split", SPLIT, "--stratify", "--image-format", "png", "--examples-per-shard", "7"]
+    common = ["images", src, "--split", SPLIT, "--stratify", "--image-format", "png", *cut]
     local = cli.convert(*common, "--out", tmp_path / "local", "--workers", 2, "--quiet")
     assert local.exit_code == 0, local.output
     beam = cli.convert(*common, "--out", tmp_path / "beam", "--engine", "beam",

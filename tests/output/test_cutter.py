@@ -37,6 +37,10 @@ POLICIES = st.one_of(
     st.integers(1, 12).map(lambda n: ShardPolicy(num_shards=n)),
     st.integers(1, 9).map(lambda n: ShardPolicy(examples_per_shard=n)),
     st.integers(1, 400).map(lambda n: ShardPolicy(shard_size=n)),
+    # cuts planned for 60 items (a split of fewer ends at its last)
+    st.lists(st.integers(1, 60), min_size=1, max_size=12, unique=True).map(
+        lambda ends: ShardPolicy(cuts=tuple(sorted(ends)))
+    ),
 )
 
 
@@ -60,6 +64,28 @@ def test_a_cutter_resumed_where_a_shard_began_cuts_the_rest_alike(policy, sizes,
     written = sum(whole[:done])
     resumed = ShardCutter(len(sizes), policy, (written, 0, sum(sizes[:written])))
     assert _shards(resumed.cut(sizes[written:])) == whole[done:]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 400), st.lists(st.integers(1, 60), min_size=1, max_size=60), st.data())
+def test_cuts_planned_from_sizes_are_where_those_sizes_would_cut_whatever_sizes_come(target, planned, data):
+    by_size = ShardPolicy(shard_size=target)
+    fixed = by_size.planned(planned)
+    assert fixed.describe() == by_size.describe()  # (what the metadata says of the run is the user's)
+    expected = shards_by_record(by_size, planned)
+    assert fixed.ends(len(planned)) == [sum(expected[: i + 1]) for i in range(len(expected))]
+    # the records then encoded may be of any size: the cuts stay where they were planned
+    actual = data.draw(st.lists(st.integers(1, 600), min_size=len(planned), max_size=len(planned)))
+    assert _shards(ShardCutter(len(actual), fixed).cut(actual)) == expected
+
+
+@given(st.integers(1, 12), st.lists(st.integers(1, 60), min_size=1, max_size=60))
+def test_known_ends_are_the_cutters_for_counted_policies_and_unknown_for_the_others(n, sizes):
+    counted = ShardPolicy(num_shards=n)
+    shards = _shards(ShardCutter(len(sizes), counted).cut(sizes))
+    assert counted.ends(len(sizes)) == [sum(shards[: i + 1]) for i in range(len(shards))]
+    assert ShardPolicy(examples_per_shard=n).ends(len(sizes)) is None  # (counts records written, not items)
+    assert ShardPolicy(shard_size=n).ends(len(sizes)) is None
 
 
 def test_the_default_policy_is_64_mib_and_one_rule_at_most():

@@ -160,7 +160,11 @@ def _runs_inline(converter: Converter, plan: dict[str, list[Hashable]], workers:
 
 
 def _pool(
-    converter: Converter, options: RunOptions, container: containers.Container, plan: dict[str, list[Hashable]]
+    converter: Converter,
+    options: RunOptions,
+    container: containers.Container,
+    plan: dict[str, list[Hashable]],
+    whole: bool,
 ) -> tuple[Workers, bool]:
     """The worker processes, started now (before this process starts threads: writers,
     bars), and whether they hold the plan (forked: they got it with this process's
@@ -174,7 +178,9 @@ def _pool(
     forkable = can_fork(converter.input_roots())
     with contextlib.nullcontext() if forkable else main_not_rerun():
         pool = Workers(
-            options.workers - 1,  # and this process, which encodes whenever it would wait for them
+            # and this process, which encodes whenever it would wait for them; where shards are
+            # written whole, it only journals them
+            options.workers if whole else options.workers - 1,
             _encode_in_worker,
             _init_worker,
             (converter, options.on_error, container, plan if forkable else None, options.compression),
@@ -184,9 +190,26 @@ def _pool(
 
 
 # Shards a split has at least, for its shards to be written whole by the workers (and
-# at least half as many as --workers): with fewer, spreading the encoding of every batch
-# uses more processes (a re-encode of a few shards on many cores).
+# as many as --workers): with fewer, some processes would have no shard, and spreading
+# the encoding of every batch uses them all (a re-encode of a few shards on many cores).
 WHOLE_FROM = 2
+
+
+def _whole_splits(
+    options: RunOptions, plan: dict[str, list[Hashable]], policies: dict[str, ShardPolicy], out: Output
+) -> set[str]:
+    """The splits whose shards the workers write whole (engine/whole_shards.py): those
+    whose cuts are planned, with enough shards, unless items may be skipped (the ordered
+    writer cuts them by batch) or the output is remote (its uploads are this process's)."""
+    if options.on_error != "fail" or fs.is_remote(out.build):
+        return set()
+    return {
+        split
+        for split, items in plan.items()
+        if len(policies[split].ends(len(items)) or ()) >= max(WHOLE_FROM, options.workers)
+    }
+
+
 POOLED_FROM = 3  # workers from which the shards are written and hashed on a pool of threads
 
 
@@ -233,12 +256,10 @@ def run(
         done = kept[1] if kept else Progress()
         converter.planned(plan)  # before workers fork: they share what it lays out
         policies = split_policies(converter, options, plan, inputs, container)
-        pool, shared = (
-            (None, False)
-            if _runs_inline(converter, plan, options.workers)
-            else _pool(converter, options, container, plan)
-        )
-        whole = shared and options.on_error == "fail" and not fs.is_remote(out.build)
+        inline = _runs_inline(converter, plan, options.workers)
+        whole = set() if inline else _whole_splits(options, plan, policies, out)
+        pool, shared = (None, False) if inline else _pool(converter, options, container, plan, bool(whole))
+        whole = whole if shared else set()  # (spawned workers do not hold the plan)
         writes = _write_pool(out, options)
         splits = _Splits(converter, options, container, out, done, (pool, shared, whole), writes, progress, policies)
         try:
@@ -285,14 +306,13 @@ class _Splits:
         container: containers.Container,
         out: Output,
         done: Progress,
-        workers: tuple[Workers | None, bool, bool],
+        workers: tuple[Workers | None, bool, set[str]],
         writes: WritePool | None,
         progress: Callable[[int, int], None] | None,
         policies: dict[str, ShardPolicy],
     ) -> None:
         """`workers`: the pool (None: encoding here alone), whether it holds the plan, and
-        whether it may write shards whole (engine/whole_shards.py) where their cuts are
-        planned."""
+        the splits whose shards it writes whole (engine/whole_shards.py)."""
         self.converter, self.options, self.container, self.out, self.done = converter, options, container, out, done
         (self.pool, self.shared, self.whole), self.writes, self.progress = workers, writes, progress
         self.policies = policies
@@ -329,9 +349,8 @@ class _Splits:
         def journal_shard(shard: ShardFile, where: Checkpoint) -> None:
             self.out.journal.shard_done(split, self.out.entry(shard), where, self.cut_tallies.popleft())
 
-        ends = self.policies[split].ends(len(items))
-        if self.whole and ends is not None and len(ends) >= max(WHOLE_FROM, options.workers // 2):
-            return self._write_whole(split, items, ends, at, shards)
+        if split in self.whole:
+            return self._write_whole(split, items, at, shards)
         with SplitWriter(
             self.out, split, len(items), self.policies[split], self.container, options.compression,
             at=at, kept=shards, on_shard=journal_shard, on_cut=self._cut, pool=self.writes,
@@ -359,27 +378,21 @@ class _Splits:
             writer.skip(len(encoded.skipped))
             self._advance(len(encoded.sizes) - first + len(encoded.skipped))
 
-    def _write_whole(
-        self, split: str, items: list[Hashable], ends: list[int], at: Checkpoint, kept: list[ShardFile]
-    ) -> SplitResult:
-        """The split's shards from the checkpoint on, each written whole by a worker or by
-        this process (engine/whole_shards.py), journaled in order as SplitWriter would."""
+    def _write_whole(self, split: str, items: list[Hashable], at: Checkpoint, kept: list[ShardFile]) -> SplitResult:
+        """The split's shards from the checkpoint on, each written whole by a worker
+        (engine/whole_shards.py), journaled in order as SplitWriter would."""
         assert self.pool is not None
+        ends = self.policies[split].ends(len(items))
+        assert ends is not None
         written, skipped, split_bytes = at.cutter
         self._advance(written + skipped)
         result = SplitResult(split, list(kept))
         label = len(kept)
         todo = tasks(split, ends, written + skipped, lambda i: self.out.temp_path(f"{split}-{label + i:05d}"))
-        options, chunk = self.options, self.converter.chunk_size
-
-        def in_parent(task: WholeShard) -> WrittenShard:
-            return write_whole_shard(
-                self.converter, items[task.start : task.stop], self.container, options.compression, task.path
-            )
-
-        # two shards per worker: one being written, the next waiting, so that none waits
-        # while this process writes one of its own
-        done = self.pool.ordered(iter(todo), 2 * (options.workers - 1), in_parent)
+        # two shards a worker: one being written, the next waiting its turn; the shards
+        # are about equal, so taking turns shares them out evenly
+        done = self.pool.ordered(iter(todo), 2 * self.options.workers)
+        chunk = self.converter.chunk_size
         for task, shard in zip(todo, done, strict=True):
             result.shards.append(ShardFile(task.path, shard.records, shard.bytes, shard.sha256))
             split_bytes += shard.record_bytes

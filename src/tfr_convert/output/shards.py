@@ -95,8 +95,8 @@ class ShardPolicy:
             return at < len(self.cuts) and self.cuts[at] == written
         if self.num_shards is not None:
             n = min(self.num_shards, total)
-            # shard k holds records [k*total//n, (k+1)*total//n)
-            k = (written - 1) * n // total
+            # shard k holds records [k*total//n, (k+1)*total//n): record written-1 is in shard k
+            k = (written * n - 1) // total
             return written == (k + 1) * total // n
         if self.examples_per_shard is not None:
             return shard_records >= self.examples_per_shard
@@ -121,15 +121,9 @@ class ShardPolicy:
             at = bisect_right(self.cuts, written)
             needed = min(self.cuts[at] if at < len(self.cuts) else total, total) - written
         elif self.num_shards is not None:
-            # the first w > written at which closes_after says yes
             shards = min(self.num_shards, total)
-            k = max(written * shards // total - 1, 0)
-            while True:
-                end = (k + 1) * total // shards
-                if end > written and (end - 1) * shards // total == k:
-                    break
-                k += 1
-            needed = min(end, total) - written
+            k = ((written + 1) * shards - 1) // total  # the shard of record `written`, the next
+            needed = min((k + 1) * total // shards, total) - written
         elif self.examples_per_shard is not None:
             needed = min(self.examples_per_shard - shard_records, to_end)
         else:
