@@ -23,11 +23,13 @@ rm -rf $shm/tt  # the parent's stages at every core, timed inside the command
 python3 benchmarks/stage_times.py images $shm/photos-48000 --out $shm/tt --workers $cores --quiet 2>&1 \
     | tail -1 >> "$OUT/stage-times-$cores-cores.jsonl"
 rm -rf $shm/tt
-timeout 110 python3 benchmarks/bench_scale.py --work $shm --photos 48000 --jobs keep --workers 1,4,$cores \
+timeout "${KEEP_LIMIT:-110}" python3 benchmarks/bench_scale.py --work $shm --photos 48000 --jobs keep --workers 1,4,$cores \
     --repeat 3 --no-single-peer --out "$OUT/scale-$cores-cores-keep-tmpfs.md" | tail -12
-timeout 110 python3 benchmarks/bench_scale.py --work $disk --photos 48000 --jobs keep --workers 1,4,$cores \
+timeout "${KEEP_LIMIT:-110}" python3 benchmarks/bench_scale.py --work $disk --photos 48000 --jobs keep --workers 1,4,$cores \
     --repeat 3 --no-single-peer --out "$OUT/scale-$cores-cores-keep-disk.md" | tail -12
 rm -rf $shm
-# the other jobs on the default 12,000 photos (keep is measured above)
-timeout 200 python3 benchmarks/bench_scale.py --work $disk --jobs "re-encode,reshard,shard writer,table" \
-    --workers 1,4,$cores --repeat 3 --out "$OUT/scale-$cores-cores.md" | tail -12
+# the other jobs on the default 12,000 photos (keep is measured above): OTHER_JOBS, under
+# OTHER_LIMIT seconds, into scale-N-cores.md, or scale-N-cores-NAME.md with OTHER_NAME
+jobs=${OTHER_JOBS:-"re-encode,reshard,shard writer,table"}
+timeout "${OTHER_LIMIT:-200}" python3 benchmarks/bench_scale.py --work $disk --jobs "$jobs" \
+    --workers 1,4,$cores --repeat 3 --out "$OUT/scale-$cores-cores${OTHER_NAME:+-$OTHER_NAME}.md" | tail -12

@@ -371,10 +371,6 @@ for _line, _operators, _why in (
 ):  # fmt: skip
     for _operator in _operators:
         EQUIVALENT["salvage", _line, _operator] = _why
-EQUIVALENT["shards", "k = max(written * shards // total - 1, 0)", "ReplaceBinaryOperator_Mul_Div"] = (
-    "where the search for the open shard's number starts: a start at or below it (this one is lower) "
-    "walks up to the same shard"
-)
 for _operator in (
     "ReplaceUnaryOperator_USub_Invert",
     "ReplaceUnaryOperator_USub_Not",
@@ -400,9 +396,6 @@ for _line, _operators, _why in (
     ("batch: int = 0", ("NumberReplacer",),
      "a fresh split from batch -1: the batches are cut from item -size to 0 first (an empty batch, numbered "
      "-1), then from 0 numbered 0 on, as from batch 0 (batch 1 is caught)"),
-    ("k = max(written * shards // total - 1, 0)", ("NumberReplacer",),
-     "where the search for the open shard's number starts: written*shards//total is never above it, so "
-     "starting there, one lower or at -1 walks up to the same shard (a start at 1 is caught)"),
     ("needed = max(needed, 1)", ("NumberReplacer",),
      "every policy's count is already at least 1 (an open shard is below its count, a split not at its end "
      "has records to come, and the size search starts at the first record), so a floor of 0 changes nothing "

@@ -12,6 +12,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -19,7 +20,6 @@ from helpers import TESTS
 from PIL import Image
 
 from crashing import changes_made, files, killed_at, killed_fresh, work_dir
-from tfr_convert.engine import local
 
 HERE = TESTS
 
@@ -37,17 +37,14 @@ def photos(tmp_path_factory):
     return root
 
 
-def _whole_splits_counted(monkeypatch) -> list[str]:
-    """The splits whose shards the workers write whole, as runs in this process go."""
-    whole: list[str] = []
-    write_whole = local._Splits._write_whole
-
-    def counted(self, split, *args):
-        whole.append(split)
-        return write_whole(self, split, *args)
-
-    monkeypatch.setattr(local._Splits, "_write_whole", counted)
-    return whole
+def _converted(*args) -> tuple[list[str], str]:
+    """tfr-convert ARGS in a process of its own: the splits whose shards the workers wrote
+    whole, and what it printed."""
+    proc = subprocess.run(
+        [sys.executable, str(HERE / "whole_counted.py"), *map(str, args)], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr
+    return sorted(filter(None, proc.stderr.strip().splitlines()[-1].removeprefix("whole=").split(","))), proc.stdout
 
 
 @pytest.mark.parametrize(
@@ -55,17 +52,15 @@ def _whole_splits_counted(monkeypatch) -> list[str]:
     [(["--examples-per-shard", "9"], None), (["--shard-size", "6000"], 2), (["--num-shards", "9"], 2)],
     ids=["by-count", "by-size", "by-number"],
 )
-def test_any_worker_count_gives_the_bytes_of_one(cli, photos, tmp_path, monkeypatch, cut, whole_from):
+def test_any_worker_count_gives_the_bytes_of_one(cli, photos, tmp_path, cut, whole_from):
     args = ["images", photos, "--image-format", "png", "--split", "train=0.7,test=0.3", *cut]
-    whole = _whole_splits_counted(monkeypatch)
     found = {}
     for workers in (1, 2, 3, 8):
         out = tmp_path / f"w{workers}"
-        whole.clear()
-        assert cli.convert(*args, "--workers", workers, "--out", out).exit_code == 0
+        whole, _ = _converted(*args, "--workers", workers, "--out", out, "--quiet")
         found[workers] = files(out)
         # where the cuts are planned, each of the two splits' shards are written whole
-        assert sorted(whole) == (["test", "train"] if whole_from and workers >= whole_from else []), workers
+        assert whole == (["test", "train"] if whole_from and workers >= whole_from else []), workers
     assert len([n for n in found[1] if "-of-" in n]) > 6  # many shards: the pool has several under way
     assert found[2] == found[1] and found[3] == found[1] and found[8] == found[1]
     # and a reshard of it, by records' own engine path
@@ -98,25 +93,65 @@ def test_a_many_worker_run_killed_at_any_filesystem_step_leaves_nothing_or_all_a
         assert not work_dir(out).exists(), n
 
 
-@pytest.mark.parametrize("first,then", [("1", "8"), ("8", "1")], ids=["ordered-then-whole", "whole-then-ordered"])
-def test_a_run_killed_after_some_shards_resumes_the_other_way_to_the_same_bytes(cli, photos, tmp_path, first, then):
-    """The ordered writer (one worker) and the workers writing whole shards (eight) journal
-    alike: either one finishes what the other began."""
+def test_a_run_of_one_worker_killed_after_some_shards_resumes_on_eight_writing_whole_shards(cli, photos, tmp_path):
+    """The ordered writer and the workers writing whole shards journal alike: eight
+    workers finish what one began, to the same bytes."""
     args = ["images", photos, "--image-format", "png", "--shard-size", "20000"]
     reference = tmp_path / "reference"
-    assert cli.convert(*args, "--out", reference, "--workers", "8").exit_code == 0
+    assert cli.convert(*args, "--out", reference, "--workers", "1").exit_code == 0
     expected = files(reference)
-    assert len([n for n in expected if "-of-" in n]) >= 8
+    shards = len([n for n in expected if "-of-" in n])
+    assert shards >= 8
     out = tmp_path / "out"
-    total = changes_made(*args, "--out", tmp_path / "counted", "--workers", first, count_file=tmp_path / "count")
-    for n in (total // 3, total // 2, 2 * total // 3):  # past the first shards, before the commit
+    total = changes_made(*args, "--out", tmp_path / "counted", "--workers", "1", count_file=tmp_path / "count")
+    went_on = 0  # resumed runs that had shards left to write
+    for n in (total // 4, total // 3, total // 2):  # past the first shards
         shutil.rmtree(out, ignore_errors=True)
         shutil.rmtree(work_dir(out), ignore_errors=True)
-        assert killed_at(n, *args, "--out", out, "--workers", first).returncode == -signal.SIGKILL
-        result = cli.convert(*args, "--out", out, "--workers", then, "--resume", "--json")
-        assert result.exit_code == 0, (n, result.output)
-        assert json.loads(result.output)["resumed"].get("kept_shards", 0) > 0, n
+        assert killed_at(n, *args, "--out", out, "--workers", "1").returncode == -signal.SIGKILL
+        whole, printed = _converted(*args, "--out", out, "--workers", "8", "--resume", "--json", "--quiet")
+        kept = json.loads(printed)["resumed"].get("kept_shards", 0)
+        assert 0 < kept <= shards, n
+        if kept < shards:
+            went_on += 1
+            assert whole == ["train"], n
         assert files(out) == expected, n
+    assert went_on
+
+
+@pytest.fixture(scope="module")
+def slow_photos(tmp_path_factory):
+    """96 noise pictures of 256x256: a second or so to re-encode as PNG, so that a run
+    can be caught between its first shard and its last."""
+    root = tmp_path_factory.mktemp("slow")
+    rng = np.random.default_rng(2)
+    for n in range(96):
+        folder = root / f"class{n % 2}"
+        folder.mkdir(exist_ok=True)
+        Image.fromarray(rng.integers(0, 256, (256, 256, 3), dtype=np.uint8)).save(folder / f"{n:03d}.png")
+    return root
+
+
+def test_a_run_of_whole_shards_killed_after_some_resumes_on_one_worker_to_the_same_bytes(cli, slow_photos, tmp_path):
+    """Killed once the parent has journaled a shard the workers wrote whole (the parent
+    changes no file while they write, so no filesystem step falls there): the ordered
+    writer of one worker finishes it."""
+    args = ["images", slow_photos, "--image-format", "png", "--num-shards", "24", "--quiet"]
+    reference = tmp_path / "reference"
+    assert cli.convert(*args, "--out", reference, "--workers", "1").exit_code == 0
+    expected = files(reference)
+    out = tmp_path / "out"
+    run = subprocess.Popen([sys.executable, str(HERE / "whole_counted.py"), *map(str, args), "--out", str(out),
+                            "--workers", "8"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    journal = work_dir(out) / "journal"
+    while run.poll() is None and not (journal.exists() and '"shard"' in journal.read_text()):
+        time.sleep(0.002)
+    run.kill()
+    assert run.wait() == -signal.SIGKILL  # (it had not finished)
+    result = cli.convert(*args, "--out", out, "--workers", "1", "--resume", "--json")
+    assert result.exit_code == 0, result.output
+    assert 0 < json.loads(result.output)["resumed"]["kept_shards"] < 24
+    assert files(out) == expected
 
 
 def test_the_parent_of_16_forked_workers_stays_under_100_mib_on_2000_large_photos(tmp_path):

@@ -70,12 +70,11 @@ class LocalFiles:
         """The file must be a regular one (a FIFO would block, a device never end) and,
         given `inside` (a real path), really under it when opened, whatever was swapped
         in since it was listed."""
-        fd = self._opened(path, inside)
+        fd, size = self._opened(path, inside)
         try:
             # Straight from the descriptor (no file object): one read asks for a byte more
             # than the size; a file that gives exactly its size has ended there. One that
             # grew or shrank since (or a read the kernel cut short) is read on to its end.
-            size = os.fstat(fd).st_size
             first = os.read(fd, size + 1)
             if len(first) == size:
                 return first
@@ -90,16 +89,18 @@ class LocalFiles:
         """A regular file only, as read_bytes: a FIFO would block, a device never end.
         (stat, not open, tells: opening a FIFO blocks.)"""
         if inside is not None:
-            return open(self._opened(path, inside), "rb", buffering=buffering)
+            return open(self._opened(path, inside)[0], "rb", buffering=buffering)
         check_regular(path, os.stat(path).st_mode)
         return open(path, "rb", buffering=buffering)
 
     @staticmethod
-    def _opened(path: str, inside: str | None) -> int:
-        """A descriptor of the regular file `path`, checked to be under `inside` as opened."""
+    def _opened(path: str, inside: str | None) -> tuple[int, int]:
+        """A descriptor of the regular file `path`, checked to be under `inside` as opened,
+        and its size then."""
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         try:
-            check_regular(path, os.fstat(fd).st_mode)
+            st = os.fstat(fd)
+            check_regular(path, st.st_mode)
             if inside is not None and _HAS_PROC_FD:
                 opened = os.readlink(f"/proc/self/fd/{fd}")  # what was opened, every link resolved
                 # both are absolute and normalized: a prefix test says what commonpath would
@@ -110,7 +111,7 @@ class LocalFiles:
         except BaseException:
             os.close(fd)
             raise
-        return fd
+        return fd, st.st_size
 
     def read_range(self, path: str, start: int, length: int) -> bytes:
         with open(path, "rb") as f:
