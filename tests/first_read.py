@@ -14,7 +14,6 @@ import builtins
 import fcntl
 import os
 import signal
-import sys
 
 INPUT = os.path.realpath(os.environ["INPUT"])
 MAIN = os.getpid()
@@ -64,11 +63,7 @@ builtins.open, os.open, fcntl.lockf = open_noted, os_open_noted, lockf
 os.scandir, os.listdir = noted(os.scandir), noted(os.listdir)  # listing a folder reads it too
 
 if __name__ == "__main__":
-    from tfr_convert.cli.convert import convert
+    from cli_code import convert_code
 
-    try:
-        returned = convert.main(sys.argv[1:], standalone_mode=False)
-        code = returned if isinstance(returned, int) else 0
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else 1
+    code = convert_code()
     os._exit(code)

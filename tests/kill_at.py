@@ -19,7 +19,6 @@ import errno
 import os
 import shutil
 import signal
-import sys
 
 KILL_AT = int(os.environ.get("KILL_AT", "0"))
 FAIL_AT = int(os.environ.get("FAIL_AT", "0"))
@@ -66,14 +65,9 @@ builtins.open, os.open = open_counted, os_open_counted
 shutil.rmtree.avoids_symlink_attacks  # noqa: B018  (rmtree reaches os.unlink/os.rmdir through the module: counted)
 
 if __name__ == "__main__":
-    from tfr_convert.cli.convert import convert
+    from cli_code import convert_code
 
-    try:
-        # outside standalone mode click returns the exit code of a ctx.exit() instead of raising
-        returned = convert.main(sys.argv[1:], standalone_mode=False)
-        code = returned if isinstance(returned, int) else 0
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else 1
+    code = convert_code()
     if os.environ.get("COUNT_TO"):
         with _open(os.environ["COUNT_TO"], "w") as f:
             f.write(f"{calls}\n")

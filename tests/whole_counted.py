@@ -21,12 +21,8 @@ def _counted(self, split, *args):
 local._Splits._write_whole = _counted
 
 if __name__ == "__main__":
-    from tfr_convert.cli.convert import convert
+    from cli_code import convert_code
 
-    try:
-        returned = convert.main(sys.argv[1:], standalone_mode=False)
-        code = returned if isinstance(returned, int) else 0
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else 1
+    code = convert_code()
     print("whole=" + ",".join(sorted(whole)), file=sys.stderr)
     sys.exit(code)
