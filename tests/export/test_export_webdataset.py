@@ -121,3 +121,34 @@ def test_a_member_header_is_tarfiles_own_for_any_name_and_size(name, size):
     info = tarfile.TarInfo(name)
     info.size, info.mode, info.mtime = size, 0o444, 0
     assert member_header(name, size) == info.tobuf(tarfile.GNU_FORMAT, "utf-8", "surrogateescape")
+
+
+def test_a_tar_of_large_and_small_members_is_the_tar_tarfile_writes_of_them(cli, tmp_path):
+    """Members of 4 KiB and more are written on their own and the rest gathered with the
+    headers and paddings: the file is still tarfile's, byte for byte."""
+    from PIL import Image
+
+    rng = np.random.default_rng(3)
+    for n in range(12):
+        folder = tmp_path / "pics" / f"c{n % 2}"
+        folder.mkdir(parents=True, exist_ok=True)
+        side = 64 if n % 3 else 4  # noise PNGs of about 12 KiB, and of a few hundred bytes
+        Image.fromarray(rng.integers(0, 256, (side, side, 3), dtype=np.uint8)).save(folder / f"{n:02d}.png")
+    dataset, out = tmp_path / "ds", tmp_path / "out"
+    assert cli.convert("images", tmp_path / "pics", "--out", dataset, "--no-shuffle").exit_code == 0
+    assert cli.export(dataset, "--to", "webdataset", "--out", out, "--shard-size", "40KB").exit_code == 0
+    tars = sorted(out.glob("*.tar"))
+    assert len(tars) > 1
+    sizes = []
+    for path in tars:
+        with tarfile.open(path) as written:
+            members = [(m.name, written.extractfile(m).read()) for m in written.getmembers()]
+        again = io.BytesIO()
+        with tarfile.open(fileobj=again, mode="w", format=tarfile.GNU_FORMAT) as tar:
+            for name, data in members:
+                info = tarfile.TarInfo(name)
+                info.size, info.mode, info.mtime = len(data), 0o444, 0
+                tar.addfile(info, io.BytesIO(data))
+        assert path.read_bytes() == again.getvalue(), path.name
+        sizes += [len(data) for _, data in members]
+    assert max(sizes) >= 4096 > min(sizes)  # both ways of writing a member
