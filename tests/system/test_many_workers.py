@@ -20,6 +20,8 @@ from helpers import TESTS
 from PIL import Image
 
 from crashing import changes_made, files, killed_at, killed_fresh, work_dir
+from tfr_convert.dataset.wire.example import serialize
+from valid_files import framed
 
 HERE = TESTS
 
@@ -73,6 +75,21 @@ def test_any_worker_count_gives_the_bytes_of_one(cli, photos, tmp_path, cut, who
         assert result.exit_code == 0, result.output
         resharded[workers] = files(out)
     assert resharded[8] == resharded[1]
+
+
+def test_a_reshard_by_number_is_written_whole_by_the_workers_to_the_bytes_of_one(tmp_path):
+    """`records --num-shards`: 4 shards written whole by 4 workers (more records than one
+    batch: a single batch is encoded in one process)."""
+    source = tmp_path / "many.tfrecord"
+    source.write_bytes(framed([serialize({"n": [i], "text": [b"x" * (i % 300)]}) for i in range(2000)]))
+    found = {}
+    for workers in (1, 4):
+        out = tmp_path / f"n{workers}"
+        args = ["records", source, "--num-shards", 4, "--workers", workers, "--out", out, "--quiet"]
+        whole, _ = _converted(*args)
+        assert whole == (["train"] if workers == 4 else [])
+        found[workers] = files(out)
+    assert len([n for n in found[1] if "-of-" in n]) == 4 and found[4] == found[1]
 
 
 @pytest.mark.parametrize("cut", [["--examples-per-shard", "40"], ["--num-shards", "8"]], ids=["ordered", "whole"])
