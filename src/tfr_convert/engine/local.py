@@ -17,6 +17,11 @@ yet (it would only wait); it takes the batches in order and alone decides shard
 boundaries and writes. A bounded window of batches in flight keeps memory flat
 however many items there are, and because order and boundaries are decided in
 one place the output is byte-identical for any worker count.
+
+Where a split's shard boundaries are planned before encoding (engine/planned.py)
+and it has a shard for every worker, N worker processes write whole shards instead
+(engine/whole_shards.py) and the parent only journals them: the boundaries were
+decided in one place already, so the bytes are the same.
 """
 
 from __future__ import annotations
@@ -260,7 +265,7 @@ def run(
         whole = set() if inline else _whole_splits(options, plan, policies, out)
         pool, shared = (None, False) if inline else _pool(converter, options, container, plan, bool(whole))
         whole = whole if shared else set()  # (spawned workers do not hold the plan)
-        writes = _write_pool(out, options)
+        writes = None if whole == set(plan) else _write_pool(out, options)
         splits = _Splits(converter, options, container, out, done, (pool, shared, whole), writes, progress, policies)
         try:
             results = splits.write(plan)
