@@ -30,12 +30,15 @@ HERE = TESTS
 def photos(tmp_path_factory):
     """160 small pictures in 4 class folders: batches of 16 when re-encoded, so 10 batches
     for the workers to share, and many shards."""
-    root = tmp_path_factory.mktemp("photos")
-    rng = np.random.default_rng(0)
-    for n in range(160):
-        folder = root / f"class{n % 4}"
+    return _noise_pictures(tmp_path_factory.mktemp("photos"), 160, 4, (20, 24), seed=0)
+
+
+def _noise_pictures(root, count: int, classes: int, shape: tuple[int, int], seed: int):
+    rng = np.random.default_rng(seed)
+    for n in range(count):
+        folder = root / f"class{n % classes}"
         folder.mkdir(exist_ok=True)
-        Image.fromarray(rng.integers(0, 256, (20, 24, 3), dtype=np.uint8)).save(folder / f"{n:03d}.png")
+        Image.fromarray(rng.integers(0, 256, (*shape, 3), dtype=np.uint8)).save(folder / f"{n:03d}.png")
     return root
 
 
@@ -140,13 +143,7 @@ def test_a_run_of_one_worker_killed_after_some_shards_resumes_on_eight_writing_w
 def slow_photos(tmp_path_factory):
     """96 noise pictures of 256x256: a second or so to re-encode as PNG, so that a run
     can be caught between its first shard and its last."""
-    root = tmp_path_factory.mktemp("slow")
-    rng = np.random.default_rng(2)
-    for n in range(96):
-        folder = root / f"class{n % 2}"
-        folder.mkdir(exist_ok=True)
-        Image.fromarray(rng.integers(0, 256, (256, 256, 3), dtype=np.uint8)).save(folder / f"{n:03d}.png")
-    return root
+    return _noise_pictures(tmp_path_factory.mktemp("slow"), 96, 2, (256, 256), seed=2)
 
 
 def test_a_run_of_whole_shards_killed_after_some_resumes_on_one_worker_to_the_same_bytes(cli, slow_photos, tmp_path):

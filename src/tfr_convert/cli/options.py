@@ -51,9 +51,7 @@ def common_options(f):
         ),
         click.option("--num-shards", type=click.IntRange(min=1), help="Shards per split."),
         click.option("--examples-per-shard", type=click.IntRange(min=1), help="Examples per shard."),
-        click.option(
-            "--shard-size", type=ByteSize(), help="Shards of at least this size, e.g. 128MB [default: 64MiB]."
-        ),
+        click.option("--shard-size", type=ByteSize(), help="Shards of about this size, e.g. 128MB [default: 64MiB]."),
         click.option(
             "--format",
             "file_format",
