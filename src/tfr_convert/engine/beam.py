@@ -94,7 +94,8 @@ def run(
     plan = plan_splits(converter, options)
     output_name(converter, options)  # checked before anything is written
     append, plan = appended_to(converter, options, plan)
-    inputs = input_files(converter, plan, 1)
+    # the inputs' stats: an --append's identity, and the sizes --shard-size plans cuts by
+    inputs = input_files(converter, plan, 1) if append is not None or options.policy.by_size else None
     identity = run_identity(converter, options, plan, inputs) if append else {}
     if append is not None:
         append.identify(identity)

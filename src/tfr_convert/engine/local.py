@@ -169,18 +169,16 @@ def _pool(
     options: RunOptions,
     container: containers.Container,
     plan: dict[str, list[Hashable]],
+    forkable: bool,
     whole: bool,
-) -> tuple[Workers, bool]:
+) -> Workers:
     """The worker processes, started now (before this process starts threads: writers,
-    bars), and whether they hold the plan (forked: they got it with this process's
-    memory; spawned workers would each be sent all of it, so they are sent their
-    batches instead)."""
+    bars); forked, they hold the plan (they got it with this process's memory; spawned
+    workers would each be sent all of it, so they are sent their batches instead)."""
     import multiprocessing
 
     from .workers import Workers
 
-    converter.finish_loading()
-    forkable = can_fork(converter.input_roots())
     with contextlib.nullcontext() if forkable else main_not_rerun():
         pool = Workers(
             # and this process, which encodes whenever it would wait for them; where shards are
@@ -191,7 +189,7 @@ def _pool(
             (converter, options.on_error, container, plan if forkable else None, options.compression),
             multiprocessing.get_context("fork" if forkable else "spawn"),
         )
-    return pool, forkable
+    return pool
 
 
 # Shards a split has at least, for its shards to be written whole by the workers (and
@@ -262,9 +260,12 @@ def run(
         converter.planned(plan)  # before workers fork: they share what it lays out
         policies = split_policies(converter, options, plan, inputs, container)
         inline = _runs_inline(converter, plan, options.workers)
-        whole = set() if inline else _whole_splits(options, plan, policies, out)
-        pool, shared = (None, False) if inline else _pool(converter, options, container, plan, bool(whole))
-        whole = whole if shared else set()  # (spawned workers do not hold the plan)
+        if not inline:
+            converter.finish_loading()  # before workers fork, and before threads are looked for
+        # whole shards need forked workers: spawned ones do not hold the plan
+        shared = not inline and can_fork(converter.input_roots())
+        whole = _whole_splits(options, plan, policies, out) if shared else set()
+        pool = None if inline else _pool(converter, options, container, plan, shared, bool(whole))
         writes = None if whole == set(plan) else _write_pool(out, options)
         splits = _Splits(converter, options, container, out, done, (pool, shared, whole), writes, progress, policies)
         try:

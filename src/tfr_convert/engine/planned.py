@@ -36,7 +36,7 @@ def split_policies(
     """Each split's shard policy: the run's, with its cuts planned where it counts bytes
     and the items are files (`inputs`: their stats, splits in sorted order)."""
     policy = options.policy
-    if policy.num_shards is not None or policy.examples_per_shard is not None or inputs is None:
+    if not policy.by_size or inputs is None:
         return dict.fromkeys(plan, policy)
     sizes = inputs.sizes()
     planned, at = {}, 0

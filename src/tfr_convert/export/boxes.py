@@ -32,14 +32,12 @@ from ..dataset.imageformat import sniff_format
 from ..dataset.naming import checked_relative, lines_file
 from ..errors import OptionError, SourceError
 from ..inspect.grid import image_feature
-from . import BOX_FORMATS
 from .box_numbers import coco_box, f32, keypoint_pixels, number, pixel_corners, yolo_box
 from .engine import Chunk, ExportOptions, Failed, Job, run
 from .images import EXTENSIONS
 from .source import ExportSource, parsed
 from .staging import Drop, Spool, Staging, staged
 
-FORMATS = BOX_FORMATS
 IMAGES = "images"
 YOLO_CLASSES = "labels/classes.txt"
 # The splits an export keeps in files of their own, each with its word in them (a key of

@@ -79,6 +79,11 @@ class ShardPolicy:
         if any(v < 1 for v in given):
             raise ValueError("--num-shards, --examples-per-shard and --shard-size must be positive")
 
+    @property
+    def by_size(self) -> bool:
+        """Whether shards are cut by bytes (--shard-size, the default), not by counts."""
+        return self.num_shards is None and self.examples_per_shard is None
+
     def describe(self) -> dict[str, int]:
         if self.num_shards is not None:
             return {"num_shards": self.num_shards}
@@ -155,7 +160,7 @@ class ShardPolicy:
     def planned(self, sizes: list[int]) -> ShardPolicy:
         """This --shard-size policy with one split's cuts fixed from `sizes`, the bytes
         each of its items is planned to take: the cuts the cutter makes of those sizes."""
-        assert self.num_shards is None and self.examples_per_shard is None
+        assert self.by_size
         ends, at = [], 0
         for count, _, closes in ShardCutter(len(sizes), self).cut(sizes):
             at += count
