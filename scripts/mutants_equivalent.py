@@ -326,7 +326,7 @@ for _operator in ("ReplaceComparisonOperator_Gt_GtE", "NumberReplacer"):
     )
 # resume: sizes that shape how the work is split, not what it gives
 for _line, _why in (
-    ("STATS_PER_PROCESS = 200_000", "files stat'ed per forked process"),
+    ("STATS_PER_PROCESS = 4096", "files stat'ed per forked process"),
     ("DIGEST_ITEMS_PER_PROCESS = 200_000", "items hashed per forked process"),
 ):
     EQUIVALENT["resume", _line, "NumberReplacer"] = f"{_why}: the parts join into the same bytes"

@@ -325,6 +325,13 @@ class Converter(ABC):
         Called right after `features_of` of the same item, in the same process."""
         return None
 
+    def summarized(self, observations: Counter[Hashable]) -> Counter[Hashable]:
+        """Of some observations (a shard's, a batch's), the ones `finish` needs, so that
+        finish(summarized(a) + b) says what finish(a + b) says for any b: the engines keep
+        and journal these instead of every distinct one. All of them unless a converter
+        knows better (a converter whose observations vary with every item should)."""
+        return observations
+
     def extra_files(self) -> dict[str, bytes]:
         """Files of the converter's own to put beside the shards (a label map), by name."""
         return {}

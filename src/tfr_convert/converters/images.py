@@ -323,6 +323,25 @@ class ImagesConverter(FileItems, Converter):
     def observe(self, features: dict[str, Any]) -> Hashable:
         return (features["format"], features["height"], features["width"], features["channels"], self._flag)
 
+    def summarized(self, observations: Counter[Hashable]) -> Counter[Hashable]:
+        """finish asks of the format, height, width and channels only whether one value was
+        seen or more (a raw run lists its shapes: kept whole), and names every flagged
+        file: so the flagged ones, and ones carrying the first two values seen of each."""
+        if self.image_format == "raw" or len(observations) <= 2:
+            return observations
+        seen: tuple[set[Any], ...] = (set(), set(), set(), set())
+        kept: Counter[Hashable] = Counter()
+        for observed, n in observations.items():
+            fmt, height, width, channels, flag = observed  # type: ignore[misc]
+            keep = flag is not None
+            for values, value in zip(seen, (fmt, height, width, channels), strict=True):
+                if value not in values and len(values) < 2:
+                    values.add(value)
+                    keep = True
+            if keep:
+                kept[observed] = n
+        return kept
+
     def finish(self, observations: Counter[Hashable]) -> list[str]:
         shapes = sorted({(h, w, c) for _, h, w, c, _ in observations})  # type: ignore[misc]
         if self.image_format == "raw" and len(shapes) > 1:

@@ -274,7 +274,7 @@ def _encode_batch(
     except TfrConvertError as e:
         raise WorkerError(as_text(e)) from None
     fs.put_bytes(_batch_path(out, split, b), bytes(encoded.blob))  # a retried bundle writes the same bytes
-    return split, b, encoded.sizes, len(encoded.skipped), _extras_of(split, b, encoded, rank)
+    return split, b, encoded.sizes, len(encoded.skipped), _extras_of(split, b, encoded, rank, converter)
 
 
 def _cut_split(
@@ -324,10 +324,10 @@ def _write_shard(
     }
 
 
-def _extras_of(split: str, b: int, encoded: Any, rank: dict[str, int]) -> dict[str, Any]:
+def _extras_of(split: str, b: int, encoded: Any, rank: dict[str, int], converter: Converter) -> dict[str, Any]:
     """One encoded batch's extras; its skipped items keyed by where they come in the
     local engine's order (split, batch, item), since Beam gathers batches in any order."""
-    observed = Counter(o for o in encoded.observations if o is not None)
+    observed = converter.summarized(Counter(o for o in encoded.observations if o is not None))
     skips = Skips()
     skips.extend(encoded.skipped)
     return {

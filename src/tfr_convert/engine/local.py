@@ -353,7 +353,8 @@ class _Splits:
         options = self.options
 
         def journal_shard(shard: ShardFile, where: Checkpoint) -> None:
-            self.out.journal.shard_done(split, self.out.entry(shard), where, self.cut_tallies.popleft())
+            found = self._summarized(self.cut_tallies.popleft())
+            self.out.journal.shard_done(split, self.out.entry(shard), where, found)
 
         if split in self.whole:
             return self._write_whole(split, items, at, shards)
@@ -365,7 +366,7 @@ class _Splits:
                 self._advance(at.cutter[0] + at.cutter[1])
             self._write_batches(writer, split, items, at)
             result = writer.close()
-        self.out.journal.split_done(split, self.pending)
+        self.out.journal.split_done(split, self._summarized(self.pending))
         self.pending.clear()
         return result
 
@@ -414,6 +415,10 @@ class _Splits:
             raise OutputError(f"split {split}: wrote {wrote} examples, expected {len(items)}")
         self.out.journal.split_done(split, self.pending)
         return result
+
+    def _summarized(self, tally: Tally) -> Tally:
+        """The tally as journaled: with only the observations the converter's `finish` needs."""
+        return Tally(self.converter.summarized(tally.observations), tally.skipped, tally.warnings)
 
     def _cut(self, where: Checkpoint) -> None:
         """A shard was cut: what encoding found so far is its, for when it is journaled:

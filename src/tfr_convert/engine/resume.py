@@ -48,8 +48,10 @@ def run_identity(
     return identity
 
 
-# The item files are stat'ed on forked processes in parts of at least this many files.
-STATS_PER_PROCESS = 200_000
+# The item files are stat'ed on forked processes in parts of at least this many files: a
+# fork costs about as much as a thousand stats, and a stat is a system call whatever the
+# machine, so from a few thousand files a part the parts pay for their processes.
+STATS_PER_PROCESS = 4096
 
 
 def input_files(converter: Converter, plan: dict[str, list[Hashable]], workers: int) -> InputFiles | None:

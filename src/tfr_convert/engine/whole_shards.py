@@ -69,7 +69,8 @@ def write_whole_shard(
             records += len(encoded.sizes)
             record_bytes += sum(encoded.sizes)
     observed.pop(None, None)
-    return WrittenShard(records, writer.bytes_written(), record_bytes, writer.sha256(), observed, warnings)
+    summary = converter.summarized(observed)
+    return WrittenShard(records, writer.bytes_written(), record_bytes, writer.sha256(), summary, warnings)
 
 
 def tasks(split: str, ends: list[int], begin: int, path: Callable[[int], str]) -> list[WholeShard]:
