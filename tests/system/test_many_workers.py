@@ -6,6 +6,7 @@ interrupted run wrote), and keep the parent's memory bounded with 16 forked work
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -93,6 +94,31 @@ def test_a_reshard_by_number_is_written_whole_by_the_workers_to_the_bytes_of_one
         assert whole == (["train"] if workers == 4 else [])
         found[workers] = files(out)
     assert len([n for n in found[1] if "-of-" in n]) == 4 and found[4] == found[1]
+
+
+def test_webdataset_shards_cut_by_their_members_sizes_are_written_whole_to_the_bytes_of_one(photos, tmp_path):
+    """`webdataset --shard-size`: the cuts planned from the tar members' sizes (the
+    listing has them: no stat), so the workers write the shards whole."""
+    import tarfile
+
+    tars = []
+    pictures = sorted(photos.glob("*/*.png"))
+    for t in range(3):
+        tars.append(tmp_path / f"train-{t}.tar")
+        with tarfile.open(tars[-1], "w", format=tarfile.USTAR_FORMAT) as tar:
+            for picture in pictures[t::3]:
+                key = f"{picture.parent.name}_{picture.stem}"
+                tar.add(picture, f"{key}.png")
+                label = tarfile.TarInfo(f"{key}.cls")
+                label.size = 1
+                tar.addfile(label, io.BytesIO(picture.parent.name[-1].encode()))
+    found = {}
+    for workers in (1, 3):
+        out = tmp_path / f"w{workers}"
+        whole, _ = _converted("webdataset", *tars, "--shard-size", 6000, "--workers", workers, "--out", out, "--quiet")
+        assert whole == (["train"] if workers == 3 else [])
+        found[workers] = files(out)
+    assert len([n for n in found[1] if "-of-" in n]) > 6 and found[3] == found[1]
 
 
 @pytest.mark.parametrize("cut", [["--examples-per-shard", "40"], ["--num-shards", "8"]], ids=["ordered", "whole"])

@@ -309,6 +309,12 @@ class Converter(ABC):
         too (a picture's mask) those, all recorded for --resume alike."""
         return (self.item_file(item),)
 
+    def item_sizes(self, items: Sequence[Hashable]) -> list[int] | None:
+        """The bytes each item is read from, where the listing knows them without a stat
+        (a tar member's size): --shard-size plans its cuts from them (engine/planned.py).
+        None: the engine takes the sizes of the item files, where items are files."""
+        return None
+
     def finish_loading(self) -> None:
         """Finish any loading running in the background (threads), so that the
         converter can be copied into worker processes. Engines call it first."""

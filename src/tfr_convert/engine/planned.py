@@ -1,14 +1,15 @@
 """Where each split's shards end, fixed before anything is encoded where that can be.
 
 --num-shards counts items, so its cuts are known from the plan. --shard-size counts
-bytes: where the items are files (a picture, a sound, a video each), each item is
-planned to take its file's size, scaled by what the split's first few items encode
+bytes: where each item's size is known before it is read (a file: a picture, a sound,
+a video; a webdataset sample: its tar members' sizes, from the listing), each item is
+planned to take that size, scaled by what the split's first few items encode
 to against their files (a re-encode or raw pixels change the size, keeping does not),
 and the cutter cuts those planned sizes. Every engine cuts by the same plan (the
 first items encode alike wherever they do), so a shard is a range of items known up
 front: any process can write any shard whole (engine/whole_shards.py), and the
 output is the same for any worker count. Elsewhere (--examples-per-shard, which
-counts records written; tables and records, whose items are no files) the shards are
+counts records written; tables and records, whose items' sizes are not known) the shards are
 cut from the encoded sizes as they come, in order.
 """
 
@@ -34,16 +35,20 @@ def split_policies(
     container: containers.Container,
 ) -> dict[str, ShardPolicy]:
     """Each split's shard policy: the run's, with its cuts planned where it counts bytes
-    and the items are files (`inputs`: their stats, splits in sorted order)."""
+    and each item's size is known: from the listing (`converter.item_sizes`), else from
+    the stats of the item files (`inputs`, splits in sorted order)."""
     policy = options.policy
-    if not policy.by_size or inputs is None:
+    if not policy.by_size:
         return dict.fromkeys(plan, policy)
-    sizes = inputs.sizes()
+    sizes = inputs.sizes() if inputs is not None else None
     planned, at = {}, 0
     for split in sorted(plan):
         items = plan[split]
-        mine, at = sizes[at : at + len(items)], at + len(items)
-        planned[split] = policy.planned(_scaled(converter, items, mine, options, container))
+        mine = converter.item_sizes(items)
+        if mine is None and sizes is not None:
+            mine = sizes[at : at + len(items)]
+        at += len(items)
+        planned[split] = policy if mine is None else policy.planned(_scaled(converter, items, mine, options, container))
     return {split: planned[split] for split in plan}
 
 

@@ -18,7 +18,7 @@ import json
 import os
 import pickle
 from collections import Counter
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -312,6 +312,9 @@ class WebdatasetConverter(Converter):
 
     def input_roots(self) -> list[str]:
         return []
+
+    def item_sizes(self, items: Sequence[Hashable]) -> list[int]:
+        return [sum(member[2] for member in sample[2]) for sample in items]  # type: ignore[index]
 
     def sources(self) -> list[dict[str, Any]]:
         return [{"file": fs.basename(s), "bytes": fs.getsize(s)} for s in self.shards]
