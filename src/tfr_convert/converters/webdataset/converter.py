@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import io
 import json
+import marshal
 import os
-import pickle
 from collections import Counter
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
@@ -122,13 +122,13 @@ class WebdatasetConverter(Converter):
         fill = self.context.fill_in_parts
         parts = None
         if fill is not None and len(shards) > 1 and not any(fs.is_remote(s) for s in shards):
-            parts = fill(lambda lo, hi: pickle.dumps(list_some(lo, hi)), len(shards))
+            parts = fill(lambda lo, hi: marshal.dumps(list_some(lo, hi)), len(shards))
         if parts is None:
             listed, warnings = list_some(0, len(shards))
         else:
             listed, warnings = [], []
             for data in parts:
-                found, said = pickle.loads(data)  # this process's own children's bytes
+                found, said = marshal.loads(data)  # this process's own children's bytes
                 listed += found
                 warnings += said
         self.warnings += warnings

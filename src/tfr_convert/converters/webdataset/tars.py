@@ -20,7 +20,7 @@ import itertools
 import os
 import re
 from collections.abc import Callable, Iterator
-from typing import IO, NamedTuple
+from typing import IO, Any, NamedTuple
 
 from ...dataset.naming import checked_relative
 from ...errors import SourceError
@@ -44,8 +44,10 @@ INLINE = 256
 
 
 class Sample(NamedTuple):
-    """One sample: the shard it is in, its key, and its members (by extension). Plain
-    tuples (as an engine's plan may carry them, through JSON) read the same by position."""
+    """One sample: the shard it is in, its key, and its members (by extension). `samples`
+    gives them as plain tuples of this shape (and of Member's): marshal, which carries a
+    listing's parts between processes and digests the plan, takes no named tuple, and
+    an engine's plan may carry them through JSON; read by position, they are the same."""
 
     shard: str
     key: str
@@ -275,14 +277,14 @@ def gunzipped(path: str, spool: str, warnings: list[str]) -> str:
     return spool
 
 
-def samples(path: str, warnings: list[str], named: str | None = None) -> list[Sample]:
+def samples(path: str, warnings: list[str], named: str | None = None) -> list[Any]:
     """The samples of one uncompressed tar shard, in order; `named`: the shard their items
     and messages name (the gzipped one `path` was inflated from)."""
     if path.endswith(GZIPPED):
         raise SourceError(f"{path}: a gzipped tar is inflated first (gunzipped)")
     shown = named or path
     size = fs.getsize(path)
-    found: list[Sample] = []
+    found: list[Any] = []  # Sample's shape
     key, members, exts = None, [], set()
     try:
         with fs.open_input(path) as f:
@@ -308,7 +310,7 @@ def samples(path: str, warnings: list[str], named: str | None = None) -> list[Sa
                     continue  # no extension: webdataset skips it too
                 if split[0] != key:
                     if key is not None:
-                        found.append(Sample(shown, key, tuple(members)))
+                        found.append((shown, key, tuple(members)))
                     key, members, exts = split[0], [], set()
                 if split[1] in exts:
                     raise SourceError(f"{shown}: member {entry.name!r}: a second .{split[1]} for the sample {key!r}")
@@ -316,7 +318,7 @@ def samples(path: str, warnings: list[str], named: str | None = None) -> list[Sa
                 small = None
                 if entry.size <= INLINE:
                     small = read_at(entry.offset, entry.size).decode("latin-1")
-                members.append(Member(split[1], entry.offset, entry.size, small))
+                members.append((split[1], entry.offset, entry.size, small))
     except Truncated as e:
         if not found and key is None:
             raise SourceError(f"{shown}: not a tar shard webdataset reads ({e})") from None
@@ -328,5 +330,5 @@ def samples(path: str, warnings: list[str], named: str | None = None) -> list[Sa
         )
         key = None
     if key is not None:
-        found.append(Sample(shown, key, tuple(members)))
+        found.append((shown, key, tuple(members)))
     return found
