@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from helpers import make_clip, write_class_folders, write_mnist
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from PIL import Image
 
 from detection_inputs import CLASSES, COCO_IDS, DATASET, write_coco, write_images
@@ -230,3 +232,24 @@ def test_a_record_that_does_not_fit_the_schema_is_exit_1_naming_it_with_nothing_
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert f"plain.tfrecord record {SAMPLE + 1}" in result.stderr and "'n' holds 3 values" in result.stderr
     assert not out.exists() or not any(out.iterdir())
+
+
+@settings(max_examples=200, deadline=None)
+@given(cells=st.lists(st.binary(max_size=40) | st.none() | st.just(bytearray(b"ab")), max_size=12))
+def test_a_binary_column_is_the_array_pyarrow_builds_of_its_cells(cells):
+    """The pictures' column, built from its cells joined, equals pa.array's cell by cell
+    copy, with None, empty and non-bytes cells (those left to pa.array) among them."""
+    import pyarrow as pa
+
+    from tfr_convert.export.hf_features import binary_column
+
+    built = binary_column(pa, cells)
+    expected = pa.array(cells, pa.binary())
+    assert built.equals(expected) and built.to_pylist() == expected.to_pylist()
+    sink = pa.BufferOutputStream()  # and written alike: the same Arrow file bytes
+    with pa.ipc.new_stream(sink, pa.schema([("b", pa.binary())])) as writer:
+        writer.write_batch(pa.record_batch([built], names=["b"]))
+    other = pa.BufferOutputStream()
+    with pa.ipc.new_stream(other, pa.schema([("b", pa.binary())])) as writer:
+        writer.write_batch(pa.record_batch([expected], names=["b"]))
+    assert sink.getvalue().to_pybytes() == other.getvalue().to_pybytes()

@@ -279,10 +279,29 @@ def column(pa: Any, node: Node, cells: list[Any]) -> Any:
         )
     if node.leaf.kind in ("image", "raw_image", "audio") and node.leaf.dims[:1] != (None,):
         absent = [c is None for c in cells]
-        blobs, paths = pa.array(cells, pa.binary()), pa.nulls(len(cells), pa.string())
+        blobs, paths = binary_column(pa, cells), pa.nulls(len(cells), pa.string())
         mask = pa.array(absent, pa.bool_()) if any(absent) else None
         return pa.StructArray.from_arrays([blobs, paths], names=list(_BLOB), mask=mask)
     return pa.array(cells, arrow_type(pa, node))
+
+
+_OFFSETS_MAX = (1 << 31) - 1  # an Arrow binary array's offsets are 32-bit
+
+
+def binary_column(pa: Any, cells: list[Any]) -> Any:
+    """pa.array(cells, pa.binary()): where every cell is
+    bytes, built from the cells joined (one copy) and their offsets, as pa.array lays them
+    out; pa.array copies each cell into a buffer it grows as it goes."""
+    if not all(type(c) is bytes for c in cells):
+        return pa.array(cells, pa.binary())
+    import array
+    import itertools
+
+    ends = list(itertools.accumulate(map(len, cells), initial=0))
+    if ends[-1] > _OFFSETS_MAX:
+        return pa.array(cells, pa.binary())
+    offsets = array.array("i", ends)
+    return pa.Array.from_buffers(pa.binary(), len(cells), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(cells))])
 
 
 def cell(leaf: Leaf, example: dict, media: Any = None) -> Any:

@@ -143,9 +143,10 @@ def _plain_entries(data: bytes, names: Collection[bytes] | None) -> dict[bytes, 
 def _only(data: bytes, start: int, stop: int, tag: int) -> int:
     """Where the one field of a message spanning [start, stop) begins its contents, the
     field being `tag`'s and filling the message; ValueError for any other shape."""
-    if start >= stop or data[start] != tag:
+    if start + 1 >= stop or data[start] != tag:
         raise ValueError("another shape")
-    size, at = _varint(data, start + 1, stop)
+    size = data[start + 1]  # a one-byte length read inline: most fields are short
+    size, at = (size, start + 2) if size < 0x80 else _varint(data, start + 1, stop)
     if at + size != stop:
         raise ValueError("another shape")
     return at
@@ -178,9 +179,10 @@ def _bytes_values(data: bytes, start: int, stop: int) -> list[bytes] | None:
             return None
         out = []
         while at < stop:
-            if data[at] != 0x0A:
+            if data[at] != 0x0A or at + 1 >= stop:
                 return None
-            size, at = _varint(data, at + 1, stop)
+            size = data[at + 1]
+            size, at = (size, at + 2) if size < 0x80 else _varint(data, at + 1, stop)
             if at + size > stop:
                 return None
             out.append(bytes(data[at : at + size]))
