@@ -85,14 +85,16 @@ def peak_rss_mib(args: Sequence[object]) -> float:
 
 
 def compile_package() -> None:
-    """Byte-compile tfr_convert, as `pip install` of a wheel does.
+    """Byte-compile tfr_convert where it is imported from, as `pip install` of a wheel does.
 
-    An editable install has no .pyc files, and with PYTHONDONTWRITEBYTECODE=1
-    (set on these machines) Python compiles our modules again at every start,
-    about 40 ms per command that no installed user pays. Everything the tutorial
-    loops import is in site-packages, compiled already.
+    An editable install has no .pyc files (nor a wheel installed with --no-compile), and
+    with PYTHONDONTWRITEBYTECODE=1 (set on these machines) Python compiles our modules
+    again at every start, about 40 ms per command that no installed user pays.
+    Everything the tutorial loops import is in site-packages, compiled already.
     """
-    compileall.compile_dir(str(REPO / "src" / "tfr_convert"), quiet=1)
+    import tfr_convert
+
+    compileall.compile_dir(os.path.dirname(tfr_convert.__file__), quiet=1)
 
 
 def median(values: list[float]) -> float:
