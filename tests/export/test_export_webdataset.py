@@ -152,3 +152,22 @@ def test_a_tar_of_large_and_small_members_is_the_tar_tarfile_writes_of_them(cli,
         assert path.read_bytes() == again.getvalue(), path.name
         sizes += [len(data) for _, data in members]
     assert max(sizes) >= 4096 > min(sizes)  # both ways of writing a member
+
+
+def test_the_export_moves_a_pictures_bytes_without_importing_numpy(cli, tmp_path):
+    """Start-up time: numpy is imported where pixels are (raw pictures to .npy, --to
+    images' PNGs), not for a folder of photos kept as they are."""
+    import subprocess
+    import sys
+
+    write_class_folders(tmp_path / "photos", ["cat", "dog"], 3, seed=4)
+    assert cli.convert("images", tmp_path / "photos", "--out", tmp_path / "ds").exit_code == 0
+    code = (
+        "import sys; from tfr_convert.cli.export import export; "
+        f"export([{str(tmp_path / 'ds')!r}, '--to', 'webdataset', '--out', {str(tmp_path / 'w')!r}, '--quiet'], "
+        "standalone_mode=False); print('numpy' in sys.modules)"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip().splitlines()[-1] == "False"
+    assert len(list((tmp_path / "w").glob("train-*.tar"))) >= 1

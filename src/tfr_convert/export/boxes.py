@@ -31,7 +31,7 @@ from ..dataset import coco_rle
 from ..dataset.imageformat import sniff_format
 from ..dataset.naming import checked_relative, lines_file
 from ..errors import OptionError, SourceError
-from ..inspect.grid import image_feature
+from ..inspect.kinds.roles import image_feature
 from .box_numbers import coco_box, f32, keypoint_pixels, number, pixel_corners, yolo_box
 from .engine import Chunk, ExportOptions, Failed, Job, run
 from .images import EXTENSIONS

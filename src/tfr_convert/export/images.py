@@ -32,15 +32,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from ..dataset.imageformat import sniff_format
 from ..dataset.naming import checked_component, checked_relative, lines_file
 from ..dataset.splits import SPLIT_FOLDERS
 from ..dataset.wire.example import BYTES, FLOAT, INT64
 from ..errors import OptionError, SourceError
-from ..inspect.grid import image_feature, manifest_raw_shape, raw_shape_of
-from ..inspect.kinds.masks import is_instance_mask, is_mask
+from ..inspect.kinds.roles import image_feature, is_instance_mask, is_mask, manifest_raw_shape, raw_shape_of
 from ..storage import fs
 from .engine import Chunk, ExportOptions, Failed, Job, run
 from .source import ExportSource, parsed
@@ -187,6 +184,7 @@ def _picture(value: bytes, example: dict, plan: Plan) -> tuple[bytes, str]:
     shape = raw_shape_of(value, example, plan.raw_shape)
     if shape is None or shape[2] not in (1, 3, 4):
         raise SourceError(f"{plan.image!r} is neither an image format nor raw pixels of a known shape")
+    import numpy as np  # here: exporters that only move bytes (webdataset's) plan with this module
     from PIL import Image
 
     pixels = np.frombuffer(value, np.uint8).reshape(shape)

@@ -22,13 +22,13 @@ import numpy as np
 from ..containers import MAX_RECORD_BYTES
 from ..dataset.existing import ExistingDataset, class_names
 from ..dataset.imageformat import sniff_format
-from ..dataset.wire.example import BYTES
 from ..errors import OptionError, SourceError
 from ..storage import fs
 from .kinds.boxes import box_labels, box_names, boxes_of
 from .kinds.frames import frame_list, frames_shown, strip, video_features
 from .kinds.keypoints import keypoints_of
-from .kinds.masks import instance_masks_of, is_mask, mask_of, overlay, overlay_instances
+from .kinds.masks import instance_masks_of, mask_of, overlay, overlay_instances
+from .kinds.roles import image_feature, is_mask, manifest_raw_shape, raw_shape_of
 from .kinds.waveform import Sound, audio_features, samples_of, waveform
 from .paths import resolve
 from .summary import examples_of
@@ -40,40 +40,6 @@ MAX_PIXELS = 25_000_000
 CAPTION = 14
 BOX_COLOUR = (255, 0, 255)  # magenta: rarely the colour of what is boxed
 LIMB_COLOUR, POINT_COLOUR = (0, 255, 255), (255, 255, 0)
-_KNOWN_RAW = {784: (28, 28, 1), 3072: (32, 32, 3)}
-
-
-def image_feature(example: dict[str, tuple[str | None, list[Any]]]) -> str | None:
-    """The feature holding the picture: the first bytes feature whose value is an image
-    format, else the first named like `image` (raw pixels)."""
-    candidates = [n for n, (k, v) in sorted(example.items()) if k == BYTES and v]
-    for name in candidates:
-        if sniff_format(example[name][1][0]):
-            return name
-    named = [n for n in candidates if "image" in n]
-    return named[0] if named else None
-
-
-def _int(example: dict, *names: str) -> int | None:
-    for name in names:
-        kind, values = example.get(name, (None, []))
-        if values and kind == "int64_list":
-            return int(values[0])
-    return None
-
-
-def raw_shape_of(value: bytes, example: dict, known: tuple[int, ...] | None) -> tuple[int, ...] | None:
-    """(height, width, channels) of raw uint8 pixels: from the record's height / width /
-    depth (or channels) features, else `known` (the manifest's), else the well-known sizes,
-    else a square of one channel; None if nothing fits the byte count."""
-    h, w = _int(example, "height"), _int(example, "width")
-    c = _int(example, "depth", "channels")
-    positive = all(v is not None and v > 0 for v in (h, w, c))
-    shape = (h, w, c) if positive else known or _KNOWN_RAW.get(len(value))
-    if shape is None or math.prod(shape) != len(value):
-        side = math.isqrt(len(value))
-        shape = (side, side, 1) if side * side == len(value) else None
-    return shape
 
 
 def _pixels(value: bytes, example: dict, raw_shape: tuple[int, ...] | None, max_pixels: int) -> np.ndarray:
@@ -132,15 +98,6 @@ def caption(example: dict, names: dict[str, list[str]]) -> tuple[str, bool]:
             return (known[index] if 0 <= index < len(known) else str(index)), False
     values = example.get("filename", example.get("file_name", (None, [])))[1]
     return (values[0].decode("utf-8", "replace") if values else ""), True
-
-
-def manifest_raw_shape(dataset: ExistingDataset) -> tuple[int, ...] | None:
-    """The shape of raw pixels that a dataset's manifest states (`raw_image`), if any."""
-    raw = dataset.options.get("raw_image")
-    shape = raw.get("shape") if isinstance(raw, dict) else None
-    if isinstance(shape, list) and len(shape) == 3 and all(type(v) is int and v > 0 for v in shape):
-        return tuple(shape)
-    return None
 
 
 class Pictures:

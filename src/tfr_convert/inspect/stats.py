@@ -29,7 +29,8 @@ from ..dataset.near_duplicates import THRESHOLD, fingerprint, near_pairs
 from ..dataset.wire.example import BYTES, FLOAT, INT64
 from .kinds.boxes import BoxStats, format_boxes
 from .kinds.distribution import Distribution
-from .kinds.masks import InstanceStats, MaskStats, is_instance_mask, is_mask
+from .kinds.masks import InstanceStats, MaskStats
+from .kinds.roles import is_instance_mask, is_mask
 from .paths import resolve, split_of
 from .summary import examples_of, preview
 

@@ -13,16 +13,7 @@ from typing import Any
 import numpy as np
 
 from ...dataset.imageformat import sniff_format
-
-
-def is_mask(name: str) -> bool:
-    """`segmentation_mask`, `mask`, `image/segmentation/mask`...: a feature named for one."""
-    return "mask" in name.rsplit("/", 1)[-1]
-
-
-def is_instance_mask(name: str) -> bool:
-    """A mask of each object (`image/object/mask`): one PNG per object, not a class map."""
-    return is_mask(name) and "object" in name.split("/")[:-1]
+from .roles import is_instance_mask, is_mask
 
 
 class MaskStats:
