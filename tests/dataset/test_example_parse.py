@@ -164,6 +164,32 @@ def test_all_values_of_reads_as_parse_whatever_the_records_shape(written, data):
         assert _same(all_values_of(bytes(damaged)), want)
 
 
+@settings(max_examples=200, deadline=None)
+@given(_example(), st.data())
+def test_features_read_as_views_hold_the_bytes_parse_copies(written, data):
+    """all_values_of(record, views): the named features' bytes as read-only views of the
+    record (a picture moved on without a copy), every value equal to parse's."""
+    record, expected, _ = written
+    views = data.draw(st.sets(st.sampled_from([*sorted(expected), "absent"])))
+    got = all_values_of(record, views)
+    assert _same({n: (k, [bytes(v) if isinstance(v, memoryview) else v for v in vs]) for n, (k, vs) in got.items()},
+                 parse(record))  # fmt: skip
+    for name, (kind, values) in got.items():
+        for value in values:
+            if isinstance(value, memoryview):
+                assert name in views and kind == "bytes_list" and value.readonly and value.obj is record
+            elif kind == "bytes_list":
+                assert type(value) is bytes
+
+
+def test_a_pictures_bytes_come_as_a_view_and_the_rest_as_copies():
+    record = serialize({"image": [b"\xff\xd8" + bytes(300)], "name": [b"a.jpg"], "n": [3]})
+    got = all_values_of(record, {"image"})
+    (picture,) = got["image"][1]
+    assert isinstance(picture, memoryview) and picture.readonly and bytes(picture) == b"\xff\xd8" + bytes(300)
+    assert got["name"] == ("bytes_list", [b"a.jpg"]) and got["n"] == ("int64_list", [3])
+
+
 @settings(max_examples=300, deadline=None)
 @given(_example(), st.data())
 def test_few_values_of_reads_as_values_of_whatever_the_records_shape(written, data):

@@ -18,11 +18,12 @@ _MAGIC = (
 )
 
 
-def sniff_format(data: bytes) -> str | None:
+def sniff_format(data: bytes | memoryview) -> str | None:
     """The image format from its first bytes, or None if it is none we know by magic."""
+    head = bytes(data[:12])  # a view of a record's bytes too
     for magic, name in _MAGIC:
-        if data.startswith(magic):
+        if head.startswith(magic):
             return name
-    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
         return "webp"
     return None

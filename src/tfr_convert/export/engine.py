@@ -70,6 +70,11 @@ class Job(ABC):
         """(one result per record, a `Failed` for a record left out; a result for the
         chunk as a whole or None)."""
 
+    def in_worker(self) -> None:
+        """This copy of the job runs `work` in a worker process: its results go back
+        through a pipe (pickled: no views of the records' bytes)."""
+        return None
+
     def begin(self, split: str) -> None:
         """A split's first chunk comes next."""
         return None
@@ -190,6 +195,7 @@ _job: Job | None = None  # the worker process's copy
 
 def _init_worker(job: Job) -> None:
     global _job
+    job.in_worker()
     _job = job
 
 

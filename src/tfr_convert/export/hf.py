@@ -50,6 +50,8 @@ class HfJob(Job):
             metadata=metadata,
         )
         self.media = _audio_plan(source, nodes)
+        # a picture's bytes go into its column as views of the record (hf_features.binary_column)
+        self.views = frozenset(leaf.key for leaf in _leaves(nodes) if leaf.kind == "image" and leaf.dims[:1] != (None,))
         # cells made of values as they are: cheaper here than sending records to workers;
         # pixels to PNG or samples to WAV are worth them
         self.parallel = any(leaf.kind in ("raw_image", "audio") for leaf in _leaves(nodes))
@@ -79,7 +81,7 @@ class HfJob(Job):
         rows: list[list[Any]] = []
         for where, payload in chunk.records:
             try:
-                example = parsed(payload)
+                example = parsed(payload, self.views)
                 rows.append([_value(node, example, self.media) for node in self.nodes.values()])
             except SourceError as e:
                 results.append(Failed(where, str(e)))

@@ -289,11 +289,11 @@ _OFFSETS_MAX = (1 << 31) - 1  # an Arrow binary array's offsets are 32-bit
 
 
 def binary_column(pa: Any, cells: list[Any]) -> Any:
-    """pa.array(cells, pa.binary()): where every cell is
-    bytes, built from the cells joined (one copy) and their offsets, as pa.array lays them
+    """pa.array(cells, pa.binary()), of cells of bytes or views of bytes: where every cell
+    is one, built from the cells joined (one copy) and their offsets, as pa.array lays them
     out; pa.array copies each cell into a buffer it grows as it goes."""
-    if not all(type(c) is bytes for c in cells):
-        return pa.array(cells, pa.binary())
+    if not all(type(c) is bytes or type(c) is memoryview for c in cells):
+        return pa.array([bytes(c) if type(c) is memoryview else c for c in cells], pa.binary())
     import array
     import itertools
 

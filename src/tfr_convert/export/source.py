@@ -6,7 +6,7 @@ does; a dataset's metadata adds which string features are text, and class names.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 
@@ -22,10 +22,12 @@ from ..inspect.paths import resolve, split_of
 from ..skips import Skips
 
 
-def parsed(payload: bytes) -> dict:
-    """A record's features; a payload that is no tf.train.Example is a SourceError."""
+def parsed(payload: bytes, views: Collection[str] = ()) -> dict:
+    """A record's features (those named in `views`: their bytes as views of the payload,
+    as entries.all_values_of gives them); a payload that is no tf.train.Example is a
+    SourceError."""
     try:
-        return all_values_of(payload)
+        return all_values_of(payload, views)
     except ValueError as e:
         raise SourceError(f"not a tf.train.Example ({e})") from None
 

@@ -70,15 +70,21 @@ class WebdatasetJob(Job):
         self._keys: set[str] = set()
         self._size = self._count = 0
         self._split = ""
+        # the picture's bytes as views of each record, not copies, where the samples are
+        # laid out in this process (a worker's go back through a pipe, as bytes)
+        self._views = frozenset([features.image] if features.image else [])
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_staging": None, "_file": None, "_shards": [], "_keys": set()}
+
+    def in_worker(self) -> None:
+        self._views = frozenset()
 
     def work(self, chunk: Chunk) -> tuple[list[Any], Any]:
         results: list[Any] = []
         for where, payload in chunk.records:
             try:
-                results.append(self._sample(where, parsed(payload)))
+                results.append(self._sample(where, parsed(payload, self._views)))
             except SourceError as e:
                 results.append(Failed(where, str(e)))
         return results, None

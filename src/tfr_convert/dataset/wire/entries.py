@@ -37,21 +37,25 @@ def few_values_of(data: bytes, names: Collection[bytes]) -> dict[str, tuple[str 
     return values
 
 
-def all_values_of(data: bytes) -> dict[str, tuple[str | None, list[Any]]]:
+def all_values_of(data: bytes, views: Collection[str] = ()) -> dict[str, tuple[str | None, list[Any]]]:
     """example.parse(data): every feature of a record of the plain shape read here, by
-    lengths; any other record by the one parser."""
+    lengths; any other record by the one parser. The bytes values of the features named
+    in `views` come as read-only views of `data` where it is read here, not as copies:
+    for a writer that only moves them on (a picture's bytes into a tar or an Arrow
+    column), which saves copying every picture once more."""
     spans = _plain_entries(data, None)
     values: dict[str, tuple[str | None, list[Any]]] = {}
     for name, (start, stop) in (spans or {}).items():
-        found = _list_of(data, start, stop)
-        if found is None:
-            spans = None
-            break
         try:
-            values[name.decode("utf-8")] = found
+            decoded = name.decode("utf-8")
         except UnicodeDecodeError:
             spans = None
             break
+        found = _list_of(data, start, stop, decoded in views)
+        if found is None:
+            spans = None
+            break
+        values[decoded] = found
     if spans is None:
         from .example import parse
 
@@ -59,9 +63,9 @@ def all_values_of(data: bytes) -> dict[str, tuple[str | None, list[Any]]]:
     return values
 
 
-def _list_of(data: bytes, start: int, stop: int) -> tuple[str | None, list[Any]] | None:
-    """(kind, values) of a Feature of one list (int64 packed, float packed, bytes), or of
-    none (an unset Feature); None for any other shape."""
+def _list_of(data: bytes, start: int, stop: int, view: bool = False) -> tuple[str | None, list[Any]] | None:
+    """(kind, values) of a Feature of one list (int64 packed, float packed, bytes: as views
+    of `data` with `view`), or of none (an unset Feature); None for any other shape."""
     if start == stop:
         return None, []
     tag = data[start]
@@ -71,7 +75,7 @@ def _list_of(data: bytes, start: int, stop: int) -> tuple[str | None, list[Any]]
     if tag == 0x12:
         return _packed_floats(data, start, stop)
     if tag == 0x0A:
-        found = _bytes_values(data, start, stop)
+        found = _bytes_values(data, start, stop, view)
         if found is None and stop - start == 2 and data[start + 1] == 0:
             return BYTES, []  # an empty bytes list
         return (BYTES, found) if found is not None else None
@@ -171,8 +175,10 @@ def _packed_int64s(data: bytes, start: int, stop: int) -> list[int] | None:
         return None
 
 
-def _bytes_values(data: bytes, start: int, stop: int) -> list[bytes] | None:
-    """A Feature's values where it is one bytes list (not empty), else None."""
+def _bytes_values(data: bytes, start: int, stop: int, view: bool = False) -> list[Any] | None:
+    """A Feature's values where it is one bytes list (not empty), else None; with `view`,
+    read-only views of `data` instead of copies."""
+    whole = memoryview(data).toreadonly() if view else None
     try:
         at = _only(data, start, stop, 0x0A)  # the Feature: its bytes_list
         if at == stop:
@@ -185,7 +191,7 @@ def _bytes_values(data: bytes, start: int, stop: int) -> list[bytes] | None:
             size, at = (size, at + 2) if size < 0x80 else _varint(data, at + 1, stop)
             if at + size > stop:
                 return None
-            out.append(bytes(data[at : at + size]))
+            out.append(whole[at : at + size] if whole is not None else bytes(data[at : at + size]))
             at += size
         return out
     except ValueError:
