@@ -135,7 +135,8 @@ class HfJob(Job):
         pa = self.pa
         assert self._staging is not None
         name = f"{self._split}/data-{len(self._files):05d}-of-{len(self._plan):05d}.arrow"
-        self._file = self._staging.open(name)
+        local = self._staging.local_path(name)
+        self._file = pa.OSFile(local, "wb") if local is not None else self._staging.open(name)
         self._writer = pa.ipc.new_stream(self._file, self.schema)
         self._files.append(name)
         self._rows = 0

@@ -123,6 +123,16 @@ class Staging:
             return open(os.devnull, "wb")
         return fs.open_file(with_folders(fs.join(self.root, relative)))
 
+    def local_path(self, relative: str) -> str | None:
+        """Where OUT/relative is written when that is a local file (its folders made), for
+        a writer that opens it itself (Arrow's own file, which writes without passing each
+        buffer through Python); None in a dry run or into a bucket: then `open`."""
+        path = fs.join(self.root, relative)
+        if self.dry_run or fs.is_remote(path):
+            return None
+        self._files.append(relative)
+        return with_folders(path)
+
     def csv(self, relative: str) -> CsvFile:
         return CsvFile(self.open(relative))
 
