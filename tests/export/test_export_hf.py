@@ -259,3 +259,25 @@ def test_a_binary_column_is_the_array_pyarrow_builds_of_its_cells(cells):
     with pa.ipc.new_stream(other, pa.schema([("b", pa.binary())])) as writer:
         writer.write_batch(pa.record_batch([expected], names=["b"]))
     assert sink.getvalue().to_pybytes() == other.getvalue().to_pybytes()
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    chunks=st.lists(st.lists(st.binary(max_size=30) | st.binary(max_size=30).map(memoryview), max_size=6), max_size=6)
+)
+def test_columns_laid_out_in_reused_memory_never_change_one_still_held(chunks):
+    """Scratch memory is used again only once nothing holds the column made in it: every
+    column still held keeps its bytes, whichever columns were made after it."""
+    import pyarrow as pa
+
+    from tfr_convert.export.hf_features import Scratch, binary_column
+
+    scratch, held = Scratch(), []
+    for n, cells in enumerate(chunks):
+        made = binary_column(pa, cells, scratch)
+        assert made.to_pylist() == [bytes(c) for c in cells]
+        held.append((made, [bytes(c) for c in cells]))
+        if n % 2:
+            held.pop(0)  # let one go: its memory may be taken for the next
+        for column, expected in held:
+            assert column.to_pylist() == expected

@@ -51,6 +51,7 @@ class HfJob(Job):
         )
         self.media = _audio_plan(source, nodes)
         # a picture's bytes go into its column as views of the record (hf_features.binary_column)
+        self._scratch = hf_features.Scratch()  # where those columns are laid out, chunk after chunk
         self.views = frozenset(leaf.key for leaf in _leaves(nodes) if leaf.kind == "image" and leaf.dims[:1] != (None,))
         # cells made of values as they are: cheaper here than sending records to workers;
         # pixels to PNG or samples to WAV are worth them
@@ -68,7 +69,7 @@ class HfJob(Job):
 
     def __getstate__(self) -> dict[str, Any]:
         state = {**self.__dict__, "_staging": None, "_writer": None, "_file": None}
-        return state | {"pa": None, "_source": None}
+        return state | {"pa": None, "_source": None, "_scratch": hf_features.Scratch()}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
@@ -94,7 +95,7 @@ class HfJob(Job):
         arrays = []
         for i, (name, node) in enumerate(self.nodes.items()):
             try:
-                array = hf_features.column(pa, node, [row[i] for row in rows])
+                array = hf_features.column(pa, node, [row[i] for row in rows], self._scratch)
                 arrays.append(array.cast(node.carried) if node.carried is not None else array)
             except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError) as e:
                 first = chunk.records[0][0] if chunk.records else chunk.split

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -269,17 +270,18 @@ def _same_kind(pa: Any, ours: Any, theirs: Any) -> bool:
 # ---------------------------------------------------------------- cells
 
 
-def column(pa: Any, node: Node, cells: list[Any]) -> Any:
+def column(pa: Any, node: Node, cells: list[Any], scratch: Scratch | None = None) -> Any:
     """The Arrow array of a node's cells (as `cell` makes them, a dict for a dict node): a
-    picture's or sound's struct {bytes, path} assembled from the bytes, not a dict a row."""
+    picture's or sound's struct {bytes, path} assembled from the bytes (laid out in
+    `scratch`'s memory where given), not a dict a row."""
     if node.leaf is None:
-        children = [column(pa, child, [c[name] for c in cells]) for name, child in node.fields.items()]
+        children = [column(pa, child, [c[name] for c in cells], scratch) for name, child in node.fields.items()]
         return pa.StructArray.from_arrays(
             children, fields=[pa.field(n, a.type) for n, a in zip(node.fields, children, strict=True)]
         )
     if node.leaf.kind in ("image", "raw_image", "audio") and node.leaf.dims[:1] != (None,):
         absent = [c is None for c in cells]
-        blobs, paths = binary_column(pa, cells), pa.nulls(len(cells), pa.string())
+        blobs, paths = binary_column(pa, cells, scratch), pa.nulls(len(cells), pa.string())
         mask = pa.array(absent, pa.bool_()) if any(absent) else None
         return pa.StructArray.from_arrays([blobs, paths], names=list(_BLOB), mask=mask)
     return pa.array(cells, arrow_type(pa, node))
@@ -288,10 +290,35 @@ def column(pa: Any, node: Node, cells: list[Any]) -> Any:
 _OFFSETS_MAX = (1 << 31) - 1  # an Arrow binary array's offsets are 32-bit
 
 
-def binary_column(pa: Any, cells: list[Any]) -> Any:
+class Scratch:
+    """Memory that successive chunks' bytes columns are laid out in, a buffer used again
+    once nothing holds the column made in it (the Arrow buffer over it is gone): a fresh
+    allocation a chunk is memory the kernel faults in page by page, which costs more than
+    the copy itself. Kept for one job in one process."""
+
+    KEPT = 3  # the column being made, the one its consumer may still hold, one spare
+
+    def __init__(self) -> None:
+        self._buffers: list[bytearray] = []
+
+    def take(self, size: int) -> bytearray:
+        """A buffer of at least `size` bytes that nothing else holds."""
+        for i in range(len(self._buffers)):
+            if sys.getrefcount(self._buffers[i]) == 2:  # this list's and the call's: free
+                if len(self._buffers[i]) < size:
+                    self._buffers[i] = bytearray(size + size // 4)  # room for the next, a bit larger
+                return self._buffers[i]
+        buffer = bytearray(size + size // 4)
+        if len(self._buffers) < self.KEPT:
+            self._buffers.append(buffer)
+        return buffer
+
+
+def binary_column(pa: Any, cells: list[Any], scratch: Scratch | None = None) -> Any:
     """pa.array(cells, pa.binary()), of cells of bytes or views of bytes: where every cell
-    is one, built from the cells joined (one copy) and their offsets, as pa.array lays them
-    out; pa.array copies each cell into a buffer it grows as it goes."""
+    is one, built from the cells laid out back to back (one copy, into `scratch`'s memory
+    where given) and their offsets, as pa.array lays them out; pa.array copies each cell
+    into a buffer it grows as it goes."""
     if not all(type(c) is bytes or type(c) is memoryview for c in cells):
         return pa.array([bytes(c) if type(c) is memoryview else c for c in cells], pa.binary())
     import array
@@ -300,8 +327,14 @@ def binary_column(pa: Any, cells: list[Any]) -> Any:
     ends = list(itertools.accumulate(map(len, cells), initial=0))
     if ends[-1] > _OFFSETS_MAX:
         return pa.array(cells, pa.binary())
+    if scratch is None:
+        data: Any = b"".join(cells)
+    else:
+        data = memoryview(scratch.take(ends[-1]))[: ends[-1]]
+        for cell, start, stop in zip(cells, ends, ends[1:], strict=False):
+            data[start:stop] = cell
     offsets = array.array("i", ends)
-    return pa.Array.from_buffers(pa.binary(), len(cells), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(cells))])
+    return pa.Array.from_buffers(pa.binary(), len(cells), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
 def cell(leaf: Leaf, example: dict, media: Any = None) -> Any:
