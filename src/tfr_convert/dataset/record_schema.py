@@ -34,11 +34,35 @@ class NoSchema(SourceError):
     """The records cannot be described by one schema; the message says why."""
 
 
+Outlines = list[tuple[str, "dict[str, tuple[str | None, list, int]] | ExampleDecodeError"]]
+
+
+def outlined(payloads: Iterable[tuple[str, bytes]], past_errors: bool = True) -> Outlines:
+    """Each record's outline (its features' kinds and value counts, no values), or the
+    error saying it is no tf.train.Example: all a schema is inferred from, small enough
+    to keep for another inference of the same records. Without `past_errors`, nothing
+    after the first such error is read (a schema of all records ends there)."""
+    found: Outlines = []
+    for where, payload in payloads:
+        try:
+            found.append((where, outline(payload, keep=0)))
+        except ExampleDecodeError as e:
+            found.append((where, e))
+            if not past_errors:
+                break
+    return found
+
+
 def infer_schema(
     payloads: Iterable[tuple[str, bytes]], majority: bool = False, absent: bool = False
 ) -> dict[str, FeatureSpec]:
-    """FeatureSpecs of records given as (where, payload) pairs: NoSchema names the first
-    record that is not a tf.train.Example, or the feature no schema can hold.
+    """FeatureSpecs of records given as (where, payload) pairs: schema_of their outlines."""
+    return schema_of(outlined(payloads, past_errors=majority), majority, absent)
+
+
+def schema_of(outlines: Outlines, majority: bool = False, absent: bool = False) -> dict[str, FeatureSpec]:
+    """FeatureSpecs of records given by their outlines: NoSchema names the first record
+    that is not a tf.train.Example, or the feature no schema can hold.
 
     `majority`: the schema of most records, for a reader that leaves out the others:
     what is not a tf.train.Example is passed over, and a feature missing from some
@@ -47,13 +71,11 @@ def infer_schema(
     kept, as one a record may lack (FeatureSpec.of_absent), for a reader with nulls."""
     seen: dict[str, _Seen] = {}
     total = 0
-    for where, payload in payloads:
-        try:
-            example = outline(payload, keep=0)
-        except ExampleDecodeError as e:
+    for where, example in outlines:
+        if isinstance(example, ExampleDecodeError):
             if majority:
                 continue
-            raise NoSchema(f"{where}: not a tf.train.Example ({e}), so no schema can be inferred") from None
+            raise NoSchema(f"{where}: not a tf.train.Example ({example}), so no schema can be inferred") from None
         total += 1
         for name, (kind, _, count) in example.items():
             entry = seen.setdefault(name, _Seen())

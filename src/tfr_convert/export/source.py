@@ -14,7 +14,7 @@ from .. import containers
 from ..dataset.existing import ExistingDataset
 from ..dataset.features import FeatureSpec
 from ..dataset.naming import checked_component
-from ..dataset.record_schema import SAMPLE, infer_schema
+from ..dataset.record_schema import SAMPLE, Outlines, outlined, schema_of
 from ..dataset.splits import ordered_splits
 from ..dataset.wire.entries import all_values_of
 from ..errors import SourceError
@@ -39,6 +39,7 @@ class ExportSource:
     salvage: bool = False  # read past damage (--on-error skip) instead of stopping at it
     max_record: int = containers.MAX_RECORD_BYTES  # the largest record read (each is held whole once)
     _schemas: dict[bool, dict[str, FeatureSpec]] = field(default_factory=dict, repr=False)  # by `absent`
+    _outlines: Outlines | None = field(default=None, repr=False)  # of the first SAMPLE records
 
     @classmethod
     def open(
@@ -94,10 +95,10 @@ class ExportSource:
         salvaging, those of most of them: the others are left out as they are met);
         `absent`: a feature some records lack is kept, as one they may lack."""
         if absent not in self._schemas:  # asked by several parts of one export: read once
-            first = (record for split in self.splits for record in self.records(split))
-            self._schemas[absent] = infer_schema(
-                islice(first, SAMPLE), majority=self.salvage and not absent, absent=absent
-            )
+            if self._outlines is None:  # the records read once for both kinds of schema
+                first = (record for split in self.splits for record in self.records(split))
+                self._outlines = outlined(islice(first, SAMPLE), past_errors=self.salvage)
+            self._schemas[absent] = schema_of(self._outlines, majority=self.salvage and not absent, absent=absent)
         return dict(self._schemas[absent])
 
     def text_features(self) -> set[str]:
