@@ -44,9 +44,7 @@ from .watched_futures import WatchedFutures
 
 def jsonable(value: Any) -> Any:
     """Tuples (observations are tuples) as JSON lists; see `hashable`."""
-    if not isinstance(value, tuple):
-        return value
-    return [jsonable(v) if isinstance(v, tuple) else v for v in value]  # a call per tuple, not per value
+    return [jsonable(v) for v in value] if isinstance(value, tuple) else value
 
 
 def hashable(value: Any) -> Any:
