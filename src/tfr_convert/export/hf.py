@@ -52,7 +52,9 @@ class HfJob(Job):
         self.media = _audio_plan(source, nodes)
         # a picture's bytes go into its column as views of the record (hf_features.binary_column)
         self._scratch = hf_features.Scratch()  # where those columns are laid out, chunk after chunk
-        self.views = frozenset(leaf.key for leaf in _leaves(nodes) if leaf.kind == "image" and leaf.dims[:1] != (None,))
+        self._views = frozenset(
+            leaf.key for leaf in _leaves(nodes) if leaf.kind == "image" and leaf.dims[:1] != (None,)
+        )
         # cells made of values as they are: cheaper here than sending records to workers;
         # pixels to PNG or samples to WAV are worth them
         self.parallel = any(leaf.kind in ("raw_image", "audio") for leaf in _leaves(nodes))
@@ -82,7 +84,7 @@ class HfJob(Job):
         rows: list[list[Any]] = []
         for where, payload in chunk.records:
             try:
-                example = parsed(payload, self.views)
+                example = parsed(payload, self._views)
                 rows.append([_value(node, example, self.media) for node in self.nodes.values()])
             except SourceError as e:
                 results.append(Failed(where, str(e)))

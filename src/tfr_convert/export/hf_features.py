@@ -319,14 +319,17 @@ def binary_column(pa: Any, cells: list[Any], scratch: Scratch | None = None) -> 
     is one, built from the cells laid out back to back (one copy, into `scratch`'s memory
     where given) and their offsets, as pa.array lays them out; pa.array copies each cell
     into a buffer it grows as it goes."""
-    if not all(type(c) is bytes or type(c) is memoryview for c in cells):
-        return pa.array([bytes(c) if type(c) is memoryview else c for c in cells], pa.binary())
     import array
     import itertools
 
+    def cell_by_cell() -> Any:
+        return pa.array([bytes(c) if type(c) is memoryview else c for c in cells], pa.binary())
+
+    if not all(type(c) is bytes or type(c) is memoryview for c in cells):
+        return cell_by_cell()
     ends = list(itertools.accumulate(map(len, cells), initial=0))
     if ends[-1] > _OFFSETS_MAX:
-        return pa.array(cells, pa.binary())
+        return cell_by_cell()
     if scratch is None:
         data: Any = b"".join(cells)
     else:
